@@ -1,0 +1,53 @@
+/* A tiny assert header for unit tests: each failed check prints where and
+ * what, the test keeps going, and main() returns non-zero if anything failed. */
+#ifndef UROCE_TESTS_UT_H
+#define UROCE_TESTS_UT_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ut_failures;
+static int ut_checks;
+
+#define UT_CHECK(cond)                                                      \
+	do {                                                                \
+		ut_checks++;                                                \
+		if (!(cond)) {                                              \
+			ut_failures++;                                      \
+			fprintf(stderr, "%s:%d: %s: check failed: %s\n",    \
+				__FILE__, __LINE__, __func__, #cond);       \
+		}                                                           \
+	} while (0)
+
+#define UT_EQ(a, b)                                                         \
+	do {                                                                \
+		long long _ua = (long long)(a), _ub = (long long)(b);       \
+		ut_checks++;                                                \
+		if (_ua != _ub) {                                           \
+			ut_failures++;                                      \
+			fprintf(stderr,                                     \
+				"%s:%d: %s: %s == %s failed: %lld != %lld\n", \
+				__FILE__, __LINE__, __func__, #a, #b, _ua, _ub); \
+		}                                                           \
+	} while (0)
+
+#define UT_MEMEQ(a, b, n) UT_CHECK(memcmp((a), (b), (n)) == 0)
+
+#define UT_RUN(fn)                                                          \
+	do {                                                                \
+		int _before = ut_failures;                                  \
+		fn();                                                       \
+		fprintf(stderr, "%-6s %s\n",                                \
+			ut_failures == _before ? "ok" : "FAIL", #fn);       \
+	} while (0)
+
+#define UT_DONE()                                                           \
+	({                                                                  \
+		fprintf(stderr, "%d checks, %d failed\n", ut_checks,        \
+			ut_failures);                                       \
+		(ut_failures || !ut_checks) ? 1 : 0;                        \
+	})
+
+#endif
