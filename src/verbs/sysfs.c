@@ -26,19 +26,6 @@ const char *ibv_get_sysfs_path(void);
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 			size_t size);
 
-/* Default hook until the device layer provides one: no directory is a uroce
- * device directory.  The device layer's strong definition replaces it, but
- * only if the object defining it is linked in: uroce_core is a static
- * archive, and the linker does not pull an archive member just to override
- * a weak definition, so that definition must live in an object the library
- * references for other reasons (or this default must go when it lands). */
-__attribute__((weak)) int ur_device_sysfs_read(const char *dir,
-					       const char *file, char *buf,
-					       size_t size)
-{
-	return -ENOENT;
-}
-
 static const char *sysfs_path;
 
 /* $SYSFS_PATH (at most IBV_SYSFS_PATH_MAX characters, trailing slashes

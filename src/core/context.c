@@ -1,0 +1,47 @@
+#include "core/context.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+struct ur_context *ur_context_open(struct ur_device *dev)
+{
+	struct ur_context *ctx = calloc(1, sizeof(*ctx));
+	int ret;
+
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = dev;
+	ret = ur_mr_table_init(&ctx->mrs);
+	if (ret)
+		goto err_free;
+	ret = ur_async_init(&ctx->async);
+	if (ret)
+		goto err_mrs;
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.context.device = &dev->ibdev;
+	ctx->vctx.context.async_fd = ctx->async.rfd;
+	ctx->vctx.context.num_comp_vectors = 1;
+	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
+	return ctx;
+
+err_mrs:
+	ur_mr_table_fini(&ctx->mrs);
+err_free:
+	free(ctx);
+	errno = -ret;
+	return NULL;
+}
+
+int ur_context_close(struct ur_context *ctx)
+{
+	ur_async_fini(&ctx->async);
+	ur_mr_table_fini(&ctx->mrs);
+	pthread_mutex_destroy(&ctx->vctx.context.mutex);
+	free(ctx);
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* Completion queues and completion channels.
+ *
+ * The engine (or a posting thread) pushes completions under the CQ lock;
+ * the application polls them with ibv_poll_cq or the ibv_cq_ex interface.
+ * A CQ armed with ibv_req_notify_cq writes one event to its channel's pipe
+ * at the next (solicited) completion.
+ */
+#ifndef UROCE_CORE_CQ_H
+#define UROCE_CORE_CQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "util/compiler.h"
+
+struct ur_context;
+
+struct ur_comp_channel {
+	struct ibv_comp_channel ibch;  /* ibch.fd is the pipe's read end */
+	int wfd;
+};
+
+static inline struct ur_comp_channel *to_uchan(struct ibv_comp_channel *c)
+{
+	return (struct ur_comp_channel *)c;
+}
+
+struct ur_cqe {
+	struct ibv_wc wc;
+	uint64_t ts_ns;        /* completion time (CLOCK_MONOTONIC) */
+};
+
+struct ur_cq {
+	struct ibv_cq_ex ibcq;         /* ibv_cq prefix + the extended poll ops */
+	struct ur_context *ctx;
+	pthread_spinlock_t lock;
+	struct ur_cqe *ring;
+	uint32_t size;                 /* power of two > depth */
+	uint32_t depth;                /* the usable entries (ibv_cq.cqe) */
+	uint32_t head, tail;           /* free-running consumer/producer */
+	bool armed, solicited_only;
+	bool overrun;                  /* a completion was lost: CQ error */
+	uint64_t wc_flags_ex;          /* IBV_WC_EX_WITH_* asked at creation */
+	uint32_t events_reported;      /* channel events written */
+	uint32_t users;                /* QPs/SRQs using it: destroy -> EBUSY */
+	struct ur_cqe cur;             /* ibv_start_poll/next_poll cursor */
+};
+
+static inline struct ur_cq *to_ucq(struct ibv_cq *ibcq)
+{
+	return container_of((struct ibv_cq_ex *)ibcq, struct ur_cq, ibcq);
+}
+
+struct ur_comp_channel *ur_channel_create(struct ur_context *ctx);
+int ur_channel_destroy(struct ur_comp_channel *ch);
+/* Reads one event: the CQ it is for.  Blocking unless O_NONBLOCK. */
+int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
+
+struct ur_cq *ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr);
+int ur_cq_destroy(struct ur_cq *cq);
+int ur_cq_resize(struct ur_cq *cq, int cqe);
+int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
+int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
+
+/* Producer side.  solicited: the completion came with the SE bit.  Returns
+ * -ENOSPC on overrun (the completion is lost and a CQ error event raised). */
+int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+#endif

@@ -1,0 +1,324 @@
+#include "core/device.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/limits.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define UR_MAX_DEVICES 64
+#define UR_NETDEV_REFRESH_NS 1000000000ull   /* GIDs follow address changes within 1 s */
+
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ur_device *devices[UR_MAX_DEVICES];
+static unsigned ndevices;
+
+/* Which interfaces become devices, and under which names.
+ * UROCE_DEVICES="netdev,name:netdev,..." selects explicitly; otherwise every
+ * interface with an address becomes uroce<N> in ifindex order. */
+struct dev_wish {
+	char name[UR_DEV_NAME_MAX];
+	char netdev[IF_NAMESIZE];
+};
+
+static int parse_wishes(const char *spec, struct dev_wish *w, int max)
+{
+	char buf[1024], *save = NULL, *tok;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, ", \t\n", &save); tok && n < max;
+	     tok = strtok_r(NULL, ", \t\n", &save)) {
+		char *colon = strchr(tok, ':');
+
+		if (colon) {
+			*colon = '\0';
+			snprintf(w[n].name, sizeof(w[n].name), "%s", tok);
+			snprintf(w[n].netdev, sizeof(w[n].netdev), "%s", colon + 1);
+		} else {
+			w[n].name[0] = '\0';
+			snprintf(w[n].netdev, sizeof(w[n].netdev), "%s", tok);
+		}
+		n++;
+	}
+	return n;
+}
+
+static struct ur_device *find_by_netdev(const char *netdev)
+{
+	for (unsigned i = 0; i < ndevices; i++)
+		if (!strcmp(devices[i]->netdev_name, netdev))
+			return devices[i];
+	return NULL;
+}
+
+static bool name_taken(const char *name)
+{
+	for (unsigned i = 0; i < ndevices; i++)
+		if (!strcmp(devices[i]->ibdev.name, name))
+			return true;
+	return false;
+}
+
+static struct ur_device *device_new(const char *name, const struct ur_netdev *nd)
+{
+	struct ur_device *dev;
+
+	if (ndevices == UR_MAX_DEVICES)
+		return NULL;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->index = ndevices;
+	snprintf(dev->netdev_name, sizeof(dev->netdev_name), "%s", nd->name);
+	dev->nd = *nd;
+	dev->refreshed_ns = ur_now_ns();
+	dev->ibdev.node_type = IBV_NODE_CA;
+	dev->ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "%s", name);
+	snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "uverbs-%s", name);
+	snprintf(dev->ibdev.dev_path, sizeof(dev->ibdev.dev_path),
+		 "/sys/class/infiniband_verbs/uverbs-%s", name);
+	snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
+		 "/sys/class/infiniband/%s", name);
+	devices[ndevices++] = dev;
+	ur_info(name, "created on interface %s", nd->name);
+	return dev;
+}
+
+static void auto_name(char *out, size_t len, unsigned pos)
+{
+	unsigned n = pos;
+
+	do
+		snprintf(out, len, "uroce%u", n++);
+	while (name_taken(out));
+}
+
+struct ur_device **ur_device_list(int *num)
+{
+	struct dev_wish wish[UR_MAX_DEVICES];
+	const char *spec = getenv("UROCE_DEVICES");
+	struct ur_device **list;
+	struct ur_netdev *nds;
+	unsigned nnd;
+	int nwish = -1, count = 0, ret;
+
+	ur_log_init();
+	ret = ur_netdev_scan(&nds, &nnd);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	if (spec && *spec)
+		nwish = parse_wishes(spec, wish, UR_MAX_DEVICES);
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned i = 0; i < ndevices; i++)
+		devices[i]->present = 0;
+	for (unsigned i = 0; i < nnd; i++) {
+		struct ur_device *dev = find_by_netdev(nds[i].name);
+		char name[UR_DEV_NAME_MAX];
+		int w = -1;
+
+		if (nwish >= 0) {
+			for (int k = 0; k < nwish; k++)
+				if (!strcmp(wish[k].netdev, nds[i].name))
+					w = k;
+			if (w < 0)
+				continue;
+		}
+		if (!dev) {
+			if (w >= 0 && wish[w].name[0])
+				snprintf(name, sizeof(name), "%s", wish[w].name);
+			else
+				auto_name(name, sizeof(name), w >= 0 ? (unsigned)w : i);
+			dev = device_new(name, &nds[i]);
+			if (!dev)
+				continue;
+		}
+		pthread_mutex_lock(&dev->lock);
+		dev->nd = nds[i];
+		dev->refreshed_ns = ur_now_ns();
+		dev->present = 1;
+		pthread_mutex_unlock(&dev->lock);
+	}
+	list = calloc(ndevices + 1, sizeof(*list));
+	if (list) {
+		for (unsigned i = 0; i < ndevices; i++)
+			if (devices[i]->present)
+				list[count++] = devices[i];
+	}
+	pthread_mutex_unlock(&devices_lock);
+	free(nds);
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*num = count;
+	return list;
+}
+
+struct ur_device *ur_device_by_name(const char *name)
+{
+	struct ur_device *found = NULL;
+	int n;
+	struct ur_device **list = ur_device_list(&n);
+
+	if (!list)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(list[i]->ibdev.name, name))
+			found = list[i];
+	free(list);
+	return found;
+}
+
+bool ur_device_is_ours(const struct ibv_device *ibdev)
+{
+	bool ours = false;
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned i = 0; i < ndevices; i++)
+		if (&devices[i]->ibdev == ibdev)
+			ours = true;
+	pthread_mutex_unlock(&devices_lock);
+	return ours;
+}
+
+void ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
+{
+	uint64_t now = ur_now_ns();
+
+	pthread_mutex_lock(&dev->lock);
+	if (now - dev->refreshed_ns > UR_NETDEV_REFRESH_NS) {
+		struct ur_netdev nd;
+		int ret = ur_netdev_get(dev->netdev_name, &nd);
+
+		if (!ret) {
+			dev->nd = nd;
+			dev->present = 1;
+		} else if (ret == -ENODEV) {
+			dev->present = 0;
+			dev->nd.flags = 0;
+			dev->nd.ngid = 0;
+		}
+		dev->refreshed_ns = now;
+	}
+	*out = dev->nd;
+	pthread_mutex_unlock(&dev->lock);
+}
+
+uint64_t ur_device_guid(struct ur_device *dev)
+{
+	union ibv_gid gid;
+	uint64_t guid;
+
+	pthread_mutex_lock(&dev->lock);
+	ur_gid_eui64(&gid, dev->nd.mac);
+	pthread_mutex_unlock(&dev->lock);
+	memcpy(&guid, &gid.raw[8], 8);
+	return guid;
+}
+
+void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", UR_VERSION_STR);
+	a->node_guid = ur_device_guid(dev);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = ~0ull;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0xffffff;          /* no OUI: a software device, as rxe */
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	{
+		const char *part = getenv("UROCE_VENDOR_PART_ID");
+
+		if (part && *part)
+			a->vendor_part_id = (uint32_t)strtoul(part, NULL, 0);
+	}
+	a->max_qp = UR_MAX_QP;
+	a->max_qp_wr = UR_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = UR_MAX_SGE;
+	a->max_sge_rd = UR_MAX_SGE_RD;
+	a->max_cq = UR_MAX_CQ;
+	a->max_cqe = UR_MAX_CQE;
+	a->max_mr = UR_MAX_MR;
+	a->max_pd = UR_MAX_PD;
+	a->max_qp_rd_atom = UR_MAX_QP_RD_ATOM;
+	a->max_ee_rd_atom = 0;
+	a->max_res_rd_atom = UR_MAX_QP_RD_ATOM * UR_MAX_QP;
+	a->max_qp_init_rd_atom = UR_MAX_QP_RD_ATOM;
+	a->max_ee_init_rd_atom = 0;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_ee = 0;
+	a->max_rdd = 0;
+	a->max_mw = 0;
+	a->max_raw_ipv6_qp = 0;
+	a->max_raw_ethy_qp = 0;
+	a->max_mcast_grp = 0;
+	a->max_mcast_qp_attach = 0;
+	a->max_total_mcast_qp_attach = 0;
+	a->max_ah = UR_MAX_AH;
+	a->max_fmr = 0;
+	a->max_map_per_fmr = 0;
+	a->max_srq = UR_MAX_SRQ;
+	a->max_srq_wr = UR_MAX_SRQ_WR;
+	a->max_srq_sge = UR_MAX_SRQ_SGE;
+	a->max_pkeys = UR_MAX_PKEYS;
+	a->local_ca_ack_delay = UR_LOCAL_ACK_DELAY;
+	a->phys_port_cnt = 1;
+}
+
+void ur_speed_width(int mbps, uint8_t *speed, uint8_t *width)
+{
+	/* IB encodings: speed SDR 1 (2.5G), QDR 4 (10G), EDR 32 (25G), HDR 64
+	 * (50G), NDR 128 (100G); width 1X 1, 4X 2. */
+	static const struct { int mbps; uint8_t speed, width; } map[] = {
+		{ 2500, 1, 1 },   { 10000, 4, 1 },  { 25000, 32, 1 },
+		{ 40000, 4, 2 },  { 50000, 64, 1 }, { 100000, 32, 2 },
+		{ 200000, 64, 2 }, { 400000, 128, 2 },
+	};
+	unsigned i;
+
+	if (mbps <= 0) {
+		/* lo and virtual links have no speed: software moves data at
+		 * memory speed, so report a 100G-class link (EDR 4X). */
+		*speed = 32;
+		*width = 2;
+		return;
+	}
+	for (i = 0; i + 1 < UR_ARRAY_SIZE(map) && map[i + 1].mbps <= mbps; i++)
+		;
+	*speed = map[i].speed;
+	*width = map[i].width;
+}
+
+void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *p)
+{
+	struct ur_netdev nd;
+	bool up;
+
+	ur_device_snapshot(dev, &nd);
+	up = (nd.flags & IFF_UP) && (nd.flags & IFF_RUNNING) && dev->present;
+	memset(p, 0, sizeof(*p));
+	p->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	p->max_mtu = UR_MAX_MTU;
+	p->active_mtu = ur_mtu_from_netdev(nd.mtu);
+	p->gid_tbl_len = UR_MAX_GID;
+	p->port_cap_flags = IBV_PORT_IP_BASED_GIDS;
+	p->max_msg_sz = UR_MAX_MSG_SZ;
+	p->pkey_tbl_len = UR_MAX_PKEYS;
+	p->max_vl_num = 1;
+	p->phys_state = up ? 5 /* LINK_UP */ : 3 /* DISABLED */;
+	p->link_layer = IBV_LINK_LAYER_ETHERNET;
+	ur_speed_width(nd.speed_mbps, &p->active_speed, &p->active_width);
+}

@@ -1,0 +1,52 @@
+/* Software RoCE devices: one per network interface with an address.
+ *
+ * Devices live for the whole process (applications may keep ibv_device
+ * pointers after ibv_free_device_list), so the list only grows; a device
+ * whose interface vanished reports its port DOWN.
+ */
+#ifndef UROCE_CORE_DEVICE_H
+#define UROCE_CORE_DEVICE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "core/netdev.h"
+
+#define UR_DEV_NAME_MAX 64
+#define UR_VERSION_STR "0.1.0"
+
+struct ur_device {
+	struct ibv_device ibdev;   /* applications get &ibdev: keep first */
+	unsigned index;            /* ibv_get_device_index */
+	char netdev_name[IF_NAMESIZE];
+	pthread_mutex_t lock;      /* guards nd and refreshed_ns */
+	struct ur_netdev nd;
+	uint64_t refreshed_ns;
+	int present;
+};
+
+static inline struct ur_device *to_udev(struct ibv_device *ibdev)
+{
+	return (struct ur_device *)ibdev;
+}
+
+/* Rescans the interfaces and returns the current devices (malloc'ed,
+ * NULL-terminated); *num gets their count.  NULL with errno on failure. */
+struct ur_device **ur_device_list(int *num);
+struct ur_device *ur_device_by_name(const char *name);
+bool ur_device_is_ours(const struct ibv_device *ibdev);
+
+/* A fresh-enough copy of the device's interface and GID table. */
+void ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out);
+
+void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
+/* Fills the full ibv_port_attr; callers with the 48-byte compat struct
+ * copy only its prefix. */
+void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *attr);
+uint64_t ur_device_guid(struct ur_device *dev);   /* network byte order */
+
+/* IB speed/width codes for a link speed in Mb/s (-1: unknown). */
+void ur_speed_width(int mbps, uint8_t *speed, uint8_t *width);
+
+#endif

@@ -1,0 +1,26 @@
+/* Device limits, reported by ibv_query_device and enforced at creation.
+ * The values follow Linux rxe where it has one, so that programs tuned for
+ * rxe size their queues the same way on uroce. */
+#ifndef UROCE_CORE_LIMITS_H
+#define UROCE_CORE_LIMITS_H
+
+#define UR_MAX_QP            65536
+#define UR_MAX_QP_WR         16384
+#define UR_MAX_SGE           32
+#define UR_MAX_SGE_RD        32
+#define UR_MAX_INLINE        400
+#define UR_MAX_CQ            16384
+#define UR_MAX_CQE           32767
+#define UR_MAX_MR            65536
+#define UR_MAX_PD            32764
+#define UR_MAX_QP_RD_ATOM    128
+#define UR_MAX_SRQ           8192
+#define UR_MAX_SRQ_WR        16384
+#define UR_MAX_SRQ_SGE       27
+#define UR_MAX_AH            65536
+#define UR_MAX_PKEYS         1
+#define UR_LOCAL_ACK_DELAY   15
+#define UR_MAX_MSG_SZ        0x40000000u   /* 1 GiB */
+#define UR_MAX_MTU           IBV_MTU_4096
+
+#endif

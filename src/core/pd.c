@@ -1,0 +1,30 @@
+#include "core/pd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/context.h"
+
+struct ur_pd *ur_pd_alloc(struct ur_context *ctx)
+{
+	static atomic_uint next_handle = 1;
+	struct ur_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ctx = ctx;
+	pd->ibpd.context = &ctx->vctx.context;
+	pd->ibpd.handle = atomic_fetch_add(&next_handle, 1);
+	atomic_init(&pd->users, 0);
+	return pd;
+}
+
+int ur_pd_dealloc(struct ur_pd *pd)
+{
+	if (atomic_load(&pd->users))
+		return -EBUSY;
+	free(pd);
+	return 0;
+}

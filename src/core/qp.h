@@ -1,0 +1,152 @@
+/* Queue pairs: the object, its work queues and WQE layouts.  State
+ * transitions and attribute validation live in qp_modify.c; the protocol in
+ * src/rel. */
+#ifndef UROCE_CORE_QP_H
+#define UROCE_CORE_QP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "core/wq.h"
+#include "rel/rel_state.h"
+#include "util/compiler.h"
+#include "util/list.h"
+#include "xport/xport.h"
+
+struct ur_context;
+struct ur_pd;
+struct ur_cq;
+struct ur_srq;
+struct ur_ah;
+
+enum ur_wqe_state {
+	UR_WQE_POSTED = 0,       /* not yet (fully) packetized */
+	UR_WQE_SENT,             /* every request packet sent, awaiting the peer */
+	UR_WQE_DONE,             /* completed (and reported if signaled) */
+};
+
+struct ur_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;         /* enum ibv_wr_opcode */
+	uint32_t send_flags;     /* IBV_SEND_* */
+	uint32_t imm;            /* immediate data (network order) or rkey to invalidate */
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	struct ur_ah *ah;        /* UD */
+	uint32_t remote_qpn;     /* UD */
+	uint32_t remote_qkey;    /* UD */
+	uint32_t remote_srqn;    /* XRC */
+
+	/* progress, owned by the requester and completer */
+	uint8_t state;
+	bool is_inline;
+	uint32_t first_psn, last_psn;
+	uint32_t length;         /* message bytes */
+	uint32_t offset;         /* bytes packetized (reads: requested) */
+	uint32_t read_done;      /* READ: response bytes placed */
+	uint32_t num_sge;
+	union {
+		struct ibv_sge sge[0];
+		uint8_t inline_data[0];
+	};
+};
+
+struct ur_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;         /* sum of the SGE lengths */
+	struct ibv_sge sge[];
+};
+
+/* Counters named as rxe names its hw_counters, so tools print the same. */
+struct ur_qp_counters {
+	uint64_t sent_pkts, rcvd_pkts;
+	uint64_t duplicate_request;
+	uint64_t out_of_seq_request;
+	uint64_t rcvd_rnr_err, send_rnr_err;
+	uint64_t rcvd_seq_err;
+	uint64_t retry_exceeded_err, retry_rnr_exceeded_err;
+	uint64_t completer_retry_err;
+	uint64_t ack_deferred;
+	uint64_t rdma_sends, rdma_recvs;
+	uint64_t rcvd_nak;
+	uint64_t dropped;
+	uint64_t qkey_violations;
+};
+
+struct ur_qp {
+	struct ibv_qp_ex qpx;            /* qpx.qp_base is what applications see */
+	struct ur_context *ctx;
+	struct ur_pd *pd;
+	struct ur_cq *scq, *rcq;
+	struct ur_srq *srq;
+	enum ibv_qp_type type;
+
+	pthread_mutex_t lock;            /* everything below */
+	enum ibv_qp_state state;
+	struct ibv_qp_attr attr;         /* as set, for ibv_query_qp */
+	struct ibv_qp_cap cap;
+	bool sq_sig_all;
+	unsigned mtu;                    /* path MTU in bytes */
+	struct ur_path path;             /* RC/UC: to the peer, set at RTR */
+
+	struct ur_wq sq;                 /* struct ur_send_wqe slots */
+	struct ur_wq rq;                 /* struct ur_recv_wqe slots */
+
+	struct ur_req_state req;
+	struct ur_comp_state comp;
+	struct ur_resp_state resp;
+
+	/* ibv_wr_* builder: WQEs between sq.tail and wr_tail are being built */
+	uint32_t wr_tail;
+	int wr_err;
+
+	/* engine bookkeeping (engine locks) */
+	struct ur_list timer_link;       /* on the engine's armed-timer list */
+	uint64_t timer_min;              /* earliest deadline, under the timer lock */
+	struct ur_list blocked_link;     /* waiting for the transport to drain */
+	uint32_t async_events_reported;
+	struct ur_qp_counters cnt;
+};
+
+static inline struct ur_qp *to_uqp(struct ibv_qp *ibqp)
+{
+	return container_of((struct ibv_qp_ex *)ibqp, struct ur_qp, qpx);
+}
+
+static inline uint32_t ur_qp_num(const struct ur_qp *qp)
+{
+	return qp->qpx.qp_base.qp_num;
+}
+
+static inline struct ur_send_wqe *ur_sq_wqe(struct ur_qp *qp, uint32_t idx)
+{
+	return ur_wq_slot(&qp->sq, idx);
+}
+
+struct ur_qp *ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr);
+int ur_qp_destroy(struct ur_qp *qp);
+int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask);
+int ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask,
+		struct ibv_qp_init_attr *init);
+
+int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+void ur_qp_init_wr_ops(struct ur_qp *qp);
+
+/* Moves the QP to ERROR: flushes both queues and raises the async event
+ * when fatal.  qp->lock held. */
+void ur_qp_to_error(struct ur_qp *qp, bool fatal);
+/* Generates a completion for a send WQE (respecting signaling) and retires
+ * it from the SQ head.  qp->lock held. */
+void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
+			 enum ibv_wc_status status);
+
+/* State names for logs. */
+extern const char *const ur_qp_state_name[];
+
+#endif

@@ -1,0 +1,248 @@
+#include "core/qp_modify.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/limits.h"
+#include "core/qp.h"
+#include "core/route.h"
+#include "rel/psn.h"
+#include "rel/rel.h"
+#include "util/log.h"
+
+#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
+
+/* Attribute values a device can refuse, checked before anything changes. */
+static int check_values(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	const char *dev = QP_DEV(qp);
+	uint32_t qpn = ur_qp_num(qp);
+
+	if ((mask & IBV_QP_PORT) && a->port_num != 1) {
+		ur_err(dev, "QP 0x%06x: port %u does not exist (the device has port 1)",
+		       qpn, a->port_num);
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= UR_MAX_PKEYS) {
+		ur_err(dev, "QP 0x%06x: P_Key index %u out of range (table has %d)",
+		       qpn, a->pkey_index, UR_MAX_PKEYS);
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (a->path_mtu < IBV_MTU_256 || a->path_mtu > UR_MAX_MTU)) {
+		ur_err(dev, "QP 0x%06x: path MTU enum %d is invalid", qpn, a->path_mtu);
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > UR_MAX_QP_RD_ATOM) {
+		ur_err(dev, "QP 0x%06x: max_rd_atomic %u exceeds %d", qpn,
+		       a->max_rd_atomic, UR_MAX_QP_RD_ATOM);
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > UR_MAX_QP_RD_ATOM) {
+		ur_err(dev, "QP 0x%06x: max_dest_rd_atomic %u exceeds %d", qpn,
+		       a->max_dest_rd_atomic, UR_MAX_QP_RD_ATOM);
+		return -EINVAL;
+	}
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		return -EINVAL;
+	if ((mask & IBV_QP_ALT_PATH) || (mask & IBV_QP_PATH_MIG_STATE)) {
+		ur_err(dev, "QP 0x%06x: alternate paths (APM) are not supported", qpn);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* At RTR a connected QP must be able to reach its peer, and its MTU must
+ * fit the interface: reject here, quickly and with the reason, rather than
+ * lose every packet later. */
+static int resolve_peer(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
+			struct ur_path *path, unsigned *mtu)
+{
+	const char *dev = QP_DEV(qp);
+	struct ibv_port_attr port;
+	char why[256];
+	int ret;
+
+	ret = ur_route_resolve(qp->ctx->dev, &a->ah_attr,
+			       (mask & IBV_QP_DEST_QPN) ? a->dest_qp_num : qp->attr.dest_qp_num,
+			       path, why, sizeof(why));
+	if (ret) {
+		ur_err(dev, "QP 0x%06x: cannot move to RTR: %s", ur_qp_num(qp), why);
+		return ret;
+	}
+	ur_port_attr(qp->ctx->dev, &port);
+	if (mask & IBV_QP_PATH_MTU) {
+		if (a->path_mtu > port.active_mtu) {
+			ur_err(dev, "QP 0x%06x: path MTU %u exceeds the port's active MTU "
+			       "%u (interface %s); use an MTU of %u or less on both sides",
+			       ur_qp_num(qp), ur_mtu_bytes(a->path_mtu),
+			       ur_mtu_bytes(port.active_mtu), qp->ctx->dev->netdev_name,
+			       ur_mtu_bytes(port.active_mtu));
+			return -EINVAL;
+		}
+		*mtu = ur_mtu_bytes(a->path_mtu);
+	}
+	return 0;
+}
+
+static void apply(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = a->qkey;
+	if (mask & IBV_QP_AV)
+		qp->attr.ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		qp->attr.rq_psn = a->rq_psn & UR_PSN_MASK;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		qp->attr.sq_psn = a->sq_psn & UR_PSN_MASK;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_DEST_QPN)
+		qp->attr.dest_qp_num = a->dest_qp_num & UR_PSN_MASK;
+}
+
+static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	uint32_t n;
+	struct ur_resp_res *res;
+
+	if (!(mask & IBV_QP_MAX_DEST_RD_ATOMIC))
+		return 0;
+	/* At least one slot, so a lone READ can always be answered. */
+	n = ur_max(a->max_dest_rd_atomic, (uint8_t)1);
+	res = calloc(n, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	free(qp->resp.res);
+	qp->resp.res = res;
+	qp->resp.nres = n;
+	qp->resp.res_next = qp->resp.res_tx = 0;
+	return 0;
+}
+
+int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+	enum ibv_qp_state cur, next;
+	struct ur_path path;
+	unsigned mtu = 0;
+	int missing, extra, ret;
+	char m1[256], m2[256];
+
+	pthread_mutex_lock(&qp->lock);
+	cur = qp->state;
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur) {
+		ur_err(QP_DEV(qp), "QP 0x%06x: cur_qp_state %s but the QP is in %s",
+		       ur_qp_num(qp), ur_qp_state_name[a->cur_qp_state],
+		       ur_qp_state_name[cur]);
+		ret = -EINVAL;
+		goto out;
+	}
+	next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
+	if (next < IBV_QPS_RESET || next > IBV_QPS_ERR) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = ur_qp_check_mask(cur, next, qp->type, mask, &missing, &extra);
+	if (ret) {
+		if (!ur_qp_transition_rule(cur, next, qp->type).valid)
+			ur_err(QP_DEV(qp), "QP 0x%06x: no transition %s -> %s",
+			       ur_qp_num(qp), ur_qp_state_name[cur], ur_qp_state_name[next]);
+		else
+			ur_err(QP_DEV(qp), "QP 0x%06x: %s -> %s: missing attributes [%s], "
+			       "not allowed [%s]", ur_qp_num(qp), ur_qp_state_name[cur],
+			       ur_qp_state_name[next], ur_qp_mask_str(missing, m1, sizeof(m1)),
+			       ur_qp_mask_str(extra, m2, sizeof(m2)));
+		goto out;
+	}
+	ret = check_values(qp, a, mask);
+	if (ret)
+		goto out;
+	if (next == IBV_QPS_SQD) {
+		ur_err(QP_DEV(qp), "QP 0x%06x: the SQ drain state (SQD) is not supported",
+		       ur_qp_num(qp));
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	if ((mask & IBV_QP_AV) && qp->type != IBV_QPT_UD) {
+		ret = resolve_peer(qp, a, mask, &path, &mtu);
+		if (ret)
+			goto out;
+	} else if (mask & IBV_QP_PATH_MTU) {
+		mtu = ur_mtu_bytes(a->path_mtu);
+	}
+	ret = alloc_resources(qp, a, mask);
+	if (ret)
+		goto out;
+
+	apply(qp, a, mask);
+	if (mask & IBV_QP_AV)
+		qp->path = path;
+	if (mtu)
+		qp->mtu = mtu;
+	if (qp->type == IBV_QPT_UD && cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
+		struct ibv_port_attr port;
+
+		ur_port_attr(qp->ctx->dev, &port);
+		qp->mtu = ur_mtu_bytes(port.active_mtu);
+	}
+
+	if (next != cur || next == IBV_QPS_RESET) {
+		qp->state = next;
+		qp->qpx.qp_base.state = next;
+		switch (next) {
+		case IBV_QPS_RESET:
+			ur_rel_abort(qp);
+			ur_rel_reset(qp);
+			qp->sq.head = qp->sq.tail = 0;
+			qp->rq.head = qp->rq.tail = 0;
+			break;
+		case IBV_QPS_RTR:
+			ur_rel_enter_rtr(qp);
+			break;
+		case IBV_QPS_RTS:
+			ur_rel_enter_rts(qp);
+			break;
+		case IBV_QPS_ERR:
+			qp->state = cur;   /* let ur_qp_to_error see the transition */
+			ur_qp_to_error(qp, false);
+			break;
+		default:
+			break;
+		}
+	}
+	ur_dbg(QP_DEV(qp), "QP 0x%06x: %s -> %s", ur_qp_num(qp),
+	       ur_qp_state_name[cur], ur_qp_state_name[next]);
+out:
+	pthread_mutex_unlock(&qp->lock);
+	return ret;
+}

@@ -1,0 +1,29 @@
+/* The QP state machine: which transitions exist and which attributes each
+ * requires or allows, per QP type, as the IBA spec and Linux's
+ * ib_modify_qp_is_ok define them. */
+#ifndef UROCE_CORE_QP_MODIFY_H
+#define UROCE_CORE_QP_MODIFY_H
+
+#include <stdbool.h>
+#include <infiniband/verbs.h>
+
+struct ur_qp_transition {
+	bool valid;
+	int required;      /* IBV_QP_* bits that must be in the mask */
+	int optional;      /* bits that may also be */
+};
+
+/* The rule for cur -> next on a QP of this type (valid = false: illegal). */
+struct ur_qp_transition ur_qp_transition_rule(enum ibv_qp_state cur,
+					      enum ibv_qp_state next,
+					      enum ibv_qp_type type);
+
+/* 0 if the mask fits the rule; otherwise -EINVAL and *missing / *extra
+ * name the offending attribute bits. */
+int ur_qp_check_mask(enum ibv_qp_state cur, enum ibv_qp_state next,
+		     enum ibv_qp_type type, int mask, int *missing, int *extra);
+
+/* "IBV_QP_AV|IBV_QP_PATH_MTU" style text for a mask, for error messages. */
+const char *ur_qp_mask_str(int mask, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,18 @@
+/* From an address vector (port, GID index, destination GID) to a path:
+ * the checks a RoCE device applies before it can reach a peer. */
+#ifndef UROCE_CORE_ROUTE_H
+#define UROCE_CORE_ROUTE_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "xport/xport.h"
+
+struct ur_device;
+
+/* 0, or -EINVAL with a one-line reason and fix in why (e.g. "GID index 0
+ * (fe80::...) is not an address of lo; use GID index 1 (::ffff:127.0.0.1)"). */
+int ur_route_resolve(struct ur_device *dev, const struct ibv_ah_attr *ah,
+		     uint32_t dqpn, struct ur_path *path, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,156 @@
+#include "core/srq.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/limits.h"
+#include "core/pd.h"
+#include "core/qp.h"
+#include "util/log.h"
+
+struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
+			     struct ibv_srq_init_attr_ex *a)
+{
+	struct ur_srq *srq;
+	int ret;
+
+	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->attr.max_wr < 1 || a->attr.max_wr > UR_MAX_SRQ_WR ||
+	    a->attr.max_sge > UR_MAX_SRQ_SGE || a->attr.srq_limit > a->attr.max_wr) {
+		ur_err(ctx->dev->ibdev.name, "SRQ max_wr %u (1..%d), max_sge %u (<= %d), "
+		       "srq_limit %u (<= max_wr)", a->attr.max_wr, UR_MAX_SRQ_WR,
+		       a->attr.max_sge, UR_MAX_SRQ_SGE, a->attr.srq_limit);
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->max_sge = ur_max(a->attr.max_sge, 1u);
+	ret = ur_wq_init(&srq->rq, a->attr.max_wr,
+			 sizeof(struct ur_recv_wqe) + srq->max_sge * sizeof(struct ibv_sge));
+	if (ret) {
+		free(srq);
+		errno = -ret;
+		return NULL;
+	}
+	srq->ctx = ctx;
+	srq->pd = pd;
+	srq->limit = a->attr.srq_limit;
+	pthread_mutex_init(&srq->lock, NULL);
+	srq->vsrq.srq.context = &ctx->vctx.context;
+	srq->vsrq.srq.srq_context = a->srq_context;
+	srq->vsrq.srq.pd = &pd->ibpd;
+	pthread_mutex_init(&srq->vsrq.srq.mutex, NULL);
+	pthread_cond_init(&srq->vsrq.srq.cond, NULL);
+	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	atomic_fetch_add(&pd->users, 1);
+	a->attr.max_sge = srq->max_sge;
+	return srq;
+}
+
+int ur_srq_destroy(struct ur_srq *srq)
+{
+	if (__atomic_load_n(&srq->users, __ATOMIC_ACQUIRE))
+		return -EBUSY;
+	ur_async_forget(&srq->ctx->async, &srq->vsrq.srq);
+	atomic_fetch_sub(&srq->pd->users, 1);
+	ur_wq_fini(&srq->rq);
+	pthread_mutex_destroy(&srq->lock);
+	free(srq);
+	return 0;
+}
+
+int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	int ret = 0;
+
+	if (mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR))
+		return -EINVAL;
+	if (mask & IBV_SRQ_MAX_WR)
+		return -EOPNOTSUPP;   /* resizing: not supported (no SRQ_RESIZE cap) */
+	pthread_mutex_lock(&srq->lock);
+	if (attr->srq_limit > srq->rq.max)
+		ret = -EINVAL;
+	else
+		srq->limit = attr->srq_limit;
+	pthread_mutex_unlock(&srq->lock);
+	return ret;
+}
+
+int ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr)
+{
+	pthread_mutex_lock(&srq->lock);
+	attr->max_wr = srq->rq.max;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
+int ur_srq_post_recv(struct ur_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&srq->lock);
+	for (; wr; wr = wr->next) {
+		struct ur_recv_wqe *r;
+		uint64_t len = 0;
+
+		if (ur_wq_full(&srq->rq)) {
+			ret = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+			ret = EINVAL;
+			break;
+		}
+		r = ur_wq_slot(&srq->rq, srq->rq.tail);
+		r->wr_id = wr->wr_id;
+		r->num_sge = (uint32_t)wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++) {
+			r->sge[i] = wr->sg_list[i];
+			len += wr->sg_list[i].length;
+		}
+		r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+		srq->rq.tail++;
+	}
+	if (ret)
+		*bad = wr;
+	pthread_mutex_unlock(&srq->lock);
+	return ret;
+}
+
+bool ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
+{
+	struct ur_recv_wqe *r;
+	bool limit_hit = false;
+
+	pthread_mutex_lock(&srq->lock);
+	if (ur_wq_empty(&srq->rq)) {
+		pthread_mutex_unlock(&srq->lock);
+		return false;
+	}
+	r = ur_wq_slot(&srq->rq, srq->rq.head);
+	memcpy(out, r, sizeof(*r) + r->num_sge * sizeof(struct ibv_sge));
+	srq->rq.head++;
+	if (srq->limit && ur_wq_used(&srq->rq) < srq->limit) {
+		srq->limit = 0;    /* the event disarms the limit, as the spec says */
+		limit_hit = true;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (limit_hit) {
+		struct ibv_async_event ev = { .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+
+		ev.element.srq = &srq->vsrq.srq;
+		ur_async_post(&srq->ctx->async, &ev);
+	}
+	return true;
+}

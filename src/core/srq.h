@@ -1,0 +1,43 @@
+/* Shared receive queues. */
+#ifndef UROCE_CORE_SRQ_H
+#define UROCE_CORE_SRQ_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "core/wq.h"
+#include "util/compiler.h"
+
+struct ur_context;
+struct ur_pd;
+struct ur_recv_wqe;
+
+struct ur_srq {
+	struct verbs_srq vsrq;         /* applications see vsrq.srq */
+	struct ur_context *ctx;
+	struct ur_pd *pd;
+	pthread_mutex_t lock;          /* rq, limit */
+	struct ur_wq rq;
+	uint32_t max_sge;
+	uint32_t limit;                /* srq_limit: armed when non-zero */
+	uint32_t srq_num;
+	uint32_t users;                /* QPs attached: destroy -> EBUSY */
+};
+
+static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct ur_srq, vsrq.srq);
+}
+
+struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
+			     struct ibv_srq_init_attr_ex *attr);
+int ur_srq_destroy(struct ur_srq *srq);
+int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask);
+int ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr);
+int ur_srq_post_recv(struct ur_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* Takes the oldest receive WQE into *out (sized for max_sge); false when
+ * empty.  Raises the SRQ limit event when the level drops below it. */
+bool ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
+
+#endif

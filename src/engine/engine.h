@@ -1,0 +1,64 @@
+/* The progress engine: one per process, one thread.
+ *
+ * It owns the transports' file descriptors, dispatches received packets to
+ * their QPs, fires retransmit and RNR timers, and resumes QPs whose
+ * transmission stalled on a full socket.  Passive targets need it: an
+ * ib_write_bw server sits in a TCP read while its memory is written.
+ * Posting threads transmit on their own; the engine only takes over what
+ * cannot be done right away.
+ */
+#ifndef UROCE_ENGINE_ENGINE_H
+#define UROCE_ENGINE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xport/xport.h"
+
+struct ur_qp;
+struct ur_engine;
+
+/* The process's engine, started on first use; NULL with errno set if its
+ * thread, sockets or host registry cannot be set up. */
+struct ur_engine *ur_engine_get(void);
+
+/* QP numbers are unique on the host; registering makes the QP reachable. */
+int ur_engine_qp_register(struct ur_engine *e, struct ur_qp *qp);
+/* After this returns, no engine thread touches the QP. */
+void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp);
+
+/* The QP's timer deadlines changed (qp->lock held). */
+void ur_engine_timers_changed(struct ur_qp *qp);
+/* The transport said EAGAIN: run the QP's transmit side when it drains
+ * (qp->lock held). */
+void ur_engine_tx_blocked(struct ur_qp *qp);
+
+/* A transport socket drained: resume QPs that stalled on it. */
+void ur_engine_writable(struct ur_engine *e);
+
+/* The transport that reaches peers (resolution picks the path). */
+struct ur_xport *ur_engine_xport(struct ur_engine *e);
+
+/* For transports: a received RoCE packet (BTH .. ICRC), integrity checked. */
+void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
+		  const struct ur_rx_meta *meta);
+
+typedef void (*ur_fd_handler)(void *arg, uint32_t events);
+int ur_engine_watch_fd(struct ur_engine *e, int fd, uint32_t events,
+		       ur_fd_handler fn, void *arg);
+int ur_engine_rewatch_fd(struct ur_engine *e, int fd, uint32_t events);
+void ur_engine_unwatch_fd(struct ur_engine *e, int fd);
+
+/* Device-wide counters, as rxe's hw_counters names them. */
+struct ur_engine_counters {
+	uint64_t rcvd_pkts, sent_pkts;
+	uint64_t icrc_errors;          /* dropped: ICRC mismatch */
+	uint64_t malformed;            /* dropped: failed to parse */
+	uint64_t no_qp;                /* dropped: no such QP here */
+	uint64_t forwarded;            /* demultiplexed to another process */
+	uint64_t tx_eagain;
+};
+void ur_engine_counters(struct ur_engine *e, struct ur_engine_counters *out);
+extern struct ur_engine_counters ur_engine_stats;
+
+#endif

@@ -1,0 +1,85 @@
+/* Dispatch of received packets to the protocol roles, and the protocol
+ * state resets that go with QP transitions. */
+#include <string.h>
+
+#include "core/context.h"
+#include "engine/engine.h"
+#include "rel/rel.h"
+#include "rel/rel_priv.h"
+#include "util/log.h"
+
+static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
+{
+	return (opcode & UR_OP_TYPE_MASK) == ur_qp_op_base(qp);
+}
+
+void ur_rel_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
+{
+	qp->cnt.rcvd_pkts++;
+	if (!transport_matches(qp, pkt->opcode) || bth_pkey(pkt->bth) != UR_DEFAULT_PKEY) {
+		qp->cnt.dropped++;
+		return;
+	}
+	/* A connected QP hears only its peer. */
+	if (qp->type != IBV_QPT_UD &&
+	    memcmp(&meta->sgid, &qp->attr.ah_attr.grh.dgid, sizeof(meta->sgid))) {
+		qp->cnt.dropped++;
+		return;
+	}
+	if (pkt->mask & UR_OPF_REQ)
+		ur_resp_rx(qp, pkt, meta);
+	else
+		ur_comp_rx(qp, pkt);
+}
+
+void ur_rel_reset(struct ur_qp *qp)
+{
+	struct ur_recv_wqe *rwqe = qp->resp.rwqe;
+	struct ur_resp_res *res = qp->resp.res;
+	uint32_t nres = qp->resp.nres;
+
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.rwqe = rwqe;
+	qp->resp.res = res;
+	qp->resp.nres = nres;
+	if (res)
+		memset(res, 0, nres * sizeof(*res));
+	qp->req.opcode = -1;
+	qp->resp.opcode = -1;
+	qp->req.cwnd = UR_CWND_INIT;
+}
+
+void ur_rel_enter_rtr(struct ur_qp *qp)
+{
+	qp->resp.psn = qp->attr.rq_psn;
+	qp->resp.opcode = -1;
+	qp->resp.msn = 0;
+	qp->resp.nak_sent = false;
+	qp->resp.drop_msg = false;
+}
+
+void ur_rel_enter_rts(struct ur_qp *qp)
+{
+	qp->req.psn = qp->attr.sq_psn;
+	qp->comp.psn = qp->attr.sq_psn;
+	qp->req.wqe = qp->sq.head;
+	qp->req.opcode = -1;
+	qp->req.cwnd = UR_CWND_INIT;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
+	ur_req_run(qp);
+}
+
+void ur_rel_abort(struct ur_qp *qp)
+{
+	qp->comp.retrans_deadline = 0;
+	qp->comp.rnr_deadline = 0;
+	qp->req.rnr_wait = false;
+	qp->req.blocked = false;
+	qp->resp.ack_pending = false;
+	qp->resp.res_tx = qp->resp.res_next;
+	if (ur_engine_get())
+		ur_engine_timers_changed(qp);
+}

@@ -1,0 +1,92 @@
+/* Helpers shared by the requester, completer and responder. */
+#ifndef UROCE_REL_REL_PRIV_H
+#define UROCE_REL_REL_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/qp.h"
+#include "rel/psn.h"
+#include "wire/opcode.h"
+#include "wire/roce_hdr.h"
+#include "xport/xport.h"
+
+/* Flow control: at most this many PSNs unacknowledged (rxe's limit), and a
+ * congestion window that halves on loss and grows back by one packet per
+ * window acknowledged, so a lossy path (a full socket buffer) converges. */
+#define UR_MAX_UNACKED_PSNS 128u
+#define UR_CWND_MIN 4u
+#define UR_CWND_INIT 64u
+/* Ask for an ACK at least this often, well inside the window. */
+#define UR_ACK_EVERY 16u
+/* A READ is requested in pieces of at most this many response packets, so
+ * responses never outrun the window either. */
+#define UR_READ_CHUNK_PKTS 32u
+/* Retransmission timeouts below this only cause spurious resends. */
+#define UR_MIN_RETRANS_NS 500000ull
+
+/* The low five bits of a BTH opcode; OR in the transport (UR_OP_TYPE_*). */
+enum ur_op_low {
+	UR_OPL_SEND_FIRST = 0x00,
+	UR_OPL_SEND_MIDDLE = 0x01,
+	UR_OPL_SEND_LAST = 0x02,
+	UR_OPL_SEND_LAST_WITH_IMMEDIATE = 0x03,
+	UR_OPL_SEND_ONLY = 0x04,
+	UR_OPL_SEND_ONLY_WITH_IMMEDIATE = 0x05,
+	UR_OPL_RDMA_WRITE_FIRST = 0x06,
+	UR_OPL_RDMA_WRITE_MIDDLE = 0x07,
+	UR_OPL_RDMA_WRITE_LAST = 0x08,
+	UR_OPL_RDMA_WRITE_LAST_WITH_IMMEDIATE = 0x09,
+	UR_OPL_RDMA_WRITE_ONLY = 0x0a,
+	UR_OPL_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x0b,
+	UR_OPL_RDMA_READ_REQUEST = 0x0c,
+	UR_OPL_RDMA_READ_RESPONSE_FIRST = 0x0d,
+	UR_OPL_RDMA_READ_RESPONSE_MIDDLE = 0x0e,
+	UR_OPL_RDMA_READ_RESPONSE_LAST = 0x0f,
+	UR_OPL_RDMA_READ_RESPONSE_ONLY = 0x10,
+	UR_OPL_ACKNOWLEDGE = 0x11,
+	UR_OPL_ATOMIC_ACKNOWLEDGE = 0x12,
+	UR_OPL_COMPARE_SWAP = 0x13,
+	UR_OPL_FETCH_ADD = 0x14,
+};
+
+static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
+{
+	switch (qp->type) {
+	case IBV_QPT_UC: return UR_OP_TYPE_UC;
+	case IBV_QPT_UD: return UR_OP_TYPE_UD;
+	default: return UR_OP_TYPE_RC;
+	}
+}
+
+/* The BTH every packet of this QP carries. */
+static inline void ur_put_bth(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t opcode,
+			      bool se, uint32_t dqpn, bool ackreq, uint32_t psn)
+{
+	bth_init(p->hdr, opcode, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
+}
+
+/* Sends one packet on the QP's path (or a UD destination's). */
+int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p);
+
+/* Scatter len bytes at byte offset off of a receive WQE's SGEs; false if an
+ * SGE's lkey does not grant local write.  MR read lock held by the caller. */
+bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
+		     uint32_t off, const uint8_t *src, uint32_t len);
+
+/* Retransmission: go back to comp.psn. */
+void ur_req_rewind(struct ur_qp *qp);
+void ur_comp_arm_retrans(struct ur_qp *qp);
+
+static inline bool ur_wr_is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline uint32_t ur_pad_of(uint32_t len)
+{
+	return (4 - (len & 3)) & 3;
+}
+
+#endif

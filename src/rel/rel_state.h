@@ -1,0 +1,87 @@
+/* Per-QP state of the three protocol roles (the split Linux rxe uses):
+ * the requester turns send WQEs into request packets, the completer turns
+ * responses into completions and drives retransmission, the responder
+ * executes incoming requests and answers them. */
+#ifndef UROCE_REL_REL_STATE_H
+#define UROCE_REL_REL_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ur_recv_wqe;
+
+struct ur_req_state {
+	uint32_t psn;            /* next PSN to send */
+	uint32_t wqe;            /* SQ index of the WQE being packetized */
+	int opcode;              /* BTH opcode last sent mid-message, -1 between messages */
+	uint32_t rd_atomic;      /* READ/ATOMIC requests awaiting their responses */
+	uint32_t noack;          /* packets sent since one asked for an ACK */
+	uint32_t cwnd;           /* packets allowed in flight (AIMD) */
+	bool blocked;            /* the transport had no room: resume when writable */
+	bool rnr_wait;           /* waiting out an RNR NAK timer */
+};
+
+struct ur_comp_state {
+	uint32_t psn;            /* oldest PSN not yet acknowledged */
+	uint32_t retry_left;
+	uint32_t rnr_retry_left;
+	uint64_t retrans_deadline;   /* ns, 0 = off */
+	uint64_t rnr_deadline;       /* ns, 0 = off */
+};
+
+enum ur_res_type {
+	UR_RES_FREE = 0,
+	UR_RES_READ,
+	UR_RES_ATOMIC,
+};
+
+/* A READ or ATOMIC the responder must answer, kept so that a duplicate
+ * request is answered again without executing twice. */
+struct ur_resp_res {
+	uint8_t type;
+	bool pending;            /* responses still to send */
+	uint32_t first_psn, last_psn;
+	uint32_t cur_psn;        /* next response PSN to send (reads) */
+	uint32_t msn;
+	uint64_t va;             /* next byte to read */
+	uint32_t rkey;
+	uint32_t resid;          /* bytes still to send */
+	uint32_t length;         /* whole read, to tell FIRST from MIDDLE */
+	uint64_t atomic_orig;    /* the value an atomic returned */
+	uint8_t syndrome;        /* AETH of an atomic ACK */
+};
+
+struct ur_resp_state {
+	uint32_t psn;            /* next request PSN expected */
+	uint32_t msn;            /* messages completed */
+	int opcode;              /* last request opcode mid-message, -1 between */
+	bool nak_sent;           /* one sequence NAK per gap, not a storm */
+	bool drop_msg;           /* UC: drop packets until the next FIRST/ONLY */
+
+	/* a SEND spanning several packets */
+	bool recv_active;
+	uint32_t recv_offset;
+	struct ur_recv_wqe *rwqe;    /* private copy, sized for max_recv_sge */
+	bool recv_from_srq;
+
+	/* an RDMA WRITE spanning several packets */
+	uint64_t write_va;
+	uint32_t write_rkey;
+	uint32_t write_resid;
+	uint32_t write_length;
+
+	/* the ACK or NAK to send once queued responses are out */
+	bool ack_pending;
+	uint8_t ack_syn;
+	uint32_t ack_psn;
+	uint32_t ack_msn;
+
+	/* READ/ATOMIC resources: a ring of max_dest_rd_atomic entries; the
+	 * ones marked pending go out in ring order, which is PSN order. */
+	struct ur_resp_res *res;
+	uint32_t nres;
+	uint32_t res_next;       /* slot the next request takes */
+	uint32_t res_tx;         /* oldest slot that may still have output */
+};
+
+#endif

@@ -1,0 +1,290 @@
+/* The requester: send WQEs become request packets, segmented at the path
+ * MTU, paced by the window, with the PSN bookkeeping the completer and the
+ * retransmission logic rely on. */
+#include <errno.h>
+#include <string.h>
+
+#include "core/ah.h"
+#include "core/context.h"
+#include "core/mr.h"
+#include "engine/engine.h"
+#include "rel/rel.h"
+#include "rel/rel_priv.h"
+#include "util/log.h"
+
+#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
+
+/* BTH opcode low bits for a work request, by position in the message;
+ * the transport bits come from the QP type. */
+static uint8_t req_opcode(uint32_t wr_op, bool first, bool last)
+{
+	switch (wr_op) {
+	case IBV_WR_SEND:
+		return first ? (last ? UR_OPL_SEND_ONLY : UR_OPL_SEND_FIRST)
+			     : (last ? UR_OPL_SEND_LAST : UR_OPL_SEND_MIDDLE);
+	case IBV_WR_SEND_WITH_IMM:
+		return first ? (last ? UR_OPL_SEND_ONLY_WITH_IMMEDIATE : UR_OPL_SEND_FIRST)
+			     : (last ? UR_OPL_SEND_LAST_WITH_IMMEDIATE : UR_OPL_SEND_MIDDLE);
+	case IBV_WR_RDMA_WRITE:
+		return first ? (last ? UR_OPL_RDMA_WRITE_ONLY : UR_OPL_RDMA_WRITE_FIRST)
+			     : (last ? UR_OPL_RDMA_WRITE_LAST : UR_OPL_RDMA_WRITE_MIDDLE);
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return first ? (last ? UR_OPL_RDMA_WRITE_ONLY_WITH_IMMEDIATE : UR_OPL_RDMA_WRITE_FIRST)
+			     : (last ? UR_OPL_RDMA_WRITE_LAST_WITH_IMMEDIATE : UR_OPL_RDMA_WRITE_MIDDLE);
+	case IBV_WR_RDMA_READ:
+		return UR_OPL_RDMA_READ_REQUEST;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return UR_OPL_COMPARE_SWAP;
+	default:
+		return UR_OPL_FETCH_ADD;
+	}
+}
+
+int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p)
+{
+	int ret = ur_xport_send(path, p);
+
+	if (ret == -EAGAIN)
+		return ret;
+	if (ret) {
+		/* Refused for good (no route, too big): on the wire that is a
+		 * lost packet, and retransmission or the peer decides. */
+		qp->cnt.dropped++;
+		return 0;
+	}
+	qp->cnt.sent_pkts++;
+	return 0;
+}
+
+/* Gathers [off, off + len) of the WQE's data into p->iov.  MR read lock
+ * held.  -EFAULT: an SGE's lkey is not valid for it. */
+static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_t len,
+		  struct ur_tx_pkt *p)
+{
+	p->niov = 0;
+	p->paylen = len;
+	if (!len)
+		return 0;
+	if (w->is_inline) {
+		p->iov[p->niov++] = (struct iovec){ w->inline_data + off, len };
+		return 0;
+	}
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		uint32_t take;
+		void *host;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		take = ur_min(s->length - off, len);
+		host = ur_mr_check(&qp->ctx->mrs, s->lkey, qp->pd, s->addr + off, take, 0);
+		if (!host)
+			return -EFAULT;
+		p->iov[p->niov++] = (struct iovec){ host, take };
+		off = 0;
+		len -= take;
+	}
+	return len ? -EFAULT : 0;
+}
+
+static void put_ud_headers(struct ur_qp *qp, struct ur_send_wqe *w, uint8_t *h)
+{
+	/* A Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5). */
+	uint32_t qkey = (w->remote_qkey & 0x80000000u) ? qp->attr.qkey : w->remote_qkey;
+
+	deth_set_qkey(h, qkey);
+	deth_set_sqp(h, ur_qp_num(qp));
+}
+
+/* One request packet of a SEND or WRITE. */
+static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
+{
+	struct ur_tx_pkt p;
+	const struct ur_path *path = qp->type == IBV_QPT_UD ? &w->ah->path : &qp->path;
+	uint32_t len = ur_min(w->length - w->offset, qp->mtu);
+	bool first = w->offset == 0, last = w->offset + len == w->length;
+	uint8_t op = ur_qp_op_base(qp) | req_opcode(w->opcode, first, last);
+	const struct ur_opcode_info *info = &ur_opcode[op];
+	uint32_t dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->attr.dest_qp_num;
+	bool ackreq = false;
+	int ret;
+
+	if (qp->type == IBV_QPT_RC)
+		ackreq = last || qp->req.noack + 1 >= UR_ACK_EVERY;
+	p.pad = (uint8_t)ur_pad_of(len);
+	p.hdr_len = info->length;
+	memset(p.hdr, 0, p.hdr_len);
+	ur_put_bth(qp, &p, op, last && (w->send_flags & IBV_SEND_SOLICITED), dqpn, ackreq,
+		   qp->req.psn);
+	if (info->mask & UR_OPF_RETH) {
+		uint8_t *r = p.hdr + info->offset[UR_HDR_RETH];
+
+		reth_set_va(r, w->remote_addr);
+		reth_set_rkey(r, w->rkey);
+		reth_set_len(r, w->length);
+	}
+	if (info->mask & UR_OPF_IMMDT)
+		immdt_set(p.hdr + info->offset[UR_HDR_IMMDT], w->imm);
+	if (info->mask & UR_OPF_DETH)
+		put_ud_headers(qp, w, p.hdr + info->offset[UR_HDR_DETH]);
+
+	ur_mr_read_lock(&qp->ctx->mrs);
+	ret = gather(qp, w, w->offset, len, &p);
+	if (!ret)
+		ret = ur_rel_send(qp, path, &p);
+	ur_mr_read_unlock(&qp->ctx->mrs);
+	if (ret)
+		return ret;
+	if (first)
+		w->first_psn = qp->req.psn;
+	if (last)
+		w->last_psn = qp->req.psn;
+	qp->req.noack = ackreq ? 0 : qp->req.noack + 1;
+	qp->req.psn = psn_inc(qp->req.psn);
+	w->offset += len;
+	*done = last;
+	return 0;
+}
+
+/* One READ request: the whole rest of the WQE, or a chunk of it. */
+static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
+{
+	struct ur_tx_pkt p;
+	uint8_t op = UR_OP_TYPE_RC | UR_OPL_RDMA_READ_REQUEST;
+	const struct ur_opcode_info *info = &ur_opcode[op];
+	uint32_t len = ur_min(w->length - w->offset, UR_READ_CHUNK_PKTS * qp->mtu);
+	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	uint8_t *r;
+	int ret;
+
+	p.pad = 0;
+	p.niov = 0;
+	p.paylen = 0;
+	p.hdr_len = info->length;
+	memset(p.hdr, 0, p.hdr_len);
+	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	r = p.hdr + info->offset[UR_HDR_RETH];
+	reth_set_va(r, w->remote_addr + w->offset);
+	reth_set_rkey(r, w->rkey);
+	reth_set_len(r, len);
+	ret = ur_rel_send(qp, &qp->path, &p);
+	if (ret)
+		return ret;
+	if (w->offset == 0)
+		w->first_psn = qp->req.psn;
+	qp->req.psn = psn_add(qp->req.psn, npkts);
+	w->offset += len;
+	qp->req.rd_atomic++;
+	qp->req.noack = 0;
+	*done = w->offset == w->length;
+	if (*done)
+		w->last_psn = psn_add(qp->req.psn, UR_PSN_MASK);   /* req.psn - 1 */
+	return 0;
+}
+
+static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
+{
+	struct ur_tx_pkt p;
+	uint8_t op = UR_OP_TYPE_RC | req_opcode(w->opcode, true, true);
+	const struct ur_opcode_info *info = &ur_opcode[op];
+	uint8_t *a;
+	int ret;
+
+	p.pad = 0;
+	p.niov = 0;
+	p.paylen = 0;
+	p.hdr_len = info->length;
+	memset(p.hdr, 0, p.hdr_len);
+	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	a = p.hdr + info->offset[UR_HDR_ATMETH];
+	atmeth_set_va(a, w->remote_addr);
+	atmeth_set_rkey(a, w->rkey);
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		atmeth_set_swap_add(a, w->swap);
+		atmeth_set_comp(a, w->compare_add);
+	} else {
+		atmeth_set_swap_add(a, w->compare_add);
+		atmeth_set_comp(a, 0);
+	}
+	ret = ur_rel_send(qp, &qp->path, &p);
+	if (ret)
+		return ret;
+	w->first_psn = w->last_psn = qp->req.psn;
+	qp->req.psn = psn_inc(qp->req.psn);
+	qp->req.rd_atomic++;
+	qp->req.noack = 0;
+	w->offset = w->length;
+	*done = true;
+	return 0;
+}
+
+static bool window_full(struct ur_qp *qp)
+{
+	uint32_t inflight = (uint32_t)psn_diff(qp->req.psn, qp->comp.psn);
+
+	return inflight >= ur_min(qp->req.cwnd, UR_MAX_UNACKED_PSNS);
+}
+
+static bool rd_atomic_full(struct ur_qp *qp)
+{
+	return qp->req.rd_atomic >= ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
+}
+
+void ur_req_run(struct ur_qp *qp)
+{
+	if (qp->state != IBV_QPS_RTS || qp->req.blocked || qp->req.rnr_wait)
+		return;
+	while (qp->req.wqe != qp->sq.tail) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+		bool done = false;
+		int ret;
+
+		if (qp->type == IBV_QPT_RC) {
+			if (window_full(qp))
+				break;
+			if ((w->send_flags & IBV_SEND_FENCE) && w->offset == 0 &&
+			    qp->req.rd_atomic)
+				break;
+			if (ur_wr_is_rd_atomic(w->opcode) && rd_atomic_full(qp))
+				break;
+		}
+		if (w->opcode == IBV_WR_RDMA_READ)
+			ret = send_read_request(qp, w, &done);
+		else if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+			 w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			ret = send_atomic(qp, w, &done);
+		else
+			ret = send_data_packet(qp, w, &done);
+
+		if (ret == -EAGAIN) {
+			qp->req.blocked = true;
+			ur_engine_tx_blocked(qp);
+			break;
+		}
+		if (ret == -EFAULT) {
+			ur_err(QP_DEV(qp), "QP 0x%06x: WR 0x%llx: an SGE is outside its "
+			       "memory region or its lkey is invalid", ur_qp_num(qp),
+			       (unsigned long long)w->wr_id);
+			qp->req.wqe++;
+			ur_qp_complete_send(qp, w, IBV_WC_LOC_PROT_ERR);
+			ur_qp_to_error(qp, false);
+			return;
+		}
+		if (qp->type == IBV_QPT_RC && !qp->comp.retrans_deadline)
+			ur_comp_arm_retrans(qp);
+		if (!done)
+			continue;
+		w->state = UR_WQE_SENT;
+		qp->req.wqe++;
+		if (qp->type != IBV_QPT_RC)
+			ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);   /* no ACKs to wait for */
+	}
+}
+
+void ur_qp_tx(struct ur_qp *qp)
+{
+	ur_resp_tx(qp);
+	ur_req_run(qp);
+}

@@ -1,0 +1,16 @@
+/* Monotonic time in nanoseconds; the engine's timers run on it. */
+#ifndef UROCE_UTIL_CLOCK_H
+#define UROCE_UTIL_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t ur_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

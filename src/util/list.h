@@ -1,0 +1,65 @@
+/* Intrusive doubly linked list (the kernel's list_head idea). */
+#ifndef UROCE_UTIL_LIST_H
+#define UROCE_UTIL_LIST_H
+
+#include <stdbool.h>
+#include "util/compiler.h"
+
+struct ur_list {
+	struct ur_list *next, *prev;
+};
+
+#define UR_LIST_INIT(name) { &(name), &(name) }
+
+static inline void ur_list_init(struct ur_list *l)
+{
+	l->next = l->prev = l;
+}
+
+static inline bool ur_list_empty(const struct ur_list *l)
+{
+	return l->next == l;
+}
+
+static inline void ur_list__insert(struct ur_list *n, struct ur_list *prev,
+				   struct ur_list *next)
+{
+	next->prev = n;
+	n->next = next;
+	n->prev = prev;
+	prev->next = n;
+}
+
+static inline void ur_list_add_tail(struct ur_list *head, struct ur_list *n)
+{
+	ur_list__insert(n, head->prev, head);
+}
+
+static inline void ur_list_add(struct ur_list *head, struct ur_list *n)
+{
+	ur_list__insert(n, head, head->next);
+}
+
+/* Unlinks n and leaves it self-linked, so a second del is harmless. */
+static inline void ur_list_del(struct ur_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	ur_list_init(n);
+}
+
+static inline bool ur_list_linked(const struct ur_list *n)
+{
+	return n->next != n;
+}
+
+#define ur_list_entry(ptr, type, member) container_of(ptr, type, member)
+
+#define ur_list_for_each(pos, head) \
+	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
+#define ur_list_for_each_safe(pos, tmp, head)                            \
+	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
+	     (pos) = (tmp), (tmp) = (pos)->next)
+
+#endif

@@ -1,0 +1,91 @@
+/* Completion channels and CQs at the ABI boundary. */
+#include "core/context.h"
+#include "core/cq.h"
+#include "util/log.h"
+#include "verbs/verbs_priv.h"
+
+UR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct ur_comp_channel *ch = ur_channel_create(to_uctx(context));
+
+	return ch ? &ch->ibch : NULL;
+}
+
+UR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	return ur_ret_errno(ur_channel_destroy(to_uchan(channel)));
+}
+
+struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *context,
+					struct ibv_cq_init_attr_ex *attr)
+{
+	struct ur_cq *cq;
+
+	if (attr->comp_vector >= (uint32_t)context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = ur_cq_create(to_uctx(context), attr);
+	return cq ? &cq->ibcq : NULL;
+}
+
+UR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+				       struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = cqe < 0 ? 0 : (uint32_t)cqe,
+		.cq_context = cq_context,
+		.channel = channel,
+		.comp_vector = comp_vector < 0 ? ~0u : (uint32_t)comp_vector,
+	};
+	struct ibv_cq_ex *cq = ur_verbs_create_cq_ex(context, &attr);
+
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+UR_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return ur_ret_errno(ur_cq_resize(to_ucq(cq), cqe));
+}
+
+UR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return ur_ret_errno(ur_cq_destroy(to_ucq(cq)));
+}
+
+UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			       void **cq_context)
+{
+	struct ur_cq *ucq;
+	int ret = ur_channel_get_event(to_uchan(channel), &ucq);
+
+	if (ret)
+		return ur_ret_minus1(ret);
+	*cq = (struct ibv_cq *)&ucq->ibcq;
+	*cq_context = ucq->ibcq.cq_context;
+	return 0;
+}
+
+UR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return ur_cq_poll(to_ucq(cq), n, wc);
+}
+
+int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return ur_cq_req_notify(to_ucq(cq), solicited_only);
+}
+
+int ur_verbs_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)
+{
+	/* Completions are reported at once; moderation is not offered. */
+	return EOPNOTSUPP;
+}

@@ -1,0 +1,150 @@
+/* Devices, contexts and their queries at the ABI boundary. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/device.h"
+#include "core/limits.h"
+#include "util/log.h"
+#include "verbs/verbs_priv.h"
+
+#undef ibv_query_port
+
+UR_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	int n = 0;
+	struct ur_device **list = ur_device_list(&n);
+
+	if (!list)
+		return NULL;
+	if (num_devices)
+		*num_devices = n;
+	/* ur_device starts with its ibv_device, so the arrays coincide. */
+	return (struct ibv_device **)list;
+}
+
+UR_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+UR_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+UR_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	return ur_device_guid(to_udev(device));
+}
+
+UR_EXPORT int ibv_get_device_index(struct ibv_device *device)
+{
+	return (int)to_udev(device)->index;
+}
+
+UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct ur_context *ctx;
+
+	if (!device || !ur_device_is_ours(device)) {
+		errno = ENODEV;
+		return NULL;
+	}
+	ctx = ur_context_open(to_udev(device));
+	if (!ctx)
+		return NULL;
+	ur_verbs_set_ops(&ctx->vctx);
+	return &ctx->vctx.context;
+}
+
+UR_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	return ur_context_close(to_uctx(context));
+}
+
+UR_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	/* Importing needs a kernel uverbs file: a software device has none. */
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+UR_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	ur_device_attr(to_uctx(context)->dev, attr);
+	return 0;
+}
+
+int ur_verbs_query_device_ex(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex full;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	ur_device_attr(to_uctx(context)->dev, &full.orig_attr);
+	/* Completion timestamps are CLOCK_MONOTONIC nanoseconds: a 1 GHz clock. */
+	full.completion_timestamp_mask = ~0ull;
+	full.hca_core_clock = 1000000;   /* kHz */
+	full.phys_port_cnt_ex = 1;
+	memcpy(attr, &full, ur_min(attr_size, sizeof(full)));
+	return 0;
+}
+
+int ur_verbs_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values)
+{
+	struct timespec ts;
+
+	if (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK)
+		return EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	values->raw_clock = ts;
+	values->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+	return 0;
+}
+
+int ur_verbs_query_port(struct ibv_context *context, uint8_t port,
+			struct ibv_port_attr *attr, size_t len)
+{
+	struct ibv_port_attr full;
+
+	if (port != 1)
+		return EINVAL;
+	ur_port_attr(to_uctx(context)->dev, &full);
+	memcpy(attr, &full, ur_min(len, sizeof(full)));
+	return 0;
+}
+
+/* The compatibility entry point gets the 48-byte struct of older headers. */
+#define UR_COMPAT_PORT_ATTR_SIZE 48
+UR_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port,
+			     struct _compat_ibv_port_attr *attr)
+{
+	return ur_verbs_query_port(context, port, (struct ibv_port_attr *)attr,
+				   UR_COMPAT_PORT_ATTR_SIZE);
+}
+
+UR_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port, int index,
+			     __be16 *pkey)
+{
+	if (port != 1 || index < 0 || index >= UR_MAX_PKEYS) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(0xffff);
+	return 0;
+}
+
+UR_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port, __be16 pkey)
+{
+	if (port != 1 || be16toh(pkey) != 0xffff) {
+		errno = port != 1 ? EINVAL : ENOENT;
+		return -1;
+	}
+	return 0;
+}

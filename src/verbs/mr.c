@@ -1,0 +1,214 @@
+/* Protection domains and memory regions at the ABI boundary. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "core/mr.h"
+#include "core/pd.h"
+#include "util/log.h"
+#include "verbs/verbs_priv.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+UR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct ur_pd *pd = ur_pd_alloc(to_uctx(context));
+
+	return pd ? &pd->ibpd : NULL;
+}
+
+UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	return ur_ret_errno(ur_pd_dealloc(to_upd(pd)));
+}
+
+#define UR_MR_ACCESS_KNOWN                                                  \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |   \
+	 IBV_ACCESS_RELAXED_ORDERING)
+
+/* Fails with EFAULT, as pinning would, if part of the range is unmapped. */
+static int check_mapped(const void *addr, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+	size_t span = (uintptr_t)addr + len - start, npages = (span + (size_t)page - 1) / (size_t)page;
+	unsigned char *vec;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	vec = malloc(npages);
+	if (!vec)
+		return -ENOMEM;
+	if (mincore((void *)start, span, vec))
+		ret = errno == ENOMEM ? -EFAULT : -errno;
+	free(vec);
+	return ret;
+}
+
+static int check_access(struct ur_context *ctx, unsigned int access)
+{
+	if (access & ~(unsigned)UR_MR_ACCESS_KNOWN) {
+		ur_err(ctx->dev->ibdev.name, "memory region access flags 0x%x are not supported "
+		       "(ODP, MW binding, ...)", access & ~(unsigned)UR_MR_ACCESS_KNOWN);
+		return -EOPNOTSUPP;
+	}
+	/* IBA 10.6.3.1: remote write or atomic needs local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
+			  unsigned int access)
+{
+	struct ur_pd *pd = to_upd(ibpd);
+	struct ur_context *ctx = pd->ctx;
+	struct ur_mr *mr;
+	int ret;
+
+	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
+	ret = check_access(ctx, access);
+	if (!ret)
+		ret = check_mapped(addr, length);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->pd = pd;
+	mr->host = addr;
+	mr->length = length;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->access = (int)access;
+	mr->ibmr.context = &ctx->vctx.context;
+	mr->ibmr.pd = ibpd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	ret = ur_mr_table_insert(&ctx->mrs, mr);
+	if (ret) {
+		free(mr);
+		errno = -ret;
+		return NULL;
+	}
+	mr->ibmr.handle = mr->index;
+	atomic_fetch_add(&pd->users, 1);
+	return &mr->ibmr;
+}
+
+UR_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return reg(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+}
+
+UR_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					 uint64_t iova, int access)
+{
+	return reg(pd, addr, length, iova, (unsigned)access);
+}
+
+UR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, unsigned int access)
+{
+	return reg(pd, addr, length, iova, access);
+}
+
+UR_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+					   uint64_t iova, int fd, int access)
+{
+	/* A dma-buf is device memory the kernel maps for DMA: nothing a
+	 * user-space device can reach. */
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct ur_mr *mr = to_umr(ibmr);
+	struct ur_context *ctx = to_uctx(ibmr->context);
+
+	/* The table's write lock waits out any copy into or out of it. */
+	ur_mr_table_remove(&ctx->mrs, mr);
+	atomic_fetch_sub(&mr->pd->users, 1);
+	free(mr);
+	return 0;
+}
+
+UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
+			   size_t length, int access)
+{
+	struct ur_mr *mr = to_umr(ibmr);
+	struct ur_context *ctx = to_uctx(ibmr->context);
+	int ret = 0;
+
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (ret = check_access(ctx, (unsigned)access))) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (ret = check_mapped(addr, length))) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	pthread_rwlock_wrlock(&ctx->mrs.lock);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->host = addr;
+		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
+		mr->length = length;
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		atomic_fetch_sub(&mr->pd->users, 1);
+		mr->pd = to_upd(ibpd);
+		ibmr->pd = ibpd;
+		atomic_fetch_add(&mr->pd->users, 1);
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access;
+	pthread_rwlock_unlock(&ctx->mrs.lock);
+	return 0;
+}
+
+/* Sharing objects between processes through a kernel uverbs file. */
+UR_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+UR_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+}
+
+UR_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+UR_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+}
+
+UR_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+UR_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+}

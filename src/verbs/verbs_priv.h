@@ -1,0 +1,53 @@
+/* Shared by the ABI boundary's files: how errors cross it.
+ *
+ * Inside the library functions return 0 or -errno; each exported verb
+ * converts once, here, to its documented contract. */
+#ifndef UROCE_VERBS_VERBS_PRIV_H
+#define UROCE_VERBS_VERBS_PRIV_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+
+#include "util/compiler.h"
+
+/* Verbs that return an errno value (ibv_modify_qp, ibv_destroy_*, ...). */
+static inline int ur_ret_errno(int ret)
+{
+	if (ret < 0) {
+		errno = -ret;
+		return -ret;
+	}
+	return 0;
+}
+
+/* Verbs that return -1 and set errno (ibv_query_gid, ibv_get_cq_event, ...). */
+static inline int ur_ret_minus1(int ret)
+{
+	if (ret < 0) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* The context ops installed into every context. */
+void ur_verbs_set_ops(struct verbs_context *vctx);
+
+/* Extended ops, defined next to the verbs they belong to. */
+int ur_verbs_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+			size_t len);
+int ur_verbs_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
+			     struct ibv_device_attr_ex *attr, size_t len);
+int ur_verbs_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
+struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
+int ur_verbs_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+int ur_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ur_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+int ur_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int ur_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num);
+
+#endif

@@ -1,0 +1,406 @@
+#include "xport/registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+struct ur_reg_slot {
+	_Atomic uint32_t pid;         /* 0: free */
+	uint32_t gen;
+	uint64_t start_time;          /* /proc/<pid>/stat field 22 */
+	_Atomic uint16_t port4;
+	_Atomic uint16_t port6;
+	uint32_t reserved[3];
+};
+
+/* Offsets, not pointers: every process maps it at its own address. */
+struct ur_reg_shm {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t layout_size;
+	uint32_t nslots;
+	uint32_t nblocks;
+	uint32_t reserved[3];
+	struct ur_reg_slot slot[UR_REG_SLOTS];
+	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
+};
+
+_Static_assert(sizeof(struct ur_reg_slot) == 32, "slot layout");
+_Static_assert(offsetof(struct ur_reg_shm, slot) == 32, "header layout");
+_Static_assert(offsetof(struct ur_reg_shm, block_owner) == 32 + 32 * UR_REG_SLOTS,
+	       "block table layout");
+
+struct owned_block {
+	uint32_t block;
+	uint32_t next;                /* round-robin cursor: delays QPN reuse */
+	uint64_t used[UR_REG_BLOCK_QPNS / 64];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	struct ur_reg_shm *shm;
+	int slot;
+	char path[128];
+	struct owned_block *blocks;
+	unsigned nblocks;
+} reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
+
+static unsigned long netns_id(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) ? 0 : (unsigned long)st.st_ino;
+}
+
+static uint64_t proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name may contain spaces; fields resume after ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* After ") " come fields 3..: field 22 is the 20th of those. */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (p)
+		sscanf(p, "%llu", &start);
+	return start;
+}
+
+static bool slot_alive(const struct ur_reg_slot *s)
+{
+	pid_t pid = (pid_t)atomic_load(&s->pid);
+
+	if (!pid)
+		return false;
+	if (kill(pid, 0) && errno == ESRCH)
+		return false;
+	return proc_start_time(pid) == s->start_time;
+}
+
+static void lock_file(void)
+{
+	while (flock(reg.fd, LOCK_EX) && errno == EINTR)
+		;
+}
+
+static void unlock_file(void)
+{
+	flock(reg.fd, LOCK_UN);
+}
+
+/* File lock held. */
+static void release_slot_blocks(int slot)
+{
+	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
+		if (atomic_load(&reg.shm->block_owner[b]) == (uint16_t)(slot + 1))
+			atomic_store(&reg.shm->block_owner[b], 0);
+}
+
+static int reclaim_dead_locked(void)
+{
+	int n = 0;
+
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
+		struct ur_reg_slot *s = &reg.shm->slot[i];
+
+		if ((int)i == reg.slot || !atomic_load(&s->pid) || slot_alive(s))
+			continue;
+		release_slot_blocks((int)i);
+		atomic_store(&s->port4, 0);
+		atomic_store(&s->port6, 0);
+		atomic_store(&s->pid, 0);
+		n++;
+	}
+	return n;
+}
+
+int ur_registry_reclaim_dead(void)
+{
+	int n;
+
+	pthread_mutex_lock(&reg.lock);
+	if (!reg.shm) {
+		pthread_mutex_unlock(&reg.lock);
+		return -ENODEV;
+	}
+	lock_file();
+	n = reclaim_dead_locked();
+	unlock_file();
+	pthread_mutex_unlock(&reg.lock);
+	return n;
+}
+
+static int map_file(void)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu",
+		 (unsigned)getuid(), netns_id());
+	fd = open(reg.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int err = errno;
+
+		ur_err(NULL, "cannot open the host registry %s: %s", reg.path, strerror(err));
+		return -err;
+	}
+	reg.fd = fd;
+	lock_file();
+	if (fstat(fd, &st))
+		goto err_errno;
+	if (st.st_size == 0) {
+		if (ftruncate(fd, sizeof(struct ur_reg_shm)))
+			goto err_errno;
+	} else if ((size_t)st.st_size != sizeof(struct ur_reg_shm)) {
+		goto err_layout;
+	}
+	p = mmap(NULL, sizeof(struct ur_reg_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto err_errno;
+	reg.shm = p;
+	if (reg.shm->magic == 0) {
+		reg.shm->version = UR_REG_VERSION;
+		reg.shm->layout_size = sizeof(struct ur_reg_shm);
+		reg.shm->nslots = UR_REG_SLOTS;
+		reg.shm->nblocks = UR_REG_BLOCKS;
+		atomic_thread_fence(memory_order_release);
+		reg.shm->magic = UR_REG_MAGIC;
+	} else if (reg.shm->magic != UR_REG_MAGIC || reg.shm->version != UR_REG_VERSION ||
+		   reg.shm->layout_size != sizeof(struct ur_reg_shm)) {
+		munmap(p, sizeof(struct ur_reg_shm));
+		reg.shm = NULL;
+		goto err_layout;
+	}
+	return 0;
+
+err_layout:
+	unlock_file();
+	ur_err(NULL, "the host registry %s was written by another uroce version; "
+	       "stop the programs using it and remove the file", reg.path);
+	close(fd);
+	reg.fd = -1;
+	return -EPROTO;
+err_errno:
+	{
+		int err = errno;
+
+		unlock_file();
+		ur_err(NULL, "host registry %s: %s", reg.path, strerror(err));
+		close(fd);
+		reg.fd = -1;
+		return -err;
+	}
+}
+
+int ur_registry_attach(void)
+{
+	pid_t me = getpid();
+	int ret;
+
+	pthread_mutex_lock(&reg.lock);
+	if (reg.shm) {
+		pthread_mutex_unlock(&reg.lock);
+		return 0;
+	}
+	ret = map_file();   /* returns with the file lock held on success */
+	if (ret)
+		goto out;
+	for (int pass = 0; pass < 2 && reg.slot < 0; pass++) {
+		for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
+			struct ur_reg_slot *s = &reg.shm->slot[i];
+
+			if (atomic_load(&s->pid) && (pass == 0 || slot_alive(s)))
+				continue;
+			if (atomic_load(&s->pid))
+				release_slot_blocks((int)i);
+			s->gen++;
+			s->start_time = proc_start_time(me);
+			atomic_store(&s->port4, 0);
+			atomic_store(&s->port6, 0);
+			atomic_store(&s->pid, (uint32_t)me);
+			reg.slot = (int)i;
+			break;
+		}
+	}
+	unlock_file();
+	if (reg.slot < 0) {
+		ur_err(NULL, "the host registry %s has no free slot: %u processes use uroce",
+		       reg.path, UR_REG_SLOTS);
+		munmap(reg.shm, sizeof(struct ur_reg_shm));
+		reg.shm = NULL;
+		close(reg.fd);
+		reg.fd = -1;
+		ret = -EUSERS;
+	}
+out:
+	pthread_mutex_unlock(&reg.lock);
+	return ret;
+}
+
+void ur_registry_detach(void)
+{
+	pthread_mutex_lock(&reg.lock);
+	if (reg.shm && reg.slot >= 0 &&
+	    atomic_load(&reg.shm->slot[reg.slot].pid) == (uint32_t)getpid()) {
+		lock_file();
+		release_slot_blocks(reg.slot);
+		atomic_store(&reg.shm->slot[reg.slot].port4, 0);
+		atomic_store(&reg.shm->slot[reg.slot].port6, 0);
+		atomic_store(&reg.shm->slot[reg.slot].pid, 0);
+		unlock_file();
+	}
+	pthread_mutex_unlock(&reg.lock);
+}
+
+static int claim_block(uint32_t *block)
+{
+	uint16_t mine = (uint16_t)(reg.slot + 1);
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t b = 1; b < UR_REG_BLOCKS; b++) {
+			uint16_t expect = 0;
+
+			if (atomic_compare_exchange_strong(&reg.shm->block_owner[b], &expect, mine)) {
+				*block = b;
+				return 0;
+			}
+		}
+		if (pass == 0 && reclaim_dead_locked() == 0)
+			break;
+	}
+	return -ENOSPC;
+}
+
+int ur_registry_alloc_qpn(uint32_t *qpn)
+{
+	struct owned_block *ob;
+	uint32_t block;
+	int ret;
+
+	pthread_mutex_lock(&reg.lock);
+	if (!reg.shm) {
+		pthread_mutex_unlock(&reg.lock);
+		return -ENODEV;
+	}
+	for (unsigned i = 0; i < reg.nblocks; i++) {
+		ob = &reg.blocks[i];
+		for (uint32_t k = 0; k < UR_REG_BLOCK_QPNS; k++) {
+			uint32_t bit = (ob->next + k) % UR_REG_BLOCK_QPNS;
+
+			if (ob->used[bit / 64] & (1ull << (bit % 64)))
+				continue;
+			ob->used[bit / 64] |= 1ull << (bit % 64);
+			ob->next = bit + 1;
+			*qpn = (ob->block << UR_REG_BLOCK_SHIFT) | bit;
+			pthread_mutex_unlock(&reg.lock);
+			return 0;
+		}
+	}
+	ob = realloc(reg.blocks, (reg.nblocks + 1) * sizeof(*ob));
+	if (!ob) {
+		pthread_mutex_unlock(&reg.lock);
+		return -ENOMEM;
+	}
+	reg.blocks = ob;
+	lock_file();
+	ret = claim_block(&block);
+	unlock_file();
+	if (ret) {
+		pthread_mutex_unlock(&reg.lock);
+		ur_err(NULL, "no QP numbers left on this host (registry %s)", reg.path);
+		return ret;
+	}
+	ob = &reg.blocks[reg.nblocks++];
+	memset(ob, 0, sizeof(*ob));
+	ob->block = block;
+	/* Block 0 is never claimed, so QPNs 0 and 1 (special in IB) never occur. */
+	ob->used[0] = 1;
+	ob->next = 1;
+	*qpn = block << UR_REG_BLOCK_SHIFT;
+	pthread_mutex_unlock(&reg.lock);
+	return 0;
+}
+
+void ur_registry_free_qpn(uint32_t qpn)
+{
+	uint32_t block = qpn >> UR_REG_BLOCK_SHIFT, bit = qpn & (UR_REG_BLOCK_QPNS - 1);
+
+	pthread_mutex_lock(&reg.lock);
+	for (unsigned i = 0; i < reg.nblocks; i++)
+		if (reg.blocks[i].block == block)
+			reg.blocks[i].used[bit / 64] &= ~(1ull << (bit % 64));
+	pthread_mutex_unlock(&reg.lock);
+}
+
+int ur_registry_set_ports(uint16_t port4, uint16_t port6)
+{
+	if (!reg.shm || reg.slot < 0)
+		return -ENODEV;
+	atomic_store(&reg.shm->slot[reg.slot].port4, port4);
+	atomic_store(&reg.shm->slot[reg.slot].port6, port6);
+	return 0;
+}
+
+int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out)
+{
+	uint32_t block = (qpn >> UR_REG_BLOCK_SHIFT) & (UR_REG_BLOCKS - 1);
+	uint16_t owner;
+	struct ur_reg_slot *s;
+
+	if (!reg.shm)
+		return -ENODEV;
+	owner = atomic_load(&reg.shm->block_owner[block]);
+	if (!owner || owner > UR_REG_SLOTS)
+		return -ENOENT;
+	s = &reg.shm->slot[owner - 1];
+	out->pid = (pid_t)atomic_load(&s->pid);
+	if (!out->pid)
+		return -ENOENT;
+	out->port4 = atomic_load(&s->port4);
+	out->port6 = atomic_load(&s->port6);
+	out->self = (int)(owner - 1) == reg.slot;
+	return 0;
+}
+
+int ur_registry_router_lock_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.router", (unsigned)getuid(), netns_id());
+	return 0;
+}
+
+const char *ur_registry_path(void)
+{
+	return reg.path;
+}

@@ -1,0 +1,78 @@
+/* Internals shared by the UDP transport's files. */
+#ifndef UROCE_XPORT_UDP_UDP_PRIV_H
+#define UROCE_XPORT_UDP_UDP_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "util/compiler.h"
+#include "wire/icrc.h"
+#include "xport/udp/udp.h"
+
+#define UR_UDP_BATCH 32
+#define UR_UDP_BUF 9216            /* 4096 MTU + headers, or a jumbo frame */
+#define UR_FWD_MAGIC 0x75465744u   /* "uFWD" */
+#define UR_FWD_VERSION 1
+
+struct ur_udp;
+
+struct ur_udp_sock {
+	struct ur_udp *u;
+	int fd;
+	int family;
+	uint16_t port;                 /* host byte order */
+	bool roce_port;                /* bound to 4791: packets may be for others */
+};
+
+/* What the router puts before a packet it hands to the owning process. */
+struct ur_fwd_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t family;
+	uint8_t saddr[16];
+	uint8_t daddr[16];
+	uint16_t sport, dport;
+	uint8_t tclass, hop_limit;
+	uint8_t reserved[2];
+};
+_Static_assert(sizeof(struct ur_fwd_hdr) == 48, "forward header layout");
+
+struct ur_rx_batch {
+	struct mmsghdr msgs[UR_UDP_BATCH];
+	struct iovec iov[UR_UDP_BATCH];
+	struct sockaddr_storage from[UR_UDP_BATCH];
+	uint8_t ctrl[UR_UDP_BATCH][128];
+	uint8_t buf[UR_UDP_BATCH][UR_UDP_BUF + sizeof(struct ur_fwd_hdr)];
+};
+
+struct ur_udp {
+	struct ur_xport xport;
+	struct ur_engine *engine;
+	struct ur_udp_sock own4, own6;     /* direct sockets, ephemeral ports */
+	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
+	int fwd_fd;                        /* abstract unix socket: packets from the router */
+	int router_lock_fd;
+	bool router;
+	bool bind_warned;
+	uint64_t next_election_ns;
+	struct ur_rx_batch *batch;         /* engine thread only */
+};
+
+int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port);
+void ur_udp_close_sock(struct ur_udp_sock *s);
+void ur_udp_on_readable(void *arg, uint32_t events);
+
+/* Router side. */
+int ur_udp_fwd_open(struct ur_udp *u);
+void ur_udp_on_fwd_readable(void *arg, uint32_t events);
+void ur_udp_router_elect(struct ur_udp *u);
+/* A packet that arrived on 4791 for a QP of another process. */
+void ur_udp_forward(struct ur_udp *u, uint32_t qpn, const uint8_t *pkt, size_t len,
+		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+
+/* Checks the ICRC and hands the packet to the engine. */
+void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
+		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+
+#endif
