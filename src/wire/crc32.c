@@ -1,6 +1,6 @@
-/* CRC-32 (zlib's) for the ICRC: a portable slice-by-8 engine, a PCLMULQDQ
- * engine picked at run time, and the GF(2) helpers the ICRC check needs.
- * UROCE_CRC=portable in the environment forces the portable engine. */
+/* CRC-32 (zlib's) for the ICRC: a portable slice-by-16 engine, carry-less
+ * multiplication engines picked at run time (crc32_clmul.c), and the GF(2)
+ * helpers the ICRC check needs. */
 #include "wire/crc32.h"
 
 #include <endian.h>
@@ -10,11 +10,13 @@
 
 #include "wire/icrc.h"
 
-uint32_t ur_crc32_tab[8][256];
+enum crc_engine { ENGINE_PORTABLE, ENGINE_PCLMUL, ENGINE_VPCLMUL };
+
+uint32_t ur_crc32_tab[16][256];
 
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-static bool crc_has_clmul;
-static bool crc_use_clmul;
+static bool crc_has_clmul, crc_has_vpclmul;
+static enum crc_engine crc_engine;
 /* x^(-8i) and x^(-2048i) mod P, i < 256: any x^(-8n), n < 65536, is one
  * product of the two. */
 static uint32_t crc_xinv_lo[256], crc_xinv_hi[256];
@@ -31,7 +33,7 @@ static void crc_build_tables(void)
 		ur_crc32_tab[0][b] = r;
 	}
 	for (unsigned b = 0; b < 256; b++)
-		for (int t = 1; t < 8; t++) {
+		for (int t = 1; t < 16; t++) {
 			uint32_t r = ur_crc32_tab[t - 1][b];
 
 			ur_crc32_tab[t][b] = (r >> 8) ^ ur_crc32_tab[0][r & 0xff];
@@ -64,8 +66,15 @@ static void crc_setup(void)
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	crc_has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	crc_has_vpclmul = crc_has_clmul && __builtin_cpu_supports("vpclmulqdq") &&
+			  __builtin_cpu_supports("avx2");
 #endif
-	crc_use_clmul = crc_has_clmul && !(env && strcmp(env, "portable") == 0);
+	crc_engine = crc_has_vpclmul ? ENGINE_VPCLMUL : crc_has_clmul ? ENGINE_PCLMUL
+								   : ENGINE_PORTABLE;
+	if (env && strcmp(env, "portable") == 0)
+		crc_engine = ENGINE_PORTABLE;
+	else if (env && strcmp(env, "pclmul") == 0 && crc_has_clmul)
+		crc_engine = ENGINE_PCLMUL;
 	crc_build_inverses();
 }
 
@@ -80,29 +89,48 @@ bool ur_crc32_clmul_supported(void)
 	return crc_has_clmul;
 }
 
-const char *ur_crc32_impl(void)
+bool ur_crc32_vpclmul_supported(void)
 {
 	ur_crc32_init();
-	return crc_use_clmul ? "pclmul" : "slice-by-8";
+	return crc_has_vpclmul;
+}
+
+const char *ur_crc32_impl(void)
+{
+	static const char *const names[] = {
+		[ENGINE_PORTABLE] = "slice-by-16",
+		[ENGINE_PCLMUL] = "pclmulqdq",
+		[ENGINE_VPCLMUL] = "vpclmulqdq",
+	};
+
+	ur_crc32_init();
+	return names[crc_engine];
 }
 
 uint32_t ur_crc32_raw_noinit(uint32_t reg, const uint8_t *p, size_t len)
 {
 	const uint32_t (*t)[256] = (const uint32_t (*)[256])ur_crc32_tab;
 
-	/* Eight bytes per step: each byte's table already includes the zero
-	 * bytes that follow it within the word. */
-	while (len >= 8) {
-		uint64_t w;
+	/* Sixteen bytes per step: each byte's table already includes the zero
+	 * bytes that follow it within the block, so the sixteen lookups are
+	 * independent and only the XOR with the register is serial. */
+	while (len >= 16) {
+		uint64_t a, b;
 
-		memcpy(&w, p, sizeof(w));
-		w = le64toh(w) ^ reg;
-		reg = t[7][w & 0xff] ^ t[6][(w >> 8) & 0xff] ^
-		      t[5][(w >> 16) & 0xff] ^ t[4][(w >> 24) & 0xff] ^
-		      t[3][(w >> 32) & 0xff] ^ t[2][(w >> 40) & 0xff] ^
-		      t[1][(w >> 48) & 0xff] ^ t[0][w >> 56];
-		p += 8;
-		len -= 8;
+		memcpy(&a, p, sizeof(a));
+		memcpy(&b, p + 8, sizeof(b));
+		a = le64toh(a) ^ reg;
+		b = le64toh(b);
+		reg = t[15][a & 0xff] ^ t[14][(a >> 8) & 0xff] ^
+		      t[13][(a >> 16) & 0xff] ^ t[12][(a >> 24) & 0xff] ^
+		      t[11][(a >> 32) & 0xff] ^ t[10][(a >> 40) & 0xff] ^
+		      t[9][(a >> 48) & 0xff] ^ t[8][a >> 56] ^
+		      t[7][b & 0xff] ^ t[6][(b >> 8) & 0xff] ^
+		      t[5][(b >> 16) & 0xff] ^ t[4][(b >> 24) & 0xff] ^
+		      t[3][(b >> 32) & 0xff] ^ t[2][(b >> 40) & 0xff] ^
+		      t[1][(b >> 48) & 0xff] ^ t[0][b >> 56];
+		p += 16;
+		len -= 16;
 	}
 	while (len--)
 		reg = (reg >> 8) ^ t[0][(reg ^ *p++) & 0xff];
@@ -121,12 +149,29 @@ uint32_t ur_crc32_portable(uint32_t crc, const void *buf, size_t len)
 	return ~ur_crc32_raw_noinit(~crc, buf, len);
 }
 
+uint32_t ur_crc32_clmul(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ur_crc32_clmul_noinit(crc, buf, len);
+}
+
+uint32_t ur_crc32_vpclmul(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ur_crc32_vpclmul_noinit(crc, buf, len);
+}
+
 uint32_t ur_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	ur_crc32_init();
-	if (crc_use_clmul)
-		return ur_crc32_clmul(crc, buf, len);
-	return ~ur_crc32_raw_noinit(~crc, buf, len);
+	switch (crc_engine) {
+	case ENGINE_VPCLMUL:
+		return ur_crc32_vpclmul_noinit(crc, buf, len);
+	case ENGINE_PCLMUL:
+		return ur_crc32_clmul_noinit(crc, buf, len);
+	default:
+		return ~ur_crc32_raw_noinit(~crc, buf, len);
+	}
 }
 
 /* Carry-less 32x32 -> 63-bit product, four bits of b at a time. */
@@ -156,7 +201,7 @@ static uint32_t mulmod(uint32_t a, uint32_t b)
 	uint64_t c;
 	uint32_t lo;
 
-	c = (crc_use_clmul ? ur_clmul32_x86(a, b) : ur_clmul32_portable(a, b)) << 1;
+	c = (crc_engine != ENGINE_PORTABLE ? ur_clmul32_x86(a, b) : ur_clmul32_portable(a, b)) << 1;
 	lo = (uint32_t)c;
 	return (uint32_t)(c >> 32) ^ t[3][lo & 0xff] ^ t[2][(lo >> 8) & 0xff] ^
 	       t[1][(lo >> 16) & 0xff] ^ t[0][lo >> 24];

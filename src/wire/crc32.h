@@ -18,12 +18,18 @@
 #define UR_CRC32_ONE	0x80000000u	/* the polynomial 1 */
 #define UR_CRC32_X	0x40000000u	/* the polynomial x */
 
-/* zlib-compatible CRC (pre- and post-inverted) through one engine. */
+/* zlib-compatible CRC (pre- and post-inverted) through one engine:
+ * slice-by-16 tables (any CPU), PCLMULQDQ on 128-bit lanes, or VPCLMULQDQ
+ * on 256-bit lanes (AVX2), twice the multiplier throughput where the CPU
+ * has it.  Call the last two only when their _supported() says so. */
 uint32_t ur_crc32_portable(uint32_t crc, const void *buf, size_t len);
-/* PCLMULQDQ folding; call only when ur_crc32_clmul_supported(). */
 uint32_t ur_crc32_clmul(uint32_t crc, const void *buf, size_t len);
+uint32_t ur_crc32_vpclmul(uint32_t crc, const void *buf, size_t len);
 bool ur_crc32_clmul_supported(void);
-/* Name of the engine ur_crc32() uses: "pclmul" or "slice-by-8". */
+bool ur_crc32_vpclmul_supported(void);
+/* Engine ur_crc32() uses: "vpclmulqdq", "pclmulqdq" or "slice-by-16".
+ * The best one the CPU has, unless UROCE_CRC=portable or UROCE_CRC=pclmul
+ * asks for a lesser one. */
 const char *ur_crc32_impl(void);
 
 /* Raw register update, no inversions: the building block of both engines. */
@@ -44,13 +50,19 @@ uint32_t ur_crc32_xpow8_inv(uint32_t n);
 #define UR_CRC32_K511	0xcad38e8f00000000ull	/* fold by 512 bits, high quadword */
 #define UR_CRC32_K191	0x65673b4600000000ull	/* fold by 128 bits, low quadword */
 #define UR_CRC32_K127	0x9ba54c6f00000000ull	/* fold by 128 bits, high quadword */
+#define UR_CRC32_K1087	0x7d657a1000000000ull	/* fold by 1024 bits, low quadword */
+#define UR_CRC32_K1023	0x7406fa9500000000ull	/* fold by 1024 bits, high quadword */
+#define UR_CRC32_K319	0x9570d49500000000ull	/* fold by 256 bits, low quadword */
+#define UR_CRC32_K255	0x01b5fd1d00000000ull	/* fold by 256 bits, high quadword */
 
-/* Internal to the engines: the slice-by-8 tables (ur_crc32_tab[k][b] is
+/* Internal to the engines: the slice-by-16 tables (ur_crc32_tab[k][b] is
  * byte b followed by k zero bytes), built once by ur_crc32_init(); the
- * _noinit variant may run only after that. */
-extern uint32_t ur_crc32_tab[8][256];
+ * _noinit variants may run only after that. */
+extern uint32_t ur_crc32_tab[16][256];
 void ur_crc32_init(void);
 uint32_t ur_crc32_raw_noinit(uint32_t reg, const uint8_t *p, size_t len);
+uint32_t ur_crc32_clmul_noinit(uint32_t crc, const uint8_t *p, size_t len);
+uint32_t ur_crc32_vpclmul_noinit(uint32_t crc, const uint8_t *p, size_t len);
 uint64_t ur_clmul32_portable(uint32_t a, uint32_t b);
 uint64_t ur_clmul32_x86(uint32_t a, uint32_t b);	/* only if clmul supported */
 

@@ -58,10 +58,13 @@ uint32_t ur_icrc_calc(const struct ur_roce_ip *ip, const struct iovec *iov, int 
  * clear.  The ID then comes out in *ip_id_out (may be NULL).
  *
  * Cost of that freedom: a corrupted IPv4 packet passes with probability
- * 2 * 2^16 / 2^32 = 2^-15 (any ID, two DF states) instead of 2^-32.  An
- * error burst of up to 32 bits is still always caught, since the CRC
- * detects those outright.  An oversized IPv4 packet (total length over
- * 65535) is rejected. */
+ * 2 * 2^16 / 2^32 = 2^-15 (any ID, two DF states) instead of 2^-32, and
+ * the CRC's guarantee for short error bursts is lost.  Single-bit errors
+ * are still caught except at fixed places, where the flip is
+ * indistinguishable from another ID or DF value: below RoCE byte 26744
+ * those are byte 173 bit 0x08 and byte 1834 bit 0x40, plus, for some
+ * packet lengths, a bit of the ICRC itself (docs/wire.md).  An oversized
+ * IPv4 packet (total length over 65535) is rejected. */
 int ur_icrc_check(const struct ur_roce_ip *ip, const uint8_t *pkt, size_t len,
 		  uint16_t *ip_id_out);
 

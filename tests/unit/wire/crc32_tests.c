@@ -20,19 +20,22 @@ static void test_crc32_check_value(void)
 	UT_EQ(ur_crc32_portable(0, msg, 9), 0xcbf43926);
 	if (ur_crc32_clmul_supported())
 		UT_EQ(ur_crc32_clmul(0, msg, 9), 0xcbf43926);
+	if (ur_crc32_vpclmul_supported())
+		UT_EQ(ur_crc32_vpclmul(0, msg, 9), 0xcbf43926);
 	UT_EQ(ur_crc32(0, NULL, 0), 0);
 	UT_EQ(ur_crc32(0x12345678, msg, 0), 0x12345678);
-	fprintf(stderr, "       ur_crc32 engine: %s (pclmul %s)\n", ur_crc32_impl(),
-		ur_crc32_clmul_supported() ? "available" : "absent");
+	fprintf(stderr, "       ur_crc32 engine: %s (pclmulqdq %s, vpclmulqdq %s)\n",
+		ur_crc32_impl(), ur_crc32_clmul_supported() ? "yes" : "no",
+		ur_crc32_vpclmul_supported() ? "yes" : "no");
 }
 
-/* Both engines and the dispatcher against zlib: every length up to 1100,
+/* Every engine and the dispatcher against zlib: every length up to 1100,
  * then random lengths up to 70000, at every misalignment, chained from a
  * random previous CRC. */
 static void test_crc32_vs_zlib(void)
 {
 	uint8_t *buf = random_bytes(BIG);
-	bool clmul = ur_crc32_clmul_supported();
+	bool clmul = ur_crc32_clmul_supported(), vpclmul = ur_crc32_vpclmul_supported();
 	unsigned bad = 0, runs = 0;
 
 	for (int i = 0; i < 1100 + 600; i++) {
@@ -44,6 +47,8 @@ static void test_crc32_vs_zlib(void)
 		bad += ur_crc32_portable(seed, buf + mis, len) != want;
 		if (clmul)
 			bad += ur_crc32_clmul(seed, buf + mis, len) != want;
+		if (vpclmul)
+			bad += ur_crc32_vpclmul(seed, buf + mis, len) != want;
 		bad += ur_crc32(seed, buf + mis, len) != want;
 		runs++;
 	}
@@ -62,6 +67,9 @@ static void test_crc32_chaining(void)
 
 		UT_EQ(ur_crc32(ur_crc32(0, buf, cut), buf + cut, len - cut), whole);
 		UT_EQ(ur_crc32_portable(ur_crc32_portable(0, buf, cut), buf + cut, len - cut), whole);
+		if (ur_crc32_vpclmul_supported())
+			UT_EQ(ur_crc32_vpclmul(ur_crc32_vpclmul(0, buf, cut), buf + cut, len - cut),
+			      whole);
 	}
 	free(buf);
 }
@@ -104,6 +112,10 @@ static void test_crc32_fold_constants(void)
 	UT_EQ((uint64_t)ref_xpow(511) << 32, UR_CRC32_K511);
 	UT_EQ((uint64_t)ref_xpow(191) << 32, UR_CRC32_K191);
 	UT_EQ((uint64_t)ref_xpow(127) << 32, UR_CRC32_K127);
+	UT_EQ((uint64_t)ref_xpow(1087) << 32, UR_CRC32_K1087);
+	UT_EQ((uint64_t)ref_xpow(1023) << 32, UR_CRC32_K1023);
+	UT_EQ((uint64_t)ref_xpow(319) << 32, UR_CRC32_K319);
+	UT_EQ((uint64_t)ref_xpow(255) << 32, UR_CRC32_K255);
 }
 
 static void test_gf2_arith(void)
