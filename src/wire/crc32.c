@@ -1,0 +1,233 @@
+/* CRC-32 (zlib's) for the ICRC: a portable slice-by-16 engine, carry-less
+ * multiplication engines picked at run time (crc32_clmul.c), and the GF(2)
+ * helpers the ICRC check needs. */
+#include "wire/crc32.h"
+
+#include <endian.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/icrc.h"
+
+enum crc_engine { ENGINE_PORTABLE, ENGINE_PCLMUL, ENGINE_VPCLMUL };
+
+uint32_t ur_crc32_tab[16][256];
+
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static bool crc_has_clmul, crc_has_vpclmul;
+static enum crc_engine crc_engine;
+/* x^(-8i) and x^(-2048i) mod P, i < 256: any x^(-8n), n < 65536, is one
+ * product of the two. */
+static uint32_t crc_xinv_lo[256], crc_xinv_hi[256];
+
+static uint32_t mulmod(uint32_t a, uint32_t b);
+
+static void crc_build_tables(void)
+{
+	for (unsigned b = 0; b < 256; b++) {
+		uint32_t r = b;
+
+		for (int k = 0; k < 8; k++)
+			r = (r >> 1) ^ (UR_CRC32_POLY & -(r & 1));
+		ur_crc32_tab[0][b] = r;
+	}
+	for (unsigned b = 0; b < 256; b++)
+		for (int t = 1; t < 16; t++) {
+			uint32_t r = ur_crc32_tab[t - 1][b];
+
+			ur_crc32_tab[t][b] = (r >> 8) ^ ur_crc32_tab[0][r & 0xff];
+		}
+}
+
+/* P(x) = x*Q(x) + 1, so x*Q(x) = 1 mod P and Q is the inverse of x.  In
+ * register form Q is the polynomial's bits moved one power down: POLY << 1,
+ * plus x^31 (bit 0) from the x^32 term. */
+static void crc_build_inverses(void)
+{
+	uint32_t xinv = (UR_CRC32_POLY << 1) | 1, xinv8 = xinv;
+
+	for (int i = 0; i < 3; i++)
+		xinv8 = mulmod(xinv8, xinv8);
+	crc_xinv_lo[0] = UR_CRC32_ONE;
+	for (int i = 1; i < 256; i++)
+		crc_xinv_lo[i] = mulmod(crc_xinv_lo[i - 1], xinv8);
+	crc_xinv_hi[0] = UR_CRC32_ONE;
+	crc_xinv_hi[1] = mulmod(crc_xinv_lo[255], xinv8);
+	for (int i = 2; i < 256; i++)
+		crc_xinv_hi[i] = mulmod(crc_xinv_hi[i - 1], crc_xinv_hi[1]);
+}
+
+static void crc_setup(void)
+{
+	const char *env = getenv("UROCE_CRC");
+
+	crc_build_tables();
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	crc_has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	crc_has_vpclmul = crc_has_clmul && __builtin_cpu_supports("vpclmulqdq") &&
+			  __builtin_cpu_supports("avx2");
+#endif
+	crc_engine = crc_has_vpclmul ? ENGINE_VPCLMUL : crc_has_clmul ? ENGINE_PCLMUL
+								   : ENGINE_PORTABLE;
+	if (env && strcmp(env, "portable") == 0)
+		crc_engine = ENGINE_PORTABLE;
+	else if (env && strcmp(env, "pclmul") == 0 && crc_has_clmul)
+		crc_engine = ENGINE_PCLMUL;
+	crc_build_inverses();
+}
+
+void ur_crc32_init(void)
+{
+	pthread_once(&crc_once, crc_setup);
+}
+
+bool ur_crc32_clmul_supported(void)
+{
+	ur_crc32_init();
+	return crc_has_clmul;
+}
+
+bool ur_crc32_vpclmul_supported(void)
+{
+	ur_crc32_init();
+	return crc_has_vpclmul;
+}
+
+const char *ur_crc32_impl(void)
+{
+	static const char *const names[] = {
+		[ENGINE_PORTABLE] = "slice-by-16",
+		[ENGINE_PCLMUL] = "pclmulqdq",
+		[ENGINE_VPCLMUL] = "vpclmulqdq",
+	};
+
+	ur_crc32_init();
+	return names[crc_engine];
+}
+
+uint32_t ur_crc32_raw_noinit(uint32_t reg, const uint8_t *p, size_t len)
+{
+	const uint32_t (*t)[256] = (const uint32_t (*)[256])ur_crc32_tab;
+
+	/* Sixteen bytes per step: each byte's table already includes the zero
+	 * bytes that follow it within the block, so the sixteen lookups are
+	 * independent and only the XOR with the register is serial. */
+	while (len >= 16) {
+		uint64_t a, b;
+
+		memcpy(&a, p, sizeof(a));
+		memcpy(&b, p + 8, sizeof(b));
+		a = le64toh(a) ^ reg;
+		b = le64toh(b);
+		reg = t[15][a & 0xff] ^ t[14][(a >> 8) & 0xff] ^
+		      t[13][(a >> 16) & 0xff] ^ t[12][(a >> 24) & 0xff] ^
+		      t[11][(a >> 32) & 0xff] ^ t[10][(a >> 40) & 0xff] ^
+		      t[9][(a >> 48) & 0xff] ^ t[8][a >> 56] ^
+		      t[7][b & 0xff] ^ t[6][(b >> 8) & 0xff] ^
+		      t[5][(b >> 16) & 0xff] ^ t[4][(b >> 24) & 0xff] ^
+		      t[3][(b >> 32) & 0xff] ^ t[2][(b >> 40) & 0xff] ^
+		      t[1][(b >> 48) & 0xff] ^ t[0][b >> 56];
+		p += 16;
+		len -= 16;
+	}
+	while (len--)
+		reg = (reg >> 8) ^ t[0][(reg ^ *p++) & 0xff];
+	return reg;
+}
+
+uint32_t ur_crc32_raw(uint32_t reg, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ur_crc32_raw_noinit(reg, buf, len);
+}
+
+uint32_t ur_crc32_portable(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ~ur_crc32_raw_noinit(~crc, buf, len);
+}
+
+uint32_t ur_crc32_clmul(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ur_crc32_clmul_noinit(crc, buf, len);
+}
+
+uint32_t ur_crc32_vpclmul(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	return ur_crc32_vpclmul_noinit(crc, buf, len);
+}
+
+uint32_t ur_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	ur_crc32_init();
+	switch (crc_engine) {
+	case ENGINE_VPCLMUL:
+		return ur_crc32_vpclmul_noinit(crc, buf, len);
+	case ENGINE_PCLMUL:
+		return ur_crc32_clmul_noinit(crc, buf, len);
+	default:
+		return ~ur_crc32_raw_noinit(~crc, buf, len);
+	}
+}
+
+/* Carry-less 32x32 -> 63-bit product, four bits of b at a time. */
+uint64_t ur_clmul32_portable(uint32_t a, uint32_t b)
+{
+	uint64_t t[16], r = 0;
+
+	t[0] = 0;
+	t[1] = a;
+	for (int i = 2; i < 16; i += 2) {
+		t[i] = t[i / 2] << 1;
+		t[i + 1] = t[i] ^ a;
+	}
+	for (int i = 0; i < 32; i += 4)
+		r ^= t[(b >> i) & 15] << i;
+	return r;
+}
+
+/* For a and b in register form, the integer carry-less product c holds
+ * A*B/x with bit k the coefficient of x^(62-k); c << 1 is A*B with bit k the
+ * coefficient of x^(63-k).  Its high word is already in register form (x^31
+ * .. x^0); its low word is H*x^32 with H in register form, and H*x^32 mod P
+ * is what feeding H's four bytes into a zero register computes. */
+static uint32_t mulmod(uint32_t a, uint32_t b)
+{
+	const uint32_t (*t)[256] = (const uint32_t (*)[256])ur_crc32_tab;
+	uint64_t c;
+	uint32_t lo;
+
+	c = (crc_engine != ENGINE_PORTABLE ? ur_clmul32_x86(a, b) : ur_clmul32_portable(a, b)) << 1;
+	lo = (uint32_t)c;
+	return (uint32_t)(c >> 32) ^ t[3][lo & 0xff] ^ t[2][(lo >> 8) & 0xff] ^
+	       t[1][(lo >> 16) & 0xff] ^ t[0][lo >> 24];
+}
+
+uint32_t ur_crc32_mulmod(uint32_t a, uint32_t b)
+{
+	ur_crc32_init();
+	return mulmod(a, b);
+}
+
+uint32_t ur_crc32_xpow8(uint64_t n)
+{
+	uint32_t r = UR_CRC32_ONE, p = UR_CRC32_ONE >> 8;	/* x^8 */
+
+	ur_crc32_init();
+	for (; n; n >>= 1) {
+		if (n & 1)
+			r = mulmod(r, p);
+		p = mulmod(p, p);
+	}
+	return r;
+}
+
+uint32_t ur_crc32_xpow8_inv(uint32_t n)
+{
+	ur_crc32_init();
+	return mulmod(crc_xinv_lo[n & 0xff], crc_xinv_hi[(n >> 8) & 0xff]);
+}
