@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/limits.h"
+#include "engine/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -103,7 +104,12 @@ static int ex_start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
 	pthread_spin_lock(&cq->lock);
 	if (cq->head == cq->tail) {
 		pthread_spin_unlock(&cq->lock);
-		return ENOENT;
+		ur_engine_poll(ur_engine_get());
+		pthread_spin_lock(&cq->lock);
+		if (cq->head == cq->tail) {
+			pthread_spin_unlock(&cq->lock);
+			return ENOENT;
+		}
 	}
 	load_cur(cq);
 	return 0;   /* the lock is held until ibv_end_poll */

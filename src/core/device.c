@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "util/compiler.h"
 #include "util/clock.h"
 #include "util/log.h"
 

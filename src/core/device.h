@@ -13,7 +13,7 @@
 
 #include "core/netdev.h"
 
-#define UR_DEV_NAME_MAX 64
+#define UR_DEV_NAME_MAX 56   /* leaves room for "uverbs-" in a 64-byte sysfs name */
 #define UR_VERSION_STR "0.1.0"
 
 struct ur_device {

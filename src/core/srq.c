@@ -45,12 +45,11 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	srq->pd = pd;
 	srq->limit = a->attr.srq_limit;
 	pthread_mutex_init(&srq->lock, NULL);
-	srq->vsrq.srq.context = &ctx->vctx.context;
-	srq->vsrq.srq.srq_context = a->srq_context;
-	srq->vsrq.srq.pd = &pd->ibpd;
-	pthread_mutex_init(&srq->vsrq.srq.mutex, NULL);
-	pthread_cond_init(&srq->vsrq.srq.cond, NULL);
-	srq->vsrq.srq_type = IBV_SRQT_BASIC;
+	srq->ibsrq.context = &ctx->vctx.context;
+	srq->ibsrq.srq_context = a->srq_context;
+	srq->ibsrq.pd = &pd->ibpd;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
 	atomic_fetch_add(&pd->users, 1);
 	a->attr.max_sge = srq->max_sge;
 	return srq;
@@ -60,7 +59,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 {
 	if (__atomic_load_n(&srq->users, __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	ur_async_forget(&srq->ctx->async, &srq->vsrq.srq);
+	ur_async_forget(&srq->ctx->async, &srq->ibsrq);
 	atomic_fetch_sub(&srq->pd->users, 1);
 	ur_wq_fini(&srq->rq);
 	pthread_mutex_destroy(&srq->lock);
@@ -149,7 +148,7 @@ bool ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 	if (limit_hit) {
 		struct ibv_async_event ev = { .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
 
-		ev.element.srq = &srq->vsrq.srq;
+		ev.element.srq = &srq->ibsrq;
 		ur_async_post(&srq->ctx->async, &ev);
 	}
 	return true;

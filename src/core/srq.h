@@ -14,7 +14,7 @@ struct ur_pd;
 struct ur_recv_wqe;
 
 struct ur_srq {
-	struct verbs_srq vsrq;         /* applications see vsrq.srq */
+	struct ibv_srq ibsrq;          /* applications see this */
 	struct ur_context *ctx;
 	struct ur_pd *pd;
 	pthread_mutex_t lock;          /* rq, limit */
@@ -27,7 +27,7 @@ struct ur_srq {
 
 static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)
 {
-	return container_of(ibsrq, struct ur_srq, vsrq.srq);
+	return container_of(ibsrq, struct ur_srq, ibsrq);
 }
 
 struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,

@@ -22,6 +22,11 @@ struct ur_engine;
  * thread, sockets or host registry cannot be set up. */
 struct ur_engine *ur_engine_get(void);
 
+/* Receive and run timers from the calling thread, if no other thread is at
+ * it: a busy-polling application then needs no thread switch per packet
+ * (which costs milliseconds when busy pollers fill every core). */
+void ur_engine_poll(struct ur_engine *e);
+
 /* QP numbers are unique on the host; registering makes the QP reachable. */
 int ur_engine_qp_register(struct ur_engine *e, struct ur_qp *qp);
 /* After this returns, no engine thread touches the QP. */

@@ -15,7 +15,17 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
-#define ur_min(a, b) ({ typeof(a) _a = (a); typeof(b) _b = (b); _a < _b ? _a : _b; })
-#define ur_max(a, b) ({ typeof(a) _a = (a); typeof(b) _b = (b); _a > _b ? _a : _b; })
+/* Unique temporaries, so that ur_min(ur_min(a, b), c) does not shadow. */
+#define UR__CAT2(a, b) a##b
+#define UR__CAT(a, b) UR__CAT2(a, b)
+#define UR__MINMAX(a, b, op, n)                                             \
+	({                                                                  \
+		typeof(a) UR__CAT(_ur_a, n) = (a);                          \
+		typeof(b) UR__CAT(_ur_b, n) = (b);                          \
+		UR__CAT(_ur_a, n) op UR__CAT(_ur_b, n) ? UR__CAT(_ur_a, n)  \
+						       : UR__CAT(_ur_b, n); \
+	})
+#define ur_min(a, b) UR__MINMAX(a, b, <, __COUNTER__)
+#define ur_max(a, b) UR__MINMAX(a, b, >, __COUNTER__)
 
 #endif

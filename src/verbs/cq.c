@@ -1,6 +1,7 @@
 /* Completion channels and CQs at the ABI boundary. */
 #include "core/context.h"
 #include "core/cq.h"
+#include "engine/engine.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
 
@@ -76,7 +77,13 @@ UR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 
 int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
-	return ur_cq_poll(to_ucq(cq), n, wc);
+	int got = ur_cq_poll(to_ucq(cq), n, wc);
+
+	if (got == 0 && n > 0) {
+		ur_engine_poll(ur_engine_get());
+		got = ur_cq_poll(to_ucq(cq), n, wc);
+	}
+	return got;
 }
 
 int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)

@@ -6,7 +6,13 @@
 #include "core/context.h"
 #include "verbs/verbs_priv.h"
 
-/* Not in the public headers: ibv_devinfo imports it (IBVERBS_PRIVATE_34). */
+/* From rdma-core's infiniband/driver.h, which Debian does not install:
+ * ibv_devinfo imports ibv_query_gid_type (IBVERBS_PRIVATE_34). */
+enum ibv_gid_type_sysfs {
+	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
+	IBV_GID_TYPE_SYSFS_ROCE_V2,
+};
+
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 		       unsigned int index, enum ibv_gid_type_sysfs *type);
 

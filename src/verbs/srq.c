@@ -19,7 +19,7 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	srq = ur_srq_create(to_uctx(context), to_upd(attr->pd), attr);
-	return srq ? &srq->vsrq.srq : NULL;
+	return srq ? &srq->ibsrq : NULL;
 }
 
 UR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
