@@ -31,12 +31,10 @@ struct watch {
 struct ur_engine {
 	pthread_t thread;
 	int epfd;                            /* every fd the engine serves */
-	int idle_epfd;                       /* just wake_fd: sleep while apps poll */
 	int wake_fd;                         /* eventfd: new timers, shutdown */
 	struct ur_udp *udp;
 
 	pthread_mutex_t rx_lock;             /* one receiver at a time: keeps PSN order */
-	uint64_t last_app_poll_ns;           /* an application thread polled (atomic) */
 	pthread_rwlock_t table_lock;         /* qps; read-held while dispatching */
 	struct ur_qp_table qps;
 
@@ -334,7 +332,6 @@ void ur_engine_poll(struct ur_engine *e)
 	struct epoll_event evs[16];
 	int n;
 
-	__atomic_store_n(&e->last_app_poll_ns, ur_now_ns(), __ATOMIC_RELAXED);
 	/* Somebody is already receiving: their completions will show. */
 	if (pthread_mutex_trylock(&e->rx_lock))
 		return;
@@ -345,24 +342,16 @@ void ur_engine_poll(struct ur_engine *e)
 }
 
 
-/* While an application thread polls, it receives for itself; the engine
- * thread then only ticks (timers, a stalled poller) instead of waking on
- * every packet to fight the poller for a core. */
-#define UR_APP_POLL_RECENT_NS 2000000ull
-#define UR_POLL_TICK_NS 1000000ull
-
-/* The engine must never preempt an application thread: on a machine whose
- * cores are all busy polling, a woken engine thread would take a core from
- * the very thread that is about to receive (milliseconds of latency).
- * SCHED_IDLE runs it only on otherwise idle cores; pollers do the work
- * themselves meanwhile (ur_engine_poll).  UROCE_ENGINE_PRIO=normal opts
- * out. */
-static void lower_priority(void)
+/* UROCE_ENGINE_PRIO=idle puts the engine thread in SCHED_IDLE: it then
+ * never takes a core from a busy-polling application, which helps latency
+ * on small machines, but a passive side (a server blocked in a TCP read)
+ * then makes progress only when some core is idle.  Off by default. */
+static void set_priority(void)
 {
 	const char *p = getenv("UROCE_ENGINE_PRIO");
 	struct sched_param sp = { 0 };
 
-	if (p && !strcmp(p, "normal"))
+	if (!p || strcmp(p, "idle"))
 		return;
 	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp))
 		ur_info(NULL, "engine thread stays at normal priority: %s", strerror(errno));
@@ -377,38 +366,26 @@ static void *engine_main(void *arg)
 	/* Signals belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	lower_priority();
+	set_priority();
 	for (;;) {
 		uint64_t now = ur_now_ns(), next = next_deadline(e, now);
-		bool app_polls = now - __atomic_load_n(&e->last_app_poll_ns, __ATOMIC_RELAXED) <
-				 UR_APP_POLL_RECENT_NS;
 		struct timespec ts = { 0, 0 };
 		int n;
 
-		if (app_polls && next > now + UR_POLL_TICK_NS)
-			next = now + UR_POLL_TICK_NS;
 		if (next > now) {
 			ts.tv_sec = (time_t)((next - now) / 1000000000ull);
 			ts.tv_nsec = (long)((next - now) % 1000000000ull);
 		}
-		n = epoll_pwait2(app_polls ? e->idle_epfd : e->epfd, evs, 32, &ts, NULL);
+		n = epoll_pwait2(e->epfd, evs, 32, &ts, NULL);
 		pthread_mutex_lock(&e->timer_lock);
 		e->sleep_until = 0;      /* awake: arming a timer needs no wake-up */
 		pthread_mutex_unlock(&e->timer_lock);
-		if (app_polls) {
-			if (n > 0)
-				on_wake(e, EPOLLIN);
-			n = epoll_wait(e->epfd, evs, 32, 0);
-			if (n < 0)
-				n = 0;
-			if (pthread_mutex_trylock(&e->rx_lock) == 0) {
-				dispatch(e, evs, n);
-				pthread_mutex_unlock(&e->rx_lock);
-			}
-		} else {
-			pthread_mutex_lock(&e->rx_lock);
+		/* An application thread polling right now does the receiving. */
+		if (pthread_mutex_trylock(&e->rx_lock) == 0) {
 			dispatch(e, evs, n < 0 ? 0 : n);
 			pthread_mutex_unlock(&e->rx_lock);
+		} else if (n > 0) {
+			sched_yield();
 		}
 		ur_udp_tick(e->udp);
 	}
@@ -438,7 +415,6 @@ static void engine_init(void)
 	ur_list_init(&e->timers);
 	ur_list_init(&e->blocked);
 	e->epfd = -1;
-	e->idle_epfd = -1;
 	e->wake_fd = -1;
 	ret = ur_qp_table_init(&e->qps);
 	if (ret)
@@ -456,19 +432,6 @@ static void engine_init(void)
 	ret = ur_engine_watch_fd(e, e->wake_fd, EPOLLIN, on_wake, e);
 	if (ret)
 		goto err;
-	e->idle_epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (e->idle_epfd < 0) {
-		ret = -errno;
-		goto err;
-	}
-	{
-		struct epoll_event ev = { .events = EPOLLIN };
-
-		if (epoll_ctl(e->idle_epfd, EPOLL_CTL_ADD, e->wake_fd, &ev)) {
-			ret = -errno;
-			goto err;
-		}
-	}
 	the_engine = e;
 	e->udp = ur_udp_create(e);
 	if (!e->udp) {

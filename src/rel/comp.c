@@ -158,6 +158,8 @@ static void retry(struct ur_qp *qp)
 		fail(qp, w, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
+	ur_dbg(QP_DEV(qp), "QP 0x%06x: retry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
+	       ur_qp_num(qp), qp->comp.psn, qp->req.psn, qp->req.cwnd, qp->comp.retry_left);
 	qp->comp.retry_left--;
 	qp->cnt.completer_retry_err++;
 	shrink_cwnd(qp);

@@ -549,6 +549,8 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 			}
 		} else {
 			if (!r->nak_sent) {
+				ur_dbg(QP_DEV(qp), "QP 0x%06x: PSN 0x%06x while expecting 0x%06x: NAK",
+				       ur_qp_num(qp), pkt->psn, r->psn);
 				r->nak_sent = true;
 				queue_ack(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
 				ur_resp_tx(qp);
