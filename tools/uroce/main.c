@@ -1,0 +1,36 @@
+/* uroce: run programs on the software RoCE device, and (in later
+ * subcommands) inspect devices, ping-pong and benchmark. */
+#include <stdio.h>
+#include <string.h>
+
+#include "uroce.h"
+
+static const struct ur_cmd cmds[] = {
+	{ "run", "run a program with uroce's libibverbs", cmd_run },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: uroce COMMAND [ARGS...]\n\ncommands:\n");
+	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\n'uroce COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return UR_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return UR_EXIT_OK;
+	}
+	for (unsigned i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "uroce: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return UR_EXIT_USAGE;
+}

@@ -1,0 +1,23 @@
+/* The uroce tool's subcommands. */
+#ifndef UROCE_TOOLS_UROCE_H
+#define UROCE_TOOLS_UROCE_H
+
+/* Exit codes, documented in the man page. */
+enum {
+	UR_EXIT_OK = 0,
+	UR_EXIT_FAIL = 1,       /* the operation failed */
+	UR_EXIT_USAGE = 2,      /* bad arguments */
+};
+
+struct ur_cmd {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+int cmd_run(int argc, char **argv);
+
+/* The directory holding uroce's libibverbs.so.1, or NULL. */
+const char *ur_tool_libdir(void);
+
+#endif
