@@ -223,7 +223,7 @@ vm_boot() {
 # vm__start_watchdog: if this shell dies without running its traps (SIGKILL), stop qemu and
 # remove the tap anyway.  Double-forked like qemu, output to /dev/null.
 vm__start_watchdog() {
-	local owner=$$ qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR
+	local owner=$$ qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR dir=$VM_DIR
 	(
 		(
 			trap '' INT HUP
@@ -235,6 +235,7 @@ vm__start_watchdog() {
 				kill -KILL "$qpid" 2>/dev/null || true
 				ip link del "$tap" 2>/dev/null || true
 				rm -f "$state/$tap".*
+				rm -rf "$dir"
 			fi
 		) </dev/null >/dev/null 2>&1 &
 		echo $! >"$VM_DIR/watchdog.pid"
@@ -345,6 +346,18 @@ exit
 "
 	local crc=0 header m rc olen elen hl
 	vm__channel "$script" "$t" "$tmp" || crc=$?
+	if [ $crc -eq 130 ]; then
+		# Ctrl-C: timeout(1) caught the SIGINT and exited normally, so bash would assume it was
+		# handled and carry on.  Re-raise: in the booting shell run its handler; in a subshell
+		# die of SIGINT, so the parent shell runs its trap.
+		rm -f "$tmp"
+		if [ "$BASHPID" = "${VM__OWNER:-}" ]; then
+			vm__on_signal INT 130
+		fi
+		trap - INT
+		kill -INT "$BASHPID"
+		return 130
+	fi
 	IFS= read -r header <"$tmp" || header=
 	read -r m rc olen elen <<<"$header"
 	if [ "$m" != "$mark" ]; then
