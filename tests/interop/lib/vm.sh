@@ -19,7 +19,8 @@
 #   VM_BOOT_TIMEOUT  seconds to wait for the guest (default 120)
 #   VM_RUN_TIMEOUT   default timeout of vm_run (default 120)
 #   VM_MEM, VM_SMP   guest memory in MiB (1024) and vCPUs (2)
-#   VM_KEEP          1: keep $VM_DIR (console log, qemu log) after shutdown
+#   VM_KEEP          1: keep $VM_DIR (console log, qemu log) after shutdown; either way the last
+#                    guest's logs are copied to ${UROCE_BUILD:-build}/interop-artifacts/vm-{console,qemu}.log
 #
 # Set by vm_boot (exported, so child processes can source this file and call vm_run & co.):
 #   VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX VM_DIR VM_CONSOLE VM_QEMU_PID
@@ -126,6 +127,7 @@ vm_boot() {
 
 	VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 1
 	VM_CONSOLE=$VM_DIR/console.log
+	VM_LOG_DIR=$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")
 	VM_CMD_PORT=7070
 	VM__OWNER=$$
 	vm__install_traps
@@ -188,9 +190,13 @@ vm_boot() {
 			why="no ready marker after ${VM_BOOT_TIMEOUT:-120} s"
 		fi
 		if [ -n "$why" ]; then
-			vm__err "guest boot failed: $why; console ($VM_CONSOLE), last lines:"
-			tail -n 40 "$VM_CONSOLE" 2>/dev/null | sed 's/^/  | /' >&2
-			VM_KEEP=1 vm_shutdown
+			vm__err "guest boot failed: $why; console (saved to $VM_LOG_DIR/vm-console.log), last lines:"
+			if [ -s "$VM_CONSOLE" ]; then
+				tail -n 40 "$VM_CONSOLE" | sed 's/^/  | /' >&2
+			else
+				echo "  | (empty: qemu has not started the kernel yet; slow TCG? raise VM_BOOT_TIMEOUT)" >&2
+			fi
+			vm_shutdown
 			return 1
 		fi
 		sleep 0.1
@@ -200,18 +206,18 @@ vm_boot() {
 	local check
 	check=$(vm_run -t 30 'cat /sys/class/infiniband/rxe0/ports/1/state; rdma link show rxe0/1') || {
 		vm__err "rxe0 check failed: $check"
-		VM_KEEP=1 vm_shutdown
+		vm_shutdown
 		return 1
 	}
 	case $check in *ACTIVE*"netdev eth0"*) ;; *)
 		vm__err "rxe0 is not active on eth0: $check"
-		VM_KEEP=1 vm_shutdown
+		vm_shutdown
 		return 1
 		;;
 	esac
 	VM_GID_INDEX=$(vm_gid_index) || {
 		vm__err "no RoCE v2 GID for $VM_GUEST_IP in the guest"
-		VM_KEEP=1 vm_shutdown
+		vm_shutdown
 		return 1
 	}
 	export VM_GID_INDEX
@@ -292,6 +298,11 @@ vm_shutdown() {
 		rm -f "$VM__STATE_DIR/$VM_TAP".*
 	fi
 	if [ -n "${VM_DIR:-}" ] && [ -d "$VM_DIR" ]; then
+		# the last guest's console and qemu logs stay in the build tree, for post-mortems
+		if mkdir -p "$VM_LOG_DIR" 2>/dev/null; then
+			cp "$VM_DIR/console.log" "$VM_LOG_DIR/vm-console.log" 2>/dev/null || true
+			cp "$VM_DIR/qemu.log" "$VM_LOG_DIR/vm-qemu.log" 2>/dev/null || true
+		fi
 		if [ "${VM_KEEP:-0}" = 1 ]; then
 			vm__log "kept $VM_DIR (console.log, qemu.log)"
 		else
