@@ -155,7 +155,8 @@ vm_boot() {
 			-kernel "$guest/vmlinuz" -initrd "$guest/initramfs.cpio" \
 			-append "console=ttyS0 panic=-1 uroce_ip=$VM_GUEST_IP/$VM_PREFIX uroce_port=$VM_CMD_PORT" \
 			-chardev "file,id=ser0,path=$VM_CONSOLE" -serial chardev:ser0 \
-			-nic "tap,ifname=$VM_TAP,script=no,downscript=no,model=virtio-net-pci,mac=$VM__MAC" \
+			-netdev "tap,id=net0,ifname=$VM_TAP,script=no,downscript=no" \
+			-device "virtio-net-pci,netdev=net0,mac=$VM__MAC,romfile=" \
 			-pidfile "$qpidfile" \
 			</dev/null >"$VM_DIR/qemu.log" 2>&1 &
 	)
@@ -515,6 +516,7 @@ done"
 vm_gid_index() {
 	vm__need_vm || return 1
 	local want
+	# shellcheck disable=SC2086 # one printf argument per octet
 	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${VM_GUEST_IP//./ })
 	vm_run -t 30 "cd /sys/class/infiniband/rxe0/ports/1 || exit 1
 for g in gids/*; do
@@ -584,7 +586,7 @@ vm_capture_stop() {
 	local i
 	sleep 0.3
 	kill -INT "$VM__CAP_PID" 2>/dev/null || true
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		kill -0 "$VM__CAP_PID" 2>/dev/null || break
 		sleep 0.1
 	done
