@@ -104,9 +104,18 @@ if [ -z "$deb" ] || [ "$(dpkg-deb -f "$deb" Version)" != "$kdebver" ]; then
 	log "downloading $kpkg $kdebver"
 	if ! (cd "$cache/deb" && apt-get download -q "$kpkg=$kdebver" >&2 2>"$work/apt.err"); then
 		cat "$work/apt.err" >&2
+		if [ "$(id -u)" = 0 ] && [ -z "${UROCE_BUILD_GUEST_RETRY:-}" ]; then
+			# stale package lists name a version the mirror no longer has: refresh once, start over
+			log "download of $kpkg $kdebver failed: running apt-get update and retrying"
+			if apt-get update -q >&2; then
+				rm -rf "$work"
+				exec 9>&-
+				UROCE_BUILD_GUEST_RETRY=1 exec bash "$here/build-guest.sh" "$cache"
+			fi
+		fi
 		die "could not download the Debian package $kpkg ($kdebver). Fix: run 'apt-get update' (as root) so the \
-package lists are current, check that deb.debian.org (and bookworm-security) is reachable, then retry; \
-or put ${kpkg}_${kdebver}_amd64.deb into $cache/deb/ by hand."
+package lists are current, check that the Debian mirrors in /etc/apt/sources.list* (including the \
+security suite) are reachable, then retry; or put ${kpkg}_${kdebver}_amd64.deb into $cache/deb/ by hand."
 	fi
 	deb=$(ls "$cache"/deb/"${kpkg}"_*.deb | head -n1)
 fi
