@@ -1,0 +1,596 @@
+# shellcheck shell=bash
+# Interop peer: a qemu guest running the Linux kernel's Soft-RoCE (rdma_rxe) on a private tap link.
+#
+#   . tests/interop/lib/vm.sh
+#   vm_boot                                 # tap + qemu (TCG) + wait for rxe0; cleanup registered on EXIT
+#   vm_run ibv_devinfo -v                   # run a shell command in the guest: its stdout, stderr, status
+#   vm_bg srv ibv_rc_pingpong -g "$VM_GID_INDEX"
+#   vm_wait_port 18515
+#   vm_run ibv_rc_pingpong -g "$VM_GID_INDEX" "$VM_GUEST_IP"
+#   vm_wait srv 30                          # the job's stdout, stderr and exit status
+#   vm_shutdown                             # also done by the EXIT trap
+#
+# Needs root (tap device) and Debian packages it installs when missing (qemu-system-x86, iproute2,
+# and for captures tshark).  See docs/interop.md.
+#
+# Settings (environment, read by vm_boot):
+#   UROCE_BUILD      build directory; the guest is built/cached in $UROCE_BUILD/interop-cache
+#   VM_CACHE_DIR     cache directory (default ${UROCE_BUILD:-build}/interop-cache)
+#   VM_BOOT_TIMEOUT  seconds to wait for the guest (default 120)
+#   VM_RUN_TIMEOUT   default timeout of vm_run (default 120)
+#   VM_MEM, VM_SMP   guest memory in MiB (1024) and vCPUs (2)
+#   VM_KEEP          1: keep $VM_DIR (console log, qemu log) after shutdown; either way the last
+#                    guest's logs are copied to ${UROCE_BUILD:-build}/interop-artifacts/vm-{console,qemu}.log
+#
+# Set by vm_boot (exported, so child processes can source this file and call vm_run & co.):
+#   VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX VM_DIR VM_CONSOLE VM_QEMU_PID
+#
+# Guest command channel: busybox "nc -ll -p $VM_CMD_PORT -e /bin/sh" on the private link (test-only,
+# unauthenticated).  Each vm_run is one TCP connection carrying a small script that runs the command
+# in its own session with stdout/stderr to guest files, then sends back a header line
+# "<marker> <status> <stdout bytes> <stderr bytes>" and both outputs; so status and output survive
+# any content, and several vm_run calls can run at once.
+
+VM__LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deps.sh
+. "$VM__LIB_DIR/deps.sh"
+
+VM__STATE_DIR=/run/uroce-vm # tap ownership records, to reap leftovers of killed runs
+
+vm__err() { echo "vm: error: $*" >&2; }
+vm__log() { [ "${VM_QUIET:-0}" = 1 ] || echo "vm: $*" >&2; }
+
+# quote one word for the guest's sh
+vm__q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+vm__now_ms() { date +%s%3N; }
+
+vm__need_vm() {
+	if [ -z "${VM_GUEST_IP:-}" ] || [ -z "${VM_DIR:-}" ] || [ ! -d "$VM_DIR" ]; then
+		vm__err "no guest: call vm_boot first"
+		return 1
+	fi
+}
+
+# ------------------------------------------------------------------ boot and teardown
+
+# vm__reap_stale: remove taps (and their qemu) left by runs that were killed before cleaning up
+vm__reap_stale() {
+	local f tap owner qpid
+	[ -d "$VM__STATE_DIR" ] || return 0
+	for f in "$VM__STATE_DIR"/*.owner; do
+		[ -e "$f" ] || continue
+		tap=$(basename "$f" .owner)
+		owner=$(cat "$f" 2>/dev/null) || true
+		if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
+			continue
+		fi
+		qpid=$(cat "$VM__STATE_DIR/$tap.qemu" 2>/dev/null) || true
+		if [ -n "$qpid" ] && tr '\0' ' ' <"/proc/$qpid/cmdline" 2>/dev/null | grep -q "ifname=$tap,"; then
+			vm__log "reaping qemu $qpid of a dead run (tap $tap)"
+			kill -KILL "$qpid" 2>/dev/null || true
+		fi
+		vm__log "removing leftover tap $tap (owner $owner gone)"
+		ip link del "$tap" 2>/dev/null || true
+		rm -f "$VM__STATE_DIR/$tap".*
+	done
+}
+
+# vm__claim_tap: create the first free uroce-tapN; sets VM_TAP and the 10.77.N.0/24 addresses
+vm__claim_tap() {
+	local n
+	mkdir -p "$VM__STATE_DIR"
+	for n in $(seq 0 63); do
+		ip link show "uroce-tap$n" >/dev/null 2>&1 && continue
+		if ip tuntap add dev "uroce-tap$n" mode tap 2>/dev/null; then
+			VM_TAP=uroce-tap$n
+			echo "$$" >"$VM__STATE_DIR/$VM_TAP.owner"
+			VM_HOST_IP=10.77.$n.1
+			VM_GUEST_IP=10.77.$n.2
+			VM_PREFIX=24
+			VM__MAC=$(printf '52:54:00:4d:%02x:02' "$n")
+			return 0
+		fi
+	done
+	vm__err "no free tap device uroce-tap0..63"
+	return 1
+}
+
+# vm_boot: build (cached) and boot the guest; returns when rxe0 is ACTIVE and the channel answers
+vm_boot() {
+	if [ -n "${VM_QEMU_PID:-}" ]; then
+		vm__err "vm_boot: a guest is already running (qemu pid $VM_QEMU_PID)"
+		return 1
+	fi
+	if [ "$BASHPID" != "$$" ]; then
+		vm__err "vm_boot must run in the test's main shell (not in a subshell or \$(...))"
+		return 1
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		vm__err "vm_boot needs root (it creates a tap device and boots qemu on it)"
+		return 1
+	fi
+	uroce_require qemu-system-x86_64 qemu-system-x86 ip iproute2 timeout coreutils \
+		flock util-linux setsid util-linux || return 1
+
+	local t0 cache guest
+	t0=$(vm__now_ms)
+	cache=${VM_CACHE_DIR:-${UROCE_BUILD:-build}/interop-cache}
+	guest=$(bash "$VM__LIB_DIR/../vm/build-guest.sh" "$cache" | tail -n1) || {
+		vm__err "building the guest failed"
+		return 1
+	}
+	[ -f "$guest/vmlinuz" ] && [ -f "$guest/initramfs.cpio" ] || {
+		vm__err "no guest image in '$guest'"
+		return 1
+	}
+
+	VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 1
+	VM_CONSOLE=$VM_DIR/console.log
+	VM_LOG_DIR=$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")
+	VM_CMD_PORT=7070
+	VM__OWNER=$$
+	vm__install_traps
+	vm__reap_stale
+	vm__claim_tap || {
+		vm_shutdown
+		return 1
+	}
+	export VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_DIR VM_CONSOLE
+
+	sysctl -q -w "net.ipv6.conf.$VM_TAP.disable_ipv6=1" 2>/dev/null || true # no ND noise on the link
+	if ! ip addr add "$VM_HOST_IP/$VM_PREFIX" dev "$VM_TAP" || ! ip link set "$VM_TAP" up; then
+		vm__err "configuring $VM_TAP failed"
+		vm_shutdown
+		return 1
+	fi
+
+	# qemu is double-forked (not a job of this shell: a plain 'wait' in a test must not wait for
+	# it), its output goes to files (it must not hold the test runner's pipes open)
+	local qpidfile=$VM_DIR/qemu.pid
+	(
+		exec qemu-system-x86_64 \
+			-accel tcg,thread=multi -smp "${VM_SMP:-2}" -m "${VM_MEM:-1024}" \
+			-nodefaults -no-user-config -display none -no-reboot \
+			-kernel "$guest/vmlinuz" -initrd "$guest/initramfs.cpio" \
+			-append "console=ttyS0 panic=-1 uroce_ip=$VM_GUEST_IP/$VM_PREFIX uroce_port=$VM_CMD_PORT" \
+			-chardev "file,id=ser0,path=$VM_CONSOLE" -serial chardev:ser0 \
+			-netdev "tap,id=net0,ifname=$VM_TAP,script=no,downscript=no" \
+			-device "virtio-net-pci,netdev=net0,mac=$VM__MAC,romfile=" \
+			-pidfile "$qpidfile" \
+			</dev/null >"$VM_DIR/qemu.log" 2>&1 &
+	)
+	local i
+	for i in $(seq 1 100); do
+		[ -s "$qpidfile" ] && break
+		sleep 0.1
+	done
+	VM_QEMU_PID=$(cat "$qpidfile" 2>/dev/null) || true
+	if [ -z "$VM_QEMU_PID" ]; then
+		vm__err "qemu did not start:"
+		cat "$VM_DIR/qemu.log" >&2
+		vm_shutdown
+		return 1
+	fi
+	export VM_QEMU_PID
+	echo "$VM_QEMU_PID" >"$VM__STATE_DIR/$VM_TAP.qemu"
+	vm__start_watchdog
+
+	# wait for the ready marker on the serial console
+	local deadline=$(($(date +%s) + ${VM_BOOT_TIMEOUT:-120}))
+	while :; do
+		if grep -q '^UROCE-GUEST-READY' "$VM_CONSOLE" 2>/dev/null; then
+			break
+		fi
+		local why=
+		if grep -q '^UROCE-GUEST-FAILED' "$VM_CONSOLE" 2>/dev/null; then
+			why="the guest reported a failure"
+		elif ! kill -0 "$VM_QEMU_PID" 2>/dev/null; then
+			why="qemu exited ($(tail -n 3 "$VM_DIR/qemu.log" | tr '\n' ' '))"
+		elif [ "$(date +%s)" -ge "$deadline" ]; then
+			why="no ready marker after ${VM_BOOT_TIMEOUT:-120} s"
+		fi
+		if [ -n "$why" ]; then
+			vm__err "guest boot failed: $why; console (saved to $VM_LOG_DIR/vm-console.log), last lines:"
+			if [ -s "$VM_CONSOLE" ]; then
+				tail -n 40 "$VM_CONSOLE" | sed 's/^/  | /' >&2
+			else
+				echo "  | (empty: qemu has not started the kernel yet; slow TCG? raise VM_BOOT_TIMEOUT)" >&2
+			fi
+			vm_shutdown
+			return 1
+		fi
+		sleep 0.1
+	done
+
+	# the peer must be real: rxe0 ACTIVE on eth0, and the GID index of our IPv4 address
+	local check
+	check=$(vm_run -t 30 'cat /sys/class/infiniband/rxe0/ports/1/state; rdma link show rxe0/1') || {
+		vm__err "rxe0 check failed: $check"
+		vm_shutdown
+		return 1
+	}
+	case $check in *ACTIVE*"netdev eth0"*) ;; *)
+		vm__err "rxe0 is not active on eth0: $check"
+		vm_shutdown
+		return 1
+		;;
+	esac
+	VM_GID_INDEX=$(vm_gid_index) || {
+		vm__err "no RoCE v2 GID for $VM_GUEST_IP in the guest"
+		vm_shutdown
+		return 1
+	}
+	export VM_GID_INDEX
+	VM_BOOT_MS=$(($(vm__now_ms) - t0))
+	vm__log "guest up in $((VM_BOOT_MS / 1000)).$(printf %03d $((VM_BOOT_MS % 1000))) s: $VM_GUEST_IP on $VM_TAP" \
+		"(host $VM_HOST_IP), rxe0 GID index $VM_GID_INDEX, qemu pid $VM_QEMU_PID, console $VM_CONSOLE"
+}
+
+# vm__start_watchdog: if this shell dies without running its traps (SIGKILL), stop qemu and
+# remove the tap anyway.  Double-forked like qemu, output to /dev/null.
+vm__start_watchdog() {
+	local owner=$$ qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR dir=$VM_DIR
+	(
+		(
+			trap '' INT HUP
+			trap 'exit 0' TERM
+			while kill -0 "$owner" 2>/dev/null && kill -0 "$qpid" 2>/dev/null; do
+				sleep 1
+			done
+			if ! kill -0 "$owner" 2>/dev/null; then
+				kill -KILL "$qpid" 2>/dev/null || true
+				ip link del "$tap" 2>/dev/null || true
+				rm -f "$state/$tap".*
+				rm -rf "$dir"
+			fi
+		) </dev/null >/dev/null 2>&1 &
+		echo $! >"$VM_DIR/watchdog.pid"
+	)
+}
+
+vm__install_traps() {
+	if [ -z "${VM__TRAPS:-}" ]; then
+		VM__PREV_EXIT=$(trap -p EXIT)
+		trap 'vm__on_exit' EXIT
+		trap 'vm__on_signal INT 130' INT
+		trap 'vm__on_signal TERM 143' TERM
+		trap 'vm__on_signal HUP 129' HUP
+		VM__TRAPS=1
+	fi
+}
+
+vm__on_signal() {
+	trap - "$1"
+	echo "vm: caught SIG$1, cleaning up" >&2
+	exit "$2" # runs the EXIT trap
+}
+
+vm__on_exit() {
+	local rc=$?
+	set +e # the shell is exiting: clean up everything even if a step fails
+	[ "$BASHPID" = "${VM__OWNER:-}" ] && vm_shutdown
+	if [ -n "${VM__PREV_EXIT:-}" ]; then
+		eval "set -- ${VM__PREV_EXIT#trap }"
+		# "$@" is now: -- 'command' EXIT
+		eval "$2"
+	fi
+	return $rc
+}
+
+# vm_shutdown: stop the capture, qemu (by its pid), the watchdog; delete the tap and $VM_DIR.
+# Idempotent; only acts in the shell that booted the guest.
+vm_shutdown() {
+	[ -n "${VM__OWNER:-}" ] && [ "$BASHPID" = "$VM__OWNER" ] || return 0
+	[ -n "${VM__CAP_PID:-}" ] && vm_capture_stop
+	local i wd
+	if [ -n "${VM_QEMU_PID:-}" ]; then
+		kill -TERM "$VM_QEMU_PID" 2>/dev/null || true
+		for i in $(seq 1 50); do
+			kill -0 "$VM_QEMU_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$VM_QEMU_PID" 2>/dev/null || true
+	fi
+	wd=$(cat "${VM_DIR:-/nonexistent}/watchdog.pid" 2>/dev/null) || true
+	[ -z "$wd" ] || kill -TERM "$wd" 2>/dev/null || true
+	if [ -n "${VM_TAP:-}" ]; then
+		ip link del "$VM_TAP" 2>/dev/null || true
+		rm -f "$VM__STATE_DIR/$VM_TAP".*
+	fi
+	if [ -n "${VM_DIR:-}" ] && [ -d "$VM_DIR" ]; then
+		# the last guest's console and qemu logs stay in the build tree, for post-mortems
+		if mkdir -p "$VM_LOG_DIR" 2>/dev/null; then
+			cp "$VM_DIR/console.log" "$VM_LOG_DIR/vm-console.log" 2>/dev/null || true
+			cp "$VM_DIR/qemu.log" "$VM_LOG_DIR/vm-qemu.log" 2>/dev/null || true
+		fi
+		if [ "${VM_KEEP:-0}" = 1 ]; then
+			vm__log "kept $VM_DIR (console.log, qemu.log)"
+		else
+			rm -rf "$VM_DIR"
+		fi
+	fi
+	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX
+}
+
+# ------------------------------------------------------------------ commands in the guest
+
+# vm__channel SCRIPT TIMEOUT OUTFILE: send SCRIPT to the guest's sh, its whole reply into OUTFILE.
+# --foreground keeps the client in our process group, so Ctrl-C reaches it at once.
+vm__channel() {
+	timeout --foreground -k 2 "$2" bash -c 'exec 3<>"/dev/tcp/$1/$2" || exit 111; printf "%s" "$3" >&3; exec cat <&3' \
+		_ "$VM_GUEST_IP" "$VM_CMD_PORT" "$1" >"$3" 2>/dev/null
+}
+
+# vm_run [-t SECONDS] CMD...: run CMD (words joined by spaces, as ssh does) with the guest's sh,
+# stdin /dev/null, cwd /root.  Its stdout and stderr come back on ours, its exit status is ours.
+# On timeout (default $VM_RUN_TIMEOUT or 120 s) the command's process group is killed: status 124.
+# Channel failure: status 255.  Safe to call concurrently (e.g. "vm_run a & vm_run b & wait").
+vm_run() {
+	local t=${VM_RUN_TIMEOUT:-120}
+	if [ "${1:-}" = -t ]; then
+		t=$2
+		shift 2
+	fi
+	if [ $# -eq 0 ]; then
+		vm__err "usage: vm_run [-t SECONDS] CMD..."
+		return 2
+	fi
+	vm__need_vm || return 255
+	local cmd="$*" tmp id mark g
+	tmp=$(mktemp "$VM_DIR/run.XXXXXXXX") || return 255
+	id=${tmp##*.}
+	mark="@@UROCE-$id-$RANDOM@@"
+	g=/tmp/uroce/run/$id
+	local script
+	script="cat >$g.sh <<'$mark'
+$cmd
+$mark
+cd /root
+setsid sh $g.sh </dev/null >$g.out 2>$g.err &
+echo \$! >$g.pid
+wait \$!
+rc=\$?
+echo \"$mark \$rc \$(stat -c %s $g.out) \$(stat -c %s $g.err)\"
+cat $g.out $g.err
+rm -f $g.sh $g.out $g.err $g.pid
+exit
+"
+	local crc=0 header m rc olen elen hl
+	vm__channel "$script" "$t" "$tmp" || crc=$?
+	if [ $crc -eq 130 ]; then
+		# Ctrl-C: timeout(1) caught the SIGINT and exited normally, so bash would assume it was
+		# handled and carry on.  Re-raise: in the booting shell run its handler; in a subshell
+		# die of SIGINT, so the parent shell runs its trap.
+		rm -f "$tmp"
+		if [ "$BASHPID" = "${VM__OWNER:-}" ]; then
+			vm__on_signal INT 130
+		fi
+		trap - INT
+		kill -INT "$BASHPID"
+		return 130
+	fi
+	IFS= read -r header <"$tmp" || header=
+	read -r m rc olen elen <<<"$header"
+	if [ "$m" != "$mark" ]; then
+		if [ $crc -eq 124 ] || [ $crc -eq 137 ]; then
+			vm__err "vm_run: timed out after $t s: $cmd"
+			vm__channel "kill -KILL -\$(cat $g.pid) 2>/dev/null; rm -f $g.sh $g.out $g.err $g.pid; exit
+" 10 /dev/null || true
+			rc=124
+		else
+			vm__err "vm_run: no reply from the guest (channel status $crc): $cmd"
+			rc=255
+		fi
+		rm -f "$tmp"
+		return $rc
+	fi
+	hl=$((${#header} + 1))
+	dd if="$tmp" iflag=skip_bytes,count_bytes skip="$hl" count="$olen" bs=64k status=none
+	dd if="$tmp" iflag=skip_bytes,count_bytes skip=$((hl + olen)) count="$elen" bs=64k status=none >&2
+	rm -f "$tmp"
+	return "$rc"
+}
+
+# ------------------------------------------------------------------ background jobs in the guest
+
+vm__job_name_ok() {
+	case $1 in
+	'' | *[!A-Za-z0-9_.-]*)
+		vm__err "bad job name '$1' (letters, digits, _ . - only)"
+		return 1
+		;;
+	esac
+}
+
+# vm_bg NAME CMD...: start CMD in the guest in the background (own session, stdin /dev/null,
+# stdout line-buffered through coreutils' libstdbuf for dynamically linked programs).
+# Collect it with vm_wait or vm_kill; peek with vm_bg_log / vm_bg_expect.
+vm_bg() {
+	local name=$1
+	shift || true
+	vm__job_name_ok "$name" || return 2
+	if [ $# -eq 0 ]; then
+		vm__err "usage: vm_bg NAME CMD..."
+		return 2
+	fi
+	local d=/tmp/uroce/bg/$name mark="@@UROCE-BG-$RANDOM$RANDOM@@"
+	vm_run -t 30 "if [ -e $d.pid ]; then echo 'vm_bg: job $name already exists (vm_wait or vm_kill it first)' >&2; exit 1; fi
+rm -f $d.rc $d.out $d.err
+cat >$d.sh <<'$mark'
+$*
+$mark
+( setsid env LD_PRELOAD=/usr/libexec/coreutils/libstdbuf.so _STDBUF_O=L sh $d.sh </dev/null >$d.out 2>$d.err &
+  echo \$! >$d.pid.tmp && mv $d.pid.tmp $d.pid
+  wait \$!
+  echo \$? >$d.rc.tmp && mv $d.rc.tmp $d.rc ) </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -s $d.pid ] && [ \$i -lt 100 ]; do sleep 0.05; i=\$((i + 1)); done
+[ -s $d.pid ]"
+}
+
+# vm__collect NAME TIMEOUT SIGNAL: wait up to TIMEOUT s for the job (after sending SIGNAL to its
+# process group when SIGNAL is not empty); on timeout TERM then KILL it and report status 124.
+# Prints the job's stdout/stderr on ours, returns its status, forgets the job.
+vm__collect() {
+	local name=$1 t=$2 sig=$3 d=/tmp/uroce/bg/$1
+	vm_run -t $((t + 20)) "[ -e $d.pid ] || { echo 'vm: no background job $name' >&2; exit 255; }
+pg=\$(cat $d.pid)
+sig=$sig
+[ -n \"\$sig\" ] && kill -\$sig -\$pg 2>/dev/null
+n=0
+while [ ! -e $d.rc ] && [ \$n -lt $((t * 10)) ]; do sleep 0.1; n=\$((n + 1)); done
+if [ -e $d.rc ]; then
+	rc=\$(cat $d.rc)
+else
+	[ -n \"\$sig\" ] || echo 'vm_wait: job $name still running after $t s: killing it' >&2
+	kill -TERM -\$pg 2>/dev/null
+	n=0
+	while [ ! -e $d.rc ] && [ \$n -lt 20 ]; do sleep 0.1; n=\$((n + 1)); done
+	kill -KILL -\$pg 2>/dev/null
+	while [ ! -e $d.rc ] && [ \$n -lt 40 ]; do sleep 0.1; n=\$((n + 1)); done
+	rc=\$(cat $d.rc 2>/dev/null)
+	[ -n \"\$sig\" ] || rc=124
+fi
+cat $d.out
+cat $d.err >&2
+rm -f $d.sh $d.pid $d.rc $d.out $d.err
+exit \${rc:-255}"
+}
+
+# vm_wait NAME [TIMEOUT]: wait for a vm_bg job (default 60 s); its stdout, stderr and exit status.
+# A job still running at the timeout is killed (TERM, then KILL) and vm_wait returns 124.
+vm_wait() {
+	vm__job_name_ok "${1:-}" || return 2
+	vm__collect "$1" "${2:-60}" ""
+}
+
+# vm_kill NAME [SIGNAL]: signal a vm_bg job's process group (default TERM; KILL after 2 s), then
+# report like vm_wait (status is typically 128+signal).
+vm_kill() {
+	vm__job_name_ok "${1:-}" || return 2
+	vm__collect "$1" 2 "${2:-TERM}"
+}
+
+# vm_bg_log NAME: the job's output so far (stdout then stderr), on our stdout.
+vm_bg_log() {
+	vm__job_name_ok "${1:-}" || return 2
+	vm_run -t 30 "cat /tmp/uroce/bg/$1.out /tmp/uroce/bg/$1.err"
+}
+
+# vm_bg_expect NAME REGEX [TIMEOUT]: wait (default 30 s) until the job's output has a line matching
+# the extended regex; prints the matching lines.  Fails at once if the job ended without it.
+vm_bg_expect() {
+	vm__job_name_ok "${1:-}" || return 2
+	local d=/tmp/uroce/bg/$1 t=${3:-30}
+	vm_run -t $((t + 10)) "re=$(vm__q "$2")
+n=0
+while :; do
+	grep -E -h -e \"\$re\" $d.out $d.err 2>/dev/null && exit 0
+	if [ -e $d.rc ]; then
+		grep -E -h -e \"\$re\" $d.out $d.err 2>/dev/null && exit 0
+		echo \"vm_bg_expect: job $1 ended (status \$(cat $d.rc)) without output matching: \$re\" >&2
+		cat $d.out $d.err >&2
+		exit 1
+	fi
+	[ \$n -lt $((t * 10)) ] || { echo \"vm_bg_expect: no output of $1 matching '\$re' after $t s\" >&2; exit 1; }
+	sleep 0.1
+	n=\$((n + 1))
+done"
+}
+
+# vm_wait_port PORT [TIMEOUT]: wait (default 30 s) until something in the guest listens on TCP PORT.
+vm_wait_port() {
+	local p=${1:?usage: vm_wait_port PORT [TIMEOUT]} t=${2:-30}
+	vm_run -t $((t + 10)) "n=0
+while ! netstat -ltn 2>/dev/null | grep -q ':$p '; do
+	[ \$n -lt $((t * 10)) ] || { echo 'vm_wait_port: nothing listens on TCP port $p after $t s' >&2; exit 1; }
+	sleep 0.1
+	n=\$((n + 1))
+done"
+}
+
+# ------------------------------------------------------------------ guest facts
+
+# vm_gid_index: the guest's GID index of its IPv4 address (RoCE v2 GID ::ffff:a.b.c.d)
+vm_gid_index() {
+	vm__need_vm || return 1
+	local want
+	# shellcheck disable=SC2086 # one printf argument per octet
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${VM_GUEST_IP//./ })
+	vm_run -t 30 "cd /sys/class/infiniband/rxe0/ports/1 || exit 1
+for g in gids/*; do
+	i=\${g#gids/}
+	if [ \"\$(cat \$g 2>/dev/null)\" = $want ] && [ \"\$(cat gid_attrs/types/\$i 2>/dev/null)\" = 'RoCE v2' ]; then
+		echo \$i
+		exit 0
+	fi
+done
+exit 1"
+}
+
+# vm_counters [NAME...]: the guest's rxe0 hw counters as "name value" lines (all, or those named)
+vm_counters() {
+	local names="$*"
+	vm_run -t 30 "cd /sys/class/infiniband/rxe0/ports/1/hw_counters || exit 1
+names=$(vm__q "$names")
+[ -n \"\$names\" ] || names=\$(ls)
+for f in \$names; do
+	[ \"\$f\" = lifespan ] && continue
+	echo \"\$f \$(cat \$f)\"
+done"
+}
+
+# vm_counter NAME: one counter's value
+vm_counter() {
+	local out
+	out=$(vm_counters "${1:?usage: vm_counter NAME}") || return 1
+	echo "${out#* }"
+}
+
+# ------------------------------------------------------------------ packet capture on the tap
+
+# vm_capture_start FILE [FILTER]: capture the tap link into FILE (pcap) with dumpcap
+# (default filter "udp port 4791"); returns once the capture is running.
+vm_capture_start() {
+	local file=${1:?usage: vm_capture_start FILE [FILTER]} filter=${2:-udp port 4791}
+	vm__need_vm || return 1
+	if [ -n "${VM__CAP_PID:-}" ]; then
+		vm__err "a capture is already running (pid $VM__CAP_PID)"
+		return 1
+	fi
+	uroce_require dumpcap tshark || return 1
+	local err=$VM_DIR/capture.err i
+	rm -f "$file"
+	: >"$err"
+	(
+		dumpcap -q -P -i "$VM_TAP" -f "$filter" -w "$file" </dev/null >/dev/null 2>"$err" &
+		echo $! >"$VM_DIR/capture.pid"
+	)
+	VM__CAP_PID=$(cat "$VM_DIR/capture.pid")
+	VM__CAP_FILE=$file
+	for i in $(seq 1 100); do
+		grep -q 'Capturing on' "$err" && [ -s "$file" ] && return 0
+		kill -0 "$VM__CAP_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	vm__err "capture did not start: $(cat "$err")"
+	kill -TERM "$VM__CAP_PID" 2>/dev/null || true
+	unset VM__CAP_PID
+	return 1
+}
+
+# vm_capture_stop: stop the capture (packets in flight are let in first); FILE is complete on return.
+vm_capture_stop() {
+	[ -n "${VM__CAP_PID:-}" ] || return 0
+	local i
+	sleep 0.3
+	kill -INT "$VM__CAP_PID" 2>/dev/null || true
+	for _ in $(seq 1 50); do
+		kill -0 "$VM__CAP_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$VM__CAP_PID" 2>/dev/null || true
+	unset VM__CAP_PID
+	vm__log "capture: $VM__CAP_FILE"
+}
