@@ -27,6 +27,22 @@ struct ur_context *ur_context_open(struct ur_device *dev)
 	ctx->vctx.context.num_comp_vectors = 1;
 	ctx->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
+	pthread_mutex_lock(&dev->ctx_lock);
+	if (!dev->watched) {
+		struct ibv_port_attr port;
+		struct ur_netdev nd;
+
+		/* Events report changes from the state seen at first open. */
+		ur_port_attr(dev, &port);
+		ur_device_snapshot(dev, &nd);
+		dev->last_state = port.state;
+		dev->last_ngid = nd.ngid;
+		for (unsigned i = 0; i < nd.ngid; i++)
+			dev->last_gid[i] = nd.gid[i].gid;
+		dev->watched = true;
+	}
+	ur_list_add_tail(&dev->contexts, &ctx->dev_link);
+	pthread_mutex_unlock(&dev->ctx_lock);
 	return ctx;
 
 err_mrs:
@@ -39,6 +55,9 @@ err_free:
 
 int ur_context_close(struct ur_context *ctx)
 {
+	pthread_mutex_lock(&ctx->dev->ctx_lock);
+	ur_list_del(&ctx->dev_link);
+	pthread_mutex_unlock(&ctx->dev->ctx_lock);
 	ur_async_fini(&ctx->async);
 	ur_mr_table_fini(&ctx->mrs);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);

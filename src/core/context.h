@@ -16,6 +16,7 @@ struct ur_context {
 	struct ur_device *dev;
 	struct ur_mr_table mrs;        /* lkey/rkey -> MR, for this context */
 	struct ur_async_queue async;   /* behind context.async_fd */
+	struct ur_list dev_link;       /* on dev->contexts */
 };
 
 static inline struct ur_context *to_uctx(struct ibv_context *ibctx)

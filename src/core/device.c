@@ -75,6 +75,8 @@ static struct ur_device *device_new(const char *name, const struct ur_netdev *nd
 	if (!dev)
 		return NULL;
 	pthread_mutex_init(&dev->lock, NULL);
+	pthread_mutex_init(&dev->ctx_lock, NULL);
+	ur_list_init(&dev->contexts);
 	dev->index = ndevices;
 	snprintf(dev->netdev_name, sizeof(dev->netdev_name), "%s", nd->name);
 	dev->nd = *nd;
@@ -163,6 +165,19 @@ struct ur_device **ur_device_list(int *num)
 	}
 	*num = count;
 	return list;
+}
+
+void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg)
+{
+	struct ur_device *snap[UR_MAX_DEVICES];
+	unsigned n;
+
+	pthread_mutex_lock(&devices_lock);
+	n = ndevices;
+	memcpy(snap, devices, n * sizeof(*snap));
+	pthread_mutex_unlock(&devices_lock);
+	for (unsigned i = 0; i < n; i++)
+		fn(snap[i], arg);
 }
 
 struct ur_device *ur_device_by_name(const char *name)

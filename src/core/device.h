@@ -12,6 +12,7 @@
 #include <infiniband/verbs.h>
 
 #include "core/netdev.h"
+#include "util/list.h"
 
 #define UR_DEV_NAME_MAX 56   /* leaves room for "uverbs-" in a 64-byte sysfs name */
 #define UR_VERSION_STR "0.1.0"
@@ -24,6 +25,15 @@ struct ur_device {
 	struct ur_netdev nd;
 	uint64_t refreshed_ns;
 	int present;
+
+	/* Open contexts, for port and GID events (ctx_lock). */
+	pthread_mutex_t ctx_lock;
+	struct ur_list contexts;
+	/* What the watcher last reported (ctx_lock). */
+	bool watched;
+	enum ibv_port_state last_state;
+	unsigned last_ngid;
+	union ibv_gid last_gid[UR_MAX_GID];
 };
 
 static inline struct ur_device *to_udev(struct ibv_device *ibdev)
@@ -45,6 +55,14 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
  * copy only its prefix. */
 void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *attr);
 uint64_t ur_device_guid(struct ur_device *dev);   /* network byte order */
+
+/* Calls fn on every device created so far. */
+void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg);
+
+/* Compares every watched device's port state and GID table with what was
+ * last seen and raises PORT_ACTIVE / PORT_ERR / GID_CHANGE / DEVICE_FATAL
+ * on its open contexts.  Called by the engine a few times a second. */
+void ur_device_watch(void);
 
 /* IB speed/width codes for a link speed in Mb/s (-1: unknown). */
 void ur_speed_width(int mbps, uint8_t *speed, uint8_t *width);

@@ -110,6 +110,7 @@ struct ur_qp {
 	uint64_t timer_min;              /* earliest deadline, under the timer lock */
 	struct ur_list blocked_link;     /* waiting for the transport to drain */
 	uint32_t async_events_reported;
+	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	struct ur_qp_counters cnt;
 };
 

@@ -223,6 +223,7 @@ int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
 		case IBV_QPS_RESET:
 			ur_rel_abort(qp);
 			ur_rel_reset(qp);
+			qp->comm_est = false;
 			qp->sq.head = qp->sq.tail = 0;
 			qp->rq.head = qp->rq.tail = 0;
 			break;

@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "core/qp.h"
 #include "engine/qp_table.h"
 #include "rel/rel.h"
@@ -47,6 +48,8 @@ struct ur_engine {
 
 	pthread_mutex_t blocked_lock;
 	struct ur_list blocked;
+
+	uint64_t next_watch_ns;              /* port/GID events (engine thread) */
 };
 
 struct ur_engine_counters ur_engine_stats;
@@ -388,6 +391,10 @@ static void *engine_main(void *arg)
 			sched_yield();
 		}
 		ur_udp_tick(e->udp);
+		if (now >= e->next_watch_ns) {
+			e->next_watch_ns = now + UR_TICK_NS;
+			ur_device_watch();
+		}
 	}
 	return NULL;
 }

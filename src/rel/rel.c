@@ -26,6 +26,14 @@ void ur_rel_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_
 		qp->cnt.dropped++;
 		return;
 	}
+	/* The first packet on a QP in RTR establishes communication. */
+	if (qp->state == IBV_QPS_RTR && !qp->comm_est) {
+		struct ibv_async_event ev = { .event_type = IBV_EVENT_COMM_EST };
+
+		qp->comm_est = true;
+		ev.element.qp = &qp->qpx.qp_base;
+		ur_async_post(&qp->ctx->async, &ev);
+	}
 	if (pkt->mask & UR_OPF_REQ)
 		ur_resp_rx(qp, pkt, meta);
 	else

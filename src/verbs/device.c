@@ -5,6 +5,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/limits.h"
+#include "engine/engine.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
 
@@ -54,6 +55,9 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx = ur_context_open(to_udev(device));
 	if (!ctx)
 		return NULL;
+	/* The engine also watches ports for async events; a device can still
+	 * be queried if it cannot start (the error is logged). */
+	ur_engine_get();
 	ur_verbs_set_ops(&ctx->vctx);
 	return &ctx->vctx.context;
 }
