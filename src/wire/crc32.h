@@ -32,7 +32,7 @@ bool ur_crc32_vpclmul_supported(void);
  * asks for a lesser one. */
 const char *ur_crc32_impl(void);
 
-/* Raw register update, no inversions: the building block of both engines. */
+/* Raw register update, no inversions: what every engine ends with. */
 uint32_t ur_crc32_raw(uint32_t reg, const void *buf, size_t len);
 
 /* a * b mod P, both in register form. */
@@ -43,7 +43,7 @@ uint32_t ur_crc32_xpow8(uint64_t n);
  * zero bytes.  Two table lookups and one multiplication. */
 uint32_t ur_crc32_xpow8_inv(uint32_t n);
 
-/* Folding constants of the PCLMULQDQ engine: x^n mod P in register form,
+/* Folding constants of the carry-less engines: x^n mod P in register form,
  * shifted into the top half of a quadword (crc32_clmul.c says why n is one
  * less than the distance folded).  The unit tests recompute them. */
 #define UR_CRC32_K575	0x653d982200000000ull	/* fold by 512 bits, low quadword */
