@@ -262,7 +262,11 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 	a->max_qp = UR_MAX_QP;
 	a->max_qp_wr = UR_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
-			      IBV_DEVICE_SYS_IMAGE_GUID;
+			      IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_XRC;
 	a->max_sge = UR_MAX_SGE;
 	a->max_sge_rd = UR_MAX_SGE_RD;
 	a->max_cq = UR_MAX_CQ;
@@ -277,7 +281,7 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ee = 0;
 	a->max_rdd = 0;
-	a->max_mw = 0;
+	a->max_mw = UR_MAX_MW;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
 	a->max_mcast_grp = 0;

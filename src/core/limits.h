@@ -12,6 +12,7 @@
 #define UR_MAX_CQ            16384
 #define UR_MAX_CQE           32767
 #define UR_MAX_MR            65536
+#define UR_MAX_MW            65536
 #define UR_MAX_PD            32764
 #define UR_MAX_QP_RD_ATOM    128
 #define UR_MAX_SRQ           8192

@@ -34,10 +34,10 @@ void ur_mr_table_fini(struct ur_mr_table *t)
 static int grow(struct ur_mr_table *t)
 {
 	uint32_t nsize = t->size * 2;
-	struct ur_mr **ns;
+	struct ur_key_entry **ns;
 	uint8_t *ntag;
 
-	if (t->size >= UR_MAX_MR + 1)
+	if (t->size >= UR_MAX_MR + UR_MAX_MW + 1)
 		return -ENOMEM;
 	ns = realloc(t->slot, nsize * sizeof(*ns));
 	if (!ns)
@@ -54,13 +54,13 @@ static int grow(struct ur_mr_table *t)
 	return 0;
 }
 
-int ur_mr_table_insert(struct ur_mr_table *t, struct ur_mr *mr)
+int ur_mr_table_insert(struct ur_mr_table *t, struct ur_key_entry *e)
 {
 	uint32_t i;
 	int ret = 0;
 
 	pthread_rwlock_wrlock(&t->lock);
-	if (t->count >= UR_MAX_MR) {
+	if (t->count >= UR_MAX_MR + UR_MAX_MW) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -79,58 +79,87 @@ int ur_mr_table_insert(struct ur_mr_table *t, struct ur_mr *mr)
 		if (ret)
 			goto out;
 	}
-	t->slot[i] = mr;
+	t->slot[i] = e;
 	t->free_hint = i + 1;
 	t->count++;
-	mr->index = i;
-	mr->ibmr.lkey = (i << 8) | t->tag[i];
-	mr->ibmr.rkey = mr->ibmr.lkey;
+	e->index = i;
+	e->key = (i << 8) | t->tag[i];
 	t->tag[i]++;
 out:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
 }
 
-void ur_mr_table_remove(struct ur_mr_table *t, struct ur_mr *mr)
+void ur_mr_table_remove(struct ur_mr_table *t, struct ur_key_entry *e)
 {
 	pthread_rwlock_wrlock(&t->lock);
-	if (mr->index < t->size && t->slot[mr->index] == mr) {
-		t->slot[mr->index] = NULL;
+	if (e->index < t->size && t->slot[e->index] == e) {
+		t->slot[e->index] = NULL;
 		t->count--;
-		if (mr->index < t->free_hint)
-			t->free_hint = mr->index;
+		if (e->index < t->free_hint)
+			t->free_hint = e->index;
 	}
 	pthread_rwlock_unlock(&t->lock);
 }
 
-struct ur_mr *ur_mr_lookup(struct ur_mr_table *t, uint32_t key)
+struct ur_key_entry *ur_key_lookup(struct ur_mr_table *t, uint32_t key)
 {
 	uint32_t i = key >> 8;
-	struct ur_mr *mr;
+	struct ur_key_entry *e;
 
 	if (i == 0 || i >= t->size)
 		return NULL;
-	mr = t->slot[i];
-	if (!mr || mr->ibmr.lkey != key)
+	e = t->slot[i];
+	if (!e || e->key != key)
 		return NULL;
-	return mr;
+	return e;
+}
+
+struct ur_mr *ur_mr_lookup(struct ur_mr_table *t, uint32_t key)
+{
+	struct ur_key_entry *e = ur_key_lookup(t, key);
+
+	return e && e->kind == UR_KEY_MR ? container_of(e, struct ur_mr, ke) : NULL;
+}
+
+/* [va, va+len) inside [start, start+size), overflow-safe. */
+static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
+{
+	uint64_t off;
+
+	if (va < start)
+		return false;
+	off = va - start;
+	return off <= size && len <= size - off;
 }
 
 void *ur_mr_check(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
 		  uint64_t va, uint64_t len, int access)
 {
 	struct ur_mr *mr = ur_mr_lookup(t, key);
-	uint64_t off;
 
-	if (!mr || mr->pd != pd)
+	if (!mr || mr->pd != pd || (mr->access & access) != access ||
+	    !inside(mr->iova, mr->length, va, len))
 		return NULL;
-	if ((mr->access & access) != access)
+	return mr->host + (va - mr->iova);
+}
+
+void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
+			 const void *qp, uint64_t va, uint64_t len, int access)
+{
+	struct ur_key_entry *e = ur_key_lookup(t, key);
+	struct ur_mw *mw;
+
+	if (!e)
 		return NULL;
-	/* Overflow-safe: va >= iova and len <= length - (va - iova). */
-	if (va < mr->iova)
+	if (e->kind == UR_KEY_MR)
+		return ur_mr_check(t, key, pd, va, len, access);
+	mw = container_of(e, struct ur_mw, ke);
+	if (!mw->bound || (mw->access & access) != access ||
+	    !inside(mw->addr, mw->length, va, len))
 		return NULL;
-	off = va - mr->iova;
-	if (off > mr->length || len > mr->length - off)
+	/* Type 1: reachable through any QP of its PD; type 2: only its QP. */
+	if (mw->ibmw.type == IBV_MW_TYPE_1 ? mw->pd != pd : mw->qp != qp)
 		return NULL;
-	return mr->host + off;
+	return mw->mr->host + (va - mw->mr->iova);
 }

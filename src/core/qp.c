@@ -8,8 +8,10 @@
 #include "core/context.h"
 #include "core/cq.h"
 #include "core/limits.h"
+#include "core/mr.h"
 #include "core/pd.h"
 #include "core/srq.h"
+#include "core/xrcd.h"
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "util/log.h"
@@ -26,7 +28,8 @@ const char *const ur_qp_state_name[] = {
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |     \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |         \
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 static int check_caps(struct ur_context *ctx, const struct ibv_qp_init_attr_ex *a)
 {
@@ -54,12 +57,14 @@ static int check_init_attr(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 {
 	const char *dev = ctx->dev->ibdev.name;
 	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-			 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_XRCD;
 
 	switch (a->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
 		break;
 	default:
 		ur_err(dev, "QP type %d is not supported", a->qp_type);
@@ -70,8 +75,29 @@ static int check_init_attr(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 		       a->comp_mask & ~known);
 		return -EOPNOTSUPP;
 	}
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* A target: a domain, no PD, CQs or queues of its own. */
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd)
+			return -EINVAL;
+		a->pd = NULL;
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+		memset(&a->cap, 0, sizeof(a->cap));
+		return 0;
+	}
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || !a->pd)
 		return -EINVAL;
+	if (a->qp_type == IBV_QPT_XRC_SEND) {
+		/* An initiator: sends only. */
+		a->recv_cq = NULL;
+		a->srq = NULL;
+		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+		if (!a->send_cq)
+			return -EINVAL;
+		if (a->pd->context != &ctx->vctx.context)
+			return -EINVAL;
+		return check_caps(ctx, a);
+	}
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return -EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
@@ -110,10 +136,11 @@ struct ur_qp *ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 		return NULL;
 	}
 	qp->ctx = ctx;
-	qp->pd = to_upd(a->pd);
-	qp->scq = to_ucq(a->send_cq);
-	qp->rcq = to_ucq(a->recv_cq);
+	qp->pd = a->pd ? to_upd(a->pd) : NULL;
+	qp->scq = a->send_cq ? to_ucq(a->send_cq) : NULL;
+	qp->rcq = a->recv_cq ? to_ucq(a->recv_cq) : NULL;
 	qp->srq = a->srq ? to_usrq(a->srq) : NULL;
+	qp->xrcd = a->qp_type == IBV_QPT_XRC_RECV ? to_uxrcd(a->xrcd) : NULL;
 	qp->type = a->qp_type;
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	qp->cap = a->cap;
@@ -164,11 +191,16 @@ struct ur_qp *ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 	ret = ur_engine_qp_register(e, qp);
 	if (ret)
 		goto err_rwqe;
-	atomic_fetch_add(&qp->pd->users, 1);
-	__atomic_add_fetch(&qp->scq->users, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&qp->rcq->users, 1, __ATOMIC_RELAXED);
+	if (qp->pd)
+		atomic_fetch_add(&qp->pd->users, 1);
+	if (qp->scq)
+		__atomic_add_fetch(&qp->scq->users, 1, __ATOMIC_RELAXED);
+	if (qp->rcq)
+		__atomic_add_fetch(&qp->rcq->users, 1, __ATOMIC_RELAXED);
 	if (qp->srq)
 		__atomic_add_fetch(&qp->srq->users, 1, __ATOMIC_RELAXED);
+	if (qp->xrcd)
+		__atomic_add_fetch(&qp->xrcd->users, 1, __ATOMIC_RELAXED);
 	a->cap = qp->cap;
 	ur_dbg(QP_DEV(qp), "QP 0x%06x created", ur_qp_num(qp));
 	return qp;
@@ -195,11 +227,16 @@ int ur_qp_destroy(struct ur_qp *qp)
 	pthread_mutex_unlock(&qp->lock);
 	ur_async_forget(&qp->ctx->async, &qp->qpx.qp_base);
 
-	atomic_fetch_sub(&qp->pd->users, 1);
-	__atomic_sub_fetch(&qp->scq->users, 1, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&qp->rcq->users, 1, __ATOMIC_RELAXED);
+	if (qp->pd)
+		atomic_fetch_sub(&qp->pd->users, 1);
+	if (qp->scq)
+		__atomic_sub_fetch(&qp->scq->users, 1, __ATOMIC_RELAXED);
+	if (qp->rcq)
+		__atomic_sub_fetch(&qp->rcq->users, 1, __ATOMIC_RELAXED);
 	if (qp->srq)
 		__atomic_sub_fetch(&qp->srq->users, 1, __ATOMIC_RELAXED);
+	if (qp->xrcd)
+		__atomic_sub_fetch(&qp->xrcd->users, 1, __ATOMIC_RELAXED);
 	free(qp->resp.res);
 	free(qp->resp.rwqe);
 	ur_wq_fini(&qp->rq);
@@ -259,7 +296,8 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 			.qp_num = ur_qp_num(qp),
 		};
 
-		ur_cq_push(qp->scq, &wc, false);
+		if (qp->scq)
+			ur_cq_push(qp->scq, &wc, false);
 	}
 	wqe->state = UR_WQE_DONE;
 	while (!ur_wq_empty(&qp->sq) &&
@@ -276,8 +314,11 @@ static void flush_recv(struct ur_qp *qp, uint64_t wr_id)
 		.opcode = IBV_WC_RECV,
 		.qp_num = ur_qp_num(qp),
 	};
+	struct ur_cq *cq = qp->type == IBV_QPT_XRC_RECV && qp->resp_srq ? qp->resp_srq->cq
+									  : qp->rcq;
 
-	ur_cq_push(qp->rcq, &wc, false);
+	if (cq)
+		ur_cq_push(cq, &wc, false);
 }
 
 static void flush_queues(struct ur_qp *qp)
@@ -330,12 +371,16 @@ static bool opcode_allowed(enum ibv_qp_type type, uint32_t op)
 		return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
 		       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
 		       op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_SEND_WITH_INV ||
+		       ur_wr_is_local(op);
 	case IBV_QPT_UC:
 		return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
-		       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+		       op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+		       ur_wr_is_local(op);
 	case IBV_QPT_UD:
 		return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+	case IBV_QPT_XRC_SEND:
+		return opcode_allowed(IBV_QPT_RC, op);
 	default:
 		return false;
 	}
@@ -381,6 +426,18 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 		break;
+	case IBV_WR_BIND_MW:
+		if (!wr->bind_mw.mw)
+			return -EINVAL;
+		w->mw = to_umw(wr->bind_mw.mw);
+		w->rkey = wr->bind_mw.rkey;
+		w->bind = wr->bind_mw.bind_info;
+		w->num_sge = 0;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		w->imm = wr->invalidate_rkey;
+		w->num_sge = 0;
+		return 0;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		if (wr->num_sge != 1 || wr->sg_list[0].length < 8) {
@@ -397,6 +454,8 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 	default:
 		break;
 	}
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->remote_srqn = wr->qp_type.xrc.remote_srqn & 0xffffff;
 	if (qp->type == IBV_QPT_UD) {
 		if (!wr->wr.ud.ah)
 			return -EINVAL;
@@ -437,6 +496,10 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 {
 	int ret = 0;
 
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		*bad = wr;
+		return EINVAL;    /* an XRC target has no send queue */
+	}
 	pthread_mutex_lock(&qp->lock);
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
 	    qp->state != IBV_QPS_ERR) {
@@ -471,9 +534,9 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 {
 	int ret = 0;
 
-	if (qp->srq) {
+	if (qp->srq || qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV) {
 		*bad = wr;
-		return EINVAL;
+		return EINVAL;    /* no receive queue of its own */
 	}
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {

@@ -20,6 +20,7 @@ struct ur_pd;
 struct ur_cq;
 struct ur_srq;
 struct ur_ah;
+struct ur_xrcd;
 
 enum ur_wqe_state {
 	UR_WQE_POSTED = 0,       /* not yet (fully) packetized */
@@ -40,6 +41,8 @@ struct ur_send_wqe {
 	uint32_t remote_qpn;     /* UD */
 	uint32_t remote_qkey;    /* UD */
 	uint32_t remote_srqn;    /* XRC */
+	struct ur_mw *mw;        /* BIND_MW: the window, w->rkey its new key */
+	struct ibv_mw_bind_info bind;
 
 	/* progress, owned by the requester and completer */
 	uint8_t state;
@@ -84,6 +87,8 @@ struct ur_qp {
 	struct ur_pd *pd;
 	struct ur_cq *scq, *rcq;
 	struct ur_srq *srq;
+	struct ur_xrcd *xrcd;            /* XRC target */
+	struct ur_srq *resp_srq;         /* XRC target: the SRQ of the message in progress */
 	enum ibv_qp_type type;
 
 	pthread_mutex_t lock;            /* everything below */
@@ -119,6 +124,13 @@ static inline struct ur_qp *to_uqp(struct ibv_qp *ibqp)
 	return container_of((struct ibv_qp_ex *)ibqp, struct ur_qp, qpx);
 }
 
+/* RC and both XRC halves: acknowledged, retransmitted. */
+static inline bool ur_qp_is_reliable(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
+	       qp->type == IBV_QPT_XRC_RECV;
+}
+
 static inline uint32_t ur_qp_num(const struct ur_qp *qp)
 {
 	return qp->qpx.qp_base.qp_num;
@@ -138,6 +150,12 @@ int ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask,
 int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void ur_qp_init_wr_ops(struct ur_qp *qp);
+
+/* Work requests executed inside the device, never put on the wire. */
+static inline bool ur_wr_is_local(uint32_t op)
+{
+	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
+}
 
 /* Moves the QP to ERROR: flushes both queues and raises the async event
  * when fatal.  qp->lock held. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/ah.h"
+#include "core/mr.h"
 #include "core/qp.h"
 #include "rel/rel.h"
 #include "util/log.h"
@@ -256,17 +257,39 @@ static void unsupported(struct ibv_qp_ex *qpx)
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	unsupported(qpx);
+	struct ur_send_wqe *w;
+
+	if (!mw) {
+		from_qpx(qpx)->wr_err = EINVAL;
+		return;
+	}
+	w = new_wqe(qpx, IBV_WR_BIND_MW);
+	if (!w)
+		return;
+	w->mw = to_umw(mw);
+	w->rkey = rkey;
+	w->bind = *info;
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	unsupported(qpx);
+	struct ur_send_wqe *w = new_wqe(qpx, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->imm = rkey;
 }
 
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	unsupported(qpx);
+	struct ur_send_wqe *w;
+
+	if (from_qpx(qpx)->type != IBV_QPT_RC) {
+		from_qpx(qpx)->wr_err = EINVAL;
+		return;
+	}
+	w = new_wqe(qpx, IBV_WR_SEND_WITH_INV);
+	if (w)
+		w->imm = rkey;
 }
 
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)

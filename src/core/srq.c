@@ -8,6 +8,10 @@
 #include "core/limits.h"
 #include "core/pd.h"
 #include "core/qp.h"
+#include "core/cq.h"
+#include "core/xrcd.h"
+#include "engine/engine.h"
+#include "xport/registry.h"
 #include "util/log.h"
 
 struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
@@ -16,8 +20,17 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	struct ur_srq *srq;
 	int ret;
 
-	if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC) {
-		errno = EOPNOTSUPP;
+	enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type
+									  : IBV_SRQT_BASIC;
+
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
+		errno = EOPNOTSUPP;    /* tag matching SRQs */
+		return NULL;
+	}
+	if (type == IBV_SRQT_XRC &&
+	    (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
+	     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if (a->attr.max_wr < 1 || a->attr.max_wr > UR_MAX_SRQ_WR ||
@@ -43,7 +56,22 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	}
 	srq->ctx = ctx;
 	srq->pd = pd;
+	srq->type = type;
 	srq->limit = a->attr.srq_limit;
+	ur_list_init(&srq->xrcd_link);
+	if (type == IBV_SRQT_XRC) {
+		ret = ur_engine_get() ? ur_registry_alloc_qpn(&srq->srq_num) : -errno;
+		if (ret) {
+			ur_wq_fini(&srq->rq);
+			free(srq);
+			errno = -ret;
+			return NULL;
+		}
+		srq->xrcd = to_uxrcd(a->xrcd);
+		srq->cq = to_ucq(a->cq);
+		__atomic_add_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
+		ur_xrcd_add_srq(srq->xrcd, srq);
+	}
 	pthread_mutex_init(&srq->lock, NULL);
 	srq->ibsrq.context = &ctx->vctx.context;
 	srq->ibsrq.srq_context = a->srq_context;
@@ -59,6 +87,14 @@ int ur_srq_destroy(struct ur_srq *srq)
 {
 	if (__atomic_load_n(&srq->users, __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	if (srq->type == IBV_SRQT_XRC) {
+		ur_xrcd_del_srq(srq->xrcd, srq);
+		/* XRC targets find the SRQ by number while dispatching: let any
+		 * dispatch in progress finish before it goes away. */
+		ur_engine_quiesce(ur_engine_get());
+		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
+		ur_registry_free_qpn(srq->srq_num);
+	}
 	ur_async_forget(&srq->ctx->async, &srq->ibsrq);
 	atomic_fetch_sub(&srq->pd->users, 1);
 	ur_wq_fini(&srq->rq);

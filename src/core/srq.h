@@ -8,10 +8,13 @@
 
 #include "core/wq.h"
 #include "util/compiler.h"
+#include "util/list.h"
 
 struct ur_context;
 struct ur_pd;
 struct ur_recv_wqe;
+struct ur_xrcd;
+struct ur_cq;
 
 struct ur_srq {
 	struct ibv_srq ibsrq;          /* applications see this */
@@ -21,8 +24,12 @@ struct ur_srq {
 	struct ur_wq rq;
 	uint32_t max_sge;
 	uint32_t limit;                /* srq_limit: armed when non-zero */
-	uint32_t srq_num;
+	uint32_t srq_num;              /* XRC: unique on the host, names it on the wire */
 	uint32_t users;                /* QPs attached: destroy -> EBUSY */
+	enum ibv_srq_type type;
+	struct ur_xrcd *xrcd;          /* XRC */
+	struct ur_cq *cq;              /* XRC: where its receive completions go */
+	struct ur_list xrcd_link;
 };
 
 static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)

@@ -167,6 +167,12 @@ void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp)
 	ur_registry_free_qpn(ur_qp_num(qp));
 }
 
+void ur_engine_quiesce(struct ur_engine *e)
+{
+	pthread_rwlock_wrlock(&e->table_lock);
+	pthread_rwlock_unlock(&e->table_lock);
+}
+
 /* ---- timers ------------------------------------------------------------- */
 
 static uint64_t qp_deadline(const struct ur_qp *qp)

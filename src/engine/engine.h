@@ -32,6 +32,10 @@ int ur_engine_qp_register(struct ur_engine *e, struct ur_qp *qp);
 /* After this returns, no engine thread touches the QP. */
 void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp);
 
+/* Returns once no receive dispatch that started before the call is still
+ * running: objects found during dispatch can then be freed. */
+void ur_engine_quiesce(struct ur_engine *e);
+
 /* The QP's timer deadlines changed (qp->lock held). */
 void ur_engine_timers_changed(struct ur_qp *qp);
 /* The transport said EAGAIN: run the QP's transmit side when it drains

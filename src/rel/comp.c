@@ -76,7 +76,7 @@ static struct ur_send_wqe *head_wqe(struct ur_qp *qp)
 void ur_req_rewind(struct ur_qp *qp)
 {
 	uint32_t old_end = inflight_end(qp);
-	bool found = false;
+	bool found = false, first_data = true;
 
 	qp->req.psn = qp->comp.psn;
 	qp->req.noack = 0;
@@ -87,13 +87,24 @@ void ur_req_rewind(struct ur_qp *qp)
 
 		if (w->state == UR_WQE_DONE)
 			continue;
-		if (!found) {
+		if (ur_wr_is_local(w->opcode)) {
+			/* Already executed: never again; the requester steps over it. */
+			if (!found) {
+				found = true;
+				qp->req.wqe = i;
+			}
+			continue;
+		}
+		if (!found || first_data) {
+			first_data = false;
 			/* The oldest open WQE holds comp.psn: resume inside it. */
 			uint32_t done_pkts = psn_lt(qp->comp.psn, w->first_psn) ? 0 :
 					     (uint32_t)psn_diff(qp->comp.psn, w->first_psn);
 
-			found = true;
-			qp->req.wqe = i;
+			if (!found) {
+				found = true;
+				qp->req.wqe = i;
+			}
 			if (w->opcode == IBV_WR_RDMA_READ)
 				w->offset = w->read_done;
 			else if (ur_wr_is_rd_atomic(w->opcode))
@@ -189,6 +200,11 @@ static bool ack_through(struct ur_qp *qp, uint32_t psn)
 	if (psn_ge(psn, qp->comp.psn) && psn_lt(psn, qp->req.psn))
 		progressed(qp, psn_inc(psn));
 	return true;
+}
+
+void ur_comp_retire(struct ur_qp *qp)
+{
+	ack_through(qp, psn_add(qp->comp.psn, UR_PSN_MASK));
 }
 
 static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
@@ -326,7 +342,7 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	uint8_t low = pkt->opcode & 0x1f;
 
-	if (qp->type != IBV_QPT_RC || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+	if (!ur_qp_is_reliable(qp) || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return;
 	/* Only responses to what is outstanding count. */
 	if (psn_lt(pkt->psn, qp->comp.psn) || psn_ge(pkt->psn, qp->req.psn)) {

@@ -48,6 +48,8 @@ enum ur_op_low {
 	UR_OPL_ATOMIC_ACKNOWLEDGE = 0x12,
 	UR_OPL_COMPARE_SWAP = 0x13,
 	UR_OPL_FETCH_ADD = 0x14,
+	UR_OPL_SEND_LAST_WITH_INVALIDATE = 0x16,
+	UR_OPL_SEND_ONLY_WITH_INVALIDATE = 0x17,
 };
 
 static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
@@ -55,6 +57,8 @@ static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
 	switch (qp->type) {
 	case IBV_QPT_UC: return UR_OP_TYPE_UC;
 	case IBV_QPT_UD: return UR_OP_TYPE_UD;
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV: return UR_OP_TYPE_XRC;
 	default: return UR_OP_TYPE_RC;
 	}
 }
@@ -73,6 +77,14 @@ int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *
  * SGE's lkey does not grant local write.  MR read lock held by the caller. */
 bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 		     uint32_t off, const uint8_t *src, uint32_t len);
+
+/* BIND_MW / LOCAL_INV, executed when the requester reaches them. */
+enum ibv_wc_status ur_local_op(struct ur_qp *qp, struct ur_send_wqe *w);
+/* SEND with invalidate at the responder: false if rkey may not be. */
+bool ur_remote_invalidate(struct ur_qp *qp, uint32_t rkey);
+/* Completes the WQEs at the SQ head that everything acknowledged so far
+ * covers (local operations behind acknowledged requests). */
+void ur_comp_retire(struct ur_qp *qp);
 
 /* Retransmission: go back to comp.psn. */
 void ur_req_rewind(struct ur_qp *qp);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct ur_recv_wqe;
+struct ur_pd;
 
 struct ur_req_state {
 	uint32_t psn;            /* next PSN to send */
@@ -49,6 +50,7 @@ struct ur_resp_res {
 	uint32_t length;         /* whole read, to tell FIRST from MIDDLE */
 	uint64_t atomic_orig;    /* the value an atomic returned */
 	uint8_t syndrome;        /* AETH of an atomic ACK */
+	struct ur_pd *pd;        /* the PD the read's rkey is checked in */
 };
 
 struct ur_resp_state {

@@ -25,6 +25,9 @@ static uint8_t req_opcode(uint32_t wr_op, bool first, bool last)
 	case IBV_WR_SEND_WITH_IMM:
 		return first ? (last ? UR_OPL_SEND_ONLY_WITH_IMMEDIATE : UR_OPL_SEND_FIRST)
 			     : (last ? UR_OPL_SEND_LAST_WITH_IMMEDIATE : UR_OPL_SEND_MIDDLE);
+	case IBV_WR_SEND_WITH_INV:
+		return first ? (last ? UR_OPL_SEND_ONLY_WITH_INVALIDATE : UR_OPL_SEND_FIRST)
+			     : (last ? UR_OPL_SEND_LAST_WITH_INVALIDATE : UR_OPL_SEND_MIDDLE);
 	case IBV_WR_RDMA_WRITE:
 		return first ? (last ? UR_OPL_RDMA_WRITE_ONLY : UR_OPL_RDMA_WRITE_FIRST)
 			     : (last ? UR_OPL_RDMA_WRITE_LAST : UR_OPL_RDMA_WRITE_MIDDLE);
@@ -98,6 +101,14 @@ static void put_ud_headers(struct ur_qp *qp, struct ur_send_wqe *w, uint8_t *h)
 	deth_set_sqp(h, ur_qp_num(qp));
 }
 
+/* XRC requests name the target's SRQ. */
+static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
+		       const struct ur_opcode_info *info)
+{
+	if (info->mask & UR_OPF_XRCETH)
+		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
+}
+
 /* One request packet of a SEND or WRITE. */
 static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
@@ -111,7 +122,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	bool ackreq = false;
 	int ret;
 
-	if (qp->type == IBV_QPT_RC)
+	if (ur_qp_is_reliable(qp))
 		ackreq = last || qp->req.noack + 1 >= UR_ACK_EVERY;
 	p.pad = (uint8_t)ur_pad_of(len);
 	p.hdr_len = info->length;
@@ -127,8 +138,11 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	}
 	if (info->mask & UR_OPF_IMMDT)
 		immdt_set(p.hdr + info->offset[UR_HDR_IMMDT], w->imm);
+	if (info->mask & UR_OPF_IETH)
+		ieth_set_rkey(p.hdr + info->offset[UR_HDR_IETH], w->imm);
 	if (info->mask & UR_OPF_DETH)
 		put_ud_headers(qp, w, p.hdr + info->offset[UR_HDR_DETH]);
+	put_xrceth(w, &p, info);
 
 	ur_mr_read_lock(&qp->ctx->mrs);
 	ret = gather(qp, w, w->offset, len, &p);
@@ -152,7 +166,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;
-	uint8_t op = UR_OP_TYPE_RC | UR_OPL_RDMA_READ_REQUEST;
+	uint8_t op = ur_qp_op_base(qp) | UR_OPL_RDMA_READ_REQUEST;
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	uint32_t len = ur_min(w->length - w->offset, UR_READ_CHUNK_PKTS * qp->mtu);
 	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
@@ -165,6 +179,7 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 	p.hdr_len = info->length;
 	memset(p.hdr, 0, p.hdr_len);
 	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	put_xrceth(w, &p, info);
 	r = p.hdr + info->offset[UR_HDR_RETH];
 	reth_set_va(r, w->remote_addr + w->offset);
 	reth_set_rkey(r, w->rkey);
@@ -187,7 +202,7 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;
-	uint8_t op = UR_OP_TYPE_RC | req_opcode(w->opcode, true, true);
+	uint8_t op = ur_qp_op_base(qp) | req_opcode(w->opcode, true, true);
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	uint8_t *a;
 	int ret;
@@ -198,6 +213,7 @@ static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	p.hdr_len = info->length;
 	memset(p.hdr, 0, p.hdr_len);
 	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	put_xrceth(w, &p, info);
 	a = p.hdr + info->offset[UR_HDR_ATMETH];
 	atmeth_set_va(a, w->remote_addr);
 	atmeth_set_rkey(a, w->rkey);
@@ -218,6 +234,30 @@ static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	w->offset = w->length;
 	*done = true;
 	return 0;
+}
+
+/* A BIND_MW or LOCAL_INV: executed once, in order, and completed once
+ * everything posted before it is acknowledged.  False if the QP failed. */
+static bool run_local(struct ur_qp *qp, struct ur_send_wqe *w)
+{
+	enum ibv_wc_status status = IBV_WC_SUCCESS;
+
+	if (w->state == UR_WQE_POSTED) {
+		status = ur_local_op(qp, w);
+		w->first_psn = w->last_psn = psn_add(qp->req.psn, UR_PSN_MASK);
+		w->state = UR_WQE_SENT;
+	}
+	qp->req.wqe++;
+	if (status != IBV_WC_SUCCESS) {
+		ur_qp_complete_send(qp, w, status);
+		ur_qp_to_error(qp, false);
+		return false;
+	}
+	if (ur_qp_is_reliable(qp))
+		ur_comp_retire(qp);
+	else
+		ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	return true;
 }
 
 static bool window_full(struct ur_qp *qp)
@@ -241,7 +281,12 @@ void ur_req_run(struct ur_qp *qp)
 		bool done = false;
 		int ret;
 
-		if (qp->type == IBV_QPT_RC) {
+		if (ur_wr_is_local(w->opcode)) {
+			if (!run_local(qp, w))
+				return;
+			continue;
+		}
+		if (ur_qp_is_reliable(qp)) {
 			if (window_full(qp))
 				break;
 			if ((w->send_flags & IBV_SEND_FENCE) && w->offset == 0 &&
@@ -272,13 +317,13 @@ void ur_req_run(struct ur_qp *qp)
 			ur_qp_to_error(qp, false);
 			return;
 		}
-		if (qp->type == IBV_QPT_RC && !qp->comp.retrans_deadline)
+		if (ur_qp_is_reliable(qp) && !qp->comp.retrans_deadline)
 			ur_comp_arm_retrans(qp);
 		if (!done)
 			continue;
 		w->state = UR_WQE_SENT;
 		qp->req.wqe++;
-		if (qp->type != IBV_QPT_RC)
+		if (!ur_qp_is_reliable(qp))
 			ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);   /* no ACKs to wait for */
 	}
 }

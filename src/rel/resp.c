@@ -10,6 +10,7 @@
 #include "core/cq.h"
 #include "core/mr.h"
 #include "core/srq.h"
+#include "core/xrcd.h"
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
@@ -17,9 +18,28 @@
 
 #define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
 
+/* An XRC target has no PD, CQ or SRQ of its own: those of the XRC SRQ the
+ * current message names stand in. */
+static struct ur_pd *resp_pd(struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? qp->resp_srq->pd : qp->pd;
+}
+
+static struct ur_srq *resp_srq(struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? qp->resp_srq : qp->srq;
+}
+
+static struct ur_cq *resp_cq(struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_XRC_RECV ? qp->resp_srq->cq : qp->rcq;
+}
+
 bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 		     uint32_t off, const uint8_t *src, uint32_t len)
 {
+	struct ur_pd *pd = qp->type == IBV_QPT_XRC_RECV ? qp->resp_srq->pd : qp->pd;
+
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t take;
 		void *dst;
@@ -29,7 +49,7 @@ bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 			continue;
 		}
 		take = ur_min(sge[i].length - off, len);
-		dst = ur_mr_check(&qp->ctx->mrs, sge[i].lkey, qp->pd, sge[i].addr + off, take,
+		dst = ur_mr_check(&qp->ctx->mrs, sge[i].lkey, pd, sge[i].addr + off, take,
 				  IBV_ACCESS_LOCAL_WRITE);
 		if (!dst)
 			return false;
@@ -53,7 +73,7 @@ static void queue_ack(struct ur_qp *qp, uint8_t syn, uint32_t psn)
 
 static int send_ack(struct ur_qp *qp)
 {
-	uint8_t op = UR_OP_TYPE_RC | UR_OPL_ACKNOWLEDGE;
+	uint8_t op = ur_qp_op_base(qp) | UR_OPL_ACKNOWLEDGE;
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	struct ur_tx_pkt p = { .hdr_len = info->length };
 	uint8_t *a;
@@ -73,7 +93,7 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 	bool first = res->resid == res->length, last = res->resid <= qp->mtu;
 	uint8_t low = first ? (last ? UR_OPL_RDMA_READ_RESPONSE_ONLY : UR_OPL_RDMA_READ_RESPONSE_FIRST)
 			    : (last ? UR_OPL_RDMA_READ_RESPONSE_LAST : UR_OPL_RDMA_READ_RESPONSE_MIDDLE);
-	uint8_t op = UR_OP_TYPE_RC | low;
+	uint8_t op = ur_qp_op_base(qp) | low;
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	struct ur_tx_pkt p = { .hdr_len = info->length, .pad = (uint8_t)ur_pad_of(len) };
 	void *src = NULL;
@@ -89,7 +109,7 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 	}
 	ur_mr_read_lock(&qp->ctx->mrs);
 	if (len) {
-		src = ur_mr_check(&qp->ctx->mrs, res->rkey, qp->pd, res->va, len,
+		src = ur_mr_check_remote(&qp->ctx->mrs, res->rkey, res->pd, qp, res->va, len,
 				  IBV_ACCESS_REMOTE_READ);
 		if (!src) {
 			/* Deregistered while the read was being answered. */
@@ -114,7 +134,7 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 
 static int send_atomic_ack(struct ur_qp *qp, struct ur_resp_res *res)
 {
-	uint8_t op = UR_OP_TYPE_RC | UR_OPL_ATOMIC_ACKNOWLEDGE;
+	uint8_t op = ur_qp_op_base(qp) | UR_OPL_ATOMIC_ACKNOWLEDGE;
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	struct ur_tx_pkt p = { .hdr_len = info->length };
 	int ret;
@@ -135,7 +155,7 @@ void ur_resp_tx(struct ur_qp *qp)
 	struct ur_resp_state *r = &qp->resp;
 	int ret = 0;
 
-	if (qp->type != IBV_QPT_RC || qp->req.blocked)
+	if (!ur_qp_is_reliable(qp) || qp->req.blocked)
 		return;
 	/* READ/ATOMIC answers leave in PSN order, then the newest ACK (an ACK
 	 * must not overtake the responses to earlier requests). */
@@ -200,11 +220,15 @@ static void complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 			wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
 			wc.wc_flags |= IBV_WC_WITH_IMM;
 		}
+		if (info->mask & UR_OPF_IETH) {
+			wc.invalidated_rkey = ieth_rkey(pkt->bth + info->offset[UR_HDR_IETH]);
+			wc.wc_flags |= IBV_WC_WITH_INV;
+		}
 		se = bth_se(pkt->bth);
 	}
 	qp->resp.recv_active = false;
 	qp->cnt.rdma_recvs++;
-	ur_cq_push(qp->rcq, &wc, se);
+	ur_cq_push(resp_cq(qp), &wc, se);
 }
 
 /* The next receive WQE, from the SRQ or the QP's own RQ, into resp.rwqe. */
@@ -212,8 +236,8 @@ static bool get_recv(struct ur_qp *qp)
 {
 	if (qp->resp.recv_active)
 		return true;
-	if (qp->srq) {
-		if (!ur_srq_take(qp->srq, qp->resp.rwqe))
+	if (resp_srq(qp)) {
+		if (!ur_srq_take(resp_srq(qp), qp->resp.rwqe))
 			return false;
 		qp->resp.recv_from_srq = true;
 	} else {
@@ -237,7 +261,7 @@ static bool get_recv(struct ur_qp *qp)
  * no NAKs: the message is dropped and the QP carries on. */
 static void request_error(struct ur_qp *qp, uint8_t nak, const char *what)
 {
-	if (qp->type != IBV_QPT_RC) {
+	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;
 		qp->resp.opcode = -1;
 		qp->cnt.dropped++;
@@ -297,7 +321,7 @@ static bool do_send(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 		ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: a %u+ byte message does not "
 				    "fit the %u byte receive buffer", ur_qp_num(qp),
 				    qp->resp.recv_offset + pkt->paylen, w->length);
-		if (qp->type == IBV_QPT_RC) {
+		if (ur_qp_is_reliable(qp)) {
 			complete_recv(qp, IBV_WC_LOC_LEN_ERR, NULL, 0, false);
 			request_error(qp, UR_NAK_INVALID_REQ, "receive buffer too small");
 		} else {
@@ -313,13 +337,22 @@ static bool do_send(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (!ok) {
 		complete_recv(qp, IBV_WC_LOC_PROT_ERR, NULL, 0, false);
-		if (qp->type == IBV_QPT_RC)
+		if (ur_qp_is_reliable(qp))
 			request_error(qp, UR_NAK_REM_OP_ERR, "receive buffer lkey invalid");
 		return false;
 	}
 	qp->resp.recv_offset += pkt->paylen;
-	if (pkt->mask & UR_OPF_END)
-		complete_recv(qp, IBV_WC_SUCCESS, pkt, qp->resp.recv_offset, false);
+	if (!(pkt->mask & UR_OPF_END))
+		return true;
+	if (pkt->mask & UR_OPF_IETH) {
+		uint32_t rkey = ieth_rkey(pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_IETH]);
+
+		if (!ur_remote_invalidate(qp, rkey)) {
+			request_error(qp, UR_NAK_INVALID_REQ, "SEND with invalidate of a key it may not");
+			return false;
+		}
+	}
+	complete_recv(qp, IBV_WC_SUCCESS, pkt, qp->resp.recv_offset, false);
 	return true;
 }
 
@@ -341,7 +374,7 @@ static bool do_write(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 			return false;
 		}
 		ur_mr_read_lock(&qp->ctx->mrs);
-		dst = ur_mr_check(&qp->ctx->mrs, r->write_rkey, qp->pd, r->write_va,
+		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, resp_pd(qp), qp, r->write_va,
 				  r->write_length, IBV_ACCESS_REMOTE_WRITE);
 		ur_mr_read_unlock(&qp->ctx->mrs);
 		if (!dst && r->write_length) {
@@ -363,7 +396,7 @@ static bool do_write(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 	}
 	if (pkt->paylen) {
 		ur_mr_read_lock(&qp->ctx->mrs);
-		dst = ur_mr_check(&qp->ctx->mrs, r->write_rkey, qp->pd, r->write_va,
+		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, resp_pd(qp), qp, r->write_va,
 				  pkt->paylen, IBV_ACCESS_REMOTE_WRITE);
 		if (dst)
 			memcpy(dst, pkt->payload, pkt->paylen);
@@ -394,7 +427,8 @@ static void start_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool dup
 		return;
 	}
 	ur_mr_read_lock(&qp->ctx->mrs);
-	src = ur_mr_check(&qp->ctx->mrs, rkey, qp->pd, va, len, IBV_ACCESS_REMOTE_READ);
+	src = ur_mr_check_remote(&qp->ctx->mrs, rkey, resp_pd(qp), qp, va, len,
+				 IBV_ACCESS_REMOTE_READ);
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (!src && len) {
 		request_error(qp, UR_NAK_REM_ACCESS_ERR, "RDMA READ: bad rkey, range or permission");
@@ -413,6 +447,7 @@ static void start_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool dup
 	res->cur_psn = pkt->psn;
 	res->va = va;
 	res->rkey = rkey;
+	res->pd = resp_pd(qp);
 	res->resid = len;
 	res->length = len;
 	if (!duplicate) {
@@ -443,7 +478,8 @@ static void do_atomic(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	}
 	ur_mr_read_lock(&qp->ctx->mrs);
-	p = ur_mr_check(&qp->ctx->mrs, atmeth_rkey(a), qp->pd, va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	p = ur_mr_check_remote(&qp->ctx->mrs, atmeth_rkey(a), resp_pd(qp), qp, va, 8,
+			       IBV_ACCESS_REMOTE_ATOMIC);
 	if (p) {
 		/* Atomic against other processes mapping the same memory too. */
 		if ((pkt->opcode & 0x1f) == UR_OPL_COMPARE_SWAP) {
@@ -502,7 +538,7 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	qp->cnt.send_rnr_err++;
-	if (qp->type != IBV_QPT_RC) {
+	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;   /* UC: no receive WQE, the message is lost */
 		qp->resp.opcode = -1;
 		return;
@@ -512,6 +548,43 @@ static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 }
 
 static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta);
+
+/* Every XRC request names the SRQ (hence PD and CQ) it is for; it must be
+ * an XRC SRQ of the target QP's domain. */
+static bool xrc_srq(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+{
+	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
+	uint32_t srqn;
+
+	if (!(info->mask & UR_OPF_XRCETH)) {
+		qp->cnt.dropped++;
+		return false;
+	}
+	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
+	if (!qp->resp_srq || qp->resp_srq->srq_num != srqn) {
+		struct ur_srq *srq = ur_xrcd_find_srq(qp->xrcd, srqn);
+
+		if (!srq) {
+			ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+					    "not in the QP's domain", ur_qp_num(qp), srqn);
+			if (qp->resp_srq) {
+				request_error(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
+			} else {
+				/* No SRQ to report on: refuse without touching state. */
+				queue_ack(qp, UR_NAK_INVALID_REQ, pkt->psn);
+				ur_resp_tx(qp);
+			}
+			return false;
+		}
+		/* A message in progress keeps its SRQ. */
+		if (qp->resp.opcode >= 0 && qp->resp_srq) {
+			request_error(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
+			return false;
+		}
+		qp->resp_srq = srq;
+	}
+	return true;
+}
 
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
@@ -528,9 +601,11 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		ud_recv(qp, pkt, meta);
 		return;
 	}
+	if (qp->type == IBV_QPT_XRC_RECV && !xrc_srq(qp, pkt))
+		return;
 	d = psn_diff(pkt->psn, r->psn);
 	if (d < 0) {
-		if (qp->type == IBV_QPT_RC)
+		if (ur_qp_is_reliable(qp))
 			duplicate(qp, pkt);
 		return;
 	}
@@ -606,7 +681,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	r->opcode = (m & UR_OPF_END) ? -1 : pkt->opcode;
 	if (m & UR_OPF_END)
 		r->msn++;
-	if (qp->type == IBV_QPT_RC && bth_ackreq(pkt->bth)) {
+	if (ur_qp_is_reliable(qp) && bth_ackreq(pkt->bth)) {
 		queue_ack(qp, UR_AETH_ACK_UNLIMITED, pkt->psn);
 		ur_resp_tx(qp);
 	}

@@ -28,7 +28,7 @@ UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 #define UR_MR_ACCESS_KNOWN                                                  \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |   \
-	 IBV_ACCESS_RELAXED_ORDERING)
+	 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND)
 
 /* Fails with EFAULT, as pinning would, if part of the range is unmapped. */
 static int check_mapped(const void *addr, size_t len)
@@ -94,13 +94,15 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 	mr->ibmr.pd = ibpd;
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
-	ret = ur_mr_table_insert(&ctx->mrs, mr);
+	mr->ke.kind = UR_KEY_MR;
+	ret = ur_mr_table_insert(&ctx->mrs, &mr->ke);
 	if (ret) {
 		free(mr);
 		errno = -ret;
 		return NULL;
 	}
-	mr->ibmr.handle = mr->index;
+	mr->ibmr.lkey = mr->ibmr.rkey = mr->ke.key;
+	mr->ibmr.handle = mr->ke.index;
 	atomic_fetch_add(&pd->users, 1);
 	return &mr->ibmr;
 }
@@ -136,8 +138,10 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	struct ur_mr *mr = to_umr(ibmr);
 	struct ur_context *ctx = to_uctx(ibmr->context);
 
+	if (__atomic_load_n(&mr->windows, __ATOMIC_ACQUIRE))
+		return EBUSY;    /* memory windows are bound to it */
 	/* The table's write lock waits out any copy into or out of it. */
-	ur_mr_table_remove(&ctx->mrs, mr);
+	ur_mr_table_remove(&ctx->mrs, &mr->ke);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	free(mr);
 	return 0;
@@ -211,4 +215,74 @@ UR_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_
 
 UR_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
+}
+
+/* ---- memory windows ----------------------------------------------------- */
+
+struct ibv_mw *ur_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
+{
+	struct ur_pd *pd = to_upd(ibpd);
+	struct ur_mw *mw;
+	int ret;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->pd = pd;
+	mw->ke.kind = UR_KEY_MW;
+	ret = ur_mr_table_insert(&pd->ctx->mrs, &mw->ke);
+	if (ret) {
+		free(mw);
+		errno = -ret;
+		return NULL;
+	}
+	mw->ibmw.context = ibpd->context;
+	mw->ibmw.pd = ibpd;
+	mw->ibmw.rkey = mw->ke.key;
+	mw->ibmw.handle = mw->ke.index;
+	mw->ibmw.type = type;
+	atomic_fetch_add(&pd->users, 1);
+	return &mw->ibmw;
+}
+
+int ur_verbs_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct ur_mw *mw = to_umw(ibmw);
+	struct ur_context *ctx = mw->pd->ctx;
+
+	pthread_rwlock_wrlock(&ctx->mrs.lock);
+	if (mw->bound)
+		__atomic_sub_fetch(&mw->mr->windows, 1, __ATOMIC_RELEASE);
+	mw->bound = false;
+	pthread_rwlock_unlock(&ctx->mrs.lock);
+	ur_mr_table_remove(&ctx->mrs, &mw->ke);
+	atomic_fetch_sub(&mw->pd->users, 1);
+	free(mw);
+	return 0;
+}
+
+/* Type 1 binds go through the send queue like every bind, so that they are
+ * ordered with the QP's other work requests. */
+int ur_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = bind->send_flags,
+	}, *bad;
+	int ret;
+
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	ret = qp->context->ops.post_send(qp, &wr, &bad);
+	if (!ret)
+		mw->rkey = wr.bind_mw.rkey;
+	return ret;
 }

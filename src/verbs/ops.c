@@ -12,6 +12,9 @@ void ur_verbs_set_ops(struct verbs_context *v)
 	ops->post_send = ur_verbs_post_send;
 	ops->post_recv = ur_verbs_post_recv;
 	ops->post_srq_recv = ur_verbs_post_srq_recv;
+	ops->alloc_mw = ur_verbs_alloc_mw;
+	ops->dealloc_mw = ur_verbs_dealloc_mw;
+	ops->bind_mw = ur_verbs_bind_mw;
 
 	v->query_port = ur_verbs_query_port;
 	v->query_device_ex = ur_verbs_query_device_ex;
@@ -21,4 +24,6 @@ void ur_verbs_set_ops(struct verbs_context *v)
 	v->create_qp_ex = ur_verbs_create_qp_ex;
 	v->create_srq_ex = ur_verbs_create_srq_ex;
 	v->get_srq_num = ur_verbs_get_srq_num;
+	v->open_xrcd = ur_verbs_open_xrcd;
+	v->close_xrcd = ur_verbs_close_xrcd;
 }

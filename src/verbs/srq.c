@@ -14,7 +14,7 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-					  IBV_SRQ_INIT_ATTR_CQ)) {
+					  IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -50,4 +50,10 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 int ur_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ur_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 
+struct ibv_xrcd *ur_verbs_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+int ur_verbs_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_mw *ur_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int ur_verbs_dealloc_mw(struct ibv_mw *mw);
+int ur_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+
 #endif

@@ -1,0 +1,135 @@
+#include "core/xrcd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "core/context.h"
+#include "core/srq.h"
+
+static pthread_mutex_t xrcds_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ur_list xrcds = UR_LIST_INIT(xrcds);
+
+static struct ur_xrcd *find_inode(struct ur_context *ctx, dev_t dev, ino_t ino)
+{
+	struct ur_list *pos;
+
+	ur_list_for_each(pos, &xrcds) {
+		struct ur_xrcd *x = ur_list_entry(pos, struct ur_xrcd, link);
+
+		if (x->has_inode && x->dev == dev && x->ino == ino && x->ctx->dev == ctx->dev)
+			return x;
+	}
+	return NULL;
+}
+
+struct ur_xrcd *ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr)
+{
+	int fd = (attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) ? attr->fd : -1;
+	int oflags = (attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS) ? attr->oflags : 0;
+	struct ur_xrcd *x = NULL;
+	struct stat st;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS |
+					  IBV_XRCD_INIT_ATTR_RESERVED)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (fd >= 0 && fstat(fd, &st))
+		return NULL;
+	if (fd < 0 && !(oflags & O_CREAT)) {
+		errno = EINVAL;    /* an anonymous domain can only be created */
+		return NULL;
+	}
+	pthread_mutex_lock(&xrcds_lock);
+	if (fd >= 0) {
+		x = find_inode(ctx, st.st_dev, st.st_ino);
+		if (x && (oflags & O_EXCL) && (oflags & O_CREAT)) {
+			pthread_mutex_unlock(&xrcds_lock);
+			errno = EEXIST;
+			return NULL;
+		}
+		if (!x && !(oflags & O_CREAT)) {
+			pthread_mutex_unlock(&xrcds_lock);
+			errno = ENOENT;
+			return NULL;
+		}
+	}
+	if (x) {
+		x->opens++;
+		pthread_mutex_unlock(&xrcds_lock);
+		return x;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		pthread_mutex_unlock(&xrcds_lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	x->ctx = ctx;
+	x->ibxrcd.context = &ctx->vctx.context;
+	x->opens = 1;
+	if (fd >= 0) {
+		x->has_inode = true;
+		x->dev = st.st_dev;
+		x->ino = st.st_ino;
+	}
+	pthread_mutex_init(&x->lock, NULL);
+	ur_list_init(&x->srqs);
+	ur_list_add_tail(&xrcds, &x->link);
+	pthread_mutex_unlock(&xrcds_lock);
+	return x;
+}
+
+int ur_xrcd_close(struct ur_xrcd *x)
+{
+	pthread_mutex_lock(&xrcds_lock);
+	if (x->opens == 1 && __atomic_load_n(&x->users, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&xrcds_lock);
+		return -EBUSY;
+	}
+	if (--x->opens) {
+		pthread_mutex_unlock(&xrcds_lock);
+		return 0;
+	}
+	ur_list_del(&x->link);
+	pthread_mutex_unlock(&xrcds_lock);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+	return 0;
+}
+
+struct ur_srq *ur_xrcd_find_srq(struct ur_xrcd *x, uint32_t srq_num)
+{
+	struct ur_srq *found = NULL;
+	struct ur_list *pos;
+
+	pthread_mutex_lock(&x->lock);
+	ur_list_for_each(pos, &x->srqs) {
+		struct ur_srq *s = ur_list_entry(pos, struct ur_srq, xrcd_link);
+
+		if (s->srq_num == srq_num) {
+			found = s;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	return found;
+}
+
+void ur_xrcd_add_srq(struct ur_xrcd *x, struct ur_srq *srq)
+{
+	pthread_mutex_lock(&x->lock);
+	ur_list_add_tail(&x->srqs, &srq->xrcd_link);
+	pthread_mutex_unlock(&x->lock);
+	__atomic_add_fetch(&x->users, 1, __ATOMIC_RELAXED);
+}
+
+void ur_xrcd_del_srq(struct ur_xrcd *x, struct ur_srq *srq)
+{
+	pthread_mutex_lock(&x->lock);
+	ur_list_del(&srq->xrcd_link);
+	pthread_mutex_unlock(&x->lock);
+	__atomic_sub_fetch(&x->users, 1, __ATOMIC_RELAXED);
+}
