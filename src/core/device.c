@@ -284,9 +284,9 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 	a->max_mw = UR_MAX_MW;
 	a->max_raw_ipv6_qp = 0;
 	a->max_raw_ethy_qp = 0;
-	a->max_mcast_grp = 0;
-	a->max_mcast_qp_attach = 0;
-	a->max_total_mcast_qp_attach = 0;
+	a->max_mcast_grp = UR_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = UR_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = UR_MAX_TOTAL_MCAST_QP_ATTACH;
 	a->max_ah = UR_MAX_AH;
 	a->max_fmr = 0;
 	a->max_map_per_fmr = 0;

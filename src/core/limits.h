@@ -19,6 +19,9 @@
 #define UR_MAX_SRQ_WR        16384
 #define UR_MAX_SRQ_SGE       27
 #define UR_MAX_AH            65536
+#define UR_MAX_MCAST_GRP     256      /* the host registry's group table */
+#define UR_MAX_MCAST_QP_ATTACH 56
+#define UR_MAX_TOTAL_MCAST_QP_ATTACH 4096
 #define UR_MAX_PKEYS         1
 #define UR_LOCAL_ACK_DELAY   15
 #define UR_MAX_MSG_SZ        0x40000000u   /* 1 GiB */

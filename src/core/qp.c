@@ -13,6 +13,7 @@
 #include "core/srq.h"
 #include "core/xrcd.h"
 #include "engine/engine.h"
+#include "engine/mcast.h"
 #include "rel/rel.h"
 #include "util/log.h"
 
@@ -221,6 +222,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 {
 	struct ur_engine *e = ur_engine_get();
 
+	ur_mcast_forget(qp);
 	ur_engine_qp_unregister(e, qp);
 	pthread_mutex_lock(&qp->lock);
 	ur_rel_abort(qp);

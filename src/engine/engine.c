@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "core/qp.h"
+#include "engine/mcast.h"
 #include "engine/qp_table.h"
 #include "rel/rel.h"
 #include "util/clock.h"
@@ -306,13 +307,21 @@ void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
 	struct ur_pkt_view v;
 	struct ur_qp *qp;
 
-	if (ur_pkt_parse(&v, pkt, len) != UR_PARSE_OK) {
+	enum ur_parse_result pr = ur_pkt_parse(&v, pkt, len);
+
+	if (pr != UR_PARSE_OK) {
 		__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
+		ur_dbg(NULL, "dropped a %zu byte packet: %s", len, ur_parse_result_name[pr]);
+		return;
+	}
+	if (v.qpn == UR_MCAST_QPN) {
+		ur_mcast_rx(&v, meta);
 		return;
 	}
 	qp = ur_qp_table_find(&e->qps, v.qpn);
 	if (!qp) {
 		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
+		ur_dbg(NULL, "dropped a packet for QP 0x%06x: no such QP here", v.qpn);
 		return;
 	}
 	pthread_mutex_lock(&qp->lock);

@@ -734,6 +734,8 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 	}
 	if (deth_qkey(deth) != qp->attr.qkey) {
 		qp->cnt.qkey_violations++;
+		ur_dbg(QP_DEV(qp), "QP 0x%06x: dropped a datagram: Q_Key 0x%x, expected 0x%x",
+		       ur_qp_num(qp), deth_qkey(deth), qp->attr.qkey);
 		return;
 	}
 	if (!get_recv(qp)) {

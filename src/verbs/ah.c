@@ -4,6 +4,8 @@
 #include "core/ah.h"
 #include "core/context.h"
 #include "core/pd.h"
+#include "core/qp.h"
+#include "engine/mcast.h"
 #include "wire/roce_hdr.h"
 #include "verbs/verbs_priv.h"
 
@@ -97,12 +99,10 @@ UR_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc 
 
 UR_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
+	return ur_ret_errno(ur_mcast_attach(to_uqp(qp), gid));
 }
 
 UR_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
+	return ur_ret_errno(ur_mcast_detach(to_uqp(qp), gid));
 }

@@ -25,6 +25,13 @@ struct ur_reg_slot {
 	uint32_t reserved[3];
 };
 
+struct ur_reg_mcast {
+	uint8_t gid[16];
+	uint32_t ifindex;
+	uint32_t reserved;
+	_Atomic uint64_t members[UR_REG_SLOTS / 64];   /* bit = slot */
+};
+
 /* Offsets, not pointers: every process maps it at its own address. */
 struct ur_reg_shm {
 	uint32_t magic;
@@ -35,12 +42,16 @@ struct ur_reg_shm {
 	uint32_t reserved[3];
 	struct ur_reg_slot slot[UR_REG_SLOTS];
 	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
+	struct ur_reg_mcast mcast[UR_REG_MCAST_GROUPS];
 };
 
 _Static_assert(sizeof(struct ur_reg_slot) == 32, "slot layout");
 _Static_assert(offsetof(struct ur_reg_shm, slot) == 32, "header layout");
 _Static_assert(offsetof(struct ur_reg_shm, block_owner) == 32 + 32 * UR_REG_SLOTS,
 	       "block table layout");
+_Static_assert(sizeof(struct ur_reg_mcast) == 24 + UR_REG_SLOTS / 8, "multicast entry layout");
+_Static_assert(offsetof(struct ur_reg_shm, mcast) ==
+	       32 + 32 * UR_REG_SLOTS + 2 * UR_REG_BLOCKS, "multicast table layout");
 
 struct owned_block {
 	uint32_t block;
@@ -119,12 +130,16 @@ static void unlock_file(void)
 	flock(reg.fd, LOCK_UN);
 }
 
-/* File lock held. */
+/* File lock held: everything a slot owned goes back. */
 static void release_slot_blocks(int slot)
 {
+	uint64_t bit = 1ull << (slot % 64);
+
 	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
 		if (atomic_load(&reg.shm->block_owner[b]) == (uint16_t)(slot + 1))
 			atomic_store(&reg.shm->block_owner[b], 0);
+	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++)
+		atomic_fetch_and(&reg.shm->mcast[g].members[slot / 64], ~bit);
 }
 
 static int reclaim_dead_locked(void)
@@ -167,8 +182,8 @@ static int map_file(void)
 	void *p;
 	int fd;
 
-	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu",
-		 (unsigned)getuid(), netns_id());
+	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
+		 (unsigned)getuid(), netns_id(), UR_REG_VERSION);
 	fd = open(reg.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		int err = errno;
@@ -237,6 +252,9 @@ int ur_registry_attach(void)
 	ret = map_file();   /* returns with the file lock held on success */
 	if (ret)
 		goto out;
+	/* What dead processes left (QPN blocks, multicast memberships) goes
+	 * now, not when room runs out: a crash never outlives the next start. */
+	reclaim_dead_locked();
 	for (int pass = 0; pass < 2 && reg.slot < 0; pass++) {
 		for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
 			struct ur_reg_slot *s = &reg.shm->slot[i];
@@ -403,4 +421,102 @@ int ur_registry_router_lock_path(char *buf, size_t len)
 const char *ur_registry_path(void)
 {
 	return reg.path;
+}
+
+/* ---- multicast membership ----------------------------------------------- */
+
+static bool group_empty(const struct ur_reg_mcast *m)
+{
+	for (unsigned i = 0; i < UR_REG_SLOTS / 64; i++)
+		if (atomic_load(&m->members[i]))
+			return false;
+	return true;
+}
+
+/* File lock held.  The entry for (gid, ifindex), or a free one if make. */
+static struct ur_reg_mcast *find_group(const union ibv_gid *gid, unsigned ifindex, bool make)
+{
+	struct ur_reg_mcast *free_entry = NULL;
+
+	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++) {
+		struct ur_reg_mcast *m = &reg.shm->mcast[g];
+
+		if (group_empty(m)) {
+			if (!free_entry)
+				free_entry = m;
+			continue;
+		}
+		if (!memcmp(m->gid, gid->raw, 16) && m->ifindex == ifindex)
+			return m;
+	}
+	if (make && free_entry) {
+		memcpy(free_entry->gid, gid->raw, 16);
+		free_entry->ifindex = ifindex;
+		return free_entry;
+	}
+	return NULL;
+}
+
+int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex)
+{
+	struct ur_reg_mcast *m;
+	int ret = 0;
+
+	if (!reg.shm || reg.slot < 0)
+		return -ENODEV;
+	lock_file();
+	m = find_group(gid, ifindex, true);
+	if (m)
+		atomic_fetch_or(&m->members[reg.slot / 64], 1ull << (reg.slot % 64));
+	else
+		ret = -ENOSPC;
+	unlock_file();
+	return ret;
+}
+
+void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex)
+{
+	struct ur_reg_mcast *m;
+
+	if (!reg.shm || reg.slot < 0)
+		return;
+	lock_file();
+	m = find_group(gid, ifindex, false);
+	if (m)
+		atomic_fetch_and(&m->members[reg.slot / 64], ~(1ull << (reg.slot % 64)));
+	unlock_file();
+}
+
+int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max)
+{
+	int n = 0;
+
+	if (!reg.shm)
+		return 0;
+	/* Lock-free read: a member joining meanwhile misses one datagram at
+	 * most, which multicast UD allows. */
+	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++) {
+		struct ur_reg_mcast *m = &reg.shm->mcast[g];
+
+		if (memcmp(m->gid, gid->raw, 16))
+			continue;
+		for (unsigned w = 0; w < UR_REG_SLOTS / 64; w++) {
+			uint64_t bits = atomic_load(&m->members[w]);
+
+			while (bits && n < max) {
+				unsigned slot = w * 64 + (unsigned)__builtin_ctzll(bits);
+				struct ur_reg_slot *s = &reg.shm->slot[slot];
+
+				bits &= bits - 1;
+				out[n].pid = (pid_t)atomic_load(&s->pid);
+				if (!out[n].pid)
+					continue;
+				out[n].port4 = atomic_load(&s->port4);
+				out[n].port6 = atomic_load(&s->port6);
+				out[n].self = (int)slot == reg.slot;
+				n++;
+			}
+		}
+	}
+	return n;
 }

@@ -14,13 +14,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <infiniband/verbs.h>
 
 #define UR_REG_MAGIC 0x75524547u      /* "uREG" */
-#define UR_REG_VERSION 1u
+#define UR_REG_VERSION 2u            /* part of the file name: versions never meet */
 #define UR_REG_SLOTS 1024u
 #define UR_REG_BLOCK_SHIFT 8u
 #define UR_REG_BLOCK_QPNS (1u << UR_REG_BLOCK_SHIFT)
 #define UR_REG_BLOCKS (1u << (24u - UR_REG_BLOCK_SHIFT))
+#define UR_REG_MCAST_GROUPS 256u
 
 struct ur_reg_owner {
 	pid_t pid;
@@ -37,6 +39,15 @@ void ur_registry_free_qpn(uint32_t qpn);
 int ur_registry_set_ports(uint16_t port4, uint16_t port6);
 /* Who owns qpn on this host; -ENOENT if nobody (or a dead process). */
 int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out);
+
+/* Multicast membership: which processes of the host have QPs attached to
+ * a group, so that the process serving port 4791 hands each datagram to
+ * every member. */
+/* Marks / clears this process as a member; -ENOSPC when the table is full. */
+int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex);
+void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex);
+/* The pids of the members of a group (self flagged); returns how many. */
+int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max);
 
 /* The lock file whose exclusive holder serves UDP port 4791 here. */
 int ur_registry_router_lock_path(char *buf, size_t len);

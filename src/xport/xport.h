@@ -42,6 +42,7 @@ struct ur_path {
 	uint8_t traffic_class;
 	uint8_t hop_limit;
 	bool local;                     /* the peer is a process of this host */
+	bool mcast;                     /* a multicast group */
 };
 
 struct ur_tx_pkt {
@@ -72,6 +73,9 @@ struct ur_xport_ops {
 	int (*resolve)(struct ur_xport *x, const union ibv_gid *sgid,
 		       unsigned ifindex, const union ibv_gid *dgid,
 		       uint32_t dqpn, struct ur_path *path);
+	/* Joins or leaves a multicast group (the first attach and the last
+	 * detach of this process). */
+	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
 };
 
 struct ur_xport {

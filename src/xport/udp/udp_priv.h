@@ -8,6 +8,7 @@
 
 #include "util/compiler.h"
 #include "wire/icrc.h"
+#include "xport/registry.h"
 #include "xport/udp/udp.h"
 
 #define UR_UDP_BATCH 32
@@ -70,6 +71,14 @@ void ur_udp_router_elect(struct ur_udp *u);
 /* A packet that arrived on 4791 for a QP of another process. */
 void ur_udp_forward(struct ur_udp *u, uint32_t qpn, const uint8_t *pkt, size_t len,
 		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+
+void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
+		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+
+/* Multicast: membership on our own socket, fan-out at the router. */
+int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
+void ur_udp_mcast_fanout(struct ur_udp *u, const uint8_t *pkt, size_t len,
+			 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
 
 /* Checks the ICRC and hands the packet to the engine. */
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,

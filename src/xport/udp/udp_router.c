@@ -64,20 +64,27 @@ int ur_udp_fwd_open(struct ur_udp *u)
 void ur_udp_forward(struct ur_udp *u, uint32_t qpn, const uint8_t *pkt, size_t len,
 		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
+	struct ur_reg_owner o;
+
+	if (ur_registry_lookup(qpn, &o)) {
+		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	ur_udp_forward_to(u, o.pid, pkt, len, ip, tclass, hop);
+}
+
+void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
+		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
+{
 	struct ur_fwd_hdr h = {
 		.magic = UR_FWD_MAGIC, .version = UR_FWD_VERSION,
 		.family = (uint16_t)ip->family, .sport = ip->sport, .dport = ip->dport,
 		.tclass = tclass, .hop_limit = hop,
 	};
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)pkt, len } };
-	struct ur_reg_owner o;
 	struct sockaddr_un sun;
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	if (ur_registry_lookup(qpn, &o)) {
-		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
-		return;
-	}
 	if (ip->family == AF_INET) {
 		memcpy(h.saddr, &ip->v4.saddr, 4);
 		memcpy(h.daddr, &ip->v4.daddr, 4);
@@ -86,7 +93,7 @@ void ur_udp_forward(struct ur_udp *u, uint32_t qpn, const uint8_t *pkt, size_t l
 		memcpy(h.daddr, &ip->v6.daddr, 16);
 	}
 	msg.msg_name = &sun;
-	msg.msg_namelen = fwd_addr(&sun, o.pid);
+	msg.msg_namelen = fwd_addr(&sun, pid);
 	if (sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT) < 0) {
 		/* Full or gone: a lost packet, which RC recovers from. */
 		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/netdev.h"
+#include "engine/mcast.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
@@ -155,6 +156,9 @@ static int udp_send(struct ur_xport *x, const struct ur_path *path, const struct
 	if (path->family == AF_INET) {
 		struct in_pktinfo pi = { .ipi_spec_dst = path->src.v4 };
 
+		if (path->mcast)
+			pi.ipi_ifindex = (int)path->ifindex;   /* the group's link */
+
 		ip.v4.saddr = path->src.v4;
 		ip.v4.daddr = dst.v4.sin_addr;
 		ip.dport = ntohs(dst.v4.sin_port);
@@ -168,7 +172,7 @@ static int udp_send(struct ur_xport *x, const struct ur_path *path, const struct
 	} else {
 		struct in6_pktinfo pi = { .ipi6_addr = path->src.v6 };
 
-		if (ur_gid_is_link_local((const union ibv_gid *)&path->src.v6))
+		if (path->mcast || ur_gid_is_link_local((const union ibv_gid *)&path->src.v6))
 			pi.ipi6_ifindex = path->ifindex;
 		ip.v6.saddr = path->src.v6;
 		ip.v6.daddr = dst.v6.sin6_addr;
@@ -223,6 +227,13 @@ static int udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned i
 		if (ur_gid_is_link_local(dgid))
 			path->dst.v6.sin6_scope_id = ifindex;
 	}
+	if (ur_gid_is_multicast(dgid)) {
+		/* A group: sent on the device's link, no unicast route needed. */
+		path->mcast = true;
+		if (path->family == AF_INET6)
+			path->dst.v6.sin6_scope_id = ifindex;
+		return 0;
+	}
 	/* A route must exist now, as a RoCE device resolves it at RTR. */
 	fd = socket(path->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
@@ -241,6 +252,7 @@ static const struct ur_xport_ops udp_ops = {
 	.name = "udp",
 	.send = udp_send,
 	.resolve = udp_resolve,
+	.mcast = ur_udp_mcast,
 };
 
 /* ---- receive ------------------------------------------------------------ */
@@ -291,6 +303,7 @@ void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
 
 	if (ur_icrc_check(ip, pkt, len, NULL)) {
 		__atomic_add_fetch(&ur_engine_stats.icrc_errors, 1, __ATOMIC_RELAXED);
+		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
 		return;
 	}
 	if (ip->family == AF_INET) {
@@ -331,6 +344,10 @@ static void handle_datagram(struct ur_udp_sock *s, struct mmsghdr *mm, uint8_t *
 		struct ur_reg_owner o;
 		uint32_t qpn = bth_qpn(buf);
 
+		if (qpn == UR_MCAST_QPN) {
+			ur_udp_mcast_fanout(u, buf, len, &ip, tclass, hop);
+			return;
+		}
 		if (ur_registry_lookup(qpn, &o) == 0 && !o.self) {
 			ur_udp_forward(u, qpn, buf, len, &ip, tclass, hop);
 			return;
