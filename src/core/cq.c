@@ -59,16 +59,16 @@ int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq)
 	return 0;
 }
 
-/* Called with cq->lock held, after a completion was added. */
-static void notify(struct ur_cq *cq, bool solicited)
+/* cq->lock held: writes the channel event and disarms. */
+static void fire_event(struct ur_cq *cq)
 {
-	struct ur_comp_channel *ch;
+	struct ur_comp_channel *ch = cq->ibcq.channel ? to_uchan(cq->ibcq.channel) : NULL;
 	struct ur_cq *self = cq;
 
-	if (!cq->armed || (cq->solicited_only && !solicited))
-		return;
-	ch = cq->ibcq.channel ? to_uchan(cq->ibcq.channel) : NULL;
 	cq->armed = false;
+	cq->mod_pending = 0;
+	if (cq->mod_timer.deadline)
+		ur_engine_timer_cancel(&cq->mod_timer);
 	if (!ch)
 		return;
 	/* At most one event per CQ is outstanding (re-arming needs the
@@ -78,6 +78,48 @@ static void notify(struct ur_cq *cq, bool solicited)
 				    strerror(errno));
 	else
 		cq->events_reported++;
+}
+
+/* Called with cq->lock held, after a completion was added. */
+static void notify(struct ur_cq *cq, bool solicited, bool error)
+{
+	if (!cq->armed || (cq->solicited_only && !solicited && !error))
+		return;
+	if (!error && (cq->mod_count > 1 || cq->mod_period_us)) {
+		cq->mod_pending++;
+		if (!cq->mod_count || cq->mod_pending < cq->mod_count) {
+			if (cq->mod_period_us && !cq->mod_timer.deadline)
+				ur_engine_timer_arm(&cq->mod_timer,
+						    ur_now_ns() + cq->mod_period_us * 1000ull);
+			return;
+		}
+	}
+	fire_event(cq);
+}
+
+static void moderation_expired(struct ur_timer *t)
+{
+	struct ur_cq *cq = container_of(t, struct ur_cq, mod_timer);
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->armed && cq->mod_pending)
+		fire_event(cq);
+	pthread_spin_unlock(&cq->lock);
+}
+
+int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr)
+{
+	if (attr->attr_mask & ~(uint32_t)IBV_CQ_ATTR_MODERATE)
+		return -EINVAL;
+	if (!ur_engine_get())
+		return -errno;
+	pthread_spin_lock(&cq->lock);
+	if (attr->attr_mask & IBV_CQ_ATTR_MODERATE) {
+		cq->mod_count = attr->moderate.cq_count;
+		cq->mod_period_us = attr->moderate.cq_period;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return 0;
 }
 
 /* ---- the extended polling interface ------------------------------------- */
@@ -247,6 +289,8 @@ struct ur_cq *ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
 	set_ex_ops(cq);
+	ur_list_init(&cq->mod_timer.link);
+	cq->mod_timer.fire = moderation_expired;
 	if (attr->channel)
 		__atomic_add_fetch(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
 	return cq;
@@ -264,6 +308,10 @@ int ur_cq_destroy(struct ur_cq *cq)
 	pthread_mutex_unlock(&cq->ibcq.mutex);
 	if (cq->ibcq.channel)
 		__atomic_sub_fetch(&cq->ibcq.channel->refcnt, 1, __ATOMIC_RELAXED);
+	if (cq->mod_count || cq->mod_period_us) {
+		ur_engine_timer_cancel(&cq->mod_timer);
+		ur_engine_quiesce(ur_engine_get());   /* a firing timer is done */
+	}
 	ur_async_forget(&cq->ctx->async, cq);
 	pthread_spin_destroy(&cq->lock);
 	free(cq->ring);
@@ -350,7 +398,7 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 				       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK))
 			   ? ur_now_ns() : 0;
 	cq->tail++;
-	notify(cq, solicited || wc->status != IBV_WC_SUCCESS);
+	notify(cq, solicited, wc->status != IBV_WC_SUCCESS);
 	pthread_spin_unlock(&cq->lock);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "engine/engine.h"
 #include "util/compiler.h"
 
 struct ur_context;
@@ -46,6 +47,14 @@ struct ur_cq {
 	uint32_t events_reported;      /* channel events written */
 	uint32_t users;                /* QPs/SRQs using it: destroy -> EBUSY */
 	struct ur_cqe cur;             /* ibv_start_poll/next_poll cursor */
+
+	/* Event moderation (ibv_modify_cq): an armed CQ reports an event after
+	 * mod_count completions or mod_period_us after the first, whichever
+	 * comes first; an error completion reports at once. */
+	uint16_t mod_count;
+	uint16_t mod_period_us;
+	uint32_t mod_pending;
+	struct ur_timer mod_timer;
 };
 
 static inline struct ur_cq *to_ucq(struct ibv_cq *ibcq)
@@ -63,6 +72,7 @@ int ur_cq_destroy(struct ur_cq *cq);
 int ur_cq_resize(struct ur_cq *cq, int cqe);
 int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
+int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr);
 
 /* Producer side.  solicited: the completion came with the SE bit.  Returns
  * -ENOSPC on overrun (the completion is lost and a CQ error event raised). */

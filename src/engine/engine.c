@@ -43,8 +43,9 @@ struct ur_engine {
 	pthread_mutex_t watch_lock;
 	struct watch watches[UR_MAX_WATCH];
 
-	pthread_mutex_t timer_lock;          /* timers list, timer_min, sleep_until */
-	struct ur_list timers;
+	pthread_mutex_t timer_lock;          /* timers lists, timer_min, sleep_until */
+	struct ur_list timers;               /* QPs with armed timers */
+	struct ur_list gtimers;              /* struct ur_timer */
 	uint64_t sleep_until;
 
 	pthread_mutex_t blocked_lock;
@@ -205,6 +206,53 @@ void ur_engine_timers_changed(struct ur_qp *qp)
 		wake(e);
 }
 
+void ur_engine_timer_arm(struct ur_timer *t, uint64_t deadline)
+{
+	struct ur_engine *e = the_engine;
+	bool kick;
+
+	pthread_mutex_lock(&e->timer_lock);
+	t->deadline = deadline;
+	if (!ur_list_linked(&t->link))
+		ur_list_add_tail(&e->gtimers, &t->link);
+	kick = deadline < e->sleep_until;
+	pthread_mutex_unlock(&e->timer_lock);
+	if (kick)
+		wake(e);
+}
+
+void ur_engine_timer_cancel(struct ur_timer *t)
+{
+	struct ur_engine *e = the_engine;
+
+	pthread_mutex_lock(&e->timer_lock);
+	t->deadline = 0;
+	ur_list_del(&t->link);
+	pthread_mutex_unlock(&e->timer_lock);
+}
+
+static void run_gtimers(struct ur_engine *e, uint64_t now)
+{
+	struct ur_list due, *pos, *tmp;
+
+	ur_list_init(&due);
+	pthread_mutex_lock(&e->timer_lock);
+	ur_list_for_each_safe(pos, tmp, &e->gtimers) {
+		struct ur_timer *t = ur_list_entry(pos, struct ur_timer, link);
+
+		if (t->deadline <= now) {
+			ur_list_del(pos);
+			t->deadline = 0;
+			ur_list_add_tail(&due, pos);
+		}
+	}
+	pthread_mutex_unlock(&e->timer_lock);
+	ur_list_for_each_safe(pos, tmp, &due) {
+		ur_list_del(pos);
+		ur_list_entry(pos, struct ur_timer, link)->fire(ur_list_entry(pos, struct ur_timer, link));
+	}
+}
+
 /* Table read lock held, so listed QPs cannot be freed under us. */
 static void run_timers(struct ur_engine *e)
 {
@@ -235,6 +283,7 @@ static void run_timers(struct ur_engine *e)
 			pthread_mutex_unlock(&due[i]->lock);
 		}
 	} while (n == (int)UR_ARRAY_SIZE(due));
+	run_gtimers(e, now);
 }
 
 static uint64_t next_deadline(struct ur_engine *e, uint64_t now)
@@ -248,6 +297,12 @@ static uint64_t next_deadline(struct ur_engine *e, uint64_t now)
 
 		if (qp->timer_min && qp->timer_min < next)
 			next = qp->timer_min;
+	}
+	ur_list_for_each(pos, &e->gtimers) {
+		struct ur_timer *t = ur_list_entry(pos, struct ur_timer, link);
+
+		if (t->deadline < next)
+			next = t->deadline;
 	}
 	e->sleep_until = next;
 	pthread_mutex_unlock(&e->timer_lock);
@@ -435,6 +490,7 @@ static void engine_init(void)
 	pthread_mutex_init(&e->timer_lock, NULL);
 	pthread_mutex_init(&e->blocked_lock, NULL);
 	ur_list_init(&e->timers);
+	ur_list_init(&e->gtimers);
 	ur_list_init(&e->blocked);
 	e->epfd = -1;
 	e->wake_fd = -1;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/list.h"
 #include "xport/xport.h"
 
 struct ur_qp;
@@ -35,6 +36,17 @@ void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp);
 /* Returns once no receive dispatch that started before the call is still
  * running: objects found during dispatch can then be freed. */
 void ur_engine_quiesce(struct ur_engine *e);
+
+/* A one-shot timer for objects other than QPs (CQ moderation).  fire runs
+ * on the engine thread with no lock of the engine held, during a dispatch:
+ * an owner that cancels and then calls ur_engine_quiesce may free it. */
+struct ur_timer {
+	uint64_t deadline;          /* ns, CLOCK_MONOTONIC; 0 = not armed */
+	void (*fire)(struct ur_timer *t);
+	struct ur_list link;
+};
+void ur_engine_timer_arm(struct ur_timer *t, uint64_t deadline);
+void ur_engine_timer_cancel(struct ur_timer *t);
 
 /* The QP's timer deadlines changed (qp->lock held). */
 void ur_engine_timers_changed(struct ur_qp *qp);

@@ -93,6 +93,5 @@ int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 int ur_verbs_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr)
 {
-	/* Completions are reported at once; moderation is not offered. */
-	return EOPNOTSUPP;
+	return ur_ret_errno(ur_cq_modify(to_ucq(cq), attr));
 }

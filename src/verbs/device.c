@@ -96,6 +96,8 @@ int ur_verbs_query_device_ex(struct ibv_context *context,
 	full.completion_timestamp_mask = ~0ull;
 	full.hca_core_clock = 1000000;   /* kHz */
 	full.phys_port_cnt_ex = 1;
+	full.cq_mod_caps.max_cq_count = UINT16_MAX;
+	full.cq_mod_caps.max_cq_period = UINT16_MAX;   /* microseconds */
 	memcpy(attr, &full, ur_min(attr_size, sizeof(full)));
 	return 0;
 }
