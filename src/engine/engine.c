@@ -453,13 +453,14 @@ static void *engine_main(void *arg)
 		pthread_mutex_lock(&e->timer_lock);
 		e->sleep_until = 0;      /* awake: arming a timer needs no wake-up */
 		pthread_mutex_unlock(&e->timer_lock);
-		/* An application thread polling right now does the receiving. */
-		if (pthread_mutex_trylock(&e->rx_lock) == 0) {
-			dispatch(e, evs, n < 0 ? 0 : n);
-			pthread_mutex_unlock(&e->rx_lock);
-		} else if (n > 0) {
-			sched_yield();
+		if (pthread_mutex_trylock(&e->rx_lock)) {
+			/* An application thread is receiving right now: wait for
+			 * it rather than spin, then take what it left. */
+			pthread_mutex_lock(&e->rx_lock);
+			n = epoll_wait(e->epfd, evs, 32, 0);
 		}
+		dispatch(e, evs, n < 0 ? 0 : n);
+		pthread_mutex_unlock(&e->rx_lock);
 		ur_udp_tick(e->udp);
 		if (now >= e->next_watch_ns) {
 			e->next_watch_ns = now + UR_TICK_NS;
