@@ -213,6 +213,33 @@ static inline struct t_pkt *t_copy(unsigned i)
 	return c;
 }
 
+/* A hand-built packet: BTH for opcode op, zeroed extension headers (fill
+ * them through t_hdr()), payload and pad, zero ICRC. */
+static inline struct t_pkt *t_build(uint8_t op, uint32_t dqpn, uint32_t psn, bool ackreq,
+				    const void *payload, uint32_t paylen)
+{
+	const struct ur_opcode_info *info = &ur_opcode[op];
+	uint8_t pad = (uint8_t)ur_pad_of(paylen);
+	struct t_pkt *k = calloc(1, sizeof(*k));
+
+	UT_CHECK(info->mask != 0);
+	UT_CHECK(info->length + paylen + pad + 4u <= T_PKT_MAX);
+	bth_init(k->buf, op, false, pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
+	if (paylen)
+		memcpy(k->buf + info->length, payload, paylen);
+	k->len = info->length + paylen + pad + 4;
+	return k;
+}
+
+/* Header t of a raw packet (hand-built or captured). */
+static inline uint8_t *t_hdr(struct t_pkt *k, enum ur_hdr_type t)
+{
+	const struct ur_opcode_info *info = &ur_opcode[bth_opcode(k->buf)];
+
+	UT_CHECK(info->mask & ur_hdr_bit(t));
+	return k->buf + info->offset[t];
+}
+
 /* Everything arrives from 127.0.0.1 (the GID every test QP talks to). */
 static inline void t_meta(struct ur_rx_meta *m)
 {
@@ -279,7 +306,8 @@ struct t_opts {
 	uint32_t a_psn, b_psn;       /* each side's first send PSN */
 	int access;                  /* QP access flags; -1: none */
 	uint8_t timeout;             /* 0: 20 (4 s, never reached: timers are manual) */
-	uint8_t retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t retry_cnt, rnr_retry;  /* 0: 7; T_ZERO: 0 */
+	uint8_t min_rnr_timer;
 	uint8_t rd_atomic;           /* 0: 16 */
 	bool srq_b;                  /* B receives from an SRQ */
 	bool sig_all;
@@ -288,6 +316,8 @@ struct t_opts {
 	uint32_t max_inline;
 	uint32_t cqe;                /* 0: 256 */
 };
+
+#define T_ZERO 0x80
 
 #define T_ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
@@ -403,8 +433,8 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (ur_qp_is_reliable(qp)) {
 		a.timeout = o->timeout ? o->timeout : 20;
-		a.retry_cnt = o->retry_cnt;
-		a.rnr_retry = o->rnr_retry;
+		a.retry_cnt = o->retry_cnt == T_ZERO ? 0 : o->retry_cnt ? o->retry_cnt : 7;
+		a.rnr_retry = o->rnr_retry == T_ZERO ? 0 : o->rnr_retry ? o->rnr_retry : 7;
 		a.max_rd_atomic = o->rd_atomic ? o->rd_atomic : 16;
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
@@ -487,6 +517,22 @@ static inline bool t_mem_intact(const struct t_mem *m, uint8_t seed)
 
 	t_pattern(ref, m->len + 2 * T_GUARD, seed);
 	same = !memcmp(ref, m->raw, m->len + 2 * T_GUARD);
+	free(ref);
+	return same;
+}
+
+/* True if everything but [buf + off, buf + off + len) still holds the
+ * pattern: guards and the rest of the buffer were not written. */
+static inline bool t_mem_intact_outside(const struct t_mem *m, uint8_t seed, size_t off, size_t len)
+{
+	size_t total = m->len + 2 * T_GUARD;
+	uint8_t *ref = malloc(total);
+	bool same;
+
+	t_pattern(ref, total, seed);
+	same = !memcmp(ref, m->raw, T_GUARD + off) &&
+	       !memcmp(ref + T_GUARD + off + len, m->raw + T_GUARD + off + len,
+		       total - (T_GUARD + off + len));
 	free(ref);
 	return same;
 }

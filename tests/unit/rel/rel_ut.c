@@ -1,33 +1,41 @@
 /* Unit tests of the reliability protocol: requester, completer, responder,
- * memory-window operations, driven packet by packet. */
+ * memory-window operations, driven packet by packet through a fake
+ * transport (harness.h).  One file per concern, included here so that the
+ * module is one executable. */
 #include "harness.h"
 
-static void test_smoke(void)
-{
-	struct t_opts o = { 0 };
-	struct t_pair p;
-	struct t_mem sa, rb;
-	struct ibv_wc wc;
-
-	if (t_pair_open(&p, &o))
-		return;
-	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 7, rb.buf, 64, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 9, IBV_WR_SEND, sa.buf, 1, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_count(), 1);
-	UT_EQ(t_op(0), UR_OP_RC_SEND_ONLY);
-	t_run();
-	t_expect_wc(p.b.rcq, &wc, 7, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
-	t_pair_close(&p);
-}
+#include "send_tests.c"
+#include "rdma_tests.c"
+#include "loss_tests.c"
 
 int main(void)
 {
 	ut_env_init("ut0:lo");
-	UT_RUN(test_smoke);
+
+	UT_RUN(test_send_sizes);
+	UT_RUN(test_send_imm_solicited);
+	UT_RUN(test_send_ackreq_every);
+	UT_RUN(test_send_psn_wrap);
+	UT_RUN(test_send_sge_inline);
+	UT_RUN(test_send_coalesced_ack);
+
+	UT_RUN(test_write);
+	UT_RUN(test_read);
+	UT_RUN(test_atomics);
+	UT_RUN(test_rd_atomic_limit);
+	UT_RUN(test_fence);
+
+	UT_RUN(test_loss_middle_nak_once);
+	UT_RUN(test_loss_two_gaps);
+	UT_RUN(test_loss_ack_timer);
+	UT_RUN(test_loss_atomic_duplicate);
+	UT_RUN(test_loss_read_response);
+	UT_RUN(test_loss_read_response_one_retry);
+	UT_RUN(test_loss_read_response_acks_behind);
+	UT_RUN(test_loss_read_chunked);
+	UT_RUN(test_loss_retry_exhausted);
+	UT_RUN(test_loss_retry_zero);
+	UT_RUN(test_loss_gbn_across_wqes);
+	UT_RUN(test_loss_duplicates_everywhere);
 	return UT_DONE();
 }
