@@ -261,7 +261,8 @@ static struct ur_send_wqe *read_wqe_for(struct ur_qp *qp, uint32_t psn)
 	struct ur_send_wqe *w;
 
 	while ((w = head_wqe(qp))) {
-		if (w->opcode == IBV_WR_RDMA_READ && w->offset)
+		/* Requested: some bytes asked for, or all of a zero-length READ. */
+		if (w->opcode == IBV_WR_RDMA_READ && (w->offset || w->state == UR_WQE_SENT))
 			return psn_ge(psn, w->first_psn) ? w : NULL;
 		/* A response implicitly acknowledges every earlier request. */
 		if (w->state != UR_WQE_SENT || ur_wr_is_rd_atomic(w->opcode) ||
