@@ -482,3 +482,76 @@ static void test_loss_duplicates_everywhere(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* A READ response acknowledges every request before the READ: the SEND
+ * whose ACK was lost completes with it, without a retry (retry_cnt 0 would
+ * fail the QP). */
+static void test_loss_ack_before_read(void)
+{
+	struct t_opts o = { .retry_cnt = T_ZERO };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	t_drop(0);
+	t_deliver(0);                 /* the READ response */
+	UT_EQ(t_count(), 0);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->cnt.completer_retry_err, 0);
+	UT_EQ(p.a.qp->comp.psn, 2);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(la.buf, tb.buf, 64);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* SEND (ACK lost), READ (response lost), WRITE (ACK arrives): the WRITE's
+ * ACK completes the SEND and reveals the lost READ response; the READ is
+ * asked for again at its own PSN and everything completes. */
+static void test_loss_ack_and_read_response(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, la.buf + 256, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf + 256, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count(), 3);          /* ACK 0, READ response 1, ACK 2 */
+	t_drop(0);
+	t_drop(0);
+	t_run();
+	for (int i = 0; i < 3; i++)
+		t_expect_wc(p.a.scq, &wc, 2 + i, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(la.buf, tb.buf, 64);
+	UT_MEMEQ(tb.buf + 256, la.buf + 256, 64);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

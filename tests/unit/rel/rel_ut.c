@@ -37,5 +37,7 @@ int main(void)
 	UT_RUN(test_loss_retry_zero);
 	UT_RUN(test_loss_gbn_across_wqes);
 	UT_RUN(test_loss_duplicates_everywhere);
+	UT_RUN(test_loss_ack_before_read);
+	UT_RUN(test_loss_ack_and_read_response);
 	return UT_DONE();
 }
