@@ -189,8 +189,13 @@ static bool ack_through(struct ur_qp *qp, uint32_t psn)
 
 	while ((w = head_wqe(qp))) {
 		if (ur_wr_is_rd_atomic(w->opcode)) {
-			if (psn_ge(psn, w->first_psn))
+			if (psn_ge(psn, w->first_psn)) {
+				/* What precedes the READ/ATOMIC is acknowledged:
+				 * a retry resumes at the READ/ATOMIC's own PSN. */
+				if (psn_gt(w->first_psn, qp->comp.psn))
+					progressed(qp, w->first_psn);
 				return false;
+			}
 			break;
 		}
 		if (w->state != UR_WQE_SENT || psn_lt(psn, w->last_psn))
@@ -283,6 +288,9 @@ static void on_read_response(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	w = read_wqe_for(qp, psn);
 	if (!w)
 		return;
+	/* The requests before the READ are acknowledged by its response. */
+	if (psn_gt(w->first_psn, qp->comp.psn))
+		progressed(qp, w->first_psn);
 	if (psn != qp->comp.psn) {
 		/* A gap: responses were lost.  One retry per gap. */
 		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait)
