@@ -136,6 +136,7 @@ static void progressed(struct ur_qp *qp, uint32_t new_psn)
 	uint32_t acked = (uint32_t)psn_diff(new_psn, qp->comp.psn);
 
 	qp->comp.psn = new_psn;
+	qp->comp.retrying = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	if (qp->req.cwnd < UR_MAX_UNACKED_PSNS) {
@@ -172,6 +173,7 @@ static void retry(struct ur_qp *qp)
 	ur_dbg(QP_DEV(qp), "QP 0x%06x: retry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
 	       ur_qp_num(qp), qp->comp.psn, qp->req.psn, qp->req.cwnd, qp->comp.retry_left);
 	qp->comp.retry_left--;
+	qp->comp.retrying = true;
 	qp->cnt.completer_retry_err++;
 	shrink_cwnd(qp);
 	ur_req_rewind(qp);
@@ -220,7 +222,9 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 	switch (syn & UR_AETH_TYPE_MASK) {
 	case UR_AETH_ACK:
-		if (!ack_through(qp, psn))
+		/* Past a READ/ATOMIC still waiting: its response was lost.  Every
+		 * later ACK says so again; one retry answers them all. */
+		if (!ack_through(qp, psn) && !qp->comp.retrying)
 			retry(qp);
 		return;
 	case UR_AETH_RNR_NAK:
@@ -292,8 +296,9 @@ static void on_read_response(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	if (psn_gt(w->first_psn, qp->comp.psn))
 		progressed(qp, w->first_psn);
 	if (psn != qp->comp.psn) {
-		/* A gap: responses were lost.  One retry per gap. */
-		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait)
+		/* A gap: responses were lost.  One retry per gap: the rest of
+		 * the old response stream is still arriving behind this one. */
+		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait && !qp->comp.retrying)
 			retry(qp);
 		return;
 	}

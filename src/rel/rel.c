@@ -77,6 +77,7 @@ void ur_rel_enter_rts(struct ur_qp *qp)
 	qp->req.cwnd = UR_CWND_INIT;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
+	qp->comp.retrying = false;
 	ur_req_run(qp);
 }
 
