@@ -265,6 +265,8 @@ static inline void t_inject(struct t_pkt *k)
 
 static inline void t_deliver(unsigned i)
 {
+	if (getenv("T_TRACE") && i < net.n)
+		fprintf(stderr, "  deliver %s psn 0x%x qpn 0x%x syn %d\n", ur_opcode_name(t_op(i)), t_psn(i), t_dqpn(i), t_syn(i));
 	t_inject(t_take(i));
 }
 
