@@ -7,6 +7,7 @@
 #include "send_tests.c"
 #include "rdma_tests.c"
 #include "loss_tests.c"
+#include "rnr_tests.c"
 
 int main(void)
 {
@@ -39,5 +40,14 @@ int main(void)
 	UT_RUN(test_loss_duplicates_everywhere);
 	UT_RUN(test_loss_ack_before_read);
 	UT_RUN(test_loss_ack_and_read_response);
+
+	UT_RUN(test_rnr_wait_and_retry);
+	UT_RUN(test_rnr_timer_table);
+	UT_RUN(test_rnr_exhausted);
+	UT_RUN(test_rnr_zero);
+	UT_RUN(test_rnr_infinite);
+	UT_RUN(test_rnr_second_message);
+	UT_RUN(test_rnr_write_imm);
+	UT_RUN(test_rnr_with_packets_behind);
 	return UT_DONE();
 }
