@@ -8,6 +8,8 @@
 #include "rdma_tests.c"
 #include "loss_tests.c"
 #include "rnr_tests.c"
+#include "access_tests.c"
+#include "length_tests.c"
 
 int main(void)
 {
@@ -49,5 +51,16 @@ int main(void)
 	UT_RUN(test_rnr_second_message);
 	UT_RUN(test_rnr_write_imm);
 	UT_RUN(test_rnr_with_packets_behind);
+
+	UT_RUN(test_access_errors);
+	UT_RUN(test_access_edges);
+	UT_RUN(test_access_stale_rkey);
+	UT_RUN(test_access_local);
+	UT_RUN(test_access_atomic_misaligned);
+
+	UT_RUN(test_len_send_too_big);
+	UT_RUN(test_len_write_vs_reth);
+	UT_RUN(test_len_send_packet_sizes);
+	UT_RUN(test_seq_rc_out_of_order);
 	return UT_DONE();
 }
