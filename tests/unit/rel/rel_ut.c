@@ -10,6 +10,7 @@
 #include "rnr_tests.c"
 #include "access_tests.c"
 #include "length_tests.c"
+#include "uc_ud_tests.c"
 
 int main(void)
 {
@@ -62,5 +63,17 @@ int main(void)
 	UT_RUN(test_len_write_vs_reth);
 	UT_RUN(test_len_send_packet_sizes);
 	UT_RUN(test_seq_rc_out_of_order);
+
+	UT_RUN(test_uc_send);
+	UT_RUN(test_uc_loss_drops_message);
+	UT_RUN(test_uc_loss_last_packet);
+	UT_RUN(test_uc_out_of_order);
+	UT_RUN(test_uc_no_receive);
+	UT_RUN(test_uc_write);
+	UT_RUN(test_ud_grh);
+	UT_RUN(test_ud_grh_ipv6);
+	UT_RUN(test_ud_qkey);
+	UT_RUN(test_ud_drops);
+	UT_RUN(test_ud_srq);
 	return UT_DONE();
 }
