@@ -11,6 +11,7 @@
 #include "access_tests.c"
 #include "length_tests.c"
 #include "uc_ud_tests.c"
+#include "mw_tests.c"
 
 int main(void)
 {
@@ -75,5 +76,12 @@ int main(void)
 	UT_RUN(test_ud_qkey);
 	UT_RUN(test_ud_drops);
 	UT_RUN(test_ud_srq);
+
+	UT_RUN(test_mw_access);
+	UT_RUN(test_mw_rebind_stale_key);
+	UT_RUN(test_mw_local_inv);
+	UT_RUN(test_mw_send_with_inv);
+	UT_RUN(test_mw_bind_errors);
+	UT_RUN(test_mw_bind_ordering);
 	return UT_DONE();
 }
