@@ -436,7 +436,7 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	a.path_mtu = o->mtu ? o->mtu : IBV_MTU_1024;
 	a.dest_qp_num = dqpn;
 	a.rq_psn = rq_psn;
-	if (ur_qp_is_reliable(qp)) {
+	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_RECV) {
 		a.max_dest_rd_atomic = o->rd_atomic ? o->rd_atomic : 16;
 		a.min_rnr_timer = o->min_rnr_timer;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;

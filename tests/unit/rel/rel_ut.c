@@ -12,6 +12,7 @@
 #include "length_tests.c"
 #include "uc_ud_tests.c"
 #include "mw_tests.c"
+#include "xrc_tests.c"
 
 int main(void)
 {
@@ -83,5 +84,9 @@ int main(void)
 	UT_RUN(test_mw_send_with_inv);
 	UT_RUN(test_mw_bind_errors);
 	UT_RUN(test_mw_bind_ordering);
+
+	UT_RUN(test_xrc_delivery);
+	UT_RUN(test_xrc_unknown_srq);
+	UT_RUN(test_xrc_other_domain);
 	return UT_DONE();
 }
