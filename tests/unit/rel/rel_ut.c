@@ -13,6 +13,7 @@
 #include "uc_ud_tests.c"
 #include "mw_tests.c"
 #include "xrc_tests.c"
+#include "eagain_tests.c"
 
 int main(void)
 {
@@ -88,5 +89,11 @@ int main(void)
 	UT_RUN(test_xrc_delivery);
 	UT_RUN(test_xrc_unknown_srq);
 	UT_RUN(test_xrc_other_domain);
+
+	UT_RUN(test_eagain_mid_message);
+	UT_RUN(test_eagain_every_point);
+	UT_RUN(test_eagain_responder);
+	UT_RUN(test_eagain_nak_survives_error);
+	UT_RUN(test_xport_hard_error);
 	return UT_DONE();
 }
