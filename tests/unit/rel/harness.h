@@ -330,11 +330,13 @@ struct t_opts {
 	uint8_t min_rnr_timer;
 	uint8_t rd_atomic;           /* 0: 16 */
 	bool srq_b;                  /* B receives from an SRQ */
+	bool b_rtr;                  /* B stays in RTR */
 	bool sig_all;
 	uint32_t max_wr;             /* 0: 64 */
 	uint32_t max_sge;            /* 0: 4 */
 	uint32_t max_inline;
 	uint32_t cqe;                /* 0: 256 */
+	bool rtr_only;               /* (t_connect) stop at RTR */
 };
 
 #define T_ZERO 0x80
@@ -445,7 +447,7 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	if (ret)
 		return ret;
 	qp->path.xport = &net.x;
-	if (qp->type == IBV_QPT_XRC_RECV)
+	if (qp->type == IBV_QPT_XRC_RECV || o->rtr_only)
 		return 0;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -485,8 +487,12 @@ static inline int t_pair_open(struct t_pair *p, const struct t_opts *o)
 		ret = t_to_init(p->b.qp, access);
 	if (!ret)
 		ret = t_connect(p->a.qp, ur_qp_num(p->b.qp), o->b_psn, o->a_psn, o);
-	if (!ret)
-		ret = t_connect(p->b.qp, ur_qp_num(p->a.qp), o->a_psn, o->b_psn, o);
+	if (!ret) {
+		struct t_opts ob = *o;
+
+		ob.rtr_only = o->b_rtr;
+		ret = t_connect(p->b.qp, ur_qp_num(p->a.qp), o->a_psn, o->b_psn, &ob);
+	}
 	UT_EQ(ret, 0);
 	return ret;
 }

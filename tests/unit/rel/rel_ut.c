@@ -14,6 +14,7 @@
 #include "mw_tests.c"
 #include "xrc_tests.c"
 #include "eagain_tests.c"
+#include "error_tests.c"
 
 int main(void)
 {
@@ -95,5 +96,12 @@ int main(void)
 	UT_RUN(test_eagain_responder);
 	UT_RUN(test_eagain_nak_survives_error);
 	UT_RUN(test_xport_hard_error);
+
+	UT_RUN(test_err_flush_in_order);
+	UT_RUN(test_err_srq_last_wqe);
+	UT_RUN(test_err_comm_est);
+	UT_RUN(test_err_reset_reuse);
+	UT_RUN(test_err_late_responses);
+	UT_RUN(test_err_post_states);
 	return UT_DONE();
 }
