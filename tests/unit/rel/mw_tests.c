@@ -287,6 +287,7 @@ static void test_mw_send_with_inv(void)
 		return;
 	rkey = mw_bind_ok(&e, MW_RW);
 	UT_EQ(t_post_recv(&e.p.b, 0x52, e.tb.buf + 600, 400, e.tb.mr->lkey), 0);
+	sge = (struct ibv_sge){ (uintptr_t)e.la.buf, 300, e.la.mr->lkey };
 	wr.invalidate_rkey = rkey;
 	UT_EQ(t_post(e.p.a.qp, &wr), 0);
 	t_run();
