@@ -227,7 +227,7 @@ static void complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 		se = bth_se(pkt->bth);
 	}
 	qp->resp.recv_active = false;
-	qp->cnt.rdma_recvs++;
+	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
 	ur_cq_push(resp_cq(qp), &wc, se);
 }
 
@@ -264,7 +264,7 @@ static void request_error(struct ur_qp *qp, uint8_t nak, const char *what)
 	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;
 		qp->resp.opcode = -1;
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: %s: NAK 0x%02x", ur_qp_num(qp), what, nak);
@@ -510,7 +510,7 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	uint8_t low = pkt->opcode & 0x1f;
 
-	qp->cnt.duplicate_request++;
+	UR_QP_COUNT(qp, UR_CNT_DUPLICATE_REQUEST);
 	if (low == UR_OPL_RDMA_READ_REQUEST) {
 		start_read(qp, pkt, true);   /* reads are idempotent: resend from there */
 	} else if (low == UR_OPL_COMPARE_SWAP || low == UR_OPL_FETCH_ADD) {
@@ -537,7 +537,7 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
-	qp->cnt.send_rnr_err++;
+	UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);
 	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;   /* UC: no receive WQE, the message is lost */
 		qp->resp.opcode = -1;
@@ -557,7 +557,7 @@ static bool xrc_srq(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	uint32_t srqn;
 
 	if (!(info->mask & UR_OPF_XRCETH)) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return false;
 	}
 	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
@@ -594,7 +594,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	uint32_t m = pkt->mask;
 
 	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	if (qp->type == IBV_QPT_UD) {
@@ -610,7 +610,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		return;
 	}
 	if (d > 0) {
-		qp->cnt.out_of_seq_request++;
+		UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
 		if (qp->type == IBV_QPT_UC) {
 			/* UC: the message in progress is lost; resynchronize. */
 			r->psn = pkt->psn;
@@ -729,17 +729,17 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 	bool ok;
 
 	if ((pkt->opcode & UR_OP_TYPE_MASK) != UR_OP_TYPE_UD || !(info->mask & UR_OPF_DETH)) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	if (deth_qkey(deth) != qp->attr.qkey) {
-		qp->cnt.qkey_violations++;
+		UR_QP_COUNT(qp, UR_CNT_QKEY_VIOLATIONS);
 		ur_dbg(QP_DEV(qp), "QP 0x%06x: dropped a datagram: Q_Key 0x%x, expected 0x%x",
 		       ur_qp_num(qp), deth_qkey(deth), qp->attr.qkey);
 		return;
 	}
 	if (!get_recv(qp)) {
-		qp->cnt.send_rnr_err++;   /* UD has no RNR: the datagram is lost */
+		UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);   /* UD has no RNR: the datagram is lost */
 		return;
 	}
 	w = qp->resp.rwqe;
@@ -764,6 +764,6 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 		wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	qp->cnt.rdma_recvs++;
+	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
 	ur_cq_push(qp->rcq, &wc, bth_se(pkt->bth));
 }
