@@ -157,6 +157,9 @@ void ur_qp_to_error(struct ur_qp *qp, bool fatal);
 void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 			 enum ibv_wc_status status);
 
+/* Drops this QP's completions still queued in its CQs (reset, destroy). */
+void ur_qp_purge_completions(struct ur_qp *qp);
+
 /* State names for logs. */
 extern const char *const ur_qp_state_name[];
 

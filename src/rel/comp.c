@@ -49,11 +49,18 @@ void ur_comp_arm_retrans(struct ur_qp *qp)
 	ur_engine_timers_changed(qp);
 }
 
+/* Has the requester put packets of this WQE on the wire?  (A zero-length
+ * message is done after its one packet with offset still 0.) */
+static bool wqe_started(const struct ur_send_wqe *w)
+{
+	return w->offset || w->state == UR_WQE_SENT;
+}
+
 /* One past the newest WQE with packets on the wire: req.wqe itself counts
  * once the requester has started it. */
 static uint32_t inflight_end(struct ur_qp *qp)
 {
-	if (qp->req.wqe != qp->sq.tail && ur_sq_wqe(qp, qp->req.wqe)->offset)
+	if (qp->req.wqe != qp->sq.tail && wqe_started(ur_sq_wqe(qp, qp->req.wqe)))
 		return qp->req.wqe + 1;
 	return qp->req.wqe;
 }
@@ -261,7 +268,7 @@ static struct ur_send_wqe *read_wqe_for(struct ur_qp *qp, uint32_t psn)
 	struct ur_send_wqe *w;
 
 	while ((w = head_wqe(qp))) {
-		if (w->opcode == IBV_WR_RDMA_READ && w->offset)
+		if (w->opcode == IBV_WR_RDMA_READ && wqe_started(w))
 			return psn_ge(psn, w->first_psn) ? w : NULL;
 		/* A response implicitly acknowledges every earlier request. */
 		if (w->state != UR_WQE_SENT || ur_wr_is_rd_atomic(w->opcode) ||
