@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
@@ -53,7 +54,7 @@ bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 				  IBV_ACCESS_LOCAL_WRITE);
 		if (!dst)
 			return false;
-		memcpy(dst, src, take);
+		ur_memcpy(dst, src, take);
 		src += take;
 		len -= take;
 		off = 0;
@@ -399,7 +400,7 @@ static bool do_write(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, resp_pd(qp), qp, r->write_va,
 				  pkt->paylen, IBV_ACCESS_REMOTE_WRITE);
 		if (dst)
-			memcpy(dst, pkt->payload, pkt->paylen);
+			ur_memcpy(dst, pkt->payload, pkt->paylen);
 		ur_mr_read_unlock(&qp->ctx->mrs);
 		if (!dst) {
 			request_error(qp, UR_NAK_REM_ACCESS_ERR, "RDMA WRITE target vanished");
