@@ -60,8 +60,8 @@ static void test_eagain_mid_message(void)
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
 	UT_MEMEQ(rb.buf, sa.buf, 3584);
-	UT_EQ(p.b.qp->cnt.out_of_seq_request, 0);
-	UT_EQ(p.b.qp->cnt.duplicate_request, 0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
 	t_mem_free(&sa);
 	t_mem_free(&rb);
 	t_pair_close(&p);
@@ -198,7 +198,7 @@ static void test_xport_hard_error(void)
 	net.fail_errno = EHOSTUNREACH;
 	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.a.qp->cnt.dropped, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_DROPPED], 1);
 	UT_CHECK(!p.a.qp->req.blocked);
 	net.fail_errno = 0;
 	t_advance(T_TIMEOUT_NS);

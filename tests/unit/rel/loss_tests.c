@@ -39,7 +39,7 @@ static void test_loss_middle_nak_once(void)
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
 	UT_EQ(t_psn(0), psn_add(psn0, 1));
-	UT_EQ(p.b.qp->cnt.out_of_seq_request, 4);
+	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
 	t_deliver(0);
 	/* Go-back-N from the lost PSN. */
 	UT_EQ(t_count(), 5);
@@ -47,7 +47,7 @@ static void test_loss_middle_nak_once(void)
 		UT_EQ(t_psn(i), psn_add(psn0, 1 + i));
 	UT_EQ(t_op(0), UR_OP_RC_SEND_MIDDLE);
 	UT_EQ(t_op(4), UR_OP_RC_SEND_LAST);
-	UT_EQ(p.a.qp->cnt.rcvd_seq_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_run();
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 6 * 256);
@@ -77,13 +77,13 @@ static void test_loss_two_gaps(void)
 	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
 	t_drop(1);                    /* psn 1 */
 	t_run();                      /* NAK, resend 1..7 */
-	UT_EQ(p.a.qp->cnt.rcvd_seq_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 8 * 256, rb.mr->lkey), 0);
 	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
 	t_drop(5);                    /* psn 13 */
 	t_run();
-	UT_EQ(p.a.qp->cnt.rcvd_seq_err, 2);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
@@ -127,9 +127,9 @@ static void test_loss_ack_timer(void)
 	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_ONLY);
 	UT_EQ(t_psn(0), 0xffffff);
 	UT_EQ(p.a.qp->comp.retry_left, 2);
-	UT_EQ(p.a.qp->cnt.completer_retry_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_deliver(0);
-	UT_EQ(p.b.qp->cnt.duplicate_request, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	for (int i = 0; i < 512; i++)
 		if (tb.buf[i] != 0xee) {
 			UT_EQ(tb.buf[i], 0xee);
@@ -174,7 +174,7 @@ static void test_loss_atomic_duplicate(void)
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	t_deliver(0);
 	UT_EQ(*target, 42);           /* not added twice */
-	UT_EQ(p.b.qp->cnt.duplicate_request, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_ATOMIC_ACKNOWLEDGE);
 	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
@@ -240,7 +240,7 @@ static void test_loss_read_response(void)
 	UT_EQ(wc.byte_len, 8 * 256 - 10);
 	UT_MEMEQ(da.buf, sb.buf + 10, 8 * 256 - 10);
 	UT_CHECK(t_mem_intact_outside(&da, 1, 0, 8 * 256 - 10));
-	UT_EQ(p.b.qp->cnt.duplicate_request, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	t_mem_free(&da);
 	t_mem_free(&sb);
 	t_pair_close(&p);
@@ -268,7 +268,7 @@ static void test_loss_read_response_one_retry(void)
 	for (int i = 0; i < 6; i++)
 		t_deliver(0);         /* psn 2..7 */
 	UT_EQ(t_count_op(UR_OP_RC_RDMA_READ_REQUEST), 1);
-	UT_EQ(p.a.qp->cnt.completer_retry_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
 	UT_MEMEQ(da.buf, sb.buf, 8 * 256);
@@ -307,7 +307,7 @@ static void test_loss_read_response_acks_behind(void)
 	UT_EQ(t_count_op(UR_OP_RC_ACKNOWLEDGE), 3);
 	for (int i = 0; i < 3; i++)
 		t_deliver(0);
-	UT_CHECK(p.a.qp->cnt.completer_retry_err <= 1);
+	UT_CHECK(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] <= 1);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	t_run();
 	for (int i = 0; i < 4; i++)
@@ -379,7 +379,7 @@ static void test_loss_retry_exhausted(void)
 	t_advance(T_TIMEOUT_NS);
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_EQ(p.a.qp->cnt.retry_exceeded_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 1);
 	/* Errors complete even unsignaled WQEs. */
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	UT_EQ(wc.qp_num, ur_qp_num(p.a.qp));
@@ -437,7 +437,7 @@ static void test_loss_gbn_across_wqes(void)
 	for (int i = 0; i < 3; i++)
 		t_expect_wc(p.a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
 	UT_MEMEQ(tb.buf, sa.buf, 3 * 1024);
-	UT_EQ(p.a.qp->cnt.rcvd_seq_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	UT_EQ(p.b.qp->resp.psn, 12);
 	t_mem_free(&sa);
 	t_mem_free(&tb);
@@ -509,7 +509,7 @@ static void test_loss_ack_before_read(void)
 	UT_EQ(t_count(), 0);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->cnt.completer_retry_err, 0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	UT_EQ(p.a.qp->comp.psn, 2);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_MEMEQ(la.buf, tb.buf, 64);

@@ -38,8 +38,8 @@ static void test_rnr_wait_and_retry(void)
 	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
 	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
 	rnr_once(&p, &sa, 1, 14);
-	UT_EQ(p.b.qp->cnt.send_rnr_err, 1);
-	UT_EQ(p.a.qp->cnt.rcvd_rnr_err, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 1);
 	UT_EQ(p.a.qp->comp.rnr_retry_left, 2);
 	/* B is still fine: an RNR NAK is not an error. */
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
@@ -105,7 +105,7 @@ static void test_rnr_exhausted(void)
 	UT_EQ(t_syn(0), UR_AETH_RNR_NAK | 1);
 	t_deliver(0);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_EQ(p.a.qp->cnt.retry_rnr_exceeded_err, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_RNR_EXCEEDED_ERR], 1);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RNR_RETRY_EXC_ERR);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
 	UT_EQ(t_count(), 0);
@@ -151,7 +151,7 @@ static void test_rnr_infinite(void)
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 		t_advance(ur_rel_rnr_timer_ns(1) + 1000000);
 	}
-	UT_EQ(p.a.qp->cnt.rcvd_rnr_err, 50);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 50);
 	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);

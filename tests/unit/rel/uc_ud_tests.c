@@ -64,7 +64,7 @@ static void test_uc_loss_drops_message(void)
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->resp.psn, 6);
-	UT_EQ(p.b.qp->cnt.out_of_seq_request, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
 
 	/* The next message completes into the second receive. */
 	UT_EQ(t_post_send(&p.a, 5, IBV_WR_SEND, sa.buf, 300, sa.mr->lkey, 0), 0);
@@ -147,7 +147,7 @@ static void test_uc_no_receive(void)
 	t_run();
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.b.qp->cnt.send_rnr_err, 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
 	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
 	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 1024, 10, sa.mr->lkey, 0), 0);
 	t_run();
@@ -373,7 +373,7 @@ static void test_ud_qkey(void)
 	t_run();
 	t_expect_wc(u.a.scq, &wc, 2, IBV_WC_SUCCESS);   /* the sender cannot know */
 	UT_CHECK(t_cq_empty(u.b.rcq));
-	UT_EQ(u.b.qp->cnt.qkey_violations, 1);
+	UT_EQ(u.b.qp->cnt[UR_CNT_QKEY_VIOLATIONS], 1);
 	UT_CHECK(t_mem_intact(&rb, 2));
 	/* The receive is still there for a datagram with the right Q_Key;
 	 * a Q_Key with the high bit set means "the sending QP's own". */
@@ -399,7 +399,7 @@ static void test_ud_drops(void)
 	/* No receive posted: dropped, counted. */
 	UT_EQ(t_ud_send(&u, 1, sa.buf, 10, sa.mr->lkey, T_QKEY, false), 0);
 	t_run();
-	UT_EQ(u.b.qp->cnt.send_rnr_err, 1);
+	UT_EQ(u.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
 	UT_CHECK(t_cq_empty(u.b.rcq));
 	UT_EQ(u.b.qp->state, IBV_QPS_RTS);
 	/* A receive too small for GRH + payload: LOC_LEN_ERR, nothing
@@ -423,7 +423,7 @@ static void test_ud_drops(void)
 		uint8_t pl[4] = { 0 };
 
 		t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(u.b.qp), 0, false, pl, 4));
-		UT_CHECK(u.b.qp->cnt.dropped >= 1);
+		UT_CHECK(u.b.qp->cnt[UR_CNT_DROPPED] >= 1);
 	}
 	t_mem_free(&sa);
 	t_mem_free(&rb);
