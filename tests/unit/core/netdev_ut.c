@@ -148,6 +148,34 @@ static void sysctl_set(const char *path, const char *value)
 	}
 }
 
+/* The kernel finishes setting up new IPv6 addresses in a work queue (even
+ * without duplicate address detection): wait until both the link-local
+ * and the global address can be used as sources, at most 5 s. */
+static int wait_ipv6_usable(void)
+{
+	static const char *const dst[] = { "fe80::1", "fd00::2" };
+
+	for (int tries = 0; tries < 500; tries++) {
+		int ok = 0;
+
+		for (int i = 0; i < 2; i++) {
+			struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+			int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+			inet_pton(AF_INET6, dst[i], &a.sin6_addr);
+			a.sin6_scope_id = if_nametoindex("uttap0");
+			if (fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof(a)))
+				ok++;
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok == 2)
+			return 0;
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
 static int tap_create(void)
 {
 	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
@@ -179,6 +207,8 @@ static int tap_create(void)
 		ret = ut_if_flags("uttap0", IFF_UP, 0);
 	if (!ret)
 		ret = add_v6("uttap0", "fd00::1");
+	if (!ret)
+		ret = wait_ipv6_usable();
 	return ret;
 }
 
@@ -260,6 +290,7 @@ static void test_gid_table_alias(void)
 	UT_CHECK(find_gid(&nd, "10.11.12.13") > 0);
 	UT_CHECK(find_gid(&nd, "10.11.12.14") > 0);
 	UT_CHECK(find_gid(&nd, "10.11.12.14") < find_gid(&nd, "fd00::1"));
+
 }
 
 /* The table holds at most UR_MAX_GID entries, whatever the interface has. */
@@ -390,7 +421,19 @@ static void test_route_tap(void)
 		fprintf(stderr, "  got: %s\n", why);
 	UT_EQ(path.family, AF_INET6);
 	UT_EQ(path.dst.v6.sin6_scope_id, if_nametoindex("uttap0"));
-	/* The interface going down: the port follows (after its refresh). */
+}
+
+/* The interface going down takes the port down (at the next refresh of
+ * the device's view), and up again.  Last: IPv6 addresses go with it. */
+static void test_port_state(void)
+{
+	struct ur_device *dev = ur_device_by_name("ut1");
+	struct ibv_port_attr port;
+
+	if (!dev) {
+		UT_CHECK(dev != NULL);
+		return;
+	}
 	UT_EQ(ut_if_flags("uttap0", 0, IFF_UP), 0);
 	dev->refreshed_ns = 0;
 	ur_port_attr(dev, &port);
@@ -418,6 +461,7 @@ int main(void)
 	UT_RUN(test_route_tap);
 	UT_RUN(test_gid_table_alias);
 	UT_RUN(test_gid_table_full);
+	UT_RUN(test_port_state);
 	close(tap_fd);
 	return UT_DONE();
 }
