@@ -554,3 +554,46 @@ static void test_loss_ack_and_read_response(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* Two atomics outstanding; the first one's ACK is lost, the second's
+ * arrives: responses come in order, so the first one's response was lost.
+ * A asks again at once, without waiting out the retransmission timer, and
+ * the duplicate is answered from the saved result. */
+static void test_loss_atomic_ack_then_next(void)
+{
+	struct t_opts o = { .rd_atomic = 4 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *target, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
+	target = (uint64_t *)tb.buf;
+	*target = 10;
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(*target, 12);
+	UT_EQ(t_count(), 2);
+	t_drop(0);                    /* the first atomic's ACK */
+	t_deliver(0);                 /* the second's */
+	UT_EQ(t_count_op(UR_OP_RC_FETCH_ADD), 1);
+	UT_EQ(t_psn(0), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 10);
+	memcpy(&got, la.buf + 8, 8);
+	UT_EQ(got, 11);
+	UT_EQ(*target, 12);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

@@ -47,6 +47,7 @@ int main(void)
 	UT_RUN(test_loss_duplicates_everywhere);
 	UT_RUN(test_loss_ack_before_read);
 	UT_RUN(test_loss_ack_and_read_response);
+	UT_RUN(test_loss_atomic_ack_then_next);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);
