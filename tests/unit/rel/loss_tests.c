@@ -583,9 +583,12 @@ static void test_loss_atomic_ack_then_next(void)
 	UT_EQ(t_count(), 2);
 	t_drop(0);                    /* the first atomic's ACK */
 	t_deliver(0);                 /* the second's */
-	UT_EQ(t_count_op(UR_OP_RC_FETCH_ADD), 1);
+	/* Go-back-N: both again, from the first. */
+	UT_EQ(t_count_op(UR_OP_RC_FETCH_ADD), 2);
 	UT_EQ(t_psn(0), 0);
+	UT_EQ(t_psn(1), 1);
 	t_run();
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	memcpy(&got, la.buf, 8);
