@@ -344,9 +344,18 @@ static void on_atomic_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 			return;
 		complete_ok(qp, w);
 	}
-	if (!w || w->opcode == IBV_WR_RDMA_READ || w->state != UR_WQE_SENT ||
-	    w->first_psn != pkt->psn)
+	if (!w || w->state != UR_WQE_SENT || psn_lt(pkt->psn, w->first_psn))
 		return;
+	/* The requests before the oldest READ/ATOMIC are acknowledged. */
+	if (psn_gt(w->first_psn, qp->comp.psn))
+		progressed(qp, w->first_psn);
+	if (w->opcode == IBV_WR_RDMA_READ || w->first_psn != pkt->psn) {
+		/* Responses come in order: the older READ/ATOMIC's was lost.
+		 * Ask again now rather than at the timeout (once per loss). */
+		if (!qp->comp.retrying)
+			retry(qp);
+		return;
+	}
 	ur_mr_read_lock(&qp->ctx->mrs);
 	ok = ur_copy_to_sges(qp, w->sge, w->num_sge, 0, (const uint8_t *)&orig, 8);
 	ur_mr_read_unlock(&qp->ctx->mrs);
