@@ -600,3 +600,67 @@ static void test_loss_atomic_ack_then_next(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* A sequence NAK for a PSN past an atomic whose ACK was lost: the NAK
+ * acknowledges what precedes it except that atomic, whose response is
+ * still needed.  A must resend from the atomic, at the atomic's own PSN:
+ * sending it (or anything) at another PSN than the first time makes B
+ * execute it twice or take one request for another. */
+static void test_loss_seq_nak_past_atomic(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)tb.buf;
+	*counter = 50;
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_recv(&p.b, 9, tb.buf + 1024, 1024, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 1024, 768, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
+	t_deliver(0);                 /* the atomic executes */
+	UT_EQ(*counter, 51);
+	t_deliver(0);                 /* SEND FIRST */
+	t_drop(0);                    /* SEND MIDDLE psn 2 lost */
+	t_deliver(0);                 /* SEND LAST: NAK psn 2 */
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ATOMIC_ACKNOWLEDGE);
+	t_drop(0);                    /* the atomic's response lost */
+	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
+	UT_EQ(t_psn(0), 2);
+	t_deliver(0);
+	/* Whatever A resends goes out at its original PSN. */
+	for (unsigned i = 0; i < t_count(); i++) {
+		uint8_t op = t_op(i);
+		uint32_t psn = t_psn(i);
+
+		if (op == UR_OP_RC_FETCH_ADD)
+			UT_EQ(psn, 0);
+		else if (op == UR_OP_RC_SEND_FIRST)
+			UT_EQ(psn, 1);
+		else if (op == UR_OP_RC_SEND_MIDDLE)
+			UT_EQ(psn, 2);
+		else if (op == UR_OP_RC_SEND_LAST)
+			UT_EQ(psn, 3);
+	}
+	t_run();
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 51);          /* added once */
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 50);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf + 1024, la.buf + 1024, 768);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

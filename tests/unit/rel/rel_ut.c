@@ -48,6 +48,7 @@ int main(void)
 	UT_RUN(test_loss_ack_before_read);
 	UT_RUN(test_loss_ack_and_read_response);
 	UT_RUN(test_loss_atomic_ack_then_next);
+	UT_RUN(test_loss_seq_nak_past_atomic);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);
@@ -57,6 +58,7 @@ int main(void)
 	UT_RUN(test_rnr_second_message);
 	UT_RUN(test_rnr_write_imm);
 	UT_RUN(test_rnr_with_packets_behind);
+	UT_RUN(test_rnr_past_atomic);
 
 	UT_RUN(test_access_errors);
 	UT_RUN(test_access_edges);
@@ -104,5 +106,6 @@ int main(void)
 	UT_RUN(test_err_reset_reuse);
 	UT_RUN(test_err_late_responses);
 	UT_RUN(test_err_post_states);
+
 	return UT_DONE();
 }

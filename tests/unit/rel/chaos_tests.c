@@ -1,0 +1,210 @@
+/* A property test of the whole protocol: a random mix of SENDs, WRITEs,
+ * READs and atomics across the PSN wrap, through a network that loses,
+ * duplicates and reorders packets in both directions, with receives posted
+ * late (RNR).  Whatever happens, every WQE completes once, successfully,
+ * in order; every byte lands where it belongs; every atomic executes once.
+ * Deterministic: each seed replays the same run. */
+
+static uint64_t chaos_state;
+
+static uint32_t chaos_rnd(uint32_t n)
+{
+	chaos_state ^= chaos_state >> 12;
+	chaos_state ^= chaos_state << 25;
+	chaos_state ^= chaos_state >> 27;
+	return (uint32_t)((chaos_state * 0x2545f4914f6cdd1dull) >> 33) % n;
+}
+
+enum { CH_WQES = 48, CH_AREA = 2048 };
+
+struct ch_wqe {
+	enum ibv_wr_opcode op;
+	uint32_t len;
+};
+
+/* loss, dup, reorder: per mille. */
+static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reorder)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xffffe0 + (uint32_t)(seed % 32),
+			    .b_psn = 0x10, .timeout = 14, .rd_atomic = 4, .min_rnr_timer = 1 };
+	struct ch_wqe w[CH_WQES];
+	struct t_pair p;
+	struct t_mem src, dst, tgt, rdsrc, rcv;
+	uint64_t *counter;
+	unsigned nsend = 0, nrecv_posted = 0, ncomp = 0, nrecv = 0, steps = 0, natomic = 0;
+	uint8_t seen_orig[CH_WQES] = { 0 };
+	struct ibv_wc wc[16];
+	int before = ut_failures;
+
+	chaos_state = seed * 0x9e3779b97f4a7c15ull + 1;
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&src, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&dst, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 2);
+	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * CH_AREA, T_ALL_ACCESS, 3);
+	t_mem_reg(&rdsrc, &p.b, CH_WQES * CH_AREA, T_ALL_ACCESS, 4);
+	t_mem_reg(&rcv, &p.b, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 5);
+	counter = (uint64_t *)(tgt.buf + CH_WQES * CH_AREA);   /* past the WRITEs' areas */
+	*counter = 1000;
+
+	for (unsigned i = 0; i < CH_WQES; i++) {
+		static const enum ibv_wr_opcode ops[] = {
+			IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+			IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		};
+		uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+		int ret;
+
+		w[i].op = ops[chaos_rnd(UR_ARRAY_SIZE(ops))];
+		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(CH_AREA);
+		switch (w[i].op) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+			ret = t_post_send(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey, IBV_SEND_SIGNALED);
+			nsend++;
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			nsend++;
+			/* fall through */
+		case IBV_WR_RDMA_WRITE:
+			ret = t_post_rdma(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey,
+					  (uintptr_t)tgt.buf + i * CH_AREA, tgt.mr->rkey);
+			break;
+		case IBV_WR_RDMA_READ:
+			ret = t_post_rdma(&p.a, i, w[i].op, d, w[i].len, dst.mr->lkey,
+					  (uintptr_t)rdsrc.buf + i * CH_AREA, rdsrc.mr->rkey);
+			break;
+		default:
+			w[i].len = 8;
+			natomic++;
+			ret = t_post_atomic(&p.a, i, w[i].op, d, dst.mr->lkey, (uintptr_t)counter,
+					    tgt.mr->rkey, 1, 0);
+			break;
+		}
+		UT_EQ(ret, 0);
+	}
+	/* Half the receives now, the rest one by one when the network is
+	 * quiet: RNR NAKs meanwhile. */
+	for (; nrecv_posted < nsend / 2; nrecv_posted++)
+		UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted, rcv.buf + nrecv_posted * CH_AREA,
+				  CH_AREA, rcv.mr->lkey), 0);
+
+	while (ncomp < CH_WQES && steps < 200000) {
+		int n;
+
+		steps++;
+		if (!t_count()) {
+			if (nrecv_posted < nsend) {
+				UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted,
+						  rcv.buf + nrecv_posted * CH_AREA, CH_AREA,
+						  rcv.mr->lkey), 0);
+				nrecv_posted++;
+			}
+			if (getenv("T_TRACE"))
+				fprintf(stderr, "  -- advance 1 s (A comp.psn 0x%x req.psn 0x%x, B psn 0x%x)\n",
+					p.a.qp->comp.psn, p.a.qp->req.psn, p.b.qp->resp.psn);
+			t_advance(1000000000ull);   /* 1 s: every timer */
+		} else {
+			uint32_t r = chaos_rnd(1000);
+
+			if (r < loss) {
+				if (getenv("T_TRACE"))
+					fprintf(stderr, "  DROP %s psn 0x%x\n", ur_opcode_name(t_op(0)), t_psn(0));
+				t_drop(0);
+			} else if (r < loss + dup) {
+				t_inject(t_copy(0));
+			} else if (r < loss + dup + reorder && t_count() > 1) {
+				struct t_pkt *k = t_take(0);
+				unsigned at = 1 + chaos_rnd(t_count());
+
+				/* Put it back further down the queue. */
+				if (net.n == net.cap)
+					t_inject(k);
+				else {
+					memmove(&net.q[at + 1], &net.q[at], (net.n - at) * sizeof(*net.q));
+					net.q[at] = k;
+					net.n++;
+				}
+			} else {
+				t_deliver(0);
+			}
+		}
+		while ((n = t_poll(p.a.scq, wc, 16)) > 0) {
+			for (int j = 0; j < n; j++) {
+				UT_EQ(wc[j].wr_id, ncomp);
+				UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+				ncomp++;
+			}
+		}
+		while ((n = t_poll(p.b.rcq, wc, 16)) > 0) {
+			for (int j = 0; j < n; j++) {
+				UT_EQ(wc[j].wr_id, 1000 + nrecv);
+				UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+				nrecv++;
+			}
+		}
+	}
+	UT_EQ(ncomp, CH_WQES);
+	UT_EQ(nrecv, nsend);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	/* Every byte where it belongs, every atomic once. */
+	{
+		unsigned recv_i = 0;
+
+		for (unsigned i = 0; i < CH_WQES; i++) {
+			uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+			uint64_t orig;
+
+			switch (w[i].op) {
+			case IBV_WR_SEND:
+			case IBV_WR_SEND_WITH_IMM:
+				UT_MEMEQ(rcv.buf + recv_i++ * CH_AREA, s, w[i].len);
+				break;
+			case IBV_WR_RDMA_WRITE_WITH_IMM:
+				recv_i++;
+				/* fall through */
+			case IBV_WR_RDMA_WRITE:
+				UT_MEMEQ(tgt.buf + i * CH_AREA, s, w[i].len);
+				break;
+			case IBV_WR_RDMA_READ:
+				UT_MEMEQ(d, rdsrc.buf + i * CH_AREA, w[i].len);
+				break;
+			default:
+				memcpy(&orig, d, 8);
+				UT_CHECK(orig >= 1000 && orig < 1000 + natomic);
+				if (orig >= 1000 && orig < 1000 + natomic) {
+					UT_EQ(seen_orig[orig - 1000], 0);
+					seen_orig[orig - 1000] = 1;
+				}
+				break;
+			}
+		}
+	}
+	UT_EQ(*counter, 1000 + natomic);
+	UT_CHECK(t_mem_intact(&rdsrc, 4));
+	if (ut_failures != before)
+		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u: %u steps, %u completed)\n",
+			(unsigned long long)seed, loss, dup, reorder, steps, ncomp);
+	t_mem_free(&src);
+	t_mem_free(&dst);
+	t_mem_free(&tgt);
+	t_mem_free(&rdsrc);
+	t_mem_free(&rcv);
+	t_pair_close(&p);
+}
+
+static void test_chaos(void)
+{
+	if (getenv("T_SEED")) {
+		chaos_run(strtoull(getenv("T_SEED"), NULL, 0), (unsigned)atoi(getenv("T_LOSS")),
+			  (unsigned)atoi(getenv("T_DUP")), (unsigned)atoi(getenv("T_REORDER")));
+		return;
+	}
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		chaos_run(seed, 0, 0, 0);
+	for (uint64_t seed = 1; seed <= 40; seed++)
+		chaos_run(seed, 100, 30, 30);
+	for (uint64_t seed = 100; seed <= 110; seed++)
+		chaos_run(seed, 250, 50, 50);
+}
