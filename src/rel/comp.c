@@ -236,6 +236,9 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	case UR_AETH_RNR_NAK:
 		UR_QP_COUNT(qp, UR_CNT_RCVD_RNR_ERR);
+		/* What precedes the NAKed PSN is acknowledged, up to a READ/ATOMIC
+		 * still waiting for its response: comp.psn stops there (never
+		 * past a request that must be sent again at its own PSN). */
 		ack_through(qp, psn_add(psn, UR_PSN_MASK));
 		if (!qp->comp.rnr_retry_left) {
 			UR_QP_COUNT(qp, UR_CNT_RETRY_RNR_EXCEEDED_ERR);
@@ -244,7 +247,6 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		}
 		if (qp->attr.rnr_retry != 7)
 			qp->comp.rnr_retry_left--;
-		qp->comp.psn = psn;
 		ur_req_rewind(qp);
 		qp->req.rnr_wait = true;
 		qp->comp.retrans_deadline = 0;
@@ -253,11 +255,9 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	case UR_AETH_NAK:
 		UR_QP_COUNT(qp, UR_CNT_RCVD_NAK);
-		ack_through(qp, psn_add(psn, UR_PSN_MASK));
+		ack_through(qp, psn_add(psn, UR_PSN_MASK));   /* as for RNR */
 		if (syn == UR_NAK_PSN_SEQ_ERR) {
 			UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
-			if (psn_gt(psn, qp->comp.psn) && psn_lt(psn, qp->req.psn))
-				qp->comp.psn = psn;
 			retry(qp);
 			return;
 		}
