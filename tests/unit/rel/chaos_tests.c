@@ -15,7 +15,34 @@ static uint32_t chaos_rnd(uint32_t n)
 	return (uint32_t)((chaos_state * 0x2545f4914f6cdd1dull) >> 33) % n;
 }
 
-enum { CH_WQES = 48, CH_AREA = 2048 };
+enum { CH_WQES = 48, CH_AREA = 2048, CH_PSNS = 4096 };
+
+/* A request PSN names one packet for good: whatever is sent again at a
+ * PSN must be what was sent there first (a READ asked again from the
+ * middle uses a PSN that carried no request before). */
+static uint32_t ch_base_psn, ch_dqpn;
+static uint8_t ch_op_at[CH_PSNS];
+static unsigned ch_psn_changed;
+
+static void ch_on_send(const struct t_pkt *k)
+{
+	uint8_t op = bth_opcode(k->buf);
+	int32_t at = psn_diff(bth_psn(k->buf), ch_base_psn);
+
+	if (bth_qpn(k->buf) != ch_dqpn || !(ur_opcode[op].mask & UR_OPF_REQ))
+		return;
+	if (at < 0 || at >= CH_PSNS) {
+		ch_psn_changed++;
+		return;
+	}
+	if (ch_op_at[at] && ch_op_at[at] != op) {
+		if (getenv("T_TRACE"))
+			fprintf(stderr, "  PSN 0x%x was %s, now %s\n", bth_psn(k->buf),
+				ur_opcode_name(ch_op_at[at]), ur_opcode_name(op));
+		ch_psn_changed++;
+	}
+	ch_op_at[at] = op;
+}
 
 struct ch_wqe {
 	enum ibv_wr_opcode op;
@@ -39,6 +66,11 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	chaos_state = seed * 0x9e3779b97f4a7c15ull + 1;
 	if (t_pair_open(&p, &o))
 		return;
+	ch_base_psn = o.a_psn;
+	ch_dqpn = ur_qp_num(p.b.qp);
+	memset(ch_op_at, 0, sizeof(ch_op_at));
+	ch_psn_changed = 0;
+	net.on_send = ch_on_send;
 	t_mem_reg(&src, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&dst, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 2);
 	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * CH_AREA, T_ALL_ACCESS, 3);
@@ -144,6 +176,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			}
 		}
 	}
+	UT_EQ(ch_psn_changed, 0);
 	UT_EQ(ncomp, CH_WQES);
 	UT_EQ(nrecv, nsend);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);

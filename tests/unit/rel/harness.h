@@ -76,6 +76,7 @@ static struct {
 	bool eagain;                 /* refusing now */
 	unsigned eagain_calls;
 	int fail_errno;              /* refuse everything with this (not EAGAIN) */
+	void (*on_send)(const struct t_pkt *k);   /* sees every packet accepted */
 } net = { .eagain_after = -1 };
 
 static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *p)
@@ -128,6 +129,8 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 	}
 	net.q[net.n++] = k;
 	net.sent++;
+	if (net.on_send)
+		net.on_send(k);
 	return 0;
 }
 
@@ -164,6 +167,7 @@ static inline void t_net_reset(void)
 	net.eagain = false;
 	net.eagain_calls = 0;
 	net.fail_errno = 0;
+	net.on_send = NULL;
 	net.x.ops = &t_xport_ops;
 }
 

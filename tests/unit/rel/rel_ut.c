@@ -49,6 +49,7 @@ int main(void)
 	UT_RUN(test_loss_ack_and_read_response);
 	UT_RUN(test_loss_atomic_ack_then_next);
 	UT_RUN(test_loss_seq_nak_past_atomic);
+	UT_RUN(test_loss_ack_beyond_resend);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);
@@ -106,6 +107,7 @@ int main(void)
 	UT_RUN(test_err_reset_reuse);
 	UT_RUN(test_err_late_responses);
 	UT_RUN(test_err_post_states);
+
 
 	return UT_DONE();
 }
