@@ -248,6 +248,7 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		if (qp->attr.rnr_retry != 7)
 			qp->comp.rnr_retry_left--;
 		ur_req_rewind(qp);
+		qp->comp.retrying = true;   /* a NAK for the same PSN is no news */
 		qp->req.rnr_wait = true;
 		qp->comp.retrans_deadline = 0;
 		qp->comp.rnr_deadline = ur_now_ns() + ur_rel_rnr_timer_ns(syn & 0x1f);
@@ -258,7 +259,11 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		ack_through(qp, psn_add(psn, UR_PSN_MASK));   /* as for RNR */
 		if (syn == UR_NAK_PSN_SEQ_ERR) {
 			UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
-			retry(qp);
+			/* A new gap comes with progress (ack_through clears
+			 * retrying); one for where we went back to already is
+			 * stale: packets sent before going back met the gap. */
+			if (!qp->comp.retrying)
+				retry(qp);
 			return;
 		}
 		w = head_wqe(qp);
@@ -367,16 +372,54 @@ static void on_atomic_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	complete_ok(qp, w);
 }
 
+/* An ACK or NAK past what was resent since going back (go-back-N lowered
+ * req.psn, the first transmission had gone further): the responder has
+ * every request before next.  The requester moves there, as if it had
+ * resent them; they keep the PSNs of their first transmission. */
+static void fast_forward(struct ur_qp *qp, uint32_t next)
+{
+	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+
+		if (ur_wr_is_local(w->opcode)) {
+			if (w->state == UR_WQE_POSTED)
+				break;          /* not executed yet: in order only */
+			qp->req.wqe++;
+			continue;
+		}
+		if (!w->all_sent)
+			break;
+		if (!ur_wr_is_rd_atomic(w->opcode) && psn_le(next, w->last_psn)) {
+			w->offset = (uint32_t)psn_diff(next, w->first_psn) * qp->mtu;
+			qp->req.psn = next;
+			break;
+		}
+		w->offset = w->length;
+		w->state = UR_WQE_SENT;
+		qp->req.psn = psn_inc(w->last_psn);
+		qp->req.wqe++;
+	}
+}
+
 void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	uint8_t low = pkt->opcode & 0x1f;
 
 	if (!ur_qp_is_reliable(qp) || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return;
-	/* Only responses to what is outstanding count. */
-	if (psn_lt(pkt->psn, qp->comp.psn) || psn_ge(pkt->psn, qp->req.psn)) {
+	/* Only responses to what is outstanding count.  An ACK/NAK may
+	 * acknowledge what was sent before going back (a duplicate is
+	 * acknowledged with the newest PSN the responder has). */
+	if (psn_lt(pkt->psn, qp->comp.psn) ||
+	    psn_ge(pkt->psn, low == UR_OPL_ACKNOWLEDGE ? qp->req.psn_max : qp->req.psn)) {
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
+	}
+	if (low == UR_OPL_ACKNOWLEDGE && psn_ge(pkt->psn, qp->req.psn)) {
+		uint8_t syn = aeth_syn(pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_AETH]);
+
+		/* An ACK covers its own PSN; a NAK what precedes it. */
+		fast_forward(qp, ur_aeth_type(syn) == UR_AETH_ACK ? psn_inc(pkt->psn) : pkt->psn);
 	}
 	if (low == UR_OPL_ACKNOWLEDGE)
 		on_ack(qp, pkt);

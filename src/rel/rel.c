@@ -71,6 +71,7 @@ void ur_rel_enter_rtr(struct ur_qp *qp)
 void ur_rel_enter_rts(struct ur_qp *qp)
 {
 	qp->req.psn = qp->attr.sq_psn;
+	qp->req.psn_max = qp->attr.sq_psn;
 	qp->comp.psn = qp->attr.sq_psn;
 	qp->req.wqe = qp->sq.head;
 	qp->req.opcode = -1;

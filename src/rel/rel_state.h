@@ -13,6 +13,8 @@ struct ur_pd;
 
 struct ur_req_state {
 	uint32_t psn;            /* next PSN to send */
+	uint32_t psn_max;        /* one past the highest PSN ever sent: go-back-N
+				  * lowers psn, not this; responses up to it count */
 	uint32_t wqe;            /* SQ index of the WQE being packetized */
 	int opcode;              /* BTH opcode last sent mid-message, -1 between messages */
 	uint32_t rd_atomic;      /* READ/ATOMIC requests awaiting their responses */
