@@ -48,8 +48,6 @@ struct ur_send_wqe {
 	/* progress, owned by the requester and completer */
 	uint8_t state;
 	bool is_inline;
-	bool all_sent;           /* every packet went out once: first/last_psn are
-				  * final, even after go-back-N rewinds it */
 	uint32_t first_psn, last_psn;
 	uint32_t length;         /* message bytes */
 	uint32_t offset;         /* bytes packetized (reads: requested) */

@@ -373,13 +373,15 @@ static void on_atomic_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 }
 
 /* An ACK or NAK past what was resent since going back (go-back-N lowered
- * req.psn, the first transmission had gone further): the responder has
- * every request before next.  The requester moves there, as if it had
- * resent them; they keep the PSNs of their first transmission. */
+ * req.psn; the first transmission had gone further, up to req.psn_max): the
+ * responder has every request before next.  The requester moves there as
+ * if it had resent them: WQEs are segmented the same way every time, so
+ * they get the PSNs of their first transmission. */
 static void fast_forward(struct ur_qp *qp, uint32_t next)
 {
 	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {
 		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+		uint32_t left = w->length - w->offset, pkts, take;
 
 		if (ur_wr_is_local(w->opcode)) {
 			if (w->state == UR_WQE_POSTED)
@@ -387,16 +389,22 @@ static void fast_forward(struct ur_qp *qp, uint32_t next)
 			qp->req.wqe++;
 			continue;
 		}
-		if (!w->all_sent)
-			break;
-		if (!ur_wr_is_rd_atomic(w->opcode) && psn_le(next, w->last_psn)) {
-			w->offset = (uint32_t)psn_diff(next, w->first_psn) * qp->mtu;
-			qp->req.psn = next;
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			pkts = w->offset ? 0 : 1;
+		else
+			pkts = left ? (left + qp->mtu - 1) / qp->mtu : (w->offset ? 0 : 1);
+		if (w->offset == 0)
+			w->first_psn = qp->req.psn;
+		take = ur_min(pkts, (uint32_t)psn_diff(next, qp->req.psn));
+		if (take < pkts) {
+			w->offset += take * qp->mtu;
+			qp->req.psn = psn_add(qp->req.psn, take);
 			break;
 		}
 		w->offset = w->length;
+		w->last_psn = psn_add(qp->req.psn, pkts - 1);
 		w->state = UR_WQE_SENT;
-		qp->req.psn = psn_inc(w->last_psn);
+		qp->req.psn = psn_add(qp->req.psn, pkts);
 		qp->req.wqe++;
 	}
 }

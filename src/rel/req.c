@@ -337,7 +337,6 @@ void ur_req_run(struct ur_qp *qp)
 		if (!done)
 			continue;
 		w->state = UR_WQE_SENT;
-		w->all_sent = true;
 		qp->req.wqe++;
 		if (!ur_qp_is_reliable(qp))
 			ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);   /* no ACKs to wait for */

@@ -15,6 +15,7 @@
 #include "xrc_tests.c"
 #include "eagain_tests.c"
 #include "error_tests.c"
+#include "chaos_tests.c"
 
 int main(void)
 {
@@ -107,6 +108,8 @@ int main(void)
 	UT_RUN(test_err_reset_reuse);
 	UT_RUN(test_err_late_responses);
 	UT_RUN(test_err_post_states);
+
+	UT_RUN(test_chaos);
 
 
 	return UT_DONE();
