@@ -700,3 +700,64 @@ static void test_loss_ack_beyond_resend(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* B keeps what each atomic returned so that a duplicate is answered
+ * without executing again.  A READ asked again twice (its responses were
+ * lost twice) must not push that saved result out: the atomic's duplicate
+ * then found nothing, was never answered, and the WQE ended in
+ * RETRY_EXC_ERR. */
+static void test_loss_atomic_saved_after_read_dups(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)(tb.buf + 2048);
+	*counter = 100;
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 4 * 256, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	t_deliver(0);                 /* READ psn 0..3 */
+	t_deliver(0);                 /* atomic psn 4: executes */
+	UT_EQ(*counter, 101);
+	UT_EQ(t_count(), 5);          /* responses 0..3, atomic ACK 4 */
+	t_drop(4);                    /* atomic ACK lost */
+	t_deliver(0);                 /* response 0 */
+	t_drop(0);                    /* response 1 lost */
+	t_deliver(0);                 /* response 2: a gap, A asks again from 1 */
+	t_drop(0);                    /* response 3 (A is retrying already) */
+	/* A sent READ again from psn 1, and the atomic behind it. */
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_RDMA_READ_REQUEST);
+	UT_EQ(t_op(1), UR_OP_RC_FETCH_ADD);
+	t_deliver(0);                 /* duplicate READ: B answers 1..3 */
+	/* Now queued: the atomic (dup), responses 1..3. */
+	t_drop(1);                    /* response 1 lost again */
+	t_drop(1);
+	t_drop(1);
+	t_advance(T_TIMEOUT_NS);      /* A goes back to 1 again */
+	/* Queued: the atomic resent the first time, then READ from 1 and the
+	 * atomic again.  The second duplicate READ reaches B first. */
+	UT_EQ(t_count(), 3);
+	UT_EQ(t_op(1), UR_OP_RC_RDMA_READ_REQUEST);
+	t_deliver(1);
+	t_run();
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 101);
+	memcpy(&got, la.buf + 2048, 8);
+	UT_EQ(got, 100);
+	UT_MEMEQ(la.buf, tb.buf, 4 * 256);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
