@@ -503,6 +503,9 @@ static void do_atomic(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	res->first_psn = res->last_psn = pkt->psn;
 	res->atomic_orig = orig;
 	res->msn = qp->resp.msn;
+	qp->resp.atomics[qp->resp.atomic_next++ % qp->resp.nres] = (struct ur_atomic_result){
+		.valid = true, .psn = pkt->psn, .msn = qp->resp.msn, .orig = orig,
+	};
 	qp->resp.psn = psn_inc(pkt->psn);
 }
 
@@ -518,14 +521,18 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		struct ur_resp_state *r = &qp->resp;
 
 		for (uint32_t i = 0; i < r->nres; i++) {
-			struct ur_resp_res saved = r->res[i], *res;
+			const struct ur_atomic_result *saved = &r->atomics[i];
+			struct ur_resp_res *res;
 
-			if (saved.type != UR_RES_ATOMIC || saved.first_psn != pkt->psn)
+			if (!saved->valid || saved->psn != pkt->psn)
 				continue;
-			res = take_res(qp);     /* may be the very slot saved came from */
+			res = take_res(qp);
 			if (res) {
-				*res = saved;
+				res->type = UR_RES_ATOMIC;
 				res->pending = true;
+				res->first_psn = res->last_psn = saved->psn;
+				res->atomic_orig = saved->orig;
+				res->msn = saved->msn;
 			}
 			break;
 		}
