@@ -761,3 +761,51 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* WRITE (ACK lost), atomic (ACK lost), READ (response arrives): the READ
+ * response completes the WRITE before it but not the atomic, whose result
+ * A still needs.  When the timer goes back, the atomic goes out again at
+ * its own PSN (B answers it from the saved result), not at the WRITE's. */
+static void test_loss_read_response_past_atomic(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)(tb.buf + 2048);
+	*counter = 5;
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf + 512, 16, la.mr->lkey,
+			  (uintptr_t)tb.buf + 512, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(*counter, 6);
+	UT_EQ(t_count(), 3);          /* ACK 0, atomic ACK 1, READ response 2 */
+	t_drop(0);
+	t_drop(0);
+	t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);   /* implied by the response */
+	t_advance(T_TIMEOUT_NS);
+	UT_CHECK(t_count() >= 1);
+	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
+	UT_EQ(t_psn(0), 1);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 6);
+	memcpy(&got, la.buf + 2048, 8);
+	UT_EQ(got, 5);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

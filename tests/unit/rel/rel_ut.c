@@ -52,6 +52,7 @@ int main(void)
 	UT_RUN(test_loss_seq_nak_past_atomic);
 	UT_RUN(test_loss_ack_beyond_resend);
 	UT_RUN(test_loss_atomic_saved_after_read_dups);
+	UT_RUN(test_loss_read_response_past_atomic);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);
