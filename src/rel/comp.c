@@ -130,11 +130,18 @@ void ur_req_rewind(struct ur_qp *qp)
 		qp->req.wqe = old_end;
 }
 
+static void progressed(struct ur_qp *qp, uint32_t new_psn);
+
+/* A WQE acknowledged, explicitly or implied by a later response: comp.psn
+ * moves past it too.  Otherwise a retry would start before it and resend
+ * what follows it at PSNs the responder already used for other requests. */
 static void complete_ok(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	if (ur_wr_is_rd_atomic(w->opcode) && qp->req.rd_atomic)
 		qp->req.rd_atomic--;
 	ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	if (psn_ge(w->last_psn, qp->comp.psn) && psn_lt(w->last_psn, qp->req.psn_max))
+		progressed(qp, psn_inc(w->last_psn));
 }
 
 /* Progress: window growth, fresh retry budget, timer restart. */
