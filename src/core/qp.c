@@ -339,7 +339,10 @@ static void flush_queues(struct ur_qp *qp)
 	for (uint32_t i = qp->sq.head; i != qp->sq.tail; i++)
 		ur_qp_complete_send(qp, ur_sq_wqe(qp, i), IBV_WC_WR_FLUSH_ERR);
 	qp->sq.head = qp->sq.tail;
-	if (qp->resp.recv_active && !qp->resp.recv_from_srq)
+	/* The receive of a message in progress completes too, also when it
+	 * came from an SRQ: the QP owns it since it took it, and nobody else
+	 * would ever return it to the application. */
+	if (qp->resp.recv_active)
 		flush_recv(qp, qp->resp.rwqe->wr_id);
 	qp->resp.recv_active = false;
 	for (; qp->rq.head != qp->rq.tail; qp->rq.head++) {

@@ -143,6 +143,7 @@ static void progressed(struct ur_qp *qp, uint32_t new_psn)
 	uint32_t acked = (uint32_t)psn_diff(new_psn, qp->comp.psn);
 
 	qp->comp.psn = new_psn;
+	qp->comp.retrying = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	if (qp->req.cwnd < UR_MAX_UNACKED_PSNS) {
@@ -179,6 +180,7 @@ static void retry(struct ur_qp *qp)
 	ur_dbg(QP_DEV(qp), "QP 0x%06x: retry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
 	       ur_qp_num(qp), qp->comp.psn, qp->req.psn, qp->req.cwnd, qp->comp.retry_left);
 	qp->comp.retry_left--;
+	qp->comp.retrying = true;
 	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);
 	shrink_cwnd(qp);
 	ur_req_rewind(qp);
@@ -196,8 +198,13 @@ static bool ack_through(struct ur_qp *qp, uint32_t psn)
 
 	while ((w = head_wqe(qp))) {
 		if (ur_wr_is_rd_atomic(w->opcode)) {
-			if (psn_ge(psn, w->first_psn))
+			if (psn_ge(psn, w->first_psn)) {
+				/* What precedes the READ/ATOMIC is acknowledged:
+				 * a retry resumes at the READ/ATOMIC's own PSN. */
+				if (psn_gt(w->first_psn, qp->comp.psn))
+					progressed(qp, w->first_psn);
 				return false;
+			}
 			break;
 		}
 		if (w->state != UR_WQE_SENT || psn_lt(psn, w->last_psn))
@@ -222,7 +229,9 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 	switch (syn & UR_AETH_TYPE_MASK) {
 	case UR_AETH_ACK:
-		if (!ack_through(qp, psn))
+		/* Past a READ/ATOMIC still waiting: its response was lost.  Every
+		 * later ACK says so again; one retry answers them all. */
+		if (!ack_through(qp, psn) && !qp->comp.retrying)
 			retry(qp);
 		return;
 	case UR_AETH_RNR_NAK:
@@ -289,9 +298,13 @@ static void on_read_response(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	w = read_wqe_for(qp, psn);
 	if (!w)
 		return;
+	/* The requests before the READ are acknowledged by its response. */
+	if (psn_gt(w->first_psn, qp->comp.psn))
+		progressed(qp, w->first_psn);
 	if (psn != qp->comp.psn) {
-		/* A gap: responses were lost.  One retry per gap. */
-		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait)
+		/* A gap: responses were lost.  One retry per gap: the rest of
+		 * the old response stream is still arriving behind this one. */
+		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait && !qp->comp.retrying)
 			retry(qp);
 		return;
 	}

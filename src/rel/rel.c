@@ -77,6 +77,7 @@ void ur_rel_enter_rts(struct ur_qp *qp)
 	qp->req.cwnd = UR_CWND_INIT;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
+	qp->comp.retrying = false;
 	ur_req_run(qp);
 }
 
@@ -86,7 +87,12 @@ void ur_rel_abort(struct ur_qp *qp)
 	qp->comp.rnr_deadline = 0;
 	qp->req.rnr_wait = false;
 	qp->req.blocked = false;
-	qp->resp.ack_pending = false;
+	/* A responder reports an error by NAK, then enters ERROR.  A NAK the
+	 * transport had no room for yet still goes out when it drains (the QP
+	 * stays on the engine's blocked list); without it the requester would
+	 * only time out, with RETRY_EXC_ERR instead of the real cause. */
+	if (qp->state != IBV_QPS_ERR || ur_aeth_type(qp->resp.ack_syn) != UR_AETH_NAK)
+		qp->resp.ack_pending = false;
 	qp->resp.res_tx = qp->resp.res_next;
 	if (ur_engine_get())
 		ur_engine_timers_changed(qp);

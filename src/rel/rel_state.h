@@ -26,6 +26,9 @@ struct ur_comp_state {
 	uint32_t psn;            /* oldest PSN not yet acknowledged */
 	uint32_t retry_left;
 	uint32_t rnr_retry_left;
+	bool retrying;           /* a retry started and nothing progressed since:
+				  * later packets telling of the same loss do not
+				  * start another (a timeout still does) */
 	uint64_t retrans_deadline;   /* ns, 0 = off */
 	uint64_t rnr_deadline;       /* ns, 0 = off */
 };

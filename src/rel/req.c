@@ -162,13 +162,18 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	return 0;
 }
 
-/* One READ request: the whole rest of the WQE, or a chunk of it. */
+/* One READ request: the whole rest of the WQE, or a chunk of it.  Chunks
+ * are fixed slices of the WQE (and of its PSNs); a request resuming inside
+ * one after a loss ends where that chunk ends, so that it asks again only
+ * for PSNs the responder has seen and the next chunk keeps the PSN the
+ * responder expects. */
 static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;
 	uint8_t op = ur_qp_op_base(qp) | UR_OPL_RDMA_READ_REQUEST;
 	const struct ur_opcode_info *info = &ur_opcode[op];
-	uint32_t len = ur_min(w->length - w->offset, UR_READ_CHUNK_PKTS * qp->mtu);
+	uint32_t chunk = UR_READ_CHUNK_PKTS * qp->mtu;
+	uint32_t len = ur_min(w->length - w->offset, chunk - w->offset % chunk);
 	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
 	uint8_t *r;
 	int ret;

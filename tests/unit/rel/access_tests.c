@@ -1,0 +1,235 @@
+/* Remote access errors: a bad rkey, a range outside the region, a missing
+ * permission on the region or the QP.  Each is a NAK "remote access error",
+ * IBV_WC_REM_ACCESS_ERR at the requester, both QPs in ERROR, and not one
+ * byte of the target (or its guards) written. */
+
+enum acc_case {
+	ACC_BAD_RKEY,
+	ACC_BEFORE_START,
+	ACC_PAST_END,
+	ACC_WRAP,              /* va + len wraps around 2^64 */
+	ACC_MR_PERM,           /* the region lacks the remote permission */
+	ACC_QP_PERM,           /* the QP lacks the remote permission */
+	ACC_OTHER_PD,          /* the rkey belongs to a region of another PD */
+	ACC_NR
+};
+
+static const char *const acc_name[ACC_NR] = {
+	"bad rkey", "before start", "past end", "wrap", "MR permission", "QP permission", "other PD",
+};
+
+/* op: IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD. */
+static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t len)
+{
+	int need = op == IBV_WR_RDMA_WRITE ? IBV_ACCESS_REMOTE_WRITE
+		   : op == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC;
+	int qp_access = c == ACC_QP_PERM ? (T_ALL_ACCESS & ~need) : T_ALL_ACCESS;
+	int mr_access = c == ACC_MR_PERM ? (T_ALL_ACCESS & ~need) : T_ALL_ACCESS;
+	struct t_opts o = { .access = qp_access, .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ur_pd *other = NULL;
+	struct ibv_mr *other_mr = NULL;
+	struct ibv_wc wc;
+	uint64_t va;
+	uint32_t rkey;
+	int before = ut_failures;
+
+	if (op != IBV_WR_RDMA_WRITE)
+		len = op == IBV_WR_RDMA_READ ? len : 8;
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, mr_access, 2);
+	va = (uintptr_t)tb.buf;
+	rkey = tb.mr->rkey;
+	switch (c) {
+	case ACC_BAD_RKEY:
+		rkey ^= 0x80;             /* same index, another tag */
+		break;
+	case ACC_BEFORE_START:
+		va -= 8;
+		break;
+	case ACC_PAST_END:
+		va += 1024 - len + 8;
+		break;
+	case ACC_WRAP:
+		va = UINT64_MAX - 7;
+		break;
+	case ACC_OTHER_PD:
+		other = ur_pd_alloc(p.b.ctx);
+		other_mr = ibv_reg_mr_iova2(&other->ibpd, tb.buf, 1024, (uintptr_t)tb.buf, T_ALL_ACCESS);
+		rkey = other_mr->rkey;
+		break;
+	default:
+		break;
+	}
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		UT_EQ(t_post_atomic(&p.a, 1, op, la.buf, la.mr->lkey, va, rkey, 1, 0), 0);
+	else
+		UT_EQ(t_post_rdma(&p.a, 1, op, la.buf, len, la.mr->lkey, va, rkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf, 1, la.mr->lkey, 0), 0);
+	/* The request (its first packet for a WRITE) is refused at once: one
+	 * NAK, the rest of the message and the SEND behind it are dropped. */
+	t_deliver(0);
+	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
+	{
+		unsigned nak = t_count() - 1;
+
+		UT_EQ(t_op(nak), UR_OP_RC_ACKNOWLEDGE);
+		UT_EQ(t_syn(nak), UR_NAK_REM_ACCESS_ERR);
+		UT_EQ(t_psn(nak), 0);
+	}
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(t_cq_empty(p.b.rcq));
+	UT_CHECK(t_mem_intact(&tb, 2));
+	UT_CHECK(t_mem_intact(&la, 1));
+	if (ut_failures != before)
+		fprintf(stderr, "  (op %d, %s, len %u)\n", op, acc_name[c], len);
+	if (other_mr)
+		UT_EQ(ibv_dereg_mr(other_mr), 0);
+	if (other)
+		UT_EQ(ur_pd_dealloc(other), 0);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+static void test_access_errors(void)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+
+	for (unsigned i = 0; i < UR_ARRAY_SIZE(ops); i++)
+		for (int c = 0; c < ACC_NR; c++) {
+			check_access_error(ops[i], (enum acc_case)c, 16);
+			if (ops[i] != IBV_WR_ATOMIC_FETCH_AND_ADD)
+				check_access_error(ops[i], (enum acc_case)c, 600);   /* 3 packets */
+		}
+}
+
+/* The exact edges: the last byte of the region is writable, one more is
+ * not; zero bytes anywhere need no valid key at all. */
+static void test_access_edges(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 100, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 10, la.mr->lkey,
+			  (uintptr_t)tb.buf + 90, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_READ, la.buf + 16, 100, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	/* Atomic on the last 8 bytes (aligned: the region starts aligned). */
+	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 128, la.mr->lkey,
+			    (uintptr_t)tb.buf + 88, tb.mr->rkey, 1, 0), 0);
+	/* Zero-length WRITE with a key that names nothing. */
+	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, la.buf, 0, la.mr->lkey, 0x12345678, 0x99), 0);
+	t_run();
+	for (int i = 1; i <= 4; i++)
+		t_expect_wc(p.a.scq, &wc, i, IBV_WC_SUCCESS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A stale rkey: the region was deregistered and its table slot reused by
+ * a new region; the old key must not reach the new region. */
+static void test_access_stale_rkey(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb, tb2;
+	struct ibv_wc wc;
+	uint32_t old_rkey;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	old_rkey = tb.mr->rkey;
+	t_mem_free(&tb);
+	t_mem_reg(&tb2, &p.b, 64, T_ALL_ACCESS, 3);
+	UT_EQ(tb2.mr->rkey >> 8, old_rkey >> 8);     /* the slot is reused */
+	UT_CHECK(tb2.mr->rkey != old_rkey);          /* under another tag */
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
+			  (uintptr_t)tb2.buf, old_rkey), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	UT_CHECK(t_mem_intact(&tb2, 3));
+	t_mem_free(&la);
+	t_mem_free(&tb2);
+	t_pair_close(&p);
+}
+
+/* Errors at the requester's own side: an SGE outside its region fails
+ * with LOC_PROT_ERR before anything is sent; a READ response into a
+ * region without local write too. */
+static void test_access_local(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, ro, tb;
+
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf + 60, 8, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 0);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_LOC_PROT_ERR);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(t_mem_intact(&tb, 2));
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&ro, &p.a, 64, 0, 4);              /* no local write */
+	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_READ, ro.buf, 8, ro.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_LOC_PROT_ERR);
+	UT_CHECK(t_mem_intact(&ro, 4));
+	t_mem_free(&ro);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A misaligned atomic is an invalid request. */
+static void test_access_atomic_misaligned(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_CMP_AND_SWP, la.buf, la.mr->lkey,
+			    (uintptr_t)tb.buf + 4, tb.mr->rkey, 0, 1), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
+	UT_CHECK(t_mem_intact(&tb, 2));
+	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

@@ -1,0 +1,211 @@
+/* The transport says EAGAIN (socket buffer full): the QP stops exactly
+ * where it was and resumes from there when the engine reports the
+ * transport writable; no PSN is skipped or sent twice. */
+
+/* Queued PSNs must be first, first + 1, ... in queue order. */
+static void expect_psn_run(uint32_t first, unsigned n)
+{
+	UT_EQ(t_count(), n);
+	for (unsigned i = 0; i < n && i < t_count(); i++)
+		UT_EQ(t_psn(i), psn_add(first, i));
+}
+
+static void t_writable(void)
+{
+	net.eagain = false;
+	net.eagain_after = -1;
+	ur_engine_writable(ur_engine_get());
+}
+
+static void test_eagain_mid_message(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffb };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 2560, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf + 2560, 1024, rb.mr->lkey), 0);
+	net.eagain_after = 3;
+	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 2560, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	expect_psn_run(0xfffffb, 3);
+	UT_CHECK(p.a.qp->req.blocked);
+	UT_EQ(p.a.qp->req.psn, psn_add(0xfffffb, 3));
+	UT_EQ(net.eagain_calls, 1);
+	/* Posting more while blocked sends nothing (and does not retry the
+	 * transport in a loop). */
+	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 2560, 1024, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 3);
+	UT_CHECK(net.eagain_calls <= 2);
+	/* Still full when the engine tries: stays blocked, nothing lost. */
+	net.eagain_calls = 0;
+	ur_engine_writable(ur_engine_get());
+	UT_EQ(t_count(), 3);
+	UT_CHECK(p.a.qp->req.blocked);
+	t_writable();
+	UT_CHECK(!p.a.qp->req.blocked);
+	expect_psn_run(0xfffffb, 10 + 4);
+	UT_EQ(t_op(2), UR_OP_RC_SEND_MIDDLE);
+	UT_EQ(t_op(3), UR_OP_RC_SEND_MIDDLE);
+	UT_EQ(t_op(9), UR_OP_RC_SEND_LAST);
+	UT_EQ(t_op(10), UR_OP_RC_SEND_FIRST);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 2560);
+	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 3584);
+	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* Every possible stopping point of a 3-message stream (SEND, WRITE,
+ * READ) gives the same packets as an uninterrupted run. */
+static void test_eagain_every_point(void)
+{
+	for (int stop = 0; stop < 9; stop++) {
+		struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
+		struct t_pair p;
+		struct t_mem sa, rb;
+		struct ibv_wc wc;
+		int before = ut_failures;
+
+		if (t_pair_open(&p, &o))
+			return;
+		t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+		t_mem_reg(&rb, &p.b, 4096, T_ALL_ACCESS, 2);
+		UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
+		net.eagain_after = stop;
+		UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 700, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE, sa.buf + 1024, 600, sa.mr->lkey,
+				  (uintptr_t)rb.buf + 1024, rb.mr->rkey), 0);
+		UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_READ, sa.buf + 2048, 500, sa.mr->lkey,
+				  (uintptr_t)rb.buf + 2048, rb.mr->rkey), 0);
+		t_writable();
+		/* 3 + 3 packets, then the READ request at the PSN after them. */
+		expect_psn_run(0xfffffe, 7);
+		UT_EQ(t_op(6), UR_OP_RC_RDMA_READ_REQUEST);
+		t_run();
+		t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+		t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+		t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
+		t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+		UT_MEMEQ(rb.buf, sa.buf, 700);
+		UT_MEMEQ(rb.buf + 1024, sa.buf + 1024, 600);
+		UT_MEMEQ(sa.buf + 2048, rb.buf + 2048, 500);
+		if (ut_failures != before)
+			fprintf(stderr, "  (stop after %d)\n", stop);
+		t_mem_free(&sa);
+		t_mem_free(&rb);
+		t_pair_close(&p);
+	}
+}
+
+/* The responder blocks in the middle of a READ response stream and when
+ * sending an ACK; both resume where they stopped. */
+static void test_eagain_responder(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 6 * 256, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, la.buf + 2048, 10, la.mr->lkey,
+			  (uintptr_t)tb.buf + 2048, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 2);
+	net.eagain_after = (int)net.sent + 2;
+	t_deliver(0);                 /* READ: two responses get out */
+	UT_EQ(t_count(), 3);
+	UT_CHECK(p.b.qp->req.blocked);
+	t_deliver(0);                 /* the WRITE executes; its ACK waits */
+	UT_MEMEQ(tb.buf + 2048, la.buf + 2048, 10);
+	UT_EQ(t_count(), 2);
+	t_writable();
+	UT_EQ(t_count(), 2 + 4 + 1);
+	for (unsigned i = 0; i < 6; i++)
+		UT_EQ(t_psn(i), i);
+	UT_EQ(t_op(6), UR_OP_RC_ACKNOWLEDGE);   /* after the responses it follows */
+	UT_EQ(t_psn(6), 6);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_MEMEQ(la.buf, tb.buf, 6 * 256);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A NAK that meets a full transport is still sent once it drains, although
+ * the responder entered ERROR meanwhile: otherwise the requester never
+ * learns of the remote access error and ends with RETRY_EXC_ERR. */
+static void test_eagain_nak_survives_error(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey ^ 0x10), 0);
+	net.eagain_after = (int)net.sent;
+	t_deliver(0);
+	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
+	UT_EQ(t_count(), 0);
+	t_writable();
+	UT_EQ(t_count(), 1);
+	if (t_count() == 1)
+		UT_EQ(t_syn(0), UR_NAK_REM_ACCESS_ERR);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	UT_CHECK(t_mem_intact(&tb, 2));
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A transport that refuses a packet for good (not EAGAIN): it is lost,
+ * counted, and retransmission repairs it. */
+static void test_xport_hard_error(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	net.fail_errno = EHOSTUNREACH;
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_DROPPED], 1);
+	UT_CHECK(!p.a.qp->req.blocked);
+	net.fail_errno = 0;
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}

@@ -1,0 +1,556 @@
+/* Loss: sequence NAKs, go-back-N, the retransmission timer, duplicates that
+ * must not execute twice, lost READ responses, retry exhaustion. */
+
+#define T_TIMEOUT_NS 10000000000ull   /* past any retransmission timeout the tests use */
+
+/* Counts queued packets with this opcode. */
+static unsigned t_count_op(uint8_t op)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t_count(); i++)
+		n += t_op(i) == op;
+	return n;
+}
+
+/* A middle packet of a SEND is lost: B answers the gap with exactly one
+ * sequence NAK however many later packets arrive, A goes back to the lost
+ * PSN and resends from there, and the message completes once. */
+static void test_loss_middle_nak_once(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	uint32_t psn0 = o.a_psn;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 6 * 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 6 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 6);
+	t_deliver(0);                 /* FIRST */
+	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
+	for (int i = 0; i < 4; i++)
+		t_deliver(0);         /* the rest, out of sequence */
+	UT_EQ(t_count(), 1);          /* one NAK, not four */
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
+	UT_EQ(t_psn(0), psn_add(psn0, 1));
+	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
+	t_deliver(0);
+	/* Go-back-N from the lost PSN. */
+	UT_EQ(t_count(), 5);
+	for (unsigned i = 0; i < 5 && i < t_count(); i++)
+		UT_EQ(t_psn(i), psn_add(psn0, 1 + i));
+	UT_EQ(t_op(0), UR_OP_RC_SEND_MIDDLE);
+	UT_EQ(t_op(4), UR_OP_RC_SEND_LAST);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 6 * 256);
+	UT_MEMEQ(rb.buf, sa.buf, 6 * 256);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.b.rcq));
+	/* The retry budget is whole again after progress. */
+	UT_EQ(p.a.qp->comp.retry_left, 1);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A second gap after the first was repaired gets its own NAK. */
+static void test_loss_two_gaps(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 8 * 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(1);                    /* psn 1 */
+	t_run();                      /* NAK, resend 1..7 */
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 8 * 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(5);                    /* psn 13 */
+	t_run();
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 8 * 256);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The ACK of a WRITE is lost: the timer resends the WRITE, B recognises the
+ * duplicate, acknowledges it again and does not write a second time. */
+static void test_loss_ack_timer(void)
+{
+	struct t_opts o = { .a_psn = 0xffffff, .retry_cnt = 3 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint64_t deadline;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 512, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 512, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 5, IBV_WR_RDMA_WRITE, sa.buf, 512, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	deadline = p.a.qp->comp.retrans_deadline;
+	UT_EQ(deadline, t_clock_ns + ur_rel_timeout_ns(20));
+	t_deliver(0);
+	UT_MEMEQ(tb.buf, sa.buf, 512);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	t_drop(0);
+	/* The application overwrites the target; a second execution would
+	 * show. */
+	memset(tb.buf, 0xee, 512);
+	/* Not yet: the timer has not expired. */
+	t_advance(ur_rel_timeout_ns(20) - 1);
+	UT_EQ(t_count(), 0);
+	t_advance(1);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_ONLY);
+	UT_EQ(t_psn(0), 0xffffff);
+	UT_EQ(p.a.qp->comp.retry_left, 2);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	t_deliver(0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	for (int i = 0; i < 512; i++)
+		if (tb.buf[i] != 0xee) {
+			UT_EQ(tb.buf[i], 0xee);
+			break;
+		}
+	UT_EQ(t_count(), 1);          /* the duplicate is acknowledged again */
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_ACK);
+	UT_EQ(t_psn(0), 0xffffff);
+	t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 5, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_EQ(p.a.qp->comp.retrans_deadline, 0);    /* nothing outstanding: no timer */
+	UT_EQ(p.a.qp->comp.retry_left, 3);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A duplicate ATOMIC is answered from the saved result, not executed again. */
+static void test_loss_atomic_duplicate(void)
+{
+	struct t_opts o = { .retry_cnt = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *target, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
+	target = (uint64_t *)tb.buf;
+	*target = 40;
+	UT_EQ(t_post_atomic(&p.a, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 2, 0), 0);
+	t_deliver(0);
+	UT_EQ(*target, 42);
+	t_drop(0);                    /* the atomic ACK */
+	t_advance(T_TIMEOUT_NS);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
+	t_deliver(0);
+	UT_EQ(*target, 42);           /* not added twice */
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ATOMIC_ACKNOWLEDGE);
+	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
+	t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 6, IBV_WC_SUCCESS);
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 40);
+
+	/* The same with a CMP_SWP, whose second execution would fail the
+	 * compare and report the swapped value. */
+	*target = 7;
+	UT_EQ(t_post_atomic(&p.a, 7, IBV_WR_ATOMIC_CMP_AND_SWP, la.buf, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 7, 99), 0);
+	t_deliver(0);
+	UT_EQ(*target, 99);
+	t_drop(0);
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 7);
+	UT_EQ(*target, 99);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A READ response in the middle is lost: A asks again for the rest, B
+ * answers the duplicate READ, and every byte lands where it belongs. */
+static void test_loss_read_response(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffe, .retry_cnt = 1 };
+	struct t_pair p;
+	struct t_mem da, sb;
+	struct ibv_wc wc;
+	uint32_t psn0 = o.a_psn;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&da, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&sb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
+	UT_EQ(t_post_rdma(&p.a, 8, IBV_WR_RDMA_READ, da.buf, 8 * 256 - 10, da.mr->lkey,
+			  (uintptr_t)sb.buf + 10, sb.mr->rkey), 0);
+	t_deliver(0);
+	UT_EQ(t_count(), 8);
+	t_deliver(0);
+	t_deliver(0);
+	t_drop(0);                    /* response psn0 + 2 */
+	t_deliver(0);                 /* psn0 + 3: a gap, A asks again */
+	UT_EQ(t_count_op(UR_OP_RC_RDMA_READ_REQUEST), 1);
+	{
+		unsigned i = t_count() - 1;
+		struct ur_pkt_view v = t_view(i);
+		const uint8_t *r = ur_pkt_hdr(&v, UR_HDR_RETH);
+
+		UT_EQ(v.opcode, UR_OP_RC_RDMA_READ_REQUEST);
+		UT_EQ(v.psn, psn_add(psn0, 2));
+		UT_EQ(reth_va(r), (uintptr_t)sb.buf + 10 + 2 * 256);
+		UT_EQ(reth_len(r), 8 * 256 - 10 - 2 * 256);
+	}
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 8 * 256 - 10);
+	UT_MEMEQ(da.buf, sb.buf + 10, 8 * 256 - 10);
+	UT_CHECK(t_mem_intact_outside(&da, 1, 0, 8 * 256 - 10));
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	t_mem_free(&da);
+	t_mem_free(&sb);
+	t_pair_close(&p);
+}
+
+/* One lost READ response followed by the rest of the stream: one gap, one
+ * request again, however many later responses arrive, so one loss cannot
+ * exhaust a small retry budget. */
+static void test_loss_read_response_one_retry(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1 };
+	struct t_pair p;
+	struct t_mem da, sb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&da, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&sb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
+	UT_EQ(t_post_rdma(&p.a, 8, IBV_WR_RDMA_READ, da.buf, 8 * 256, da.mr->lkey,
+			  (uintptr_t)sb.buf, sb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);                 /* psn 0 */
+	t_drop(0);                    /* psn 1 lost */
+	for (int i = 0; i < 6; i++)
+		t_deliver(0);         /* psn 2..7 */
+	UT_EQ(t_count_op(UR_OP_RC_RDMA_READ_REQUEST), 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
+	UT_MEMEQ(da.buf, sb.buf, 8 * 256);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	t_mem_free(&da);
+	t_mem_free(&sb);
+	t_pair_close(&p);
+}
+
+/* A READ's response is lost and the ACKs of later SENDs arrive: each says
+ * the READ was executed without its response reaching A.  One loss is one
+ * retry, not one per ACK. */
+static void test_loss_read_response_acks_behind(void)
+{
+	struct t_opts o = { .retry_cnt = 1 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	for (int i = 0; i < 3; i++)
+		UT_EQ(t_post_rdma(&p.a, 2 + i, IBV_WR_RDMA_WRITE, la.buf + 512, 64, la.mr->lkey,
+				  (uintptr_t)tb.buf + 512, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 4);
+	t_deliver(0);                 /* READ: B answers */
+	UT_EQ(t_op(3), UR_OP_RC_RDMA_READ_RESPONSE_ONLY);
+	t_drop(3);
+	t_deliver(0);                 /* WRITEs: three ACKs */
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count_op(UR_OP_RC_ACKNOWLEDGE), 3);
+	for (int i = 0; i < 3; i++)
+		t_deliver(0);
+	UT_CHECK(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] <= 1);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	t_run();
+	for (int i = 0; i < 4; i++)
+		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
+	UT_MEMEQ(la.buf, tb.buf, 64);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A READ larger than one chunk with max_rd_atomic 1: a response lost in
+ * the first chunk is asked for again, and the second chunk then follows on
+ * the PSNs B expects. */
+static void test_loss_read_chunked(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 1, .retry_cnt = 2 };
+	uint32_t len = (UR_READ_CHUNK_PKTS + 8) * 256;
+	struct t_pair p;
+	struct t_mem da, sb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&da, &p.a, len, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&sb, &p.b, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
+	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_READ, da.buf, len, da.mr->lkey,
+			  (uintptr_t)sb.buf, sb.mr->rkey), 0);
+	UT_EQ(t_count(), 1);          /* one chunk at a time */
+	t_deliver(0);
+	UT_EQ(t_count(), UR_READ_CHUNK_PKTS);
+	t_deliver(0);
+	t_drop(0);                    /* psn 1 */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(da.buf, sb.buf, len);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&da);
+	t_mem_free(&sb);
+	t_pair_close(&p);
+}
+
+/* Nothing gets through: retry_cnt retransmissions, then RETRY_EXC_ERR for
+ * the oldest WQE, FLUSH_ERR for the rest, in order, and the QP in ERROR. */
+static void test_loss_retry_exhausted(void)
+{
+	struct t_opts o = { .retry_cnt = 2 };
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	for (int round = 0; round < 2; round++) {
+		UT_EQ(t_count(), 3);
+		while (t_count())
+			t_drop(0);
+		t_advance(T_TIMEOUT_NS);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(t_psn(0), 0);
+	}
+	while (t_count())
+		t_drop(0);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	t_advance(T_TIMEOUT_NS);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 1);
+	/* Errors complete even unsignaled WQEs. */
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	UT_EQ(wc.qp_num, ur_qp_num(p.a.qp));
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_WR_FLUSH_ERR);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	/* The timer is off for good. */
+	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+	t_advance(2 * T_TIMEOUT_NS);
+	UT_EQ(t_count(), 0);
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* retry_cnt 0: the first timeout fails the WQE. */
+static void test_loss_retry_zero(void)
+{
+	struct t_opts o = { .retry_cnt = T_ZERO };
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(0);
+	t_advance(T_TIMEOUT_NS);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* Go-back-N across several WQEs: the lost packet is in the second of three
+ * messages; the first is acknowledged, the second resent from inside, the
+ * third from its start. */
+static void test_loss_gbn_across_wqes(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 3 * 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 3 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	for (int i = 0; i < 3; i++)
+		UT_EQ(t_post_rdma(&p.a, 10 + i, IBV_WR_RDMA_WRITE, sa.buf + 1024 * i, 1024,
+				  sa.mr->lkey, (uintptr_t)tb.buf + 1024 * i, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 12);
+	t_drop(6);                    /* second WRITE, third packet (psn 6) */
+	t_run();
+	for (int i = 0; i < 3; i++)
+		t_expect_wc(p.a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 3 * 1024);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	UT_EQ(p.b.qp->resp.psn, 12);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* Packets delivered twice, and stale ACKs: nothing completes twice. */
+static void test_loss_duplicates_everywhere(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 1024, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 1024, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	for (int i = 0; i < 4; i++) {
+		struct t_pkt *dup = t_copy(0);
+
+		t_deliver(0);
+		t_inject(dup);        /* each packet twice */
+	}
+	/* One ACK per duplicate with AckReq... at most; then stale ACKs twice. */
+	while (t_count()) {
+		struct t_pkt *dup = t_copy(0);
+
+		t_deliver(0);
+		t_inject(dup);
+	}
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.b.rcq));    /* the second receive is still posted */
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 1);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A READ response acknowledges every request before the READ: the SEND
+ * whose ACK was lost completes with it, without a retry (retry_cnt 0 would
+ * fail the QP). */
+static void test_loss_ack_before_read(void)
+{
+	struct t_opts o = { .retry_cnt = T_ZERO };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	t_drop(0);
+	t_deliver(0);                 /* the READ response */
+	UT_EQ(t_count(), 0);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p.a.qp->comp.psn, 2);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(la.buf, tb.buf, 64);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* SEND (ACK lost), READ (response lost), WRITE (ACK arrives): the WRITE's
+ * ACK completes the SEND and reveals the lost READ response; the READ is
+ * asked for again at its own PSN and everything completes. */
+static void test_loss_ack_and_read_response(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, la.buf + 256, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf + 256, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count(), 3);          /* ACK 0, READ response 1, ACK 2 */
+	t_drop(0);
+	t_drop(0);
+	t_run();
+	for (int i = 0; i < 3; i++)
+		t_expect_wc(p.a.scq, &wc, 2 + i, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(la.buf, tb.buf, 64);
+	UT_MEMEQ(tb.buf + 256, la.buf + 256, 64);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

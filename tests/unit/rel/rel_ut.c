@@ -1,0 +1,107 @@
+/* Unit tests of the reliability protocol: requester, completer, responder,
+ * memory-window operations, driven packet by packet through a fake
+ * transport (harness.h).  One file per concern, included here so that the
+ * module is one executable. */
+#include "harness.h"
+
+#include "send_tests.c"
+#include "rdma_tests.c"
+#include "loss_tests.c"
+#include "rnr_tests.c"
+#include "access_tests.c"
+#include "length_tests.c"
+#include "uc_ud_tests.c"
+#include "mw_tests.c"
+#include "xrc_tests.c"
+#include "eagain_tests.c"
+#include "error_tests.c"
+
+int main(void)
+{
+	ut_env_init("ut0:lo");
+
+	UT_RUN(test_send_sizes);
+	UT_RUN(test_send_imm_solicited);
+	UT_RUN(test_send_ackreq_every);
+	UT_RUN(test_send_psn_wrap);
+	UT_RUN(test_send_sge_inline);
+	UT_RUN(test_send_coalesced_ack);
+
+	UT_RUN(test_write);
+	UT_RUN(test_read);
+	UT_RUN(test_atomics);
+	UT_RUN(test_rd_atomic_limit);
+	UT_RUN(test_fence);
+
+	UT_RUN(test_loss_middle_nak_once);
+	UT_RUN(test_loss_two_gaps);
+	UT_RUN(test_loss_ack_timer);
+	UT_RUN(test_loss_atomic_duplicate);
+	UT_RUN(test_loss_read_response);
+	UT_RUN(test_loss_read_response_one_retry);
+	UT_RUN(test_loss_read_response_acks_behind);
+	UT_RUN(test_loss_read_chunked);
+	UT_RUN(test_loss_retry_exhausted);
+	UT_RUN(test_loss_retry_zero);
+	UT_RUN(test_loss_gbn_across_wqes);
+	UT_RUN(test_loss_duplicates_everywhere);
+	UT_RUN(test_loss_ack_before_read);
+	UT_RUN(test_loss_ack_and_read_response);
+
+	UT_RUN(test_rnr_wait_and_retry);
+	UT_RUN(test_rnr_timer_table);
+	UT_RUN(test_rnr_exhausted);
+	UT_RUN(test_rnr_zero);
+	UT_RUN(test_rnr_infinite);
+	UT_RUN(test_rnr_second_message);
+	UT_RUN(test_rnr_write_imm);
+	UT_RUN(test_rnr_with_packets_behind);
+
+	UT_RUN(test_access_errors);
+	UT_RUN(test_access_edges);
+	UT_RUN(test_access_stale_rkey);
+	UT_RUN(test_access_local);
+	UT_RUN(test_access_atomic_misaligned);
+
+	UT_RUN(test_len_send_too_big);
+	UT_RUN(test_len_write_vs_reth);
+	UT_RUN(test_len_send_packet_sizes);
+	UT_RUN(test_seq_rc_out_of_order);
+
+	UT_RUN(test_uc_send);
+	UT_RUN(test_uc_loss_drops_message);
+	UT_RUN(test_uc_loss_last_packet);
+	UT_RUN(test_uc_out_of_order);
+	UT_RUN(test_uc_no_receive);
+	UT_RUN(test_uc_write);
+	UT_RUN(test_ud_grh);
+	UT_RUN(test_ud_grh_ipv6);
+	UT_RUN(test_ud_qkey);
+	UT_RUN(test_ud_drops);
+	UT_RUN(test_ud_srq);
+
+	UT_RUN(test_mw_access);
+	UT_RUN(test_mw_rebind_stale_key);
+	UT_RUN(test_mw_local_inv);
+	UT_RUN(test_mw_send_with_inv);
+	UT_RUN(test_mw_bind_errors);
+	UT_RUN(test_mw_bind_ordering);
+
+	UT_RUN(test_xrc_delivery);
+	UT_RUN(test_xrc_unknown_srq);
+	UT_RUN(test_xrc_other_domain);
+
+	UT_RUN(test_eagain_mid_message);
+	UT_RUN(test_eagain_every_point);
+	UT_RUN(test_eagain_responder);
+	UT_RUN(test_eagain_nak_survives_error);
+	UT_RUN(test_xport_hard_error);
+
+	UT_RUN(test_err_flush_in_order);
+	UT_RUN(test_err_srq_last_wqe);
+	UT_RUN(test_err_comm_est);
+	UT_RUN(test_err_reset_reuse);
+	UT_RUN(test_err_late_responses);
+	UT_RUN(test_err_post_states);
+	return UT_DONE();
+}

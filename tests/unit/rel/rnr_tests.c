@@ -1,0 +1,291 @@
+/* Receiver not ready: RNR NAKs with the responder's timer code, waiting,
+ * rnr_retry counting (7 = forever), exhaustion. */
+
+/* One SEND meets no receive WQE; returns after the RNR NAK reached A. */
+static void rnr_once(struct t_pair *p, struct t_mem *sa, uint64_t wr_id, uint8_t code)
+{
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_SEND_ONLY);
+	t_deliver(0);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0), UR_AETH_RNR_NAK | code);
+	UT_EQ(t_psn(0), p->a.qp->comp.psn);
+	t_deliver(0);
+	(void)sa;
+	(void)wr_id;
+	/* A waits out the timer the code names; nothing is resent before. */
+	if (p->a.qp->state == IBV_QPS_RTS) {
+		UT_CHECK(p->a.qp->req.rnr_wait);
+		UT_EQ(p->a.qp->comp.rnr_deadline, t_clock_ns + ur_rel_rnr_timer_ns(code));
+		UT_EQ(p->a.qp->comp.retrans_deadline, 0);
+		UT_EQ(t_count(), 0);
+		t_advance(ur_rel_rnr_timer_ns(code) - 1);
+		UT_EQ(t_count(), 0);
+	}
+}
+
+static void test_rnr_wait_and_retry(void)
+{
+	struct t_opts o = { .min_rnr_timer = 14, .rnr_retry = 3, .a_psn = 0xffffff };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	rnr_once(&p, &sa, 1, 14);
+	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 1);
+	UT_EQ(p.a.qp->comp.rnr_retry_left, 2);
+	/* B is still fine: an RNR NAK is not an error. */
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->resp.psn, 0xffffff);
+	UT_CHECK(t_cq_empty(p.b.rcq));
+	/* A receive shows up; the timer expires; A resends the same PSN. */
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(14) + 1000000);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_psn(0), 0xffffff);
+	UT_CHECK(!p.a.qp->req.rnr_wait);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 100);
+	UT_MEMEQ(rb.buf, sa.buf, 100);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	/* Progress refills the RNR budget. */
+	UT_EQ(p.a.qp->comp.rnr_retry_left, 3);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The timer table: code 0 is the longest (655.36 ms), then 0.01 ms up. */
+static void test_rnr_timer_table(void)
+{
+	UT_EQ(ur_rel_rnr_timer_ns(0), 655360000ull);
+	UT_EQ(ur_rel_rnr_timer_ns(1), 10000ull);
+	UT_EQ(ur_rel_rnr_timer_ns(14), 1280000ull);
+	UT_EQ(ur_rel_rnr_timer_ns(31), 491520000ull);
+	for (uint8_t c = 2; c < 32; c++)
+		UT_CHECK(ur_rel_rnr_timer_ns(c) > ur_rel_rnr_timer_ns(c - 1));
+	/* The retransmission timeout: 4.096 us * 2^timeout, 0 = none. */
+	UT_EQ(ur_rel_timeout_ns(0), 0);
+	UT_EQ(ur_rel_timeout_ns(14), 4096ull << 14);
+	UT_EQ(ur_rel_timeout_ns(31), 4096ull << 31);
+	UT_CHECK(ur_rel_timeout_ns(1) >= 4096ull << 1);
+}
+
+/* rnr_retry 2: two RNR NAKs are waited out, the third fails the WQE. */
+static void test_rnr_exhausted(void)
+{
+	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 2 };
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	t_drop(1);                    /* only the first matters here */
+	for (int i = 0; i < 2; i++) {
+		rnr_once(&p, &sa, 1, 1);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		t_advance(ur_rel_rnr_timer_ns(1) + 1000000);
+		UT_CHECK(t_count() >= 1);
+		while (t_count() > 1)
+			t_drop(t_count() - 1);
+	}
+	t_deliver(0);
+	UT_EQ(t_syn(0), UR_AETH_RNR_NAK | 1);
+	t_deliver(0);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_RNR_EXCEEDED_ERR], 1);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RNR_RETRY_EXC_ERR);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* rnr_retry 0: the first RNR NAK fails the WQE. */
+static void test_rnr_zero(void)
+{
+	struct t_opts o = { .rnr_retry = T_ZERO };
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RNR_RETRY_EXC_ERR);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* rnr_retry 7 means retry forever. */
+static void test_rnr_infinite(void)
+{
+	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 7 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	for (int i = 0; i < 50; i++) {
+		rnr_once(&p, &sa, 1, 1);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		t_advance(ur_rel_rnr_timer_ns(1) + 1000000);
+	}
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 50);
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* RNR in the middle of a stream: the message before completes, the one
+ * without a receive waits, the ones after it are resent after it. */
+static void test_rnr_second_message(void)
+{
+	struct t_opts o = { .min_rnr_timer = 3, .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 10, rb.buf, 600, rb.mr->lkey), 0);
+	for (int i = 0; i < 3; i++)
+		UT_EQ(t_post_send(&p.a, 20 + i, IBV_WR_SEND, sa.buf + 600 * i, 600, sa.mr->lkey,
+				  IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 9);
+	t_run();                      /* message 2 meets RNR, 3 is dropped */
+	t_expect_wc(p.b.rcq, &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 20, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_CHECK(p.a.qp->req.rnr_wait);
+	UT_EQ(p.a.qp->comp.psn, 3);
+	UT_EQ(t_post_recv(&p.b, 11, rb.buf + 600, 600, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv(&p.b, 12, rb.buf + 1200, 600, rb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(3) + 1000000);
+	UT_EQ(t_count(), 6);
+	UT_EQ(t_psn(0), 3);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 11, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 12, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 21, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 22, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 1800);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* WRITE with immediate needs a receive WQE at its last packet: RNR there,
+ * the data of the earlier packets is not written twice and the message
+ * completes once a receive is posted. */
+static void test_rnr_write_imm(void)
+{
+	struct t_opts o = { .min_rnr_timer = 2, .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	t_mem_reg(&rb, &p.b, 16, IBV_ACCESS_LOCAL_WRITE, 3);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, 1000, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 4);
+	t_run();
+	UT_CHECK(p.a.qp->req.rnr_wait);
+	UT_EQ(p.a.qp->comp.psn, 3);   /* the first three packets are placed */
+	UT_MEMEQ(tb.buf, sa.buf, 768);
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 16, rb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(2) + 1000000);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	UT_EQ(wc.byte_len, 1000);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 1000);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* Packets already sent behind the one that met RNR reach B out of
+ * sequence, so B also sends a sequence NAK for the same PSN.  That is not
+ * a second loss: it must not cost retry_cnt, nor start the retransmission
+ * timer while A waits out the RNR timer (a timeout shorter than the RNR
+ * delay would otherwise burn the retry budget during every wait, and an
+ * "infinite" rnr_retry would end in RETRY_EXC_ERR). */
+static void test_rnr_with_packets_behind(void)
+{
+	struct t_opts o = { .min_rnr_timer = 0, .rnr_retry = 7, .retry_cnt = 1, .timeout = 14 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	for (int round = 0; round < 5; round++) {
+		if (round == 0) {
+			UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+			UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+		} else {
+			/* The RNR timer expires: both are sent again. */
+			t_advance(ur_rel_rnr_timer_ns(0) + 1000000);
+		}
+		UT_EQ(t_count(), 2);
+		t_deliver(0);
+		t_deliver(0);
+		UT_EQ(t_count(), 2);
+		UT_EQ(t_syn(0), UR_AETH_RNR_NAK | 0);
+		UT_EQ(t_syn(1), UR_NAK_PSN_SEQ_ERR);
+		UT_EQ(t_psn(1), 0);
+		t_deliver(0);
+		t_deliver(0);
+		UT_EQ(t_count(), 0);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_CHECK(p.a.qp->req.rnr_wait);
+		UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 128, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv(&p.b, 4, rb.buf + 128, 128, rb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(0) + 1000000);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
