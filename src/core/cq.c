@@ -363,6 +363,22 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 	return i;
 }
 
+void ur_cq_purge_qp(struct ur_cq *cq, uint32_t qp_num)
+{
+	uint32_t keep = cq->head;
+
+	pthread_spin_lock(&cq->lock);
+	keep = cq->head;
+	for (uint32_t i = cq->head; i != cq->tail; i++) {
+		struct ur_cqe *e = &cq->ring[i & (cq->size - 1)];
+
+		if (e->wc.qp_num != qp_num)
+			cq->ring[keep++ & (cq->size - 1)] = *e;
+	}
+	cq->tail = keep;
+	pthread_spin_unlock(&cq->lock);
+}
+
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only)
 {
 	pthread_spin_lock(&cq->lock);

@@ -74,6 +74,10 @@ int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
 int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr);
 
+/* Removes the queued completions of one QP, as a device does when the QP
+ * is reset or destroyed: they describe work that no longer exists. */
+void ur_cq_purge_qp(struct ur_cq *cq, uint32_t qp_num);
+
 /* Producer side.  solicited: the completion came with the SE bit.  Returns
  * -ENOSPC on overrun (the completion is lost and a CQ error event raised). */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);

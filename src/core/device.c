@@ -19,8 +19,10 @@ static struct ur_device *devices[UR_MAX_DEVICES];
 static unsigned ndevices;
 
 /* Which interfaces become devices, and under which names.
- * UROCE_DEVICES="netdev,name:netdev,..." selects explicitly; otherwise every
- * interface with an address becomes uroce<N> in ifindex order. */
+ * UROCE_DEVICES="netdev,name:netdev,..." selects explicitly; otherwise the
+ * devices file (UROCE_DEVICES_FILE, or ~/.config/uroce/devices) if it lists
+ * any; otherwise every interface with an address becomes uroce<N> in
+ * ifindex order. */
 struct dev_wish {
 	char name[UR_DEV_NAME_MAX];
 	char netdev[IF_NAMESIZE];
@@ -47,6 +49,46 @@ static int parse_wishes(const char *spec, struct dev_wish *w, int max)
 		n++;
 	}
 	return n;
+}
+
+/* The configuration `uroce link add` writes: one "NAME NETDEV" per line,
+ * '#' comments.  -1 when there is no file (or it lists nothing), so that
+ * every interface gets a device. */
+static int read_devices_file(struct dev_wish *w, int max)
+{
+	const char *path = getenv("UROCE_DEVICES_FILE");
+	char buf[512], line[256];
+	FILE *f;
+	int n = 0;
+
+	if (!path || !*path) {
+		const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+		if (xdg && *xdg)
+			snprintf(buf, sizeof(buf), "%s/uroce/devices", xdg);
+		else if (home && *home)
+			snprintf(buf, sizeof(buf), "%s/.config/uroce/devices", home);
+		else
+			return -1;
+		path = buf;
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		char name[UR_DEV_NAME_MAX], netdev[IF_NAMESIZE];
+		char *hash = strchr(line, '#');
+
+		if (hash)
+			*hash = '\0';
+		if (sscanf(line, "%55s %15s", name, netdev) != 2)
+			continue;
+		snprintf(w[n].name, sizeof(w[n].name), "%s", name);
+		snprintf(w[n].netdev, sizeof(w[n].netdev), "%s", netdev);
+		n++;
+	}
+	fclose(f);
+	return n ? n : -1;
 }
 
 static struct ur_device *find_by_netdev(const char *netdev)
@@ -120,6 +162,8 @@ struct ur_device **ur_device_list(int *num)
 	}
 	if (spec && *spec)
 		nwish = parse_wishes(spec, wish, UR_MAX_DEVICES);
+	else
+		nwish = read_devices_file(wish, UR_MAX_DEVICES);
 
 	pthread_mutex_lock(&devices_lock);
 	for (unsigned i = 0; i < ndevices; i++)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "core/counters.h"
 #include "core/netdev.h"
 #include "util/list.h"
 
@@ -34,6 +35,8 @@ struct ur_device {
 	enum ibv_port_state last_state;
 	unsigned last_ngid;
 	union ibv_gid last_gid[UR_MAX_GID];
+
+	uint64_t cnt[UR_CNT_NR];   /* this process's counts (atomic adds) */
 };
 
 static inline struct ur_device *to_udev(struct ibv_device *ibdev)
@@ -55,6 +58,12 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
  * copy only its prefix. */
 void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *attr);
 uint64_t ur_device_guid(struct ur_device *dev);   /* network byte order */
+
+/* Counts a packet dropped before any QP saw it, on the device that owns
+ * the destination address (if any). */
+void ur_device_count_by_gid(const union ibv_gid *dgid, enum ur_counter c);
+/* Publishes this process's counts to the host registry. */
+void ur_device_publish_counters(void);
 
 /* Calls fn on every device created so far. */
 void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg);

@@ -8,6 +8,7 @@
 #include <endian.h>
 
 #include "core/device.h"
+#include "xport/registry.h"
 
 /* The files programs read from an RDMA device's sysfs directory, answered
  * from uroce's own state: <ibdev_path>/{board_id,fw_ver,hca_type,hw_rev,
@@ -57,6 +58,17 @@ static int device_file(struct ur_device *dev, const char *file, char *out, size_
 		if (idx >= nd.ngid)
 			return -EINVAL;   /* the kernel answers EINVAL for an empty entry */
 		return snprintf(out, len, "RoCE v2\n");
+	}
+	if (!strncmp(file, "ports/1/hw_counters/", 20)) {
+		uint64_t cnt[UR_CNT_NR];
+		int c = ur_counter_by_name(file + 20);
+
+		if (c < 0)
+			return -ENOENT;
+		ur_device_publish_counters();   /* this process's own, up to now */
+		if (ur_registry_read_counters(nd.ifindex, cnt, UR_CNT_NR))
+			return -EIO;
+		return snprintf(out, len, "%llu\n", (unsigned long long)cnt[c]);
 	}
 	if (sscanf(file, "ports/1/gid_attrs/ndevs/%u", &idx) == 1) {
 		if (idx >= nd.ngid)

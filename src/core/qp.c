@@ -226,6 +226,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 	ur_engine_qp_unregister(e, qp);
 	pthread_mutex_lock(&qp->lock);
 	ur_rel_abort(qp);
+	ur_qp_purge_completions(qp);
 	pthread_mutex_unlock(&qp->lock);
 	ur_async_forget(&qp->ctx->async, &qp->qpx.qp_base);
 
@@ -306,6 +307,14 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	       ur_sq_wqe(qp, qp->sq.head)->state == UR_WQE_DONE &&
 	       qp->sq.head != qp->req.wqe)
 		qp->sq.head++;
+}
+
+void ur_qp_purge_completions(struct ur_qp *qp)
+{
+	if (qp->scq)
+		ur_cq_purge_qp(qp->scq, ur_qp_num(qp));
+	if (qp->rcq && qp->rcq != qp->scq)
+		ur_cq_purge_qp(qp->rcq, ur_qp_num(qp));
 }
 
 static void flush_recv(struct ur_qp *qp, uint64_t wr_id)
@@ -541,6 +550,11 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		return EINVAL;    /* no receive queue of its own */
 	}
 	pthread_mutex_lock(&qp->lock);
+	if (qp->state == IBV_QPS_RESET) {
+		pthread_mutex_unlock(&qp->lock);
+		*bad = wr;
+		return EINVAL;    /* as rxe and mlx5: receives need INIT or later */
+	}
 	for (; wr; wr = wr->next) {
 		struct ur_recv_wqe *r;
 		uint64_t len = 0;

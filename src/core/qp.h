@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "core/counters.h"
 #include "core/wq.h"
 #include "rel/rel_state.h"
 #include "util/compiler.h"
@@ -65,22 +66,6 @@ struct ur_recv_wqe {
 	struct ibv_sge sge[];
 };
 
-/* Counters named as rxe names its hw_counters, so tools print the same. */
-struct ur_qp_counters {
-	uint64_t sent_pkts, rcvd_pkts;
-	uint64_t duplicate_request;
-	uint64_t out_of_seq_request;
-	uint64_t rcvd_rnr_err, send_rnr_err;
-	uint64_t rcvd_seq_err;
-	uint64_t retry_exceeded_err, retry_rnr_exceeded_err;
-	uint64_t completer_retry_err;
-	uint64_t ack_deferred;
-	uint64_t rdma_sends, rdma_recvs;
-	uint64_t rcvd_nak;
-	uint64_t dropped;
-	uint64_t qkey_violations;
-};
-
 struct ur_qp {
 	struct ibv_qp_ex qpx;            /* qpx.qp_base is what applications see */
 	struct ur_context *ctx;
@@ -116,8 +101,15 @@ struct ur_qp {
 	struct ur_list blocked_link;     /* waiting for the transport to drain */
 	uint32_t async_events_reported;
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
-	struct ur_qp_counters cnt;
+	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */
 };
+
+/* Counts an event on the QP and on its device. */
+#define UR_QP_COUNT(qp, c)                                                  \
+	do {                                                                \
+		(qp)->cnt[c]++;                                             \
+		__atomic_add_fetch(&(qp)->ctx->dev->cnt[c], 1, __ATOMIC_RELAXED); \
+	} while (0)
 
 static inline struct ur_qp *to_uqp(struct ibv_qp *ibqp)
 {
@@ -164,6 +156,9 @@ void ur_qp_to_error(struct ur_qp *qp, bool fatal);
  * it from the SQ head.  qp->lock held. */
 void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 			 enum ibv_wc_status status);
+
+/* Drops this QP's completions still queued in its CQs (reset, destroy). */
+void ur_qp_purge_completions(struct ur_qp *qp);
 
 /* State names for logs. */
 extern const char *const ur_qp_state_name[];

@@ -299,7 +299,16 @@ static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint1
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 {
-	unsupported(qpx);
+	struct ur_qp *qp = from_qpx(qpx);
+	struct ur_send_wqe *w = cur_wqe(qp);
+
+	if (!w)
+		return;
+	if (qp->type != IBV_QPT_XRC_SEND) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	w->remote_srqn = srqn & 0xffffff;
 }
 
 static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,

@@ -366,6 +366,7 @@ void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
 
 	if (pr != UR_PARSE_OK) {
 		__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
+		ur_device_count_by_gid(&meta->dgid, UR_CNT_MALFORMED);
 		ur_dbg(NULL, "dropped a %zu byte packet: %s", len, ur_parse_result_name[pr]);
 		return;
 	}
@@ -376,6 +377,7 @@ void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
 	qp = ur_qp_table_find(&e->qps, v.qpn);
 	if (!qp) {
 		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
+		ur_device_count_by_gid(&meta->dgid, UR_CNT_NO_QP);
 		ur_dbg(NULL, "dropped a packet for QP 0x%06x: no such QP here", v.qpn);
 		return;
 	}
@@ -465,6 +467,7 @@ static void *engine_main(void *arg)
 		if (now >= e->next_watch_ns) {
 			e->next_watch_ns = now + UR_TICK_NS;
 			ur_device_watch();
+			ur_device_publish_counters();
 		}
 	}
 	return NULL;
@@ -472,6 +475,7 @@ static void *engine_main(void *arg)
 
 static void engine_atexit(void)
 {
+	ur_device_publish_counters();
 	ur_registry_detach();
 }
 

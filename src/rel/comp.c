@@ -49,11 +49,18 @@ void ur_comp_arm_retrans(struct ur_qp *qp)
 	ur_engine_timers_changed(qp);
 }
 
+/* Has the requester put packets of this WQE on the wire?  (A zero-length
+ * message is done after its one packet with offset still 0.) */
+static bool wqe_started(const struct ur_send_wqe *w)
+{
+	return w->offset || w->state == UR_WQE_SENT;
+}
+
 /* One past the newest WQE with packets on the wire: req.wqe itself counts
  * once the requester has started it. */
 static uint32_t inflight_end(struct ur_qp *qp)
 {
-	if (qp->req.wqe != qp->sq.tail && ur_sq_wqe(qp, qp->req.wqe)->offset)
+	if (qp->req.wqe != qp->sq.tail && wqe_started(ur_sq_wqe(qp, qp->req.wqe)))
 		return qp->req.wqe + 1;
 	return qp->req.wqe;
 }
@@ -165,14 +172,14 @@ static void retry(struct ur_qp *qp)
 	struct ur_send_wqe *w = head_wqe(qp);
 
 	if (!qp->comp.retry_left) {
-		qp->cnt.retry_exceeded_err++;
+		UR_QP_COUNT(qp, UR_CNT_RETRY_EXCEEDED_ERR);
 		fail(qp, w, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
 	ur_dbg(QP_DEV(qp), "QP 0x%06x: retry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
 	       ur_qp_num(qp), qp->comp.psn, qp->req.psn, qp->req.cwnd, qp->comp.retry_left);
 	qp->comp.retry_left--;
-	qp->cnt.completer_retry_err++;
+	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);
 	shrink_cwnd(qp);
 	ur_req_rewind(qp);
 	ur_comp_arm_retrans(qp);
@@ -219,10 +226,10 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 			retry(qp);
 		return;
 	case UR_AETH_RNR_NAK:
-		qp->cnt.rcvd_rnr_err++;
+		UR_QP_COUNT(qp, UR_CNT_RCVD_RNR_ERR);
 		ack_through(qp, psn_add(psn, UR_PSN_MASK));
 		if (!qp->comp.rnr_retry_left) {
-			qp->cnt.retry_rnr_exceeded_err++;
+			UR_QP_COUNT(qp, UR_CNT_RETRY_RNR_EXCEEDED_ERR);
 			fail(qp, head_wqe(qp), IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -236,10 +243,10 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		ur_engine_timers_changed(qp);
 		return;
 	case UR_AETH_NAK:
-		qp->cnt.rcvd_nak++;
+		UR_QP_COUNT(qp, UR_CNT_RCVD_NAK);
 		ack_through(qp, psn_add(psn, UR_PSN_MASK));
 		if (syn == UR_NAK_PSN_SEQ_ERR) {
-			qp->cnt.rcvd_seq_err++;
+			UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
 			if (psn_gt(psn, qp->comp.psn) && psn_lt(psn, qp->req.psn))
 				qp->comp.psn = psn;
 			retry(qp);
@@ -261,7 +268,7 @@ static struct ur_send_wqe *read_wqe_for(struct ur_qp *qp, uint32_t psn)
 	struct ur_send_wqe *w;
 
 	while ((w = head_wqe(qp))) {
-		if (w->opcode == IBV_WR_RDMA_READ && w->offset)
+		if (w->opcode == IBV_WR_RDMA_READ && wqe_started(w))
 			return psn_ge(psn, w->first_psn) ? w : NULL;
 		/* A response implicitly acknowledges every earlier request. */
 		if (w->state != UR_WQE_SENT || ur_wr_is_rd_atomic(w->opcode) ||
@@ -346,7 +353,7 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	/* Only responses to what is outstanding count. */
 	if (psn_lt(pkt->psn, qp->comp.psn) || psn_ge(pkt->psn, qp->req.psn)) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	if (low == UR_OPL_ACKNOWLEDGE)

@@ -44,7 +44,9 @@ static const char *bind_check(struct ur_qp *qp, struct ur_send_wqe *w, struct ur
 		return "the region belongs to another PD";
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
 		return "the region was not registered with IBV_ACCESS_MW_BIND";
-	if (b->mw_access_flags & ~MW_REMOTE_ACCESS)
+	/* Local write means nothing for a window (it only grants remote
+	 * access) and devices accept it: so does uroce. */
+	if (b->mw_access_flags & ~(MW_REMOTE_ACCESS | IBV_ACCESS_LOCAL_WRITE))
 		return "unsupported window access flags (zero-based windows are not offered)";
 	if ((b->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
@@ -69,7 +71,7 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 			mw->mr = mr;
 			mw->addr = w->bind.addr;
 			mw->length = w->bind.length;
-			mw->access = (int)w->bind.mw_access_flags;
+			mw->access = (int)(w->bind.mw_access_flags & MW_REMOTE_ACCESS);
 			mw->qp = mw->ibmw.type == IBV_MW_TYPE_2 ? (const void *)qp : NULL;
 			mw->bound = true;
 			__atomic_add_fetch(&mr->windows, 1, __ATOMIC_RELEASE);

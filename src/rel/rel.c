@@ -15,15 +15,15 @@ static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
 
 void ur_rel_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
-	qp->cnt.rcvd_pkts++;
+	UR_QP_COUNT(qp, UR_CNT_RCVD_PKTS);
 	if (!transport_matches(qp, pkt->opcode) || bth_pkey(pkt->bth) != UR_DEFAULT_PKEY) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	/* A connected QP hears only its peer. */
 	if (qp->type != IBV_QPT_UD &&
 	    memcmp(&meta->sgid, &qp->attr.ah_attr.grh.dgid, sizeof(meta->sgid))) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	/* The first packet on a QP in RTR establishes communication. */

@@ -52,10 +52,10 @@ int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *
 	if (ret) {
 		/* Refused for good (no route, too big): on the wire that is a
 		 * lost packet, and retransmission or the peer decides. */
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return 0;
 	}
-	qp->cnt.sent_pkts++;
+	UR_QP_COUNT(qp, UR_CNT_SENT_PKTS);
 	return 0;
 }
 

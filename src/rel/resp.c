@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
+#include "util/copy.h"
 #include "util/log.h"
 
 #define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
@@ -53,7 +54,7 @@ bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 				  IBV_ACCESS_LOCAL_WRITE);
 		if (!dst)
 			return false;
-		memcpy(dst, src, take);
+		ur_memcpy(dst, src, take);
 		src += take;
 		len -= take;
 		off = 0;
@@ -227,7 +228,7 @@ static void complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 		se = bth_se(pkt->bth);
 	}
 	qp->resp.recv_active = false;
-	qp->cnt.rdma_recvs++;
+	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
 	ur_cq_push(resp_cq(qp), &wc, se);
 }
 
@@ -264,7 +265,7 @@ static void request_error(struct ur_qp *qp, uint8_t nak, const char *what)
 	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;
 		qp->resp.opcode = -1;
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: %s: NAK 0x%02x", ur_qp_num(qp), what, nak);
@@ -399,7 +400,7 @@ static bool do_write(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *rnr)
 		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, resp_pd(qp), qp, r->write_va,
 				  pkt->paylen, IBV_ACCESS_REMOTE_WRITE);
 		if (dst)
-			memcpy(dst, pkt->payload, pkt->paylen);
+			ur_memcpy(dst, pkt->payload, pkt->paylen);
 		ur_mr_read_unlock(&qp->ctx->mrs);
 		if (!dst) {
 			request_error(qp, UR_NAK_REM_ACCESS_ERR, "RDMA WRITE target vanished");
@@ -510,7 +511,7 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	uint8_t low = pkt->opcode & 0x1f;
 
-	qp->cnt.duplicate_request++;
+	UR_QP_COUNT(qp, UR_CNT_DUPLICATE_REQUEST);
 	if (low == UR_OPL_RDMA_READ_REQUEST) {
 		start_read(qp, pkt, true);   /* reads are idempotent: resend from there */
 	} else if (low == UR_OPL_COMPARE_SWAP || low == UR_OPL_FETCH_ADD) {
@@ -537,7 +538,7 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
-	qp->cnt.send_rnr_err++;
+	UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);
 	if (!ur_qp_is_reliable(qp)) {
 		qp->resp.drop_msg = true;   /* UC: no receive WQE, the message is lost */
 		qp->resp.opcode = -1;
@@ -557,7 +558,7 @@ static bool xrc_srq(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	uint32_t srqn;
 
 	if (!(info->mask & UR_OPF_XRCETH)) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return false;
 	}
 	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
@@ -594,7 +595,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	uint32_t m = pkt->mask;
 
 	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	if (qp->type == IBV_QPT_UD) {
@@ -610,7 +611,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		return;
 	}
 	if (d > 0) {
-		qp->cnt.out_of_seq_request++;
+		UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
 		if (qp->type == IBV_QPT_UC) {
 			/* UC: the message in progress is lost; resynchronize. */
 			r->psn = pkt->psn;
@@ -729,17 +730,17 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 	bool ok;
 
 	if ((pkt->opcode & UR_OP_TYPE_MASK) != UR_OP_TYPE_UD || !(info->mask & UR_OPF_DETH)) {
-		qp->cnt.dropped++;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
 	if (deth_qkey(deth) != qp->attr.qkey) {
-		qp->cnt.qkey_violations++;
+		UR_QP_COUNT(qp, UR_CNT_QKEY_VIOLATIONS);
 		ur_dbg(QP_DEV(qp), "QP 0x%06x: dropped a datagram: Q_Key 0x%x, expected 0x%x",
 		       ur_qp_num(qp), deth_qkey(deth), qp->attr.qkey);
 		return;
 	}
 	if (!get_recv(qp)) {
-		qp->cnt.send_rnr_err++;   /* UD has no RNR: the datagram is lost */
+		UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);   /* UD has no RNR: the datagram is lost */
 		return;
 	}
 	w = qp->resp.rwqe;
@@ -764,6 +765,6 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 		wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	qp->cnt.rdma_recvs++;
+	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
 	ur_cq_push(qp->rcq, &wc, bth_se(pkt->bth));
 }

@@ -54,17 +54,15 @@ uint32_t ur_icrc_calc(const struct ur_roce_ip *ip, const struct iovec *iov, int 
  * fragment offset), i.e. those bits times x^(8k) mod P, k being the bytes
  * from the ID field to the end of the covered data.  Multiplying by
  * x^(-8k) recovers the bits; the packet is accepted when they describe an
- * unfragmented datagram: fragment offset 0, MF 0, reserved 0, DF set or
- * clear.  The ID then comes out in *ip_id_out (may be NULL).
+ * unfragmented datagram with DF set (fragment offset 0, MF 0, reserved 0):
+ * every RoCEv2 sender sets DF (Linux rxe, NICs, uroce), and a datagram
+ * without it is dropped.  The ID then comes out in *ip_id_out (may be NULL).
  *
  * Cost of that freedom: a corrupted IPv4 packet passes with probability
- * 2 * 2^16 / 2^32 = 2^-15 (any ID, two DF states) instead of 2^-32, and
- * the CRC's guarantee for short error bursts is lost.  Single-bit errors
- * are still caught except at fixed places, where the flip is
- * indistinguishable from another ID or DF value: below RoCE byte 26744
- * those are byte 173 bit 0x08 and byte 1834 bit 0x40, plus, for some
- * packet lengths, a bit of the ICRC itself (docs/wire.md).  An oversized
- * IPv4 packet (total length over 65535) is rejected. */
+ * 2^16 / 2^32 = 2^-16 (any ID) instead of 2^-32, and the CRC's guarantee
+ * for short error bursts is weakened; single-bit errors in the covered
+ * bytes are still caught (docs/wire.md).  An oversized IPv4 packet (total
+ * length over 65535) is rejected. */
 int ur_icrc_check(const struct ur_roce_ip *ip, const uint8_t *pkt, size_t len,
 		  uint16_t *ip_id_out);
 

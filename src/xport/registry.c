@@ -25,6 +25,12 @@ struct ur_reg_slot {
 	uint32_t reserved[3];
 };
 
+struct ur_reg_devcnt {
+	_Atomic uint32_t ifindex;     /* 0: unused */
+	uint32_t reserved;
+	_Atomic uint64_t cnt[UR_REG_COUNTERS];
+};
+
 struct ur_reg_mcast {
 	uint8_t gid[16];
 	uint32_t ifindex;
@@ -43,6 +49,8 @@ struct ur_reg_shm {
 	struct ur_reg_slot slot[UR_REG_SLOTS];
 	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
 	struct ur_reg_mcast mcast[UR_REG_MCAST_GROUPS];
+	struct ur_reg_devcnt slot_cnt[UR_REG_SLOTS][UR_REG_SLOT_DEVS];
+	struct ur_reg_devcnt retired[UR_REG_RETIRED_DEVS];
 };
 
 _Static_assert(sizeof(struct ur_reg_slot) == 32, "slot layout");
@@ -50,6 +58,11 @@ _Static_assert(offsetof(struct ur_reg_shm, slot) == 32, "header layout");
 _Static_assert(offsetof(struct ur_reg_shm, block_owner) == 32 + 32 * UR_REG_SLOTS,
 	       "block table layout");
 _Static_assert(sizeof(struct ur_reg_mcast) == 24 + UR_REG_SLOTS / 8, "multicast entry layout");
+_Static_assert(sizeof(struct ur_reg_devcnt) == 8 + 8 * UR_REG_COUNTERS, "counter block layout");
+/* Any change of layout must come with a new UR_REG_VERSION (the file name
+ * carries it), then this size is updated to match. */
+_Static_assert(UR_REG_VERSION == 3 && sizeof(struct ur_reg_shm) == 1853984,
+	       "registry layout changed: bump UR_REG_VERSION");
 _Static_assert(offsetof(struct ur_reg_shm, mcast) ==
 	       32 + 32 * UR_REG_SLOTS + 2 * UR_REG_BLOCKS, "multicast table layout");
 
@@ -130,11 +143,38 @@ static void unlock_file(void)
 	flock(reg.fd, LOCK_UN);
 }
 
+/* File lock held: a slot's published counters join the retired totals. */
+static void retire_counters(int slot)
+{
+	for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
+		struct ur_reg_devcnt *c = &reg.shm->slot_cnt[slot][d];
+		uint32_t ifindex = atomic_load(&c->ifindex);
+		struct ur_reg_devcnt *r = NULL;
+
+		if (!ifindex)
+			continue;
+		for (unsigned k = 0; k < UR_REG_RETIRED_DEVS && !r; k++) {
+			uint32_t expect = 0;
+
+			if (atomic_load(&reg.shm->retired[k].ifindex) == ifindex ||
+			    atomic_compare_exchange_strong(&reg.shm->retired[k].ifindex, &expect, ifindex))
+				r = &reg.shm->retired[k];
+		}
+		for (unsigned i = 0; i < UR_REG_COUNTERS; i++) {
+			if (r)
+				atomic_fetch_add(&r->cnt[i], atomic_load(&c->cnt[i]));
+			atomic_store(&c->cnt[i], 0);
+		}
+		atomic_store(&c->ifindex, 0);
+	}
+}
+
 /* File lock held: everything a slot owned goes back. */
 static void release_slot_blocks(int slot)
 {
 	uint64_t bit = 1ull << (slot % 64);
 
+	retire_counters(slot);
 	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
 		if (atomic_load(&reg.shm->block_owner[b]) == (uint16_t)(slot + 1))
 			atomic_store(&reg.shm->block_owner[b], 0);
@@ -519,4 +559,59 @@ int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out
 		}
 	}
 	return n;
+}
+
+/* ---- counters ----------------------------------------------------------- */
+
+int ur_registry_publish_counters(unsigned ifindex, const uint64_t *cnt, unsigned n)
+{
+	struct ur_reg_devcnt *c = NULL;
+
+	if (!reg.shm || reg.slot < 0 || !ifindex)
+		return -ENODEV;
+	for (unsigned d = 0; d < UR_REG_SLOT_DEVS && !c; d++) {
+		uint32_t cur = atomic_load(&reg.shm->slot_cnt[reg.slot][d].ifindex);
+
+		if (cur == ifindex || !cur)
+			c = &reg.shm->slot_cnt[reg.slot][d];
+	}
+	if (!c)
+		return -ENOSPC;
+	for (unsigned i = 0; i < n && i < UR_REG_COUNTERS; i++)
+		atomic_store(&c->cnt[i], cnt[i]);
+	atomic_store(&c->ifindex, ifindex);
+	return 0;
+}
+
+int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n)
+{
+	int ret;
+
+	if (!reg.shm) {
+		ret = ur_registry_attach();
+		if (ret)
+			return ret;
+	}
+	memset(cnt, 0, n * sizeof(*cnt));
+	for (unsigned s = 0; s < UR_REG_SLOTS; s++) {
+		if (!atomic_load(&reg.shm->slot[s].pid))
+			continue;
+		for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
+			struct ur_reg_devcnt *c = &reg.shm->slot_cnt[s][d];
+
+			if (atomic_load(&c->ifindex) != ifindex)
+				continue;
+			for (unsigned i = 0; i < n && i < UR_REG_COUNTERS; i++)
+				cnt[i] += atomic_load(&c->cnt[i]);
+		}
+	}
+	for (unsigned k = 0; k < UR_REG_RETIRED_DEVS; k++) {
+		struct ur_reg_devcnt *r = &reg.shm->retired[k];
+
+		if (atomic_load(&r->ifindex) != ifindex)
+			continue;
+		for (unsigned i = 0; i < n && i < UR_REG_COUNTERS; i++)
+			cnt[i] += atomic_load(&r->cnt[i]);
+	}
+	return 0;
 }

@@ -17,12 +17,15 @@
 #include <infiniband/verbs.h>
 
 #define UR_REG_MAGIC 0x75524547u      /* "uREG" */
-#define UR_REG_VERSION 2u            /* part of the file name: versions never meet */
+#define UR_REG_VERSION 3u            /* part of the file name: versions never meet */
 #define UR_REG_SLOTS 1024u
 #define UR_REG_BLOCK_SHIFT 8u
 #define UR_REG_BLOCK_QPNS (1u << UR_REG_BLOCK_SHIFT)
 #define UR_REG_BLOCKS (1u << (24u - UR_REG_BLOCK_SHIFT))
 #define UR_REG_MCAST_GROUPS 256u
+#define UR_REG_SLOT_DEVS 8u          /* devices a process publishes counters for */
+#define UR_REG_RETIRED_DEVS 64u
+#define UR_REG_COUNTERS 24u          /* room for enum ur_counter */
 
 struct ur_reg_owner {
 	pid_t pid;
@@ -48,6 +51,14 @@ int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex);
 void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex);
 /* The pids of the members of a group (self flagged); returns how many. */
 int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max);
+
+/* Counters: each process publishes its per-device totals (by interface
+ * index); a process that ends or dies has its totals folded into a
+ * retired table, so the sum is monotonic like a NIC's. */
+int ur_registry_publish_counters(unsigned ifindex, const uint64_t *cnt, unsigned n);
+/* The host-wide totals of an interface's device; maps the registry
+ * read-only-in-spirit (no slot claimed) if this process has none. */
+int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n);
 
 /* The lock file whose exclusive holder serves UDP port 4791 here. */
 int ur_registry_router_lock_path(char *buf, size_t len);

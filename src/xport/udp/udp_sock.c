@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "core/device.h"
 #include "core/netdev.h"
 #include "engine/mcast.h"
 #include "engine/engine.h"
@@ -301,11 +302,6 @@ void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
 {
 	struct ur_rx_meta meta = { .traffic_class = tclass, .hop_limit = hop };
 
-	if (ur_icrc_check(ip, pkt, len, NULL)) {
-		__atomic_add_fetch(&ur_engine_stats.icrc_errors, 1, __ATOMIC_RELAXED);
-		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
-		return;
-	}
 	if (ip->family == AF_INET) {
 		ur_gid_from_v4(&meta.sgid, ip->v4.saddr);
 		ur_gid_from_v4(&meta.dgid, ip->v4.daddr);
@@ -313,6 +309,12 @@ void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
 		memcpy(meta.sgid.raw, &ip->v6.saddr, 16);
 		memcpy(meta.dgid.raw, &ip->v6.daddr, 16);
 		meta.ipv6 = true;
+	}
+	if (ur_icrc_check(ip, pkt, len, NULL)) {
+		__atomic_add_fetch(&ur_engine_stats.icrc_errors, 1, __ATOMIC_RELAXED);
+		ur_device_count_by_gid(&meta.dgid, UR_CNT_ICRC_ERRORS);
+		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
+		return;
 	}
 	ur_engine_rx(u->engine, pkt, len, &meta);
 }

@@ -1,0 +1,32 @@
+#include "core/counters.h"
+
+#include <string.h>
+
+const char *const ur_counter_name[UR_CNT_NR] = {
+	[UR_CNT_SENT_PKTS] = "sent_pkts",
+	[UR_CNT_RCVD_PKTS] = "rcvd_pkts",
+	[UR_CNT_DUPLICATE_REQUEST] = "duplicate_request",
+	[UR_CNT_OUT_OF_SEQ_REQUEST] = "out_of_seq_request",
+	[UR_CNT_RCVD_RNR_ERR] = "rcvd_rnr_err",
+	[UR_CNT_SEND_RNR_ERR] = "send_rnr_err",
+	[UR_CNT_RCVD_SEQ_ERR] = "rcvd_seq_err",
+	[UR_CNT_RETRY_EXCEEDED_ERR] = "retry_exceeded_err",
+	[UR_CNT_RETRY_RNR_EXCEEDED_ERR] = "retry_rnr_exceeded_err",
+	[UR_CNT_COMPLETER_RETRY_ERR] = "completer_retry_err",
+	[UR_CNT_RCVD_NAK] = "rcvd_nak",
+	[UR_CNT_RDMA_SENDS] = "rdma_sends",
+	[UR_CNT_RDMA_RECVS] = "rdma_recvs",
+	[UR_CNT_QKEY_VIOLATIONS] = "qkey_violations",
+	[UR_CNT_DROPPED] = "dropped",
+	[UR_CNT_ICRC_ERRORS] = "icrc_errors",
+	[UR_CNT_MALFORMED] = "malformed",
+	[UR_CNT_NO_QP] = "no_qp",
+};
+
+int ur_counter_by_name(const char *name)
+{
+	for (int i = 0; i < UR_CNT_NR; i++)
+		if (!strcmp(ur_counter_name[i], name))
+			return i;
+	return -1;
+}

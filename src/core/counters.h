@@ -1,0 +1,38 @@
+/* Device counters, named as Linux rxe names its hw_counters so that tools
+ * print the same thing for both.  Each process counts into its devices and
+ * publishes the totals in the host registry; readers (ibv_read_sysfs_file
+ * on <ibdev_path>/ports/1/hw_counters/<name>) sum every process's, live or
+ * gone, so they behave like a NIC's counters. */
+#ifndef UROCE_CORE_COUNTERS_H
+#define UROCE_CORE_COUNTERS_H
+
+#include <stdint.h>
+
+enum ur_counter {
+	UR_CNT_SENT_PKTS,
+	UR_CNT_RCVD_PKTS,
+	UR_CNT_DUPLICATE_REQUEST,
+	UR_CNT_OUT_OF_SEQ_REQUEST,
+	UR_CNT_RCVD_RNR_ERR,
+	UR_CNT_SEND_RNR_ERR,
+	UR_CNT_RCVD_SEQ_ERR,
+	UR_CNT_RETRY_EXCEEDED_ERR,
+	UR_CNT_RETRY_RNR_EXCEEDED_ERR,
+	UR_CNT_COMPLETER_RETRY_ERR,
+	UR_CNT_RCVD_NAK,
+	UR_CNT_RDMA_SENDS,
+	UR_CNT_RDMA_RECVS,
+	UR_CNT_QKEY_VIOLATIONS,
+	UR_CNT_DROPPED,          /* not for any QP state, or refused by a QP */
+	UR_CNT_ICRC_ERRORS,      /* dropped: ICRC mismatch */
+	UR_CNT_MALFORMED,        /* dropped: failed to parse */
+	UR_CNT_NO_QP,            /* dropped: no such QP on the host */
+	UR_CNT_NR
+};
+
+extern const char *const ur_counter_name[UR_CNT_NR];
+
+/* The counter called name, or -1. */
+int ur_counter_by_name(const char *name);
+
+#endif
