@@ -274,7 +274,7 @@ static bool window_full(struct ur_qp *qp)
 
 static bool rd_atomic_full(struct ur_qp *qp)
 {
-	return qp->req.rd_atomic >= ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
+	return qp->req.rd_atomic >= (uint32_t)ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
 }
 
 void ur_rel_flush(struct ur_qp *qp)
