@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,26 +173,151 @@ static int cmp_ifindex(const void *a, const void *b)
 	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
 }
 
-/* Two passes over getifaddrs so that the table order is GID 0, then every
- * IPv4 address, then every IPv6 address, whatever order the kernel lists. */
+/* IPv4 addresses with the index of their interface, in the kernel's order.
+ * getifaddrs() names an IPv4 address by its label, which is the interface
+ * name only by convention ("eth0:1", or anything `ip addr add ... label`
+ * sets), so it cannot say which interface an IPv4 address belongs to; the
+ * RTM_GETADDR dump it is built on can. */
+struct v4_addr {
+	unsigned ifindex;
+	struct in_addr addr;
+};
+
+static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifaddrmsg ifa;
+	} req = {
+		.nh = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg)),
+			.nlmsg_type = RTM_GETADDR, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			.nlmsg_seq = 1 },
+		.ifa = { .ifa_family = AF_INET },
+	};
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct v4_addr *arr = NULL;
+	unsigned n = 0, cap = 0;
+	char buf[16384] __attribute__((aligned(4)));
+	int fd, ret = 0;
+	bool done = false;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	while (!done) {
+		ssize_t len = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *nh;
+
+		if (len < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto out;
+		}
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
+		     nh = NLMSG_NEXT(nh, len)) {
+			struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+			struct rtattr *rta;
+			unsigned rlen;
+			const void *local = NULL, *addr = NULL;
+
+			if (nh->nlmsg_type == NLMSG_DONE) {
+				done = true;
+				break;
+			}
+			if (nh->nlmsg_type == NLMSG_ERROR) {
+				ret = -EIO;
+				goto out;
+			}
+			if (nh->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET)
+				continue;
+			rlen = (unsigned)IFA_PAYLOAD(nh);
+			for (rta = IFA_RTA(ifa); RTA_OK(rta, rlen); rta = RTA_NEXT(rta, rlen)) {
+				if (RTA_PAYLOAD(rta) < 4)
+					continue;
+				if (rta->rta_type == IFA_LOCAL)
+					local = RTA_DATA(rta);
+				else if (rta->rta_type == IFA_ADDRESS)
+					addr = RTA_DATA(rta);
+			}
+			if (!local)
+				local = addr;   /* as getifaddrs: IFA_LOCAL first */
+			if (!local)
+				continue;
+			if (n == cap) {
+				unsigned ncap = cap ? cap * 2 : 16;
+				struct v4_addr *na = realloc(arr, ncap * sizeof(*na));
+
+				if (!na) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				arr = na;
+				cap = ncap;
+			}
+			arr[n].ifindex = ifa->ifa_index;
+			memcpy(&arr[n].addr, local, 4);
+			n++;
+		}
+	}
+out:
+	close(fd);
+	if (ret) {
+		free(arr);
+		return ret;
+	}
+	*out = arr;
+	*count = n;
+	return 0;
+}
+
+static struct ur_netdev *find_or_add_index(struct ur_netdev **arr, unsigned *n,
+					   unsigned *cap, unsigned ifindex)
+{
+	char name[IF_NAMESIZE];
+
+	for (unsigned i = 0; i < *n; i++)
+		if ((*arr)[i].ifindex == ifindex)
+			return &(*arr)[i];
+	if (!if_indextoname(ifindex, name))
+		return NULL;   /* gone meanwhile */
+	return find_or_add(arr, n, cap, name);
+}
+
+/* The table order is GID 0, then every IPv4 address, then every IPv6
+ * address, whatever order the kernel lists them in.  IPv6 addresses come
+ * from getifaddrs, which names them by interface; IPv4 ones from the
+ * netlink dump, which gives their interface index (see dump_v4_addrs). */
 int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 {
 	struct ifaddrs *ifa_list, *ifa;
 	struct ur_netdev *arr = NULL, *nd;
-	unsigned n = 0, cap = 0;
+	struct v4_addr *v4 = NULL;
+	unsigned n = 0, cap = 0, nv4 = 0;
 	union ibv_gid gid;
+	int ret;
 
-	if (getifaddrs(&ifa_list))
-		return -errno;
+	ret = dump_v4_addrs(&v4, &nv4);
+	if (ret)
+		return ret;
+	if (getifaddrs(&ifa_list)) {
+		ret = -errno;
+		free(v4);
+		return ret;
+	}
 
 	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr || (ifa->ifa_addr->sa_family != AF_INET &&
-				       ifa->ifa_addr->sa_family != AF_INET6))
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET6)
 			continue;
-		nd = find_or_add(&arr, &n, &cap, ifa->ifa_name);
-		if (!nd)
+		if (!find_or_add(&arr, &n, &cap, ifa->ifa_name))
 			goto err_nomem;
 	}
+	for (unsigned i = 0; i < nv4; i++)
+		find_or_add_index(&arr, &n, &cap, v4[i].ifindex);
 	for (unsigned i = 0; i < n; i++) {
 		nd = &arr[i];
 		read_link_info(nd);
@@ -200,24 +327,27 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		nd->gid[0].family = AF_INET6;
 		nd->ngid = 1;
 	}
-	for (int pass = 0; pass < 2; pass++) {
-		int fam = pass ? AF_INET6 : AF_INET;
-
-		for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
-			if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != fam)
-				continue;
-			nd = find_or_add(&arr, &n, &cap, ifa->ifa_name);
-			if (!nd)
-				goto err_nomem;
-			if (fam == AF_INET) {
-				ur_gid_from_v4(&gid, ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr);
-			} else {
-				memcpy(gid.raw, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
-			}
-			gid_add(nd, &gid, fam);
-		}
+	for (unsigned i = 0; i < nv4; i++) {
+		nd = NULL;
+		for (unsigned k = 0; k < n && !nd; k++)
+			if (arr[k].ifindex == v4[i].ifindex)
+				nd = &arr[k];
+		if (!nd)
+			continue;   /* its interface vanished during the scan */
+		ur_gid_from_v4(&gid, v4[i].addr);
+		gid_add(nd, &gid, AF_INET);
+	}
+	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
+		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET6)
+			continue;
+		nd = find_or_add(&arr, &n, &cap, ifa->ifa_name);
+		if (!nd)
+			goto err_nomem;
+		memcpy(gid.raw, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
+		gid_add(nd, &gid, AF_INET6);
 	}
 	freeifaddrs(ifa_list);
+	free(v4);
 	qsort(arr, n, sizeof(*arr), cmp_ifindex);
 	*out = arr;
 	*count = n;
@@ -225,6 +355,7 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 
 err_nomem:
 	freeifaddrs(ifa_list);
+	free(v4);
 	free(arr);
 	return -ENOMEM;
 }

@@ -327,6 +327,9 @@ void ur_engine_writable(struct ur_engine *e)
 	struct ur_list todo, *pos, *tmp;
 	bool more;
 
+	/* Parked batches first: they are older than anything a QP would send. */
+	if (ur_udp_flush_pending(e->udp) == -EAGAIN)
+		return;
 	ur_list_init(&todo);
 	pthread_mutex_lock(&e->blocked_lock);
 	if (!ur_list_empty(&e->blocked)) {

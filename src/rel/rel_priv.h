@@ -86,6 +86,10 @@ bool ur_remote_invalidate(struct ur_qp *qp, uint32_t rkey);
  * covers (local operations behind acknowledged requests). */
 void ur_comp_retire(struct ur_qp *qp);
 
+/* Sends what this thread staged for the transport; a transport without
+ * room marks the QP blocked until it drains. */
+void ur_rel_flush(struct ur_qp *qp);
+
 /* Retransmission: go back to comp.psn. */
 void ur_req_rewind(struct ur_qp *qp);
 void ur_comp_arm_retrans(struct ur_qp *qp);

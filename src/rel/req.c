@@ -284,10 +284,28 @@ static bool window_full(struct ur_qp *qp)
 
 static bool rd_atomic_full(struct ur_qp *qp)
 {
-	return qp->req.rd_atomic >= ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
+	return qp->req.rd_atomic >= (uint32_t)ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
 }
 
+void ur_rel_flush(struct ur_qp *qp)
+{
+	struct ur_engine *e = ur_engine_get();
+
+	if (e && ur_xport_flush(ur_engine_xport(e)) == -EAGAIN && !qp->req.blocked) {
+		qp->req.blocked = true;
+		ur_engine_tx_blocked(qp);
+	}
+}
+
+static void req_run(struct ur_qp *qp);
+
 void ur_req_run(struct ur_qp *qp)
+{
+	req_run(qp);
+	ur_rel_flush(qp);
+}
+
+static void req_run(struct ur_qp *qp)
 {
 	if (qp->state != IBV_QPS_RTS || qp->req.blocked || qp->req.rnr_wait)
 		return;

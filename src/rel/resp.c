@@ -184,6 +184,7 @@ void ur_resp_tx(struct ur_qp *qp)
 		qp->req.blocked = true;
 		ur_engine_tx_blocked(qp);
 	}
+	ur_rel_flush(qp);
 }
 
 static struct ur_resp_res *take_res(struct ur_qp *qp)

@@ -65,14 +65,18 @@ struct ur_rx_meta {
 
 struct ur_xport_ops {
 	const char *name;
-	/* 0, -EAGAIN (no room now: retry when ur_engine says writable), or
-	 * another -errno (the packet is dropped and counted). */
+	/* Queues a packet (it may leave at once or at the next flush): 0,
+	 * -EAGAIN (not taken: retry when the engine says writable), or another
+	 * -errno (the packet is dropped and counted). */
 	int (*send)(struct ur_xport *x, const struct ur_path *path,
 		    const struct ur_tx_pkt *pkt);
 	/* Fills a path to (dgid, dqpn) from our source address sgid. */
 	int (*resolve)(struct ur_xport *x, const union ibv_gid *sgid,
 		       unsigned ifindex, const union ibv_gid *dgid,
 		       uint32_t dqpn, struct ur_path *path);
+	/* Sends what this thread queued with send.  0, or -EAGAIN: kept and
+	 * sent when the transport drains (the caller waits for writable). */
+	int (*flush)(struct ur_xport *x);
 	/* Joins or leaves a multicast group (the first attach and the last
 	 * detach of this process). */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
@@ -85,6 +89,11 @@ struct ur_xport {
 static inline int ur_xport_send(const struct ur_path *path, const struct ur_tx_pkt *pkt)
 {
 	return path->xport->ops->send(path->xport, path, pkt);
+}
+
+static inline int ur_xport_flush(struct ur_xport *x)
+{
+	return x->ops->flush ? x->ops->flush(x) : 0;
 }
 
 #endif

@@ -29,5 +29,7 @@ void ur_udp_tick(struct ur_udp *u);
 void ur_udp_want_writable(struct ur_udp *u);
 void ur_udp_stop_writable(struct ur_udp *u);
 bool ur_udp_is_router(const struct ur_udp *u);
+/* Sends batches parked for lack of room; -EAGAIN while some remain. */
+int ur_udp_flush_pending(struct ur_udp *u);
 
 #endif

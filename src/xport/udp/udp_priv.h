@@ -11,12 +11,15 @@
 #include "xport/registry.h"
 #include "xport/udp/udp.h"
 
-#define UR_UDP_BATCH 32
-#define UR_UDP_BUF 9216            /* 4096 MTU + headers, or a jumbo frame */
+#define UR_UDP_BATCH 8
+#define UR_UDP_BUF 65536           /* a UDP GRO buffer: many packets of one flow */
 #define UR_FWD_MAGIC 0x75465744u   /* "uFWD" */
 #define UR_FWD_VERSION 1
 
+#include <pthread.h>
+
 struct ur_udp;
+struct tx_batch;
 
 struct ur_udp_sock {
 	struct ur_udp *u;
@@ -24,6 +27,9 @@ struct ur_udp_sock {
 	int family;
 	uint16_t port;                 /* host byte order */
 	bool roce_port;                /* bound to 4791: packets may be for others */
+	/* Batches the socket had no room for, oldest first (udp_tx.c). */
+	pthread_mutex_t pending_lock;
+	struct tx_batch *pending, *pending_tail;
 };
 
 /* What the router puts before a packet it hands to the owning process. */
@@ -79,6 +85,10 @@ void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t l
 int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
 void ur_udp_mcast_fanout(struct ur_udp *u, const uint8_t *pkt, size_t len,
 			 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+
+/* Transmit path (udp_tx.c). */
+int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt);
+int ur_udp_flush(struct ur_xport *x);
 
 /* Checks the ICRC and hands the packet to the engine. */
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,

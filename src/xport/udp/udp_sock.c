@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -43,6 +44,8 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	s->u = u;
 	s->fd = -1;
 	s->family = family;
+	pthread_mutex_init(&s->pending_lock, NULL);
+	s->pending = s->pending_tail = NULL;
 	s->roce_port = port == UR_ROCE_UDP_PORT;
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
 	if (fd < 0)
@@ -73,6 +76,11 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 		alen = sizeof(a.v6);
 	}
 	set_bufs(fd);
+	/* UROCE_UDP_GRO=1: take a local peer's GSO batch as one buffer (split
+	 * in handle_datagram).  Off by default: on loopback IPv6 the kernel
+	 * was seen to hold such datagrams for about 2 ms. */
+	if (getenv("UROCE_UDP_GRO") && !strcmp(getenv("UROCE_UDP_GRO"), "1"))
+		setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
 	if (bind(fd, (struct sockaddr *)&a, alen)) {
 		int err = errno;
 
@@ -99,108 +107,7 @@ void ur_udp_close_sock(struct ur_udp_sock *s)
 	s->fd = -1;
 }
 
-/* ---- send --------------------------------------------------------------- */
-
-static int udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt)
-{
-	struct ur_udp *u = container_of(x, struct ur_udp, xport);
-	struct ur_udp_sock *s = path->family == AF_INET ? &u->own4 : &u->own6;
-	static const uint8_t zeros[4];
-	struct iovec iov[UR_MAX_SGE + 4];
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} dst;
-	union {
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-		struct cmsghdr align;
-	} ctrl;
-	struct msghdr msg = { 0 };
-	struct cmsghdr *cm;
-	struct ur_roce_ip ip = { 0 };
-	uint8_t icrc[4];
-	size_t roce_len;
-	int n = 0;
-
-	if (s->fd < 0)
-		return -EAFNOSUPPORT;
-	memcpy(&dst, &path->dst, sizeof(dst));
-	if (path->local) {
-		/* A process of this host: straight to its own socket. */
-		struct ur_reg_owner o;
-
-		if (!ur_registry_lookup(bth_qpn(pkt->hdr), &o)) {
-			uint16_t port = path->family == AF_INET ? o.port4 : o.port6;
-
-			if (port) {
-				if (path->family == AF_INET)
-					dst.v4.sin_port = htons(port);
-				else
-					dst.v6.sin6_port = htons(port);
-			}
-		}
-	}
-	iov[n++] = (struct iovec){ (void *)pkt->hdr, pkt->hdr_len };
-	for (int i = 0; i < pkt->niov; i++)
-		iov[n++] = pkt->iov[i];
-	if (pkt->pad)
-		iov[n++] = (struct iovec){ (void *)zeros, pkt->pad };
-	roce_len = pkt->hdr_len + pkt->paylen + pkt->pad;
-
-	ip.family = path->family;
-	ip.sport = s->port;
-	ip.ip_id = 0;
-	ip.df = true;
-	msg.msg_control = ctrl.buf;
-	cm = (struct cmsghdr *)ctrl.buf;
-	memset(ctrl.buf, 0, sizeof(ctrl.buf));
-	if (path->family == AF_INET) {
-		struct in_pktinfo pi = { .ipi_spec_dst = path->src.v4 };
-
-		if (path->mcast)
-			pi.ipi_ifindex = (int)path->ifindex;   /* the group's link */
-
-		ip.v4.saddr = path->src.v4;
-		ip.v4.daddr = dst.v4.sin_addr;
-		ip.dport = ntohs(dst.v4.sin_port);
-		msg.msg_name = &dst.v4;
-		msg.msg_namelen = sizeof(dst.v4);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
-	} else {
-		struct in6_pktinfo pi = { .ipi6_addr = path->src.v6 };
-
-		if (path->mcast || ur_gid_is_link_local((const union ibv_gid *)&path->src.v6))
-			pi.ipi6_ifindex = path->ifindex;
-		ip.v6.saddr = path->src.v6;
-		ip.v6.daddr = dst.v6.sin6_addr;
-		ip.dport = ntohs(dst.v6.sin6_port);
-		msg.msg_name = &dst.v6;
-		msg.msg_namelen = sizeof(dst.v6);
-		cm->cmsg_level = IPPROTO_IPV6;
-		cm->cmsg_type = IPV6_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
-	}
-	ur_put_le32(icrc, ur_icrc_calc(&ip, iov, n, roce_len));
-	iov[n++] = (struct iovec){ icrc, sizeof(icrc) };
-	msg.msg_iov = iov;
-	msg.msg_iovlen = (size_t)n;
-	if (sendmsg(s->fd, &msg, MSG_DONTWAIT) < 0) {
-		if (errno == EAGAIN || errno == ENOBUFS) {
-			__atomic_add_fetch(&ur_engine_stats.tx_eagain, 1, __ATOMIC_RELAXED);
-			return -EAGAIN;
-		}
-		ur_warn_ratelimited(NULL, "UDP send failed: %s", strerror(errno));
-		return -errno;
-	}
-	__atomic_add_fetch(&ur_engine_stats.sent_pkts, 1, __ATOMIC_RELAXED);
-	return 0;
-}
+/* ---- routes ------------------------------------------------------------ */
 
 static int udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
 		       const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path)
@@ -251,17 +158,25 @@ static int udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned i
 
 static const struct ur_xport_ops udp_ops = {
 	.name = "udp",
-	.send = udp_send,
+	.send = ur_udp_send,
 	.resolve = udp_resolve,
 	.mcast = ur_udp_mcast,
+	.flush = ur_udp_flush,
 };
 
 /* ---- receive ------------------------------------------------------------ */
 
 static void read_cmsgs(struct msghdr *m, int family, struct ur_roce_ip *ip,
-		       uint8_t *tclass, uint8_t *hop)
+		       uint8_t *tclass, uint8_t *hop, size_t *gro_seg)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			*gro_seg = v > 0 ? (size_t)v : 0;
+			continue;
+		}
 		if (family == AF_INET && c->cmsg_level == IPPROTO_IP) {
 			if (c->cmsg_type == IP_PKTINFO) {
 				struct in_pktinfo pi;
@@ -319,12 +234,14 @@ void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
 	ur_engine_rx(u->engine, pkt, len, &meta);
 }
 
+static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
+			  const struct ur_roce_ip *ipp, uint8_t tclass, uint8_t hop);
+
 static void handle_datagram(struct ur_udp_sock *s, struct mmsghdr *mm, uint8_t *buf)
 {
-	struct ur_udp *u = s->u;
 	struct ur_roce_ip ip = { .family = s->family, .dport = s->port };
 	uint8_t tclass = 0, hop = 0;
-	size_t len = mm->msg_len;
+	size_t len = mm->msg_len, seg = 0;
 
 	if (mm->msg_hdr.msg_flags & MSG_TRUNC) {
 		__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
@@ -341,7 +258,22 @@ static void handle_datagram(struct ur_udp_sock *s, struct mmsghdr *mm, uint8_t *
 		ip.v6.saddr = from->sin6_addr;
 		ip.sport = ntohs(from->sin6_port);
 	}
-	read_cmsgs(&mm->msg_hdr, s->family, &ip, &tclass, &hop);
+	read_cmsgs(&mm->msg_hdr, s->family, &ip, &tclass, &hop, &seg);
+	if (!seg || seg >= len) {
+		handle_packet(s, buf, len, &ip, tclass, hop);
+		return;
+	}
+	/* Coalesced by UDP GRO: equal segments, the last maybe shorter. */
+	for (size_t off = 0; off < len; off += seg)
+		handle_packet(s, buf + off, ur_min(seg, len - off), &ip, tclass, hop);
+}
+
+static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
+			  const struct ur_roce_ip *ipp, uint8_t tclass, uint8_t hop)
+{
+	struct ur_udp *u = s->u;
+	struct ur_roce_ip ip = *ipp;
+
 	if (s->roce_port && len >= UR_BTH_BYTES) {
 		struct ur_reg_owner o;
 		uint32_t qpn = bth_qpn(buf);

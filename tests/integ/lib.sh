@@ -1,0 +1,393 @@
+# Harness for the integration tests: sourced by every tests/integ/*.test.sh.
+#
+# Runs programs on uroce as separate processes with timeouts, in the current
+# network namespace or in namespaces it creates, and checks what they did.
+#
+#   ur_start NAME PROG ARGS...   start PROG on uroce in the background; its
+#                                stdout+stderr go to $(ur_out NAME)
+#   ur_wait NAME                 wait for it; its exit code is ${UR_RC[NAME]}
+#                                (124: killed by the timeout)
+#   ur_run NAME PROG ARGS...     both; returns the exit code
+#   ur_pair NAME PORT SERVER... -- CLIENT...
+#                                a server, started and awaited until it
+#                                listens on TCP PORT, then its client
+#   ur_netns_pair [MTU]          two namespaces joined by a veth
+#   ur_expect_* / ur_pass / ur_fail / ur_done   assertions and the verdict
+#
+# Variables read by the functions (set them for one call: UR_NS=x ur_run ...):
+#   UR_NS       network namespace to run in (empty: the current one)
+#   UR_TIMEOUT  seconds before a program is killed (default 120)
+#   UR_SNS / UR_CNS   namespaces of ur_pair's server / client (default UR_NS)
+#   UR_ENV      extra VAR=value words for the program's environment (array)
+#
+# Under an ASan build of uroce ($UROCE_BUILD/CMakeCache.txt says so) the
+# uninstrumented clients get gcc's ASan and UBSan runtimes preloaded, since
+# the library needs them first in the process.  Leak checking is off for
+# third-party programs (their leaks are not ours) and left as the caller set
+# it for the test programs built here.
+
+set -u
+set -o pipefail
+
+UR_BUILD=${UROCE_BUILD:?UROCE_BUILD must point at the build directory}
+UR_SRC=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+UR_TEST=$(basename "$0" .test.sh)
+UR_TMP=$UR_BUILD/integ-out/$UR_TEST
+UR_TIMEOUT=${UR_TIMEOUT:-120}
+UR_NS=${UR_NS:-}
+UR_ENV=()
+UR_FAILS=0
+UR_PASSES=0
+UR_SECONDS0=$SECONDS
+declare -A UR_PID=() UR_RC=() UR_T0=() UR_ELAPSED=()
+UR_CLEANUP=()
+
+rm -rf "$UR_TMP" && mkdir -p "$UR_TMP" || exit 1
+
+# --- cleanup ---------------------------------------------------------------
+
+# ur_on_exit CMD: run CMD (a string for eval) at exit, last registered first.
+ur_on_exit() { UR_CLEANUP+=("$1"); }
+
+ur_cleanup() {
+	local i name
+	trap - EXIT INT TERM
+	for name in "${!UR_PID[@]}"; do
+		ur_stop "$name"
+	done
+	for ((i = ${#UR_CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${UR_CLEANUP[$i]}" >/dev/null 2>&1
+	done
+}
+trap 'ur_cleanup' EXIT
+trap 'ur_cleanup; exit 130' INT
+trap 'ur_cleanup; exit 143' TERM
+
+# --- verdict ---------------------------------------------------------------
+
+ur_log() { printf '%s\n' "$*"; }
+ur_pass() { UR_PASSES=$((UR_PASSES + 1)); printf 'ok: %s\n' "$*"; }
+ur_fail() { UR_FAILS=$((UR_FAILS + 1)); printf 'FAIL: %s\n' "$*"; }
+
+# ur_skip REASON: the test cannot run here at all (exit 77).
+ur_skip() {
+	printf 'SKIP: %s\n' "$*"
+	exit 77
+}
+
+ur_done() {
+	local t=$((SECONDS - UR_SECONDS0))
+	if [ "$UR_FAILS" -gt 0 ]; then
+		printf '=== %s: FAILED (%d failed, %d passed, %ds); outputs in %s\n' \
+			"$UR_TEST" "$UR_FAILS" "$UR_PASSES" "$t" "$UR_TMP"
+		exit 1
+	fi
+	if [ "$UR_PASSES" -eq 0 ]; then
+		printf '=== %s: FAILED (nothing was checked)\n' "$UR_TEST"
+		exit 1
+	fi
+	printf '=== %s: OK (%d checks, %ds)\n' "$UR_TEST" "$UR_PASSES" "$t"
+	exit 0
+}
+
+# ur_show NAME [LINES]: the last LINES (default 30) of a run's output, indented.
+ur_show() {
+	local f=$UR_TMP/$1.out
+	[ -f "$f" ] || return 0
+	printf '    --- %s (exit %s, %ss): %s\n' "$1" "${UR_RC[$1]:-?}" \
+		"${UR_ELAPSED[$1]:-?}" "$(ur_cmdline_of "$1")"
+	tail -n "${2:-30}" "$f" | sed 's/^/    | /'
+}
+
+ur_out() { printf '%s' "$UR_TMP/$1.out"; }
+ur_cmdline_of() { cat "$UR_TMP/$1.cmd" 2>/dev/null; }
+
+# ur_expect_eq WHAT EXPECTED SEEN
+ur_expect_eq() {
+	if [ "$2" = "$3" ]; then
+		ur_pass "$1: $3"
+	else
+		ur_fail "$1: expected '$2', saw '$3'"
+	fi
+}
+
+# ur_expect_rc NAME EXPECTED [WHAT]: the exit code of run NAME.
+ur_expect_rc() {
+	local rc=${UR_RC[$1]:-none}
+	if [ "$rc" = "$2" ]; then
+		ur_pass "${3:-$1}: exit $rc (${UR_ELAPSED[$1]:-?}s)"
+		return 0
+	fi
+	ur_fail "${3:-$1}: expected exit $2, saw $rc$([ "$rc" = 124 ] && echo ' (killed by the timeout: a hang)')"
+	ur_show "$1"
+	return 1
+}
+
+# ur_expect_fail_fast NAME [WHAT]: run NAME exited non-zero on its own
+# (within its timeout, not killed by it).
+ur_expect_fail_fast() {
+	local rc=${UR_RC[$1]:-none}
+	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != none ] && [ "$rc" -lt 128 ]; then
+		ur_pass "${2:-$1}: failed with exit $rc in ${UR_ELAPSED[$1]}s"
+		return 0
+	fi
+	case $rc in
+	0) ur_fail "${2:-$1}: expected a failure, but it succeeded" ;;
+	124) ur_fail "${2:-$1}: expected a quick failure, but it hung until the timeout" ;;
+	*) ur_fail "${2:-$1}: expected a clean non-zero exit, saw $rc" ;;
+	esac
+	ur_show "$1"
+	return 1
+}
+
+# ur_expect_grep NAME ERE [WHAT]: the output of run NAME matches ERE.
+ur_expect_grep() {
+	if grep -Eq -- "$2" "$UR_TMP/$1.out"; then
+		ur_pass "${3:-$1 prints /$2/}: $(grep -Em1 -- "$2" "$UR_TMP/$1.out" | sed 's/^[[:space:]]*//' | cut -c1-160)"
+		return 0
+	fi
+	ur_fail "${3:-$1}: expected output matching /$2/, not found"
+	ur_show "$1"
+	return 1
+}
+
+# ur_expect_no_grep NAME ERE [WHAT]: the output of run NAME does not match ERE.
+ur_expect_no_grep() {
+	if ! grep -Eq -- "$2" "$UR_TMP/$1.out"; then
+		ur_pass "${3:-$1 does not print /$2/}"
+		return 0
+	fi
+	ur_fail "${3:-$1}: unexpected output matching /$2/: $(grep -Em1 -- "$2" "$UR_TMP/$1.out")"
+	ur_show "$1"
+	return 1
+}
+
+# ur_sanitizer_clean NAME: no ASan/UBSan report in the output of run NAME.
+ur_sanitizer_clean() {
+	ur_expect_no_grep "$1" 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' \
+		"${2:-$1}: no sanitizer report"
+}
+
+# --- running programs -------------------------------------------------------
+
+ur_is_asan() { grep -q '^CMAKE_BUILD_TYPE:STRING=ASan$' "$UR_BUILD/CMakeCache.txt" 2>/dev/null; }
+
+# ur_cmd PROG ARGS...: fills UR_CMD with the command line that runs PROG on
+# uroce in UR_NS with UR_ENV.
+ur_cmd() {
+	local prog=$1 path env=("LD_LIBRARY_PATH=$UR_BUILD/lib")
+	path=$(command -v "$prog" 2>/dev/null || echo "$prog")
+	if ur_is_asan; then
+		local asan ubsan asan_opts=${ASAN_OPTIONS:-}
+		asan=$(gcc -print-file-name=libasan.so)
+		ubsan=$(gcc -print-file-name=libubsan.so)
+		case $path in
+		"$UR_BUILD"/*) ;;                                  # ours: leaks count
+		*) asan_opts=${asan_opts:+$asan_opts:}detect_leaks=0 ;;
+		esac
+		env+=("LD_PRELOAD=$asan $ubsan" "ASAN_OPTIONS=$asan_opts"
+		      "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+	fi
+	UR_CMD=()
+	[ -n "$UR_NS" ] && UR_CMD+=(ip netns exec "$UR_NS")
+	UR_CMD+=(env "${env[@]}" "${UR_ENV[@]}" "$path")
+	shift
+	UR_CMD+=("$@")
+}
+
+# ur_start NAME PROG ARGS...: starts PROG in the background under timeout(1),
+# which ends it (TERM, then KILL 5 s later) after UR_TIMEOUT seconds.
+ur_start() {
+	local name=$1
+	shift
+	[ -z "${UR_PID[$name]:-}" ] || { ur_fail "harness: $name started twice"; return 1; }
+	ur_cmd "$@"
+	printf '%s\n' "${UR_NS:+[netns $UR_NS] }${UR_ENV[*]:+${UR_ENV[*]} }$*" > "$UR_TMP/$name.cmd"
+	timeout -k 5 "$UR_TIMEOUT" "${UR_CMD[@]}" > "$UR_TMP/$name.out" 2>&1 < /dev/null &
+	UR_PID[$name]=$!
+	UR_T0[$name]=$(date +%s.%N)
+	unset "UR_RC[$name]"
+}
+
+# ur_prog_pid NAME: the pid of the program itself (timeout's child; ip netns
+# exec and env exec in turn, so it is the program once started).
+ur_prog_pid() {
+	local p
+	for _ in $(seq 100); do
+		p=$(pgrep -P "${UR_PID[$1]}" 2>/dev/null | head -n1)
+		[ -n "$p" ] && { echo "$p"; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
+# ur_wait NAME: waits for the program; sets UR_RC[NAME] (124: killed by the
+# timeout) and UR_ELAPSED[NAME]; returns the exit code.
+ur_wait() {
+	local name=$1 pid=${UR_PID[$1]:-} rc
+	[ -n "$pid" ] || return "${UR_RC[$name]:-127}"
+	wait "$pid"
+	rc=$?
+	UR_RC[$name]=$rc
+	UR_ELAPSED[$name]=$(echo "$(date +%s.%N) ${UR_T0[$name]}" | awk '{printf "%.1f", $1 - $2}')
+	unset "UR_PID[$name]"
+	return "$rc"
+}
+
+# ur_stop NAME: ends a program still running (TERM, then KILL) and reaps it.
+ur_stop() {
+	local pid=${UR_PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null    # timeout(1) passes it on
+	for _ in $(seq 25); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL $(pgrep -P "$pid") 2>/dev/null
+	kill -KILL "$pid" 2>/dev/null
+	ur_wait "$1"
+}
+
+# ur_run NAME PROG ARGS...: runs PROG to completion; returns its exit code.
+ur_run() {
+	ur_start "$@" || return 1
+	ur_wait "$1"
+}
+
+# ur_wait_listen PORT PID [SECONDS]: until something in UR_NS listens on TCP
+# PORT; fails early if PID exits first.
+ur_wait_listen() {
+	local port=$1 pid=$2 limit=${3:-60} i ss=(ss)
+	[ -n "$UR_NS" ] && ss=(ip netns exec "$UR_NS" ss)
+	for ((i = 0; i < limit * 10; i++)); do
+		"${ss[@]}" -Htln "sport = :$port" 2>/dev/null | grep -q . && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# ur_port: a TCP port for one exchange, unused here and unlikely to be
+# taken by a concurrent test.
+UR_NEXT_PORT=$((20000 + ($$ * 37) % 20000))
+ur_port() {
+	local p
+	while :; do
+		UR_NEXT_PORT=$((UR_NEXT_PORT + 1))
+		[ $UR_NEXT_PORT -lt 60000 ] || UR_NEXT_PORT=20000
+		p=$UR_NEXT_PORT
+		ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
+		echo "$p"
+		return
+	done
+}
+
+# ur_pair NAME PORT SERVER_PROG ARGS... -- CLIENT_PROG ARGS...
+# Runs NAME.server (in UR_SNS) until it listens on TCP PORT, then NAME.client
+# (in UR_CNS), and waits for both.  Returns 0 when both exit 0.
+ur_pair() {
+	local name=$1 port=$2 a seen=0 s=() c=() sns cns
+	shift 2
+	for a in "$@"; do
+		if [ $seen = 0 ] && [ "$a" = "--" ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
+	done
+	sns=${UR_SNS-$UR_NS}
+	cns=${UR_CNS-$UR_NS}
+	UR_NS=$sns ur_start "$name.server" "${s[@]}" || return 1
+	if ! UR_NS=$sns ur_wait_listen "$port" "${UR_PID[$name.server]}"; then
+		ur_stop "$name.server"
+		echo "server $name did not listen on port $port" >> "$UR_TMP/$name.server.out"
+		UR_RC[$name.client]=none
+		return 1
+	fi
+	UR_NS=$cns ur_start "$name.client" "${c[@]}"
+	ur_wait "$name.client"
+	ur_wait "$name.server"
+	[ "${UR_RC[$name.client]}" = 0 ] && [ "${UR_RC[$name.server]}" = 0 ]
+}
+
+# ur_expect_pair_ok NAME [WHAT]: both sides of ur_pair NAME exited 0.
+ur_expect_pair_ok() {
+	local what=${2:-$1} s=${UR_RC[$1.server]:-none} c=${UR_RC[$1.client]:-none}
+	if [ "$s" = 0 ] && [ "$c" = 0 ]; then
+		ur_pass "$what (client ${UR_ELAPSED[$1.client]}s)"
+		return 0
+	fi
+	ur_fail "$what: server exit $s, client exit $c$( { [ "$s" = 124 ] || [ "$c" = 124 ]; } && echo ' (a hang, killed by the timeout)')"
+	ur_show "$1.server"
+	ur_show "$1.client"
+	return 1
+}
+
+# --- devices and GIDs -------------------------------------------------------
+
+# ur_gid_index DEV IPV4 [NAME]: the GID index of ::ffff:IPV4 on DEV (in UR_NS),
+# from ibv_devinfo -v; empty if none.
+ur_gid_index() {
+	local n=${3:-devinfo.$1.$RANDOM}
+	ur_run "$n" ibv_devinfo -v -d "$1" >/dev/null
+	sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$2, RoCE v2.*/\1/p" "$UR_TMP/$n.out" | head -n1
+}
+
+# ur_dev_of IPV4 [NAME]: the uroce device (in UR_NS) whose GID table holds
+# ::ffff:IPV4.
+ur_dev_of() {
+	local n=${2:-devinfo.all.$RANDOM}
+	ur_run "$n" ibv_devinfo -v >/dev/null
+	awk -v want="::ffff:$1," '
+		/^hca_id:/ { dev = $2 }
+		/GID\[/ && $3 == want { print dev; exit }' "$UR_TMP/$n.out"
+}
+
+# --- network namespaces -----------------------------------------------------
+
+ur_need_root() {
+	[ "$(id -u)" = 0 ] || ur_skip "needs root for network namespaces (run as root or with CAP_NET_ADMIN+CAP_SYS_ADMIN)"
+	command -v ip >/dev/null || ur_skip "needs iproute2 (apt-get install iproute2)"
+}
+
+UR_NETNS_SEQ=0
+# ur_netns_pair [MTU]: two fresh namespaces UR_NS_A and UR_NS_B, each with lo
+# up and one end of a veth (UR_IF_A, UR_IF_B, MTU default 1500) carrying
+# UR_IP_A/UR_IP_B (10.79.N.1-2/24) and UR_IP6_A/UR_IP6_B (fd79:0:0:N::1-2/64).
+# Removed at exit.  Skips the test if namespaces cannot be made.
+ur_netns_pair() {
+	local mtu=${1:-1500} n err
+	ur_need_root
+	UR_NETNS_SEQ=$((UR_NETNS_SEQ + 1))
+	n=$UR_NETNS_SEQ
+	UR_NS_A=uroce-t$$-${n}a
+	UR_NS_B=uroce-t$$-${n}b
+	UR_IF_A=urv$$${n}a
+	UR_IF_B=urv$$${n}b
+	UR_IP_A=10.79.$n.1
+	UR_IP_B=10.79.$n.2
+	UR_IP6_A=fd79:0:0:$n::1
+	UR_IP6_B=fd79:0:0:$n::2
+	if ! err=$(ip netns add "$UR_NS_A" 2>&1); then
+		ur_skip "cannot create network namespaces here: $err"
+	fi
+	ur_on_exit "ip netns del $UR_NS_A"
+	ip netns add "$UR_NS_B" || return 1
+	ur_on_exit "ip netns del $UR_NS_B"
+	ip link add "$UR_IF_A" netns "$UR_NS_A" mtu "$mtu" type veth \
+		peer name "$UR_IF_B" netns "$UR_NS_B" mtu "$mtu" || return 1
+	ip -n "$UR_NS_A" link set lo up &&
+	ip -n "$UR_NS_B" link set lo up &&
+	ip -n "$UR_NS_A" addr add "$UR_IP_A/24" dev "$UR_IF_A" &&
+	ip -n "$UR_NS_B" addr add "$UR_IP_B/24" dev "$UR_IF_B" &&
+	ip -n "$UR_NS_A" addr add "$UR_IP6_A/64" dev "$UR_IF_A" nodad &&
+	ip -n "$UR_NS_B" addr add "$UR_IP6_B/64" dev "$UR_IF_B" nodad &&
+	ip -n "$UR_NS_A" link set "$UR_IF_A" up &&
+	ip -n "$UR_NS_B" link set "$UR_IF_B" up || return 1
+	# Usable once both ends report carrier (operstate up).
+	for _ in $(seq 100); do
+		[ "$(ip netns exec "$UR_NS_A" cat "/sys/class/net/$UR_IF_A/operstate")" = up ] &&
+		[ "$(ip netns exec "$UR_NS_B" cat "/sys/class/net/$UR_IF_B/operstate")" = up ] &&
+			return 0
+		sleep 0.1
+	done
+	echo "netns pair: $UR_IF_A/$UR_IF_B did not come up" >&2
+	return 1
+}
