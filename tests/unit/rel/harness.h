@@ -50,6 +50,7 @@ static inline uint64_t ur_now_ns(void)
 #include "core/qp.h"
 #include "core/srq.h"
 #include "core/xrcd.h"
+#include "engine/mcast.h"
 #include "rel/psn.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"

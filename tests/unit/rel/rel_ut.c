@@ -15,6 +15,7 @@
 #include "xrc_tests.c"
 #include "eagain_tests.c"
 #include "error_tests.c"
+#include "misc_tests.c"
 #include "chaos_tests.c"
 
 int main(void)
@@ -110,6 +111,12 @@ int main(void)
 	UT_RUN(test_err_reset_reuse);
 	UT_RUN(test_err_late_responses);
 	UT_RUN(test_err_post_states);
+
+	UT_RUN(test_dispatch_drops);
+	UT_RUN(test_mcast_fanout);
+	UT_RUN(test_srq_limit);
+	UT_RUN(test_wr_builder);
+	UT_RUN(test_wr_builder_xrc);
 
 	UT_RUN(test_chaos);
 
