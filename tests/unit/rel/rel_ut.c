@@ -8,9 +8,9 @@
 #include "rdma_tests.c"
 #include "loss_tests.c"
 #include "rnr_tests.c"
+#include "uc_ud_tests.c"
 #include "access_tests.c"
 #include "length_tests.c"
-#include "uc_ud_tests.c"
 #include "mw_tests.c"
 #include "xrc_tests.c"
 #include "eagain_tests.c"
@@ -70,6 +70,7 @@ int main(void)
 	UT_RUN(test_access_stale_rkey);
 	UT_RUN(test_access_local);
 	UT_RUN(test_access_atomic_misaligned);
+	UT_RUN(test_access_recv_lkey);
 
 	UT_RUN(test_len_send_too_big);
 	UT_RUN(test_len_write_vs_reth);
@@ -104,6 +105,7 @@ int main(void)
 	UT_RUN(test_eagain_responder);
 	UT_RUN(test_eagain_nak_survives_error);
 	UT_RUN(test_xport_hard_error);
+	UT_RUN(test_destroy_while_waiting);
 
 	UT_RUN(test_err_flush_in_order);
 	UT_RUN(test_err_srq_last_wqe);
