@@ -391,6 +391,73 @@ static void test_mcast_members(void)
 	ur_registry_mcast_leave(&g1, 3);
 }
 
+/* When every block is claimed, QPNs come from blocks a dead process left;
+ * if nobody is dead, there are none. */
+static void test_blocks_exhausted(void)
+{
+	uint16_t *owner = (uint16_t *)reg.shm->block_owner;
+	int dead = -1, alive = reg.slot;
+	uint32_t q;
+	pid_t gone;
+
+	UT_EQ(ur_registry_attach(), 0);
+	/* Start with no blocks of our own, so the next QPN needs a claim. */
+	for (unsigned i = 0; i < reg.nblocks; i++)
+		atomic_store(&reg.shm->block_owner[reg.blocks[i].block], 0);
+	free(reg.blocks);
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+	for (unsigned i = 0; i < UR_REG_SLOTS && dead < 0; i++)
+		if (!atomic_load(&reg.shm->slot[i].pid) && (int)i != reg.slot)
+			dead = (int)i;
+	/* Every block taken by the live process (us)... */
+	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
+		owner[b] = (uint16_t)(alive + 1);
+	UT_EQ(ur_registry_alloc_qpn(&q), -ENOSPC);
+	/* ...or one of them by a process that died since: reclaimed, claimed. */
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	reg.shm->slot[dead].start_time = 1;
+	atomic_store(&reg.shm->slot[dead].pid, (uint32_t)gone);
+	owner[777] = (uint16_t)(dead + 1);
+	UT_EQ(ur_registry_alloc_qpn(&q), 0);
+	UT_EQ(q >> UR_REG_BLOCK_SHIFT, 777);
+	UT_EQ(atomic_load(&reg.shm->slot[dead].pid), 0);
+	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
+		owner[b] = 0;
+	free(reg.blocks);
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+}
+
+/* All slots held by live processes: a new process cannot attach. */
+static void test_slots_exhausted(void)
+{
+	uint64_t me = proc_start_time(getpid());
+	pid_t c;
+	int st = -1;
+
+	UT_EQ(ur_registry_attach(), 0);
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
+		if ((int)i == reg.slot)
+			continue;
+		reg.shm->slot[i].start_time = me;
+		atomic_store(&reg.shm->slot[i].pid, (uint32_t)getpid());
+	}
+	c = fork();
+	if (c == 0) {
+		forget_parent_registry();
+		_exit(ur_registry_attach() == -EUSERS ? 0 : 1);
+	}
+	waitpid(c, &st, 0);
+	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++)
+		if ((int)i != reg.slot)
+			atomic_store(&reg.shm->slot[i].pid, 0);
+}
+
 /* Detach gives everything back; the file's layout is checked at attach. */
 static void test_detach_and_layout(void)
 {
@@ -441,6 +508,8 @@ int main(void)
 	UT_RUN(test_dead_reclaimed);
 	UT_RUN(test_pid_reuse);
 	UT_RUN(test_mcast_members);
+	UT_RUN(test_blocks_exhausted);
+	UT_RUN(test_slots_exhausted);
 	UT_RUN(test_detach_and_layout);
 	ur_registry_detach();
 	return UT_DONE();
