@@ -121,6 +121,7 @@ int main(void)
 	UT_RUN(test_wr_builder_xrc);
 
 	UT_RUN(test_chaos);
+	UT_RUN(test_chaos_uc);
 
 
 	return UT_DONE();
