@@ -371,3 +371,51 @@ qt_netns_solo() {
 	QT_NS_S=qt$$-${QT_SEQ}s
 	qt_netns_new "$QT_NS_S"
 }
+
+# --- the two topologies of the test programs ---------------------------------
+
+# qt_topologies: "host", one network namespace of its own with only lo
+# (two processes on one host, with the device counters to themselves), and
+# "netns", two namespaces joined by a veth.  Sets QT_HOST_DEV/QT_HOST_GID/
+# QT_HOST_IP and QT_NET_DEV/QT_NET_GID (the same in A and B) /QT_NET_IP (A's).
+qt_topologies() {
+	local dev_b gid_b
+	qt_netns_solo
+	QT_HOST_IP=127.0.0.1
+	QT_HOST_DEV=$(QT_NS=$QT_NS_S qt_dev_of "$QT_HOST_IP")
+	QT_HOST_GID=$(QT_NS=$QT_NS_S qt_gid_of "$QT_HOST_DEV" "::ffff:$QT_HOST_IP")
+	qt_netns_pair "${1:-1500}" || qt_fail "netns pair setup"
+	QT_NET_IP=$QT_IP_A
+	QT_NET_DEV=$(QT_NS=$QT_NS_A qt_dev_of "$QT_IP_A")
+	QT_NET_GID=$(QT_NS=$QT_NS_A qt_gid_of "$QT_NET_DEV" "::ffff:$QT_IP_A")
+	dev_b=$(QT_NS=$QT_NS_B qt_dev_of "$QT_IP_B")
+	gid_b=$(QT_NS=$QT_NS_B qt_gid_of "$dev_b" "::ffff:$QT_IP_B")
+	if [ -z "$QT_HOST_GID" ] || [ -z "$QT_NET_GID" ] || [ "$dev_b" != "$QT_NET_DEV" ] ||
+	   [ "$gid_b" != "$QT_NET_GID" ]; then
+		qt_fail "topologies: devices/GIDs not found or different (host $QT_HOST_DEV/$QT_HOST_GID, A $QT_NET_DEV/$QT_NET_GID, B $dev_b/$gid_b)"
+		qt_done
+	fi
+	qt_log "topologies: host = $QT_NS_S ($QT_HOST_DEV, GID $QT_HOST_GID); netns = $QT_NS_A <-> $QT_NS_B ($QT_NET_DEV, GID $QT_NET_GID)"
+}
+
+# qt_prog_pair NAME SNS CNS DEV GIDX SERVER_IP PROG [ARGS...]: test program
+# PROG as server (in SNS) and client (in CNS) with the same ARGS; both must
+# pass every check.
+qt_prog_pair() {
+	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 prog=$7 p
+	shift 7
+	p=$(qt_port)
+	QT_SNS=$sns QT_CNS=$cns qt_pair "$name" "$p" \
+		"$prog" -d "$dev" -g "$gidx" -p "$p" "$@" -- "$prog" -d "$dev" -g "$gidx" -p "$p" "$@" "$ip"
+	qt_expect_prog "$name.server" "$name: server side"
+	qt_expect_prog "$name.client" "$name: client side"
+}
+
+# qt_prog_both NAME PROG [ARGS...]: qt_prog_pair on one host, then across
+# the two namespaces (after qt_topologies).
+qt_prog_both() {
+	local name=$1
+	shift
+	qt_prog_pair "host.$name" "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" "$@"
+	qt_prog_pair "netns.$name" "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" "$@"
+}

@@ -73,10 +73,10 @@ run_set() {
 	# clients (one host) must share their XRC domain (the file the tool
 	# opens it by), as they do on a kernel device.
 	p=$(qt_port)
-	QT_NS=${QT_SNS-$QT_NS} qt_start "$tag.xsrq.server" ibv_xsrq_pingpong "${common[@]}" -p "$p" -c 2 -n 10
+	QT_TIMEOUT=60 QT_NS=${QT_SNS-$QT_NS} qt_start "$tag.xsrq.server" ibv_xsrq_pingpong "${common[@]}" -p "$p" -c 2 -n 10
 	if QT_NS=${QT_SNS-$QT_NS} qt_wait_listen "$p" "${QT_PID[$tag.xsrq.server]}"; then
-		QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client1" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
-		QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client2" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
+		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client1" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
+		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client2" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
 		qt_wait "$tag.xsrq.client1"
 		qt_wait "$tag.xsrq.client2"
 		qt_expect_rc "$tag.xsrq.client1" 0 "$tag: ibv_xsrq_pingpong, client 1 of 2"
