@@ -41,7 +41,7 @@ run_set() {
 	p=$(qt_port)
 	qt_pair "$tag.srq16" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 200 -c -- \
 		ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 200 -c "$ip"
-	qt_expect_pair "$tag.srq16" "$tag: ibv_srq_pingpong, 16 QPs on one SRQ, 200 iterations each"
+	qt_expect_pair "$tag.srq16" "$tag: ibv_srq_pingpong, 16 QPs on one SRQ, 200 exchanges"
 	qt_expect_grep "$tag.srq16.client" '200 iters in' "$tag: srq_pingpong (16 QPs) completed"
 
 	p=$(qt_port)
@@ -52,10 +52,10 @@ run_set() {
 	# The tool's own limit: "num_qp 256 must be less than 255" (Debian's
 	# rdma-core 44 refuses -q >= MAX_QP = 256), so 255 is the most it runs.
 	p=$(qt_port)
-	qt_pair "$tag.srq255" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 300 -s 1024 -- \
-		ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 300 -s 1024 "$ip"
+	qt_pair "$tag.srq255" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 2000 -s 1024 -- \
+		ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 2000 -s 1024 "$ip"
 	qt_expect_pair "$tag.srq255" "$tag: ibv_srq_pingpong, 255 QPs on one SRQ (the tool's limit)"
-	qt_expect_grep "$tag.srq255.server" '300 iters in' "$tag: srq_pingpong (255 QPs) completed"
+	qt_expect_grep "$tag.srq255.server" '2000 iters in' "$tag: srq_pingpong (255 QPs) completed"
 
 	p=$(qt_port)
 	qt_pair "$tag.xsrq1" "$p" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 50 -- \
