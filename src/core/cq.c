@@ -14,6 +14,11 @@
 
 /* ---- completion channels ------------------------------------------------ */
 
+struct ur_chan_event {
+	struct ur_list link;
+	struct ur_cq *cq;
+};
+
 struct ur_comp_channel *ur_channel_create(struct ur_context *ctx)
 {
 	struct ur_comp_channel *ch = calloc(1, sizeof(*ch));
@@ -32,13 +37,22 @@ struct ur_comp_channel *ur_channel_create(struct ur_context *ctx)
 	ch->ibch.fd = fds[0];
 	ch->ibch.refcnt = 0;
 	ch->wfd = fds[1];
+	pthread_mutex_init(&ch->lock, NULL);
+	ur_list_init(&ch->events);
 	return ch;
 }
 
 int ur_channel_destroy(struct ur_comp_channel *ch)
 {
+	struct ur_list *pos, *tmp;
+
 	if (ch->ibch.refcnt)
 		return -EBUSY;
+	ur_list_for_each_safe(pos, tmp, &ch->events) {
+		ur_list_del(pos);
+		free(ur_list_entry(pos, struct ur_chan_event, link));
+	}
+	pthread_mutex_destroy(&ch->lock);
 	close(ch->ibch.fd);
 	close(ch->wfd);
 	free(ch);
@@ -47,23 +61,42 @@ int ur_channel_destroy(struct ur_comp_channel *ch)
 
 int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq)
 {
-	struct ur_cq *p;
-	ssize_t n;
+	for (;;) {
+		struct ur_chan_event *ev = NULL;
+		ssize_t n;
+		char b;
 
-	do
-		n = read(ch->ibch.fd, &p, sizeof(p));
-	while (n < 0 && errno == EINTR);
-	if (n != sizeof(p))
-		return n < 0 ? -errno : -EIO;
-	*cq = p;
-	return 0;
+		do
+			n = read(ch->ibch.fd, &b, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			return n < 0 ? -errno : -EIO;
+		pthread_mutex_lock(&ch->lock);
+		if (!ur_list_empty(&ch->events)) {
+			ev = ur_list_entry(ch->events.next, struct ur_chan_event, link);
+			ur_list_del(&ev->link);
+			/* Counted while the channel lock keeps the CQ from being
+			 * destroyed: from now on it waits for this event's ack. */
+			pthread_mutex_lock(&ev->cq->ibcq.mutex);
+			ev->cq->events_reported++;
+			pthread_mutex_unlock(&ev->cq->ibcq.mutex);
+		}
+		pthread_mutex_unlock(&ch->lock);
+		if (ev) {
+			*cq = ev->cq;
+			free(ev);
+			return 0;
+		}
+		/* The byte of an event whose CQ was destroyed unread: next. */
+	}
 }
 
-/* cq->lock held: writes the channel event and disarms. */
+/* cq->lock held: queues the channel event and disarms. */
 static void fire_event(struct ur_cq *cq)
 {
 	struct ur_comp_channel *ch = cq->ibcq.channel ? to_uchan(cq->ibcq.channel) : NULL;
-	struct ur_cq *self = cq;
+	struct ur_chan_event *ev;
+	char b = 1;
 
 	cq->armed = false;
 	cq->mod_pending = 0;
@@ -71,13 +104,36 @@ static void fire_event(struct ur_cq *cq)
 		ur_engine_timer_cancel(&cq->mod_timer);
 	if (!ch)
 		return;
-	/* At most one event per CQ is outstanding (re-arming needs the
-	 * application), so the pipe cannot fill up in practice. */
-	if (write(ch->wfd, &self, sizeof(self)) != sizeof(self))
+	ev = calloc(1, sizeof(*ev));
+	if (!ev) {
+		ur_warn_ratelimited(NULL, "completion event lost: out of memory");
+		return;
+	}
+	ev->cq = cq;
+	pthread_mutex_lock(&ch->lock);
+	ur_list_add_tail(&ch->events, &ev->link);
+	pthread_mutex_unlock(&ch->lock);
+	if (write(ch->wfd, &b, 1) != 1)
 		ur_warn_ratelimited(NULL, "completion channel write failed: %s",
 				    strerror(errno));
-	else
-		cq->events_reported++;
+}
+
+/* Drops the events of cq still queued on its channel, unread. */
+static void drop_channel_events(struct ur_cq *cq)
+{
+	struct ur_comp_channel *ch = to_uchan(cq->ibcq.channel);
+	struct ur_list *pos, *tmp;
+
+	pthread_mutex_lock(&ch->lock);
+	ur_list_for_each_safe(pos, tmp, &ch->events) {
+		struct ur_chan_event *ev = ur_list_entry(pos, struct ur_chan_event, link);
+
+		if (ev->cq == cq) {
+			ur_list_del(pos);
+			free(ev);
+		}
+	}
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* Called with cq->lock held, after a completion was added. */
@@ -300,18 +356,21 @@ int ur_cq_destroy(struct ur_cq *cq)
 {
 	if (__atomic_load_n(&cq->users, __ATOMIC_ACQUIRE))
 		return -EBUSY;
-	/* As libibverbs does: wait until every channel event delivered for this
-	 * CQ has been acknowledged with ibv_ack_cq_events. */
+	if (cq->mod_count || cq->mod_period_us) {
+		ur_engine_timer_cancel(&cq->mod_timer);
+		ur_engine_quiesce(ur_engine_get());   /* a firing timer is done */
+	}
+	/* As the kernel does: events still queued unread go with the CQ, and
+	 * destroy waits until every event the application did read has been
+	 * acknowledged with ibv_ack_cq_events. */
+	if (cq->ibcq.channel)
+		drop_channel_events(cq);
 	pthread_mutex_lock(&cq->ibcq.mutex);
 	while (cq->ibcq.comp_events_completed != cq->events_reported)
 		pthread_cond_wait(&cq->ibcq.cond, &cq->ibcq.mutex);
 	pthread_mutex_unlock(&cq->ibcq.mutex);
 	if (cq->ibcq.channel)
 		__atomic_sub_fetch(&cq->ibcq.channel->refcnt, 1, __ATOMIC_RELAXED);
-	if (cq->mod_count || cq->mod_period_us) {
-		ur_engine_timer_cancel(&cq->mod_timer);
-		ur_engine_quiesce(ur_engine_get());   /* a firing timer is done */
-	}
 	ur_async_forget(&cq->ctx->async, cq);
 	pthread_spin_destroy(&cq->lock);
 	free(cq->ring);

@@ -15,12 +15,19 @@
 
 #include "engine/engine.h"
 #include "util/compiler.h"
+#include "util/list.h"
 
 struct ur_context;
 
+/* A channel queues its events (the CQ each is for) on a list; the pipe
+ * carries one byte per event so that the fd polls readable like the
+ * kernel's.  An event leaves the list when ibv_get_cq_event reads it, or
+ * when its CQ is destroyed unread (its byte is then skipped). */
 struct ur_comp_channel {
 	struct ibv_comp_channel ibch;  /* ibch.fd is the pipe's read end */
 	int wfd;
+	pthread_mutex_t lock;          /* events */
+	struct ur_list events;         /* struct ur_chan_event, oldest first */
 };
 
 static inline struct ur_comp_channel *to_uchan(struct ibv_comp_channel *c)
@@ -44,7 +51,8 @@ struct ur_cq {
 	bool armed, solicited_only;
 	bool overrun;                  /* a completion was lost: CQ error */
 	uint64_t wc_flags_ex;          /* IBV_WC_EX_WITH_* asked at creation */
-	uint32_t events_reported;      /* channel events written */
+	uint32_t events_reported;      /* channel events read by the application:
+					  ibv_destroy_cq waits for their acks */
 	uint32_t users;                /* QPs/SRQs using it: destroy -> EBUSY */
 	struct ur_cqe cur;             /* ibv_start_poll/next_poll cursor */
 

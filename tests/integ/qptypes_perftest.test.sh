@@ -1,0 +1,80 @@
+#!/bin/bash
+# perftest, unmodified, on UD, UC, SRQ and UD multicast: two processes on
+# one host (uroce0) and across two network namespaces (veth, MTU 1500).
+#
+# Asserts: server and client exit 0 and print their result row (perftest
+# exits non-zero on any error completion, failed post or QP transition).
+#   ib_send_bw / ib_send_lat -c UD     datagrams of a full path MTU
+#   ib_send_bw / ib_send_lat -c UC     unreliable connected sends
+#   ib_write_bw -c UC                  RDMA WRITE without ACKs
+#   ib_send_bw --use-srq (RC), 1 and 4 QPs on one SRQ
+#   ib_send_bw -c UD -g -M <v4-mapped group>   multicast: the client sends
+#       to the group, the server's QP is attached to it
+# and that without -M (perftest's default group is an IPv6 MGID) perftest
+# itself refuses an IPv4 GID ("Incompatibility issue with GID types"): the
+# GID types are compared by family, so an IPv4 GID needs a v4-mapped MGID.
+. "$(dirname "$0")/qptypes_lib.sh"
+
+ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
+
+# pt TAG NAME PORT SERVER_IP ARGS...: one perftest pair, server and client
+# with the same arguments.
+pt() {
+	local tag=$1 name=$2 port=$3 ip=$4
+	shift 4
+	qt_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
+	qt_expect_pair "$tag.$name" "$tag: $* ($name)" &&
+	qt_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row" >/dev/null
+}
+
+run_set() {
+	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 group p
+	local c=(-d "$dev" -x "$gidx")
+
+	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000
+	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200
+	pt "$tag" ud-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -n 500 -s "$mtu"
+	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000
+	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000
+	pt "$tag" uc-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 500
+	pt "$tag" uc-send-lat-big "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 200 -s 65536
+	pt "$tag" uc-write-bw "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -n 3000
+	pt "$tag" uc-write-bw-all "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -a -n 100
+	pt "$tag" uc-write-lat "$(qt_port)" "$ip" ib_write_lat "${c[@]}" -c UC -n 500
+	pt "$tag" srq-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -n 3000
+	pt "$tag" srq-send-bw-4qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -q 4 -n 2000
+	pt "$tag" srq-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" --use-srq -n 500
+
+	# Multicast: a group of our own per run, v4-mapped like the GIDs.
+	group="0:0:0:0:0:0:0:0:0:0:255:255:239:83:$(( $$ % 250 )):$(( RANDOM % 250 + 1 ))"
+	pt "$tag" mcast-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -g -M "$group" -n 1000
+	pt "$tag" mcast-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -g -M "$group" -n 300
+	# Without -M: perftest's own GID-type check refuses IPv4 GIDs.
+	p=$(qt_port)
+	qt_pair "$tag.mcast-v6group" "$p" ib_send_bw "${c[@]}" -c UD -g -n 10 -p "$p" -- \
+		ib_send_bw "${c[@]}" -c UD -g -n 10 -p "$p" "$ip"
+	qt_expect_grep "$tag.mcast-v6group.client" 'Incompatibility issue with GID types' \
+		"$tag: perftest refuses its default (IPv6) MGID with an IPv4 GID, by itself"
+}
+
+qt_log "--- one host (uroce0, lo)"
+gidx=$(qt_gid_of uroce0 ::ffff:127.0.0.1)
+if [ -z "$gidx" ]; then
+	qt_fail "no GID ::ffff:127.0.0.1 on uroce0"
+else
+	QT_SNS= QT_CNS= run_set host uroce0 "$gidx" 127.0.0.1 4096
+fi
+
+qt_log "--- two network namespaces (veth, MTU 1500)"
+qt_netns_pair 1500 || qt_fail "netns pair setup"
+dev_a=$(QT_NS=$QT_NS_A qt_dev_of "$QT_IP_A")
+dev_b=$(QT_NS=$QT_NS_B qt_dev_of "$QT_IP_B")
+gid_a=$(QT_NS=$QT_NS_A qt_gid_of "$dev_a" "::ffff:$QT_IP_A")
+gid_b=$(QT_NS=$QT_NS_B qt_gid_of "$dev_b" "::ffff:$QT_IP_B")
+if [ -z "$gid_a" ] || [ "$dev_a" != "$dev_b" ] || [ "$gid_a" != "$gid_b" ]; then
+	qt_fail "namespaces: device/GID index differ or missing (A: $dev_a/$gid_a, B: $dev_b/$gid_b)"
+else
+	QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$dev_a" "$gid_a" "$QT_IP_A" 1024
+fi
+
+qt_done
