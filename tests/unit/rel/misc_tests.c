@@ -260,3 +260,79 @@ static void test_wr_builder_xrc(void)
 out:
 	t_xrc_close(&x);
 }
+
+/* ibv_post_send / ibv_post_recv contracts: a bad WR stops the list there
+ * (*bad points at it, the ones before it are posted), queues refuse
+ * beyond their depth, opcodes the QP type lacks are refused. */
+static void test_post_validation(void)
+{
+	struct t_opts o = { .max_wr = 2, .max_sge = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_sge sge[3];
+	struct ibv_send_wr w[3], *bad = NULL;
+	struct ibv_recv_wr r[3], *rbad = NULL;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 256, T_ALL_ACCESS, 2);
+	for (int i = 0; i < 3; i++)
+		sge[i] = (struct ibv_sge){ (uintptr_t)la.buf, 8, la.mr->lkey };
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 3; i++) {
+		w[i].wr_id = (uint64_t)i;
+		w[i].sg_list = sge;
+		w[i].num_sge = 1;
+		w[i].opcode = IBV_WR_RDMA_WRITE;
+		w[i].send_flags = IBV_SEND_SIGNALED;
+		w[i].wr.rdma.remote_addr = (uintptr_t)tb.buf;
+		w[i].wr.rdma.rkey = tb.mr->rkey;
+		w[i].next = i < 2 ? &w[i + 1] : NULL;
+	}
+	w[1].num_sge = 3;                         /* more than max_send_sge */
+	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), EINVAL);
+	UT_EQ(bad, &w[1]);
+	UT_EQ(p.a.qp->sq.tail - p.a.qp->sq.head, 1);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 0, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	w[1].num_sge = 1;
+	/* Depth: two fit, the third is refused with ENOMEM. */
+	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), ENOMEM);
+	UT_EQ(bad, &w[2]);
+	while (t_count())
+		t_drop(0);
+	/* Opcodes: an atomic needs one SGE of 8 bytes. */
+	{
+		struct ibv_send_wr a = { .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .sg_list = sge,
+					 .num_sge = 1 };
+
+		sge[0].length = 4;
+		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+		sge[0].length = 8;
+		a.opcode = (enum ibv_wr_opcode)77;
+		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+		a.opcode = IBV_WR_TSO;
+		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+	}
+	/* Receives: SGE count, depth. */
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 3; i++) {
+		r[i].wr_id = (uint64_t)i;
+		r[i].sg_list = sge;
+		r[i].num_sge = 1;
+		r[i].next = i < 2 ? &r[i + 1] : NULL;
+	}
+	r[0].num_sge = 3;
+	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), EINVAL);
+	UT_EQ(rbad, &r[0]);
+	r[0].num_sge = 1;
+	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), ENOMEM);
+	UT_EQ(rbad, &r[2]);
+	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 2);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

@@ -119,6 +119,7 @@ int main(void)
 	UT_RUN(test_srq_limit);
 	UT_RUN(test_wr_builder);
 	UT_RUN(test_wr_builder_xrc);
+	UT_RUN(test_post_validation);
 
 	UT_RUN(test_chaos);
 	UT_RUN(test_chaos_uc);
