@@ -334,6 +334,7 @@ struct t_opts {
 	uint8_t retry_cnt, rnr_retry;  /* 0: 7; T_ZERO: 0 */
 	uint8_t min_rnr_timer;
 	uint8_t rd_atomic;           /* 0: 16 */
+	uint8_t dest_rd_atomic;      /* max_dest_rd_atomic at RTR; 0: rd_atomic */
 	bool srq_b;                  /* B receives from an SRQ */
 	bool b_rtr;                  /* B stays in RTR */
 	bool sig_all;
@@ -444,7 +445,8 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	a.dest_qp_num = dqpn;
 	a.rq_psn = rq_psn;
 	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_RECV) {
-		a.max_dest_rd_atomic = o->rd_atomic ? o->rd_atomic : 16;
+		a.max_dest_rd_atomic = o->dest_rd_atomic ? o->dest_rd_atomic
+				       : o->rd_atomic ? o->rd_atomic : 16;
 		a.min_rnr_timer = o->min_rnr_timer;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}

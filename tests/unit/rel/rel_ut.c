@@ -16,6 +16,7 @@
 #include "eagain_tests.c"
 #include "error_tests.c"
 #include "misc_tests.c"
+#include "edge_tests.c"
 #include "chaos_tests.c"
 
 int main(void)
@@ -120,6 +121,17 @@ int main(void)
 	UT_RUN(test_wr_builder);
 	UT_RUN(test_wr_builder_xrc);
 	UT_RUN(test_post_validation);
+
+	UT_RUN(test_edge_bad_read_response);
+	UT_RUN(test_edge_atomic_local_error);
+	UT_RUN(test_edge_write_target_vanishes);
+	UT_RUN(test_edge_read_source_vanishes);
+	UT_RUN(test_edge_rd_atomic_overflow);
+	UT_RUN(test_edge_unsupported_opcodes);
+	UT_RUN(test_edge_xrc_srq_changes);
+	UT_RUN(test_edge_mw_on_uc);
+	UT_RUN(test_edge_invalidate_errors);
+	UT_RUN(test_edge_uc_too_big);
 
 	UT_RUN(test_chaos);
 	UT_RUN(test_chaos_uc);
