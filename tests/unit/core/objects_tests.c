@@ -53,8 +53,12 @@ static void test_xrcd_open_close(void)
 		UT_EQ(ur_xrcd_close(x1), 0);          /* two opens: one goes */
 		UT_EQ(ur_xrcd_close(x1), -EBUSY);     /* the last: in use */
 		UT_EQ(ur_cq_destroy(q.cq), -EBUSY);   /* the SRQ's CQ too */
-		UT_EQ(ur_srq_destroy(srq), 0);
-		UT_EQ(ur_xrcd_find_srq(x1, srq->srq_num), NULL);
+		{
+			uint32_t num = srq->srq_num;
+
+			UT_EQ(ur_srq_destroy(srq), 0);
+			UT_EQ(ur_xrcd_find_srq(x1, num), NULL);
+		}
 		UT_EQ(ur_xrcd_close(x1), 0);
 	}
 	/* Gone: the file opens no domain any more. */
