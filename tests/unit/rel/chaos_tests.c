@@ -58,6 +58,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	struct t_pair p;
 	struct t_mem src, dst, tgt, rdsrc, rcv;
 	uint64_t *counter;
+	struct ibv_mw *mw;
 	unsigned nsend = 0, nrecv_posted = 0, ncomp = 0, nrecv = 0, steps = 0, natomic = 0;
 	uint8_t seen_orig[CH_WQES] = { 0 };
 	struct ibv_wc wc[16];
@@ -77,6 +78,15 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	t_mem_reg(&rdsrc, &p.b, CH_WQES * CH_AREA, T_ALL_ACCESS, 4);
 	t_mem_reg(&rcv, &p.b, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 5);
 	counter = (uint64_t *)(tgt.buf + CH_WQES * CH_AREA);   /* past the WRITEs' areas */
+	/* A's own window, bound now and then in the middle of the stream: a
+	 * local operation the requester must step over when it goes back. */
+	{
+		static const int mwacc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+
+		if (ibv_rereg_mr(dst.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, mwacc))
+			UT_CHECK(!"rereg");
+		mw = ur_verbs_alloc_mw(&p.a.pd->ibpd, IBV_MW_TYPE_1);
+	}
 	*counter = 1000;
 
 	for (unsigned i = 0; i < CH_WQES; i++) {
@@ -87,7 +97,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 		uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
 		int ret;
 
-		w[i].op = ops[chaos_rnd(UR_ARRAY_SIZE(ops))];
+		w[i].op = chaos_rnd(12) ? ops[chaos_rnd(UR_ARRAY_SIZE(ops))] : IBV_WR_BIND_MW;
 		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(CH_AREA);
 		switch (w[i].op) {
 		case IBV_WR_SEND:
@@ -106,6 +116,19 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			ret = t_post_rdma(&p.a, i, w[i].op, d, w[i].len, dst.mr->lkey,
 					  (uintptr_t)rdsrc.buf + i * CH_AREA, rdsrc.mr->rkey);
 			break;
+		case IBV_WR_BIND_MW: {
+			struct ibv_send_wr b = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
+						 .send_flags = IBV_SEND_SIGNALED };
+
+			b.bind_mw.mw = mw;
+			b.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+			mw->rkey = b.bind_mw.rkey;
+			b.bind_mw.bind_info = (struct ibv_mw_bind_info){ dst.mr, (uintptr_t)d, 64,
+									 IBV_ACCESS_REMOTE_READ };
+			w[i].len = 0;
+			ret = t_post(p.a.qp, &b);
+			break;
+		}
 		default:
 			w[i].len = 8;
 			natomic++;
@@ -203,6 +226,8 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			case IBV_WR_RDMA_READ:
 				UT_MEMEQ(d, rdsrc.buf + i * CH_AREA, w[i].len);
 				break;
+			case IBV_WR_BIND_MW:
+				break;
 			default:
 				memcpy(&orig, d, 8);
 				UT_CHECK(orig >= 1000 && orig < 1000 + natomic);
@@ -219,6 +244,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	if (ut_failures != before)
 		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u: %u steps, %u completed)\n",
 			(unsigned long long)seed, loss, dup, reorder, steps, ncomp);
+	UT_EQ(ur_verbs_dealloc_mw(mw), 0);
 	t_mem_free(&src);
 	t_mem_free(&dst);
 	t_mem_free(&tgt);

@@ -96,6 +96,7 @@ int main(void)
 	UT_RUN(test_mw_send_with_inv);
 	UT_RUN(test_mw_bind_errors);
 	UT_RUN(test_mw_bind_ordering);
+	UT_RUN(test_mw_bind_after_read);
 
 	UT_RUN(test_xrc_delivery);
 	UT_RUN(test_xrc_unknown_srq);
