@@ -442,6 +442,11 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		on_atomic_ack(qp, pkt);
 	else
 		on_read_response(qp, pkt);
+	/* Local operations (BIND_MW, LOCAL_INV) behind what just completed
+	 * complete now: no ACK may ever come for them, when a READ or an
+	 * atomic was the last request before them. */
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		ur_comp_retire(qp);
 	if (qp->state == IBV_QPS_RTS)
 		ur_req_run(qp);
 }
