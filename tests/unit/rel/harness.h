@@ -4,8 +4,12 @@
  * the test then delivers, drops, duplicates or reorders packets by hand
  * through ur_engine_rx(), the engine's own dispatch (parse, QPN lookup, QP
  * lock, ur_rel_rx).  Nothing crosses a socket and the engine has no thread
- * (ut_engine.h), so every scenario is deterministic: timers fire only when
- * the test calls t_fire_timers().
+ * (ut_engine.h); the protocol files are compiled in against a virtual
+ * clock.  Every scenario is deterministic: timers fire only in t_advance().
+ *
+ * Debugging: T_TRACE=1 prints every packet delivered (and, in the random
+ * loss test, every drop); T_SEED=n T_LOSS=per-mille T_DUP=.. T_REORDER=..
+ * [T_MAY_FAIL=1] runs one random-loss scenario alone.
  */
 #ifndef UROCE_TESTS_REL_HARNESS_H
 #define UROCE_TESTS_REL_HARNESS_H
