@@ -121,14 +121,9 @@ static void read_link_info(struct ur_netdev *nd)
 }
 
 static struct ur_netdev *find_or_add(struct ur_netdev **arr, unsigned *n,
-				     unsigned *cap, const char *ifa_name)
+				     unsigned *cap, const char *name)
 {
-	char name[IF_NAMESIZE];
 	struct ur_netdev *nd;
-
-	/* getifaddrs names an IPv4 address by its label, "eth0:1" for an
-	 * alias: it is still eth0's (':' cannot occur in an interface name). */
-	snprintf(name, sizeof(name), "%.*s", (int)strcspn(ifa_name, ":"), ifa_name);
 
 	for (unsigned i = 0; i < *n; i++)
 		if (!strcmp((*arr)[i].name, name))
