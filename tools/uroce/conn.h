@@ -39,7 +39,8 @@ struct ur_dev_opts {
 	const char *dev_name;   /* NULL: the device holding the local address */
 	int ib_port;            /* 0: port 1 */
 	int gid_index;          /* < 0: choose (see ur_dev_setup) */
-	const char *peer;       /* client: the server's name or address */
+	const char *peer;       /* the peer's name or address (the server's, or the
+				 * client's TCP address on a server) */
 	const char *local_ip;   /* server: the address the client reached */
 	bool events;            /* create a completion channel */
 	const char *gid_flag;   /* the tool's GID option, for hints: "-g" */
@@ -55,6 +56,7 @@ struct ur_dev {
 	struct ibv_port_attr port_attr;
 	struct ibv_device_attr attr;
 	char gid_flag[8];
+	char peer[64];          /* opts.peer, for explaining failures */
 };
 
 /* Opens the device, reads its port and device attributes, allocates a PD
@@ -171,6 +173,8 @@ int ur_tcp_connect(const char *host, int port, const char *hint);
 
 /* The local address of a connected socket, as text ("10.0.0.1", "fd00::1"). */
 int ur_tcp_local_ip(int fd, char *ip, size_t len);
+/* The peer's address of a connected socket, as text. */
+int ur_tcp_peer_ip(int fd, char *ip, size_t len);
 
 int ur_tcp_write_all(int fd, const void *buf, size_t len);
 /* 0, or -EPIPE when the peer closed the connection first. */

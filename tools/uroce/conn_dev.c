@@ -96,6 +96,7 @@ int ur_dev_setup(struct ur_dev *d, const struct ur_dev_opts *o)
 	memset(d, 0, sizeof(*d));
 	d->port = o->ib_port > 0 ? (uint8_t)o->ib_port : 1;
 	snprintf(d->gid_flag, sizeof(d->gid_flag), "%s", o->gid_flag ? o->gid_flag : "-g");
+	snprintf(d->peer, sizeof(d->peer), "%s", o->peer ? o->peer : "");
 	if (!name) {
 		const char *local = o->local_ip;
 

@@ -166,43 +166,69 @@ enum ibv_mtu ur_path_mtu(const struct ur_dev *d, const struct ur_ep *remote,
 	return theirs < mine ? theirs : mine;
 }
 
-/* After RTR (or AH creation) failed with RC: say WHAT failed and which GID
- * index reaches the peer. */
+static bool gid_link_local(const union ibv_gid *g)
+{
+	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80;
+}
+
+/* " (uroce0, eth0)" for GID index IDX of D. */
+static void gid_where(struct ur_dev *d, int idx, char *out, size_t len)
+{
+	struct ur_gid_info t[64];
+	int n = ur_gid_table(d->ctx, d->port, t, 64);
+
+	snprintf(out, len, "%s", ur_dev_name(d));
+	for (int i = 0; i < n; i++)
+		if ((int)t[i].e.gid_index == idx && t[i].netdev[0])
+			snprintf(out, len, "%s, %s", ur_dev_name(d), t[i].netdev);
+}
+
+/* After RTR (or AH creation) failed with RC: say WHAT failed, whether our
+ * GID index or the peer's is wrong, and which index reaches the peer.  The
+ * peer's address is its GID when that is routable, else the address we know
+ * it by (d->peer: the server name, or the client's TCP address). */
 static void explain_rtr(struct ur_dev *d, const struct ur_ep *remote, enum ibv_mtu mtu, int rc,
 			const char *what)
 {
-	char peer[UR_GID_STRLEN], mine[UR_GID_STRLEN], why[256];
-	struct ur_gid_info t[64];
-	const char *ndev = "";
-	bool v4;
-	int idx, n;
+	char rgid[UR_GID_STRLEN], mine[UR_GID_STRLEN], why[256], where[96];
+	const char *peer = rgid;
+	bool v4, theirs_bad = false, said = false;
+	int idx;
 
 	fprintf(stderr, "%s: %s", what, strerror(rc));
 	ur_gid_to_str(&d->gid, mine, sizeof(mine));
-	if (ur_gid_to_ip(&remote->gid, peer, sizeof(peer), &v4)) {
-		fprintf(stderr, "; the peer sent GID %s, which is no IP address\n", peer);
-		return;
+	if (ur_gid_to_ip(&remote->gid, rgid, sizeof(rgid), &v4) ||
+	    (!v4 && gid_link_local(&remote->gid))) {
+		theirs_bad = true;
+		ur_gid_to_str(&remote->gid, rgid, sizeof(rgid));
+		peer = d->peer[0] ? d->peer : NULL;
 	}
-	idx = ur_gid_for_peer(d->ctx, d->port, peer, why, sizeof(why));
+	idx = peer ? ur_gid_for_peer(d->ctx, d->port, peer, why, sizeof(why)) : -ENOENT;
 	if (idx >= 0 && idx != d->gid_index) {
-		n = ur_gid_table(d->ctx, d->port, t, 64);
-		for (int i = 0; i < n; i++)
-			if ((int)t[i].e.gid_index == idx)
-				ndev = t[i].netdev;
+		gid_where(d, idx, where, sizeof(where));
 		fprintf(stderr, "; GID index %d (%s) does not reach the peer %s, GID index %d "
-				"(%s, %s) does: use %s %d\n",
-			d->gid_index, mine, peer, idx, ur_dev_name(d), ndev[0] ? ndev : "?",
+				"(%s) does: use %s %d", d->gid_index, mine, peer, idx, where,
 			d->gid_flag, idx);
-	} else if (idx < 0) {
-		fprintf(stderr, "; GID index %d (%s) cannot reach the peer %s: %s\n", d->gid_index,
-			mine, peer, why);
-	} else if (mtu > d->port_attr.active_mtu) {
-		fprintf(stderr, "; path MTU %d exceeds the port's active MTU %d\n",
-			ur_mtu_bytes(mtu), ur_mtu_bytes(d->port_attr.active_mtu));
-	} else {
-		fprintf(stderr, " (GID index %d, %s, towards %s, MTU %d)\n", d->gid_index, mine,
-			peer, ur_mtu_bytes(mtu));
+		said = true;
+	} else if (idx < 0 && peer && !theirs_bad) {
+		fprintf(stderr, "; GID index %d (%s) cannot reach the peer's GID %s (its GID index "
+				"%u): %s", d->gid_index, mine, peer, remote->gid_index, why);
+		said = true;
 	}
+	if (theirs_bad) {
+		fprintf(stderr, "%s the peer's GID %s (its GID index %u) is a link-local entry "
+				"that no route reaches: the peer must use the GID index holding its IP "
+				"address (start it without %s, or see `uroce gid` there)",
+			";", rgid, remote->gid_index, d->gid_flag);
+		said = true;
+	}
+	if (!said && mtu > d->port_attr.active_mtu)
+		fprintf(stderr, "; path MTU %d exceeds the port's active MTU %d",
+			ur_mtu_bytes(mtu), ur_mtu_bytes(d->port_attr.active_mtu));
+	else if (!said)
+		fprintf(stderr, " (GID index %d, %s, towards %s, MTU %d)", d->gid_index, mine,
+			rgid, ur_mtu_bytes(mtu));
+	fputc('\n', stderr);
 }
 
 static void fill_av(struct ur_dev *d, struct ibv_ah_attr *av, const struct ur_ep *remote,

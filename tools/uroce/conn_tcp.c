@@ -183,6 +183,18 @@ int ur_tcp_local_ip(int fd, char *ip, size_t len)
 	return 0;
 }
 
+int ur_tcp_peer_ip(int fd, char *ip, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int port;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		return -errno;
+	addr_text(&ss, ip, len, &port);
+	return 0;
+}
+
 int ur_tcp_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

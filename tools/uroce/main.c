@@ -7,6 +7,9 @@
 
 static const struct ur_cmd cmds[] = {
 	{ "run", "run a program with uroce's libibverbs", cmd_run },
+	{ "pingpong", "ping-pong one operation (send/write/read/atomics) over RC/UC/UD", cmd_pingpong },
+	{ "srq-server", "serve many RC clients on one SRQ and CQ, counting and checking", cmd_srq_server },
+	{ "srq-client", "open many RC connections to an srq-server and send", cmd_srq_client },
 };
 
 static void usage(FILE *f)
