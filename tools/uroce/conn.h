@@ -71,6 +71,11 @@ struct ur_dev {
 int ur_dev_setup(struct ur_dev *d, const struct ur_dev_opts *opts);
 void ur_dev_teardown(struct ur_dev *d);
 
+/* Checks that device NAME (NULL: any) exists and has GID index GID_INDEX
+ * (< 0: any) on PORT, before a server waits for clients.  0 or -errno after
+ * printing why. */
+int ur_dev_check(const char *name, int port, int gid_index);
+
 const char *ur_dev_name(const struct ur_dev *d);
 
 /* A CQ of DEPTH entries on D's completion channel if it has one (armed with
@@ -164,7 +169,8 @@ struct ibv_ah *ur_ah_new(struct ur_dev *d, const struct ur_ep *remote);
 /* Listens on PORT on all addresses (IPv6 and IPv4).  Returns the fd. */
 int ur_tcp_listen(int port);
 
-/* Accepts one connection; PEER (may be NULL) gets "addr:port". */
+/* Accepts one connection; PEER (may be NULL) gets "addr:port".  -EAGAIN
+ * (silently) when LFD is non-blocking and nobody is waiting. */
 int ur_tcp_accept(int lfd, char *peer, size_t peerlen);
 
 /* Connects to HOST:PORT within 10 s.  A refusal prints "no server at

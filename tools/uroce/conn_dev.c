@@ -144,6 +144,28 @@ err_close:
 	return rc;
 }
 
+int ur_dev_check(const char *name, int port, int gid_index)
+{
+	struct ibv_context *ctx;
+	union ibv_gid gid;
+	int rc = 0;
+
+	if (!name && gid_index < 0)
+		return 0;
+	ctx = ur_dev_open(name);
+	if (!ctx)
+		return -ENODEV;
+	if (gid_index >= 0 && (ibv_query_gid(ctx, (uint8_t)port, gid_index, &gid) ||
+			       !memcmp(&gid, &(union ibv_gid){ 0 }, sizeof(gid)))) {
+		fprintf(stderr, "GID index %d is not in %s port %d's table (see `uroce gid -d %s`)\n",
+			gid_index, ibv_get_device_name(ctx->device), port,
+			ibv_get_device_name(ctx->device));
+		rc = -EINVAL;
+	}
+	ibv_close_device(ctx);
+	return rc;
+}
+
 void ur_dev_teardown(struct ur_dev *d)
 {
 	if (!d->ctx)

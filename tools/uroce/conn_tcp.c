@@ -94,8 +94,12 @@ int ur_tcp_accept(int lfd, char *peer, size_t peerlen)
 		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0) {
-		fprintf(stderr, "accept failed: %s\n", strerror(errno));
-		return -errno;
+		int rc = errno;
+
+		/* Nothing pending on a non-blocking socket is no failure. */
+		if (rc != EAGAIN && rc != EWOULDBLOCK && rc != ECONNABORTED)
+			fprintf(stderr, "accept failed: %s\n", strerror(rc));
+		return -rc;
 	}
 	set_nodelay(fd);
 	if (peer) {

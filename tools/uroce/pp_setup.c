@@ -116,30 +116,6 @@ static void prepare_buffer(struct pp *p)
 		memcpy(rx, &(uint64_t){ PP_ATOMIC_INIT }, 8);
 }
 
-/* The server's -d and -g, checked before it waits for a client. */
-static int precheck_device(const struct pp_opts *o)
-{
-	struct ibv_context *ctx;
-	union ibv_gid gid;
-	int rc = 0;
-
-	if (!o->dev_name && o->gid_index < 0)
-		return 0;
-	ctx = ur_dev_open(o->dev_name);
-	if (!ctx)
-		return UR_EXIT_FAIL;
-	if (o->gid_index >= 0 &&
-	    (ibv_query_gid(ctx, (uint8_t)o->ib_port, o->gid_index, &gid) ||
-	     !memcmp(&gid, &(union ibv_gid){ 0 }, sizeof(gid)))) {
-		fprintf(stderr, "GID index %d is not in %s port %d's table (see `uroce gid -d %s`)\n",
-			o->gid_index, ibv_get_device_name(ctx->device), o->ib_port,
-			ibv_get_device_name(ctx->device));
-		rc = UR_EXIT_FAIL;
-	}
-	ibv_close_device(ctx);
-	return rc;
-}
-
 static int open_device(struct pp *p)
 {
 	char local_ip[UR_GID_STRLEN] = "", client_ip[UR_GID_STRLEN] = "";
@@ -169,7 +145,7 @@ int pp_setup(struct pp *p)
 
 	p->fd = -1;
 	if (p->server) {
-		rc = precheck_device(&p->o);
+		rc = ur_dev_check(p->o.dev_name, p->o.ib_port, p->o.gid_index) ? UR_EXIT_FAIL : 0;
 		if (!rc)
 			rc = open_tcp(p);
 		if (!rc)
