@@ -20,7 +20,7 @@
 struct cli_opts {
 	const char *dev_name, *server;
 	int ib_port, gid_index, tcp_port;
-	uint32_t nconn, msgs, size, window;
+	uint32_t nconn, msgs, size, window, inflight;
 	bool verbose;
 };
 
@@ -39,7 +39,8 @@ struct cli {
 	struct ibv_mr *mr;
 	uint8_t *bufs;
 	struct cli_conn *conns;
-	uint32_t nopen;
+	uint32_t inflight;      /* sends posted and not completed, all connections */
+	uint32_t cursor;        /* where fill_all resumes, for fairness */
 };
 
 static const char cli_help[] =
@@ -61,6 +62,7 @@ static const char cli_help[] =
 	"  -s, --size=BYTES       message size, 16 (the header) up to the server's -s\n"
 	"                         (default 64)\n"
 	"  -w, --window=N         sends in flight per connection (default 8)\n"
+	"      --inflight=N       sends in flight in all, this process (default 256)\n"
 	"  -v, --verbose          a line per connection\n"
 	"  -h, --help             this text\n"
 	"\n"
@@ -100,6 +102,7 @@ static int cli_parse(int argc, char **argv, struct cli_opts *o)
 		{ "msgs", required_argument, NULL, 'n' },
 		{ "size", required_argument, NULL, 's' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "inflight", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -108,7 +111,7 @@ static int cli_parse(int argc, char **argv, struct cli_opts *o)
 	int c;
 
 	*o = (struct cli_opts){ .ib_port = 1, .gid_index = -1, .tcp_port = UR_CONN_DEFAULT_PORT,
-				.nconn = 1, .msgs = 1000, .size = 64, .window = 8 };
+				.nconn = 1, .msgs = 1000, .size = 64, .window = 8, .inflight = 256 };
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:i:g:p:c:n:s:w:vh", longs, NULL)) != -1) {
@@ -151,6 +154,11 @@ static int cli_parse(int argc, char **argv, struct cli_opts *o)
 			if (!num(optarg, 1, 4096, &v))
 				return usage_error("-w %s: sends in flight, 1 to 4096", optarg);
 			o->window = (uint32_t)v;
+			break;
+		case 'I':
+			if (!num(optarg, 1, 1u << 20, &v))
+				return usage_error("--inflight %s: sends in flight, at least 1", optarg);
+			o->inflight = (uint32_t)v;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -274,14 +282,36 @@ static int post_next(struct cli *c, struct cli_conn *k)
 	}
 	k->posted++;
 	k->outstanding++;
+	c->inflight++;
 	return 0;
 }
 
 static void fill_window(struct cli *c, struct cli_conn *k)
 {
-	while (!k->failed && k->posted < c->o.msgs && k->outstanding < c->o.window)
+	while (!k->failed && k->posted < c->o.msgs && k->outstanding < c->o.window &&
+	       c->inflight < c->o.inflight)
 		if (post_next(c, k))
 			return;
+}
+
+/* Tops up every connection's window, round robin from where the last call
+ * stopped, within the process-wide --inflight: hundreds of connections
+ * each with a full window would flood the server (and the network) with
+ * more than it can take in at once. */
+static uint32_t fill_all(struct cli *c)
+{
+	uint32_t failed = 0;
+
+	for (uint32_t n = 0; n < c->o.nconn && c->inflight < c->o.inflight; n++) {
+		struct cli_conn *k = &c->conns[c->cursor];
+		bool was = k->failed;
+
+		fill_window(c, k);
+		failed += !was && k->failed;
+		if (k->outstanding >= c->o.window || k->posted == c->o.msgs || k->failed)
+			c->cursor = (c->cursor + 1) % c->o.nconn;
+	}
+	return failed;
 }
 
 static void send_done(struct cli *c, struct cli_conn *k)
@@ -303,11 +333,7 @@ static int send_all(struct cli *c)
 	uint32_t left = c->o.nconn;
 	int n;
 
-	for (uint32_t i = 0; i < c->o.nconn; i++)
-		fill_window(c, &c->conns[i]);
-	for (uint32_t i = 0; i < c->o.nconn; i++)
-		if (c->conns[i].failed)
-			left--;
+	left -= fill_all(c);
 	while (left) {
 		n = ibv_poll_cq(c->cq, 64, wc);
 		if (n < 0) {
@@ -318,6 +344,7 @@ static int send_all(struct cli *c)
 			struct cli_conn *k = &c->conns[wc[i].wr_id];
 
 			k->outstanding--;
+			c->inflight--;
 			if (k->failed)
 				continue;
 			if (wc[i].status != IBV_WC_SUCCESS) {
@@ -332,12 +359,10 @@ static int send_all(struct cli *c)
 			if (++k->completed == c->o.msgs) {
 				send_done(c, k);
 				left--;
-				continue;
 			}
-			fill_window(c, k);
-			if (k->failed)
-				left--;
 		}
+		if (n)
+			left -= fill_all(c);
 	}
 	return 0;
 }

@@ -182,16 +182,16 @@ int srv_accept(struct srv *s)
 	char peer[80];
 	int fd, rc;
 
-	for (;;) {
-		fd = ur_tcp_accept(s->lfd, peer, sizeof(peer));
-		if (fd == -EAGAIN || fd == -EWOULDBLOCK || fd == -ECONNABORTED)
-			return 0;
-		if (fd < 0)
-			return UR_EXIT_FAIL;
-		rc = accept_one(s, fd, peer);
-		if (rc)
-			return rc;
-	}
+	/* One at a time, the CQ drained in between: a burst of hundreds of
+	 * handshakes must not leave the SRQ empty for the clients already
+	 * sending. */
+	fd = ur_tcp_accept(s->lfd, peer, sizeof(peer));
+	if (fd == -EAGAIN || fd == -EWOULDBLOCK || fd == -ECONNABORTED)
+		return 0;
+	if (fd < 0)
+		return UR_EXIT_FAIL;
+	rc = accept_one(s, fd, peer);
+	return rc ? rc : srv_drain_cq(s);
 }
 
 static void send_verdict(struct srv *s, struct srv_conn *c)
