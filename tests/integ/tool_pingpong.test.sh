@@ -7,7 +7,8 @@
 #    every message was validated;
 #  - across two namespaces joined by a veth (no -d, no -g: each side finds
 #    the device and GID that reach the other): send, write-imm, read, cas
-#    on RC, write on UC, send-imm on UD;
+#    on RC, write on UC, send-imm on UD; an MTU mismatch (1500 vs 9000
+#    bytes): automatic MTU works, -m 4096 fails on both sides naming it;
 #  - failures: -g 0 (the link-local GID) names the index that reaches the
 #    peer and exits 1; no server exits 1 saying so; a refused op/QP
 #    combination, an unknown option and a bad size exit 2; mismatched
@@ -124,5 +125,23 @@ for c in "rc send 4096" "rc write-imm 65536" "rc read 65536" "rc cas 8" "uc writ
 	pp_check "$tag" 100 "${args[*]}"
 	ur_expect_grep "$tag.client" "^  local address:  .*GID ::ffff:$UR_IP_B" "$tag: the client chose the veth's GID"
 done
+
+# MTU mismatch: B's veth carries 9000 bytes (active MTU 4096), A's 1500
+# (active MTU 1024).  Automatic: the smaller is used.  -m 4096: B names
+# the peer's limit, A its own; both exit 1.
+ip -n "$UR_NS_B" link set dev "$UR_IF_B" mtu 9000
+port=$(ur_port)
+UR_SNS=$UR_NS_A UR_CNS=$UR_NS_B ur_pair ns.mtu.auto "$port" "$U" pingpong -p "$port" -s 65536 -n 50 --validate \
+	-- "$U" pingpong -p "$port" -s 65536 -n 50 --validate "$UR_IP_A"
+pp_check ns.mtu.auto 50 "--validate (MTU 1024 vs 4096)"
+port=$(ur_port)
+UR_TIMEOUT=30 UR_SNS=$UR_NS_A UR_CNS=$UR_NS_B ur_pair ns.mtu.4096 "$port" "$U" pingpong -p "$port" -m 4096 \
+	-- "$U" pingpong -p "$port" -m 4096 "$UR_IP_A"
+ur_expect_rc ns.mtu.4096.client 1 "-m 4096 towards a 1500-byte link: client exits 1"
+ur_expect_rc ns.mtu.4096.server 1 "-m 4096 on a 1500-byte link: server exits 1"
+ur_expect_grep ns.mtu.4096.client "MTU mismatch: -m 4096, but the peer's port carries at most 1024 .*use -m 1024" \
+	"-m 4096: the client names the peer's MTU"
+ur_expect_grep ns.mtu.4096.server "MTU 4096 is more than uroce[0-9]+ port 1 carries \(active MTU 1024" \
+	"-m 4096: the server names its own MTU"
 
 ur_done
