@@ -13,6 +13,14 @@
 # and that without -M (perftest's default group is an IPv6 MGID) perftest
 # itself refuses an IPv4 GID ("Incompatibility issue with GID types"): the
 # GID types are compared by family, so an IPv4 GID needs a v4-mapped MGID.
+#
+# UC and UD have no flow control.  On one host uroce pushes back (local
+# peers share a unix socket that blocks the sender), so nothing is lost;
+# across hosts, as on any Ethernet, a receiver slower than its sender loses
+# messages, and perftest's send_bw server then waits for them forever (it
+# assumes a lossless fabric).  Across the namespaces the UC/UD send_bw runs
+# therefore use perftest's own software rate limiter (2 Gb/s), as one would
+# on a lossy network.
 . "$(dirname "$0")/qptypes_lib.sh"
 
 ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
@@ -29,13 +37,14 @@ pt() {
 
 run_set() {
 	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 group p
-	local c=(-d "$dev" -x "$gidx")
+	local c=(-d "$dev" -x "$gidx") lim=()
+	[ "$tag" = netns ] && lim=(--rate_limit=2 --rate_limit_type=SW)
 
-	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000
-	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200
+	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000 "${lim[@]}"
+	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200 "${lim[@]}"
 	pt "$tag" ud-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -n 500 -s "$mtu"
-	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000
-	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000
+	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000 "${lim[@]}"
+	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000 "${lim[@]}"
 	pt "$tag" uc-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 500
 	pt "$tag" uc-send-lat-big "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 200 -s 65536
 	pt "$tag" uc-write-bw "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -n 3000
