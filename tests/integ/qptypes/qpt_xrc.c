@@ -177,8 +177,8 @@ static void server(const struct qpt_opts *o)
 	sa = xrc_srq(&d, x1, cqa, 32);
 	sb = xrc_srq(&d, x1b, cqb, 32);     /* through the second open: same domain */
 	sc = xrc_srq(&d, x2, cqc, 32);
-	CHECK(!ibv_get_srq_num(sa, &na) && !ibv_get_srq_num(sb, &nb) && !ibv_get_srq_num(sc, &nc) &&
-	      na != nb && nb != nc && na != nc,
+	ret = ibv_get_srq_num(sa, &na) | ibv_get_srq_num(sb, &nb) | ibv_get_srq_num(sc, &nc);
+	CHECK(!ret && na != nb && nb != nc && na != nc,
 	      "ibv_get_srq_num: three distinct XRC SRQ numbers (0x%06x, 0x%06x, 0x%06x)", na, nb, nc);
 	for (int i = 0; i < 8; i++) {
 		qpt_post_srq_recv1(sa, (uint64_t)i, buf.p + i * MSG, MSG, buf.mr->lkey);
