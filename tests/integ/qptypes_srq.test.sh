@@ -7,7 +7,8 @@
 # not advertised); IBV_EVENT_SRQ_LIMIT_REACHED only below the limit, then
 # disarmed, and again when re-armed; IBV_EVENT_QP_LAST_WQE_REACHED; RNR
 # NAKs from an exhausted SRQ (send_rnr_err, rcvd_rnr_err) and the sender
-# completing with rnr_retry 7 once a receive is posted; EBUSY destroying
+# completing with rnr_retry 7 once a receive is posted, also with a second
+# SEND in flight behind the refused one; EBUSY destroying
 # an SRQ in use.
 . "$(dirname "$0")/qptypes_lib.sh"
 

@@ -297,6 +297,20 @@ static void server(const struct qpt_opts *o)
 	      "once a receive is posted the message arrives in it (n %d)", n);
 	qpt_sync(s.fd, "D-done");
 
+	/* D2: the same with two SENDs in flight: the second arrives while
+	 * the first is being refused with RNR NAKs. */
+	rnr0 = qpt_counter_settle(s.d.ctx, "send_rnr_err", 300);
+	qpt_sync(s.fd, "D2-empty");
+	rnr1 = qpt_counter_wait(s.d.ctx, "send_rnr_err", rnr0 + 1, 10000);
+	CHECK(rnr1 > rnr0, "two pipelined SENDs into the empty SRQ: RNR NAKs (send_rnr_err %lld -> %lld)",
+	      (long long)rnr0, (long long)rnr1);
+	qpt_sleep_ms(2000);        /* several RNR rounds */
+	post_srq(&s, s.srq2, 1101, 2);
+	n = qpt_poll(s.cq, wc, 2, 30000);
+	CHECK(n == 2 && wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS,
+	      "once two receives are posted both messages arrive (n %d)", n);
+	qpt_sync(s.fd, "D2-done");
+
 	/* C: one SRQ QP to ERROR: last WQE reached; the others go on. */
 	post_srq(&s, s.srq, 0, 4);
 	CHECK(qpt_to_state(s.qp[0], IBV_QPS_ERR) == 0, "QP 0 of the SRQ moved to ERROR");
@@ -419,6 +433,28 @@ static void client(const struct qpt_opts *o)
 	      ibv_wc_status_str(wc[0].status));
 	CHECK(qpt_qp_state(s.qp[s.nq]) == IBV_QPS_RTS, "the sender's QP is still in RTS");
 	qpt_sync(s.fd, "D-done");
+
+	/* D2 */
+	qpt_sync(s.fd, "D2-empty");
+	for (int k = 0; k < 2; k++) {
+		uint8_t *b = s.buf.p + 64 * k;
+		uint32_t hdr[2] = { (uint32_t)s.nq, 100 + (uint32_t)k };
+
+		memcpy(b, hdr, sizeof(hdr));
+		if (qpt_post_send1(s.qp[s.nq], IBV_WR_SEND, 100 + (uint64_t)k, b, MSG, s.buf.mr->lkey,
+				   IBV_SEND_SIGNALED))
+			DIE("post_send");
+	}
+	{
+		int n = qpt_poll(s.scq, wc, 2, 60000);
+
+		CHECK(n == 2 && wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS,
+		      "with rnr_retry 7 both pipelined SENDs complete successfully once receives are posted (n %d: %s, %s)",
+		      n, n > 0 ? ibv_wc_status_str(wc[0].status) : "-",
+		      n > 1 ? ibv_wc_status_str(wc[1].status) : "-");
+	}
+	CHECK(qpt_qp_state(s.qp[s.nq]) == IBV_QPS_RTS, "the sender's QP is still in RTS");
+	qpt_sync(s.fd, "D2-done");
 
 	/* C */
 	qpt_sync(s.fd, "C-ready");
