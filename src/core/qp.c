@@ -289,6 +289,11 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 {
 	if (wqe->state == UR_WQE_DONE)
 		return;
+	/* rxe's rdma_sends: SENDs completed successfully, as its completer counts */
+	if (status == IBV_WC_SUCCESS &&
+	    (wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+	     wqe->opcode == IBV_WR_SEND_WITH_INV))
+		UR_QP_COUNT(qp, UR_CNT_RDMA_SENDS);
 	if (status != IBV_WC_SUCCESS || qp->sq_sig_all ||
 	    (wqe->send_flags & IBV_SEND_SIGNALED)) {
 		struct ibv_wc wc = {

@@ -141,13 +141,15 @@ static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int ma
 		return 0;
 	/* At least one slot, so a lone READ can always be answered. */
 	n = ur_max(a->max_dest_rd_atomic, (uint8_t)1);
-	res = calloc(n, sizeof(*res));
+	res = calloc(n, sizeof(*res) + sizeof(struct ur_atomic_result));
 	if (!res)
 		return -ENOMEM;
 	free(qp->resp.res);
 	qp->resp.res = res;
+	qp->resp.atomics = (struct ur_atomic_result *)(res + n);
 	qp->resp.nres = n;
 	qp->resp.res_next = qp->resp.res_tx = 0;
+	qp->resp.atomic_next = 0;
 	return 0;
 }
 

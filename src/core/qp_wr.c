@@ -128,8 +128,10 @@ static void atomic(struct ibv_qp_ex *qpx, uint32_t op, uint32_t rkey, uint64_t a
 		   uint64_t cmp_add, uint64_t swap)
 {
 	struct ur_send_wqe *w;
+	enum ibv_qp_type t = from_qpx(qpx)->type;
 
-	if (from_qpx(qpx)->type != IBV_QPT_RC) {
+	/* RC and XRC have atomics (XRC opcodes 0xB3, 0xB4), as post_send allows. */
+	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
 		from_qpx(qpx)->wr_err = EINVAL;
 		return;
 	}
@@ -282,8 +284,9 @@ static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
 	struct ur_send_wqe *w;
+	enum ibv_qp_type t = from_qpx(qpx)->type;
 
-	if (from_qpx(qpx)->type != IBV_QPT_RC) {
+	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
 		from_qpx(qpx)->wr_err = EINVAL;
 		return;
 	}

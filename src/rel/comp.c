@@ -130,11 +130,18 @@ void ur_req_rewind(struct ur_qp *qp)
 		qp->req.wqe = old_end;
 }
 
+static void progressed(struct ur_qp *qp, uint32_t new_psn);
+
+/* A WQE acknowledged, explicitly or implied by a later response: comp.psn
+ * moves past it too.  Otherwise a retry would start before it and resend
+ * what follows it at PSNs the responder already used for other requests. */
 static void complete_ok(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	if (ur_wr_is_rd_atomic(w->opcode) && qp->req.rd_atomic)
 		qp->req.rd_atomic--;
 	ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);
+	if (psn_ge(w->last_psn, qp->comp.psn) && psn_lt(w->last_psn, qp->req.psn_max))
+		progressed(qp, psn_inc(w->last_psn));
 }
 
 /* Progress: window growth, fresh retry budget, timer restart. */
@@ -236,6 +243,9 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	case UR_AETH_RNR_NAK:
 		UR_QP_COUNT(qp, UR_CNT_RCVD_RNR_ERR);
+		/* What precedes the NAKed PSN is acknowledged, up to a READ/ATOMIC
+		 * still waiting for its response: comp.psn stops there (never
+		 * past a request that must be sent again at its own PSN). */
 		ack_through(qp, psn_add(psn, UR_PSN_MASK));
 		if (!qp->comp.rnr_retry_left) {
 			UR_QP_COUNT(qp, UR_CNT_RETRY_RNR_EXCEEDED_ERR);
@@ -244,8 +254,8 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		}
 		if (qp->attr.rnr_retry != 7)
 			qp->comp.rnr_retry_left--;
-		qp->comp.psn = psn;
 		ur_req_rewind(qp);
+		qp->comp.retrying = true;   /* a NAK for the same PSN is no news */
 		qp->req.rnr_wait = true;
 		qp->comp.retrans_deadline = 0;
 		qp->comp.rnr_deadline = ur_now_ns() + ur_rel_rnr_timer_ns(syn & 0x1f);
@@ -253,12 +263,14 @@ static void on_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	case UR_AETH_NAK:
 		UR_QP_COUNT(qp, UR_CNT_RCVD_NAK);
-		ack_through(qp, psn_add(psn, UR_PSN_MASK));
+		ack_through(qp, psn_add(psn, UR_PSN_MASK));   /* as for RNR */
 		if (syn == UR_NAK_PSN_SEQ_ERR) {
 			UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
-			if (psn_gt(psn, qp->comp.psn) && psn_lt(psn, qp->req.psn))
-				qp->comp.psn = psn;
-			retry(qp);
+			/* A new gap comes with progress (ack_through clears
+			 * retrying); one for where we went back to already is
+			 * stale: packets sent before going back met the gap. */
+			if (!qp->comp.retrying)
+				retry(qp);
 			return;
 		}
 		w = head_wqe(qp);
@@ -344,9 +356,18 @@ static void on_atomic_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 			return;
 		complete_ok(qp, w);
 	}
-	if (!w || w->opcode == IBV_WR_RDMA_READ || w->state != UR_WQE_SENT ||
-	    w->first_psn != pkt->psn)
+	if (!w || w->state != UR_WQE_SENT || psn_lt(pkt->psn, w->first_psn))
 		return;
+	/* The requests before the oldest READ/ATOMIC are acknowledged. */
+	if (psn_gt(w->first_psn, qp->comp.psn))
+		progressed(qp, w->first_psn);
+	if (w->opcode == IBV_WR_RDMA_READ || w->first_psn != pkt->psn) {
+		/* Responses come in order: the older READ/ATOMIC's was lost.
+		 * Ask again now rather than at the timeout (once per loss). */
+		if (!qp->comp.retrying)
+			retry(qp);
+		return;
+	}
 	ur_mr_read_lock(&qp->ctx->mrs);
 	ok = ur_copy_to_sges(qp, w->sge, w->num_sge, 0, (const uint8_t *)&orig, 8);
 	ur_mr_read_unlock(&qp->ctx->mrs);
@@ -358,16 +379,62 @@ static void on_atomic_ack(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	complete_ok(qp, w);
 }
 
+/* An ACK or NAK past what was resent since going back (go-back-N lowered
+ * req.psn; the first transmission had gone further, up to req.psn_max): the
+ * responder has every request before next.  The requester moves there as
+ * if it had resent them: WQEs are segmented the same way every time, so
+ * they get the PSNs of their first transmission. */
+static void fast_forward(struct ur_qp *qp, uint32_t next)
+{
+	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+		uint32_t left = w->length - w->offset, pkts, take;
+
+		if (ur_wr_is_local(w->opcode)) {
+			if (w->state == UR_WQE_POSTED)
+				break;          /* not executed yet: in order only */
+			qp->req.wqe++;
+			continue;
+		}
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			pkts = w->offset ? 0 : 1;
+		else
+			pkts = left ? (left + qp->mtu - 1) / qp->mtu : (w->offset ? 0 : 1);
+		if (w->offset == 0)
+			w->first_psn = qp->req.psn;
+		take = ur_min(pkts, (uint32_t)psn_diff(next, qp->req.psn));
+		if (take < pkts) {
+			w->offset += take * qp->mtu;
+			qp->req.psn = psn_add(qp->req.psn, take);
+			break;
+		}
+		w->offset = w->length;
+		w->last_psn = psn_add(qp->req.psn, pkts - 1);
+		w->state = UR_WQE_SENT;
+		qp->req.psn = psn_add(qp->req.psn, pkts);
+		qp->req.wqe++;
+	}
+}
+
 void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	uint8_t low = pkt->opcode & 0x1f;
 
 	if (!ur_qp_is_reliable(qp) || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
 		return;
-	/* Only responses to what is outstanding count. */
-	if (psn_lt(pkt->psn, qp->comp.psn) || psn_ge(pkt->psn, qp->req.psn)) {
+	/* Only responses to what is outstanding count.  An ACK/NAK may
+	 * acknowledge what was sent before going back (a duplicate is
+	 * acknowledged with the newest PSN the responder has). */
+	if (psn_lt(pkt->psn, qp->comp.psn) ||
+	    psn_ge(pkt->psn, low == UR_OPL_ACKNOWLEDGE ? qp->req.psn_max : qp->req.psn)) {
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
+	}
+	if (low == UR_OPL_ACKNOWLEDGE && psn_ge(pkt->psn, qp->req.psn)) {
+		uint8_t syn = aeth_syn(pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_AETH]);
+
+		/* An ACK covers its own PSN; a NAK what precedes it. */
+		fast_forward(qp, ur_aeth_type(syn) == UR_AETH_ACK ? psn_inc(pkt->psn) : pkt->psn);
 	}
 	if (low == UR_OPL_ACKNOWLEDGE)
 		on_ack(qp, pkt);
@@ -375,6 +442,11 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		on_atomic_ack(qp, pkt);
 	else
 		on_read_response(qp, pkt);
+	/* Local operations (BIND_MW, LOCAL_INV) behind what just completed
+	 * complete now: no ACK may ever come for them, when a READ or an
+	 * atomic was the last request before them. */
+	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
+		ur_comp_retire(qp);
 	if (qp->state == IBV_QPS_RTS)
 		ur_req_run(qp);
 }

@@ -44,6 +44,7 @@ void ur_rel_reset(struct ur_qp *qp)
 {
 	struct ur_recv_wqe *rwqe = qp->resp.rwqe;
 	struct ur_resp_res *res = qp->resp.res;
+	struct ur_atomic_result *atomics = qp->resp.atomics;
 	uint32_t nres = qp->resp.nres;
 
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -51,9 +52,10 @@ void ur_rel_reset(struct ur_qp *qp)
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->resp.rwqe = rwqe;
 	qp->resp.res = res;
+	qp->resp.atomics = atomics;
 	qp->resp.nres = nres;
 	if (res)
-		memset(res, 0, nres * sizeof(*res));
+		memset(res, 0, nres * (sizeof(*res) + sizeof(*atomics)));
 	qp->req.opcode = -1;
 	qp->resp.opcode = -1;
 	qp->req.cwnd = UR_CWND_INIT;
@@ -71,6 +73,7 @@ void ur_rel_enter_rtr(struct ur_qp *qp)
 void ur_rel_enter_rts(struct ur_qp *qp)
 {
 	qp->req.psn = qp->attr.sq_psn;
+	qp->req.psn_max = qp->attr.sq_psn;
 	qp->comp.psn = qp->attr.sq_psn;
 	qp->req.wqe = qp->sq.head;
 	qp->req.opcode = -1;

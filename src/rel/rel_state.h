@@ -13,6 +13,8 @@ struct ur_pd;
 
 struct ur_req_state {
 	uint32_t psn;            /* next PSN to send */
+	uint32_t psn_max;        /* one past the highest PSN ever sent: go-back-N
+				  * lowers psn, not this; responses up to it count */
 	uint32_t wqe;            /* SQ index of the WQE being packetized */
 	int opcode;              /* BTH opcode last sent mid-message, -1 between messages */
 	uint32_t rd_atomic;      /* READ/ATOMIC requests awaiting their responses */
@@ -56,6 +58,17 @@ struct ur_resp_res {
 	struct ur_pd *pd;        /* the PD the read's rkey is checked in */
 };
 
+/* What an atomic returned, kept by PSN so that a duplicate is answered
+ * without executing again.  Apart from the READ/ATOMIC ring, whose slots
+ * every duplicate READ takes again: there they would be pushed out while
+ * the requester may still ask. */
+struct ur_atomic_result {
+	bool valid;
+	uint32_t psn;
+	uint32_t msn;
+	uint64_t orig;
+};
+
 struct ur_resp_state {
 	uint32_t psn;            /* next request PSN expected */
 	uint32_t msn;            /* messages completed */
@@ -87,6 +100,8 @@ struct ur_resp_state {
 	uint32_t nres;
 	uint32_t res_next;       /* slot the next request takes */
 	uint32_t res_tx;         /* oldest slot that may still have output */
+	struct ur_atomic_result *atomics;   /* nres entries, allocated with res */
+	uint32_t atomic_next;
 };
 
 #endif

@@ -59,6 +59,13 @@ int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *
 	return 0;
 }
 
+/* A packet left: the high-water mark of PSNs sent moves with it. */
+static void note_sent(struct ur_qp *qp)
+{
+	if (psn_gt(qp->req.psn, qp->req.psn_max))
+		qp->req.psn_max = qp->req.psn;
+}
+
 /* Gathers [off, off + len) of the WQE's data into p->iov.  MR read lock
  * held.  -EFAULT: an SGE's lkey is not valid for it. */
 static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_t len,
@@ -157,6 +164,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		w->last_psn = qp->req.psn;
 	qp->req.noack = ackreq ? 0 : qp->req.noack + 1;
 	qp->req.psn = psn_inc(qp->req.psn);
+	note_sent(qp);
 	w->offset += len;
 	*done = last;
 	return 0;
@@ -195,6 +203,7 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 	if (w->offset == 0)
 		w->first_psn = qp->req.psn;
 	qp->req.psn = psn_add(qp->req.psn, npkts);
+	note_sent(qp);
 	w->offset += len;
 	qp->req.rd_atomic++;
 	qp->req.noack = 0;
@@ -234,6 +243,7 @@ static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		return ret;
 	w->first_psn = w->last_psn = qp->req.psn;
 	qp->req.psn = psn_inc(qp->req.psn);
+	note_sent(qp);
 	qp->req.rd_atomic++;
 	qp->req.noack = 0;
 	w->offset = w->length;
@@ -274,7 +284,7 @@ static bool window_full(struct ur_qp *qp)
 
 static bool rd_atomic_full(struct ur_qp *qp)
 {
-	return qp->req.rd_atomic >= ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
+	return qp->req.rd_atomic >= (uint32_t)ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
 }
 
 void ur_rel_flush(struct ur_qp *qp)

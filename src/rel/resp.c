@@ -154,6 +154,7 @@ static int send_atomic_ack(struct ur_qp *qp, struct ur_resp_res *res)
 void ur_resp_tx(struct ur_qp *qp)
 {
 	struct ur_resp_state *r = &qp->resp;
+	bool failed = false;
 	int ret = 0;
 
 	if (!ur_qp_is_reliable(qp) || qp->req.blocked)
@@ -167,9 +168,14 @@ void ur_resp_tx(struct ur_qp *qp)
 			ret = res->type == UR_RES_READ ? send_read_response(qp, res)
 						       : send_atomic_ack(qp, res);
 		if (ret == -EFAULT) {
+			/* The region was deregistered while the READ was being
+			 * answered: a remote access error like any other (NAK,
+			 * then ERROR), and nothing after it goes out. */
 			res->pending = false;
 			queue_ack(qp, UR_NAK_REM_ACCESS_ERR, res->cur_psn);
+			failed = true;
 			ret = 0;
+			break;
 		}
 		if (ret)
 			break;
@@ -185,6 +191,8 @@ void ur_resp_tx(struct ur_qp *qp)
 		ur_engine_tx_blocked(qp);
 	}
 	ur_rel_flush(qp);
+	if (failed && qp->state != IBV_QPS_ERR)
+		ur_qp_to_error(qp, false);
 }
 
 static struct ur_resp_res *take_res(struct ur_qp *qp)
@@ -504,6 +512,9 @@ static void do_atomic(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	res->first_psn = res->last_psn = pkt->psn;
 	res->atomic_orig = orig;
 	res->msn = qp->resp.msn;
+	qp->resp.atomics[qp->resp.atomic_next++ % qp->resp.nres] = (struct ur_atomic_result){
+		.valid = true, .psn = pkt->psn, .msn = qp->resp.msn, .orig = orig,
+	};
 	qp->resp.psn = psn_inc(pkt->psn);
 }
 
@@ -519,14 +530,18 @@ static void duplicate(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		struct ur_resp_state *r = &qp->resp;
 
 		for (uint32_t i = 0; i < r->nres; i++) {
-			struct ur_resp_res saved = r->res[i], *res;
+			const struct ur_atomic_result *saved = &r->atomics[i];
+			struct ur_resp_res *res;
 
-			if (saved.type != UR_RES_ATOMIC || saved.first_psn != pkt->psn)
+			if (!saved->valid || saved->psn != pkt->psn)
 				continue;
-			res = take_res(qp);     /* may be the very slot saved came from */
+			res = take_res(qp);
 			if (res) {
-				*res = saved;
+				res->type = UR_RES_ATOMIC;
 				res->pending = true;
+				res->first_psn = res->last_psn = saved->psn;
+				res->atomic_orig = saved->orig;
+				res->msn = saved->msn;
 			}
 			break;
 		}

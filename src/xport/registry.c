@@ -529,33 +529,38 @@ void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex)
 
 int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max)
 {
+	uint64_t any[UR_REG_SLOTS / 64] = { 0 };
 	int n = 0;
 
 	if (!reg.shm)
 		return 0;
 	/* Lock-free read: a member joining meanwhile misses one datagram at
-	 * most, which multicast UD allows. */
+	 * most, which multicast UD allows.  A process may be a member of the
+	 * group on several interfaces (one entry each): it is listed once, so
+	 * that it gets each datagram once. */
 	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++) {
 		struct ur_reg_mcast *m = &reg.shm->mcast[g];
 
 		if (memcmp(m->gid, gid->raw, 16))
 			continue;
-		for (unsigned w = 0; w < UR_REG_SLOTS / 64; w++) {
-			uint64_t bits = atomic_load(&m->members[w]);
+		for (unsigned w = 0; w < UR_REG_SLOTS / 64; w++)
+			any[w] |= atomic_load(&m->members[w]);
+	}
+	for (unsigned w = 0; w < UR_REG_SLOTS / 64; w++) {
+		uint64_t bits = any[w];
 
-			while (bits && n < max) {
-				unsigned slot = w * 64 + (unsigned)__builtin_ctzll(bits);
-				struct ur_reg_slot *s = &reg.shm->slot[slot];
+		while (bits && n < max) {
+			unsigned slot = w * 64 + (unsigned)__builtin_ctzll(bits);
+			struct ur_reg_slot *s = &reg.shm->slot[slot];
 
-				bits &= bits - 1;
-				out[n].pid = (pid_t)atomic_load(&s->pid);
-				if (!out[n].pid)
-					continue;
-				out[n].port4 = atomic_load(&s->port4);
-				out[n].port6 = atomic_load(&s->port6);
-				out[n].self = (int)slot == reg.slot;
-				n++;
-			}
+			bits &= bits - 1;
+			out[n].pid = (pid_t)atomic_load(&s->pid);
+			if (!out[n].pid)
+				continue;
+			out[n].port4 = atomic_load(&s->port4);
+			out[n].port6 = atomic_load(&s->port6);
+			out[n].self = (int)slot == reg.slot;
+			n++;
 		}
 	}
 	return n;

@@ -40,7 +40,11 @@ void ur_registry_detach(void);
 int ur_registry_alloc_qpn(uint32_t *qpn);
 void ur_registry_free_qpn(uint32_t qpn);
 int ur_registry_set_ports(uint16_t port4, uint16_t port6);
-/* Who owns qpn on this host; -ENOENT if nobody (or a dead process). */
+/* Who owns qpn on this host; -ENOENT if nobody.  A process that died
+ * keeps its blocks until they are reclaimed (at the next attach, or when
+ * QPNs run out), so the owner found may be dead: what is sent to it is
+ * lost, as it would be for a QP that no longer exists.  Checking liveness
+ * here would cost a system call per packet. */
 int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out);
 
 /* Multicast membership: which processes of the host have QPs attached to

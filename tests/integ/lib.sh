@@ -322,12 +322,13 @@ ur_expect_pair_ok() {
 
 # --- devices and GIDs -------------------------------------------------------
 
-# ur_gid_index DEV IPV4 [NAME]: the GID index of ::ffff:IPV4 on DEV (in UR_NS),
-# from ibv_devinfo -v; empty if none.
+# ur_gid_index DEV GID: the index of GID (as ibv_devinfo prints it, e.g.
+# ::ffff:127.0.0.1 or ::1) in DEV's table (in UR_NS); empty if absent.
 ur_gid_index() {
-	local n=${3:-devinfo.$1.$RANDOM}
+	local n=devinfo.$1.$RANDOM
 	ur_run "$n" ibv_devinfo -v -d "$1" >/dev/null
-	sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$2, RoCE v2.*/\1/p" "$UR_TMP/$n.out" | head -n1
+	awk -v want="$2," '/GID\[/ { for (i = 1; i <= NF; i++) if ($i == want) {
+		sub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit } }' "$UR_TMP/$n.out"
 }
 
 # ur_dev_of IPV4 [NAME]: the uroce device (in UR_NS) whose GID table holds
@@ -337,7 +338,7 @@ ur_dev_of() {
 	ur_run "$n" ibv_devinfo -v >/dev/null
 	awk -v want="::ffff:$1," '
 		/^hca_id:/ { dev = $2 }
-		/GID\[/ && $3 == want { print dev; exit }' "$UR_TMP/$n.out"
+		/GID\[/ { for (i = 1; i <= NF; i++) if ($i == want) { print dev; exit } }' "$UR_TMP/$n.out"
 }
 
 # --- network namespaces -----------------------------------------------------

@@ -76,8 +76,11 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 		alen = sizeof(a.v6);
 	}
 	set_bufs(fd);
-	/* Take a peer's GSO batch as one buffer (split in handle_datagram). */
-	setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
+	/* UROCE_UDP_GRO=1: take a local peer's GSO batch as one buffer (split
+	 * in handle_datagram).  Off by default: on loopback IPv6 the kernel
+	 * was seen to hold such datagrams for about 2 ms. */
+	if (getenv("UROCE_UDP_GRO") && !strcmp(getenv("UROCE_UDP_GRO"), "1"))
+		setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
 	if (bind(fd, (struct sockaddr *)&a, alen)) {
 		int err = errno;
 

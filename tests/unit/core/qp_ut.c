@@ -1,6 +1,6 @@
 /* Unit tests of the QP state machine: the transition table (qp_state.c)
- * and ur_qp_modify() on real QPs (qp_modify.c), in a private network
- * namespace with the engine's thread stubbed out. */
+ * and ur_qp_modify() on real QPs (qp_modify.c); XRC domains and SRQs; in
+ * a private network namespace with the engine's thread stubbed out. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 
@@ -15,10 +15,12 @@
 #include "core/pd.h"
 #include "core/qp.h"
 #include "core/qp_modify.h"
+#include "core/srq.h"
 #include "core/xrcd.h"
 
 #include "qp_state_tests.c"
 #include "qp_modify_tests.c"
+#include "objects_tests.c"
 
 int main(void)
 {
@@ -33,5 +35,7 @@ int main(void)
 	UT_RUN(test_modify_rtr_gid_errors);
 	UT_RUN(test_modify_rts_rts);
 	UT_RUN(test_qp_create_limits);
+	UT_RUN(test_xrcd_open_close);
+	UT_RUN(test_srq_limits);
 	return UT_DONE();
 }

@@ -233,3 +233,48 @@ static void test_access_atomic_misaligned(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* A receive posted with an lkey that does not grant local write: RC fails
+ * the receive (LOC_PROT_ERR) and the sender (REM_OP_ERR), both QPs to
+ * ERROR; UD completes the receive in error and carries on. */
+static void test_access_recv_lkey(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem sa, ro;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&ro, &p.b, 64, 0, 2);           /* read-only */
+	UT_EQ(t_post_recv(&p.b, 1, ro.buf, 64, ro.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 16, sa.mr->lkey, 0), 0);
+	t_run();
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_REM_OP_ERR);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
+	UT_CHECK(t_mem_intact(&ro, 2));
+	t_mem_free(&sa);
+	t_mem_free(&ro);
+	t_pair_close(&p);
+
+	{
+		struct t_ud u;
+
+		if (t_ud_open(&u, false))
+			return;
+		t_mem_reg(&sa, &u.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+		t_mem_reg(&ro, &u.b, 128, 0, 2);
+		UT_EQ(t_post_recv(&u.b, 3, ro.buf, 128, ro.mr->lkey), 0);
+		UT_EQ(t_ud_send(&u, 4, sa.buf, 16, sa.mr->lkey, T_QKEY, false), 0);
+		t_run();
+		t_expect_wc(u.b.rcq, &wc, 3, IBV_WC_LOC_PROT_ERR);
+		UT_EQ(u.b.qp->state, IBV_QPS_RTS);
+		UT_CHECK(t_mem_intact(&ro, 2));
+		t_mem_free(&sa);
+		t_mem_free(&ro);
+		t_ud_close(&u);
+	}
+}

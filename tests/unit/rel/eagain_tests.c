@@ -209,3 +209,29 @@ static void test_xport_hard_error(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* A QP destroyed while it waits for the transport, or with its timers
+ * armed, is gone from the engine's lists: the engine resuming stalled
+ * QPs or firing timers afterwards touches nothing freed (ASan checks). */
+static void test_destroy_while_waiting(void)
+{
+	struct t_opts o = { .min_rnr_timer = 1 };
+	struct t_pair p;
+	struct t_mem sa;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	net.eagain_after = 1;
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 3000, sa.mr->lkey, 0), 0);
+	UT_CHECK(p.a.qp->req.blocked);
+	UT_CHECK(p.a.qp->comp.retrans_deadline != 0);
+	t_deliver(0);                 /* B: RNR NAK, B blocked too */
+	UT_CHECK(p.b.qp->req.blocked);
+	t_mem_free(&sa);
+	t_pair_close(&p);             /* destroys both */
+	net.eagain = false;
+	ur_engine_writable(ur_engine_get());
+	t_advance(T_TIMEOUT_NS);
+	UT_CHECK(ur_list_empty(&ur_engine_get()->blocked));
+}

@@ -4,8 +4,12 @@
  * the test then delivers, drops, duplicates or reorders packets by hand
  * through ur_engine_rx(), the engine's own dispatch (parse, QPN lookup, QP
  * lock, ur_rel_rx).  Nothing crosses a socket and the engine has no thread
- * (ut_engine.h), so every scenario is deterministic: timers fire only when
- * the test calls t_fire_timers().
+ * (ut_engine.h); the protocol files are compiled in against a virtual
+ * clock.  Every scenario is deterministic: timers fire only in t_advance().
+ *
+ * Debugging: T_TRACE=1 prints every packet delivered (and, in the random
+ * loss test, every drop); T_SEED=n T_LOSS=per-mille T_DUP=.. T_REORDER=..
+ * [T_MAY_FAIL=1] runs one random-loss scenario alone.
  */
 #ifndef UROCE_TESTS_REL_HARNESS_H
 #define UROCE_TESTS_REL_HARNESS_H
@@ -50,6 +54,7 @@ static inline uint64_t ur_now_ns(void)
 #include "core/qp.h"
 #include "core/srq.h"
 #include "core/xrcd.h"
+#include "engine/mcast.h"
 #include "rel/psn.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
@@ -76,6 +81,7 @@ static struct {
 	bool eagain;                 /* refusing now */
 	unsigned eagain_calls;
 	int fail_errno;              /* refuse everything with this (not EAGAIN) */
+	void (*on_send)(const struct t_pkt *k);   /* sees every packet accepted */
 } net = { .eagain_after = -1 };
 
 static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *p)
@@ -128,6 +134,8 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 	}
 	net.q[net.n++] = k;
 	net.sent++;
+	if (net.on_send)
+		net.on_send(k);
 	return 0;
 }
 
@@ -164,6 +172,7 @@ static inline void t_net_reset(void)
 	net.eagain = false;
 	net.eagain_calls = 0;
 	net.fail_errno = 0;
+	net.on_send = NULL;
 	net.x.ops = &t_xport_ops;
 }
 
@@ -329,6 +338,7 @@ struct t_opts {
 	uint8_t retry_cnt, rnr_retry;  /* 0: 7; T_ZERO: 0 */
 	uint8_t min_rnr_timer;
 	uint8_t rd_atomic;           /* 0: 16 */
+	uint8_t dest_rd_atomic;      /* max_dest_rd_atomic at RTR; 0: rd_atomic */
 	bool srq_b;                  /* B receives from an SRQ */
 	bool b_rtr;                  /* B stays in RTR */
 	bool sig_all;
@@ -439,7 +449,8 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	a.dest_qp_num = dqpn;
 	a.rq_psn = rq_psn;
 	if (qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_RECV) {
-		a.max_dest_rd_atomic = o->rd_atomic ? o->rd_atomic : 16;
+		a.max_dest_rd_atomic = o->dest_rd_atomic ? o->dest_rd_atomic
+				       : o->rd_atomic ? o->rd_atomic : 16;
 		a.min_rnr_timer = o->min_rnr_timer;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}

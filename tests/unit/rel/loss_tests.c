@@ -554,3 +554,258 @@ static void test_loss_ack_and_read_response(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* Two atomics outstanding; the first one's ACK is lost, the second's
+ * arrives: responses come in order, so the first one's response was lost.
+ * A asks again at once, without waiting out the retransmission timer, and
+ * the duplicate is answered from the saved result. */
+static void test_loss_atomic_ack_then_next(void)
+{
+	struct t_opts o = { .rd_atomic = 4 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *target, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
+	target = (uint64_t *)tb.buf;
+	*target = 10;
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8, la.mr->lkey,
+			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(*target, 12);
+	UT_EQ(t_count(), 2);
+	t_drop(0);                    /* the first atomic's ACK */
+	t_deliver(0);                 /* the second's */
+	/* Go-back-N: both again, from the first. */
+	UT_EQ(t_count_op(UR_OP_RC_FETCH_ADD), 2);
+	UT_EQ(t_psn(0), 0);
+	UT_EQ(t_psn(1), 1);
+	t_run();
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 10);
+	memcpy(&got, la.buf + 8, 8);
+	UT_EQ(got, 11);
+	UT_EQ(*target, 12);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A sequence NAK for a PSN past an atomic whose ACK was lost: the NAK
+ * acknowledges what precedes it except that atomic, whose response is
+ * still needed.  A must resend from the atomic, at the atomic's own PSN:
+ * sending it (or anything) at another PSN than the first time makes B
+ * execute it twice or take one request for another. */
+static void test_loss_seq_nak_past_atomic(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)tb.buf;
+	*counter = 50;
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_recv(&p.b, 9, tb.buf + 1024, 1024, tb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 1024, 768, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
+	t_deliver(0);                 /* the atomic executes */
+	UT_EQ(*counter, 51);
+	t_deliver(0);                 /* SEND FIRST */
+	t_drop(0);                    /* SEND MIDDLE psn 2 lost */
+	t_deliver(0);                 /* SEND LAST: NAK psn 2 */
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ATOMIC_ACKNOWLEDGE);
+	t_drop(0);                    /* the atomic's response lost */
+	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
+	UT_EQ(t_psn(0), 2);
+	t_deliver(0);
+	/* Whatever A resends goes out at its original PSN. */
+	for (unsigned i = 0; i < t_count(); i++) {
+		uint8_t op = t_op(i);
+		uint32_t psn = t_psn(i);
+
+		if (op == UR_OP_RC_FETCH_ADD)
+			UT_EQ(psn, 0);
+		else if (op == UR_OP_RC_SEND_FIRST)
+			UT_EQ(psn, 1);
+		else if (op == UR_OP_RC_SEND_MIDDLE)
+			UT_EQ(psn, 2);
+		else if (op == UR_OP_RC_SEND_LAST)
+			UT_EQ(psn, 3);
+	}
+	t_run();
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 51);          /* added once */
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 50);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf + 1024, la.buf + 1024, 768);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* Every ACK of a long message is lost, B has it all.  After the timeout A
+ * goes back and resends, with a smaller window, only the start; B answers
+ * each duplicate with an ACK of the newest PSN it has, which is past
+ * everything A has resent so far.  That ACK acknowledges what A sent before
+ * going back, so it must be taken: the message completes. */
+static void test_loss_ack_beyond_resend(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 3, .a_psn = 0xfffff0 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 40 * 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 40 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 40);
+	for (int i = 0; i < 40; i++)
+		t_deliver(0);
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	while (t_count())
+		t_drop(0);            /* the ACKs */
+	t_advance(T_TIMEOUT_NS);
+	UT_CHECK(t_count() < 40);     /* the window shrank: only a part again */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.a.qp->comp.psn, psn_add(0xfffff0, 40));
+	UT_CHECK(t_cq_empty(p.b.rcq));
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* B keeps what each atomic returned so that a duplicate is answered
+ * without executing again.  A READ asked again twice (its responses were
+ * lost twice) must not push that saved result out: the atomic's duplicate
+ * then found nothing, was never answered, and the WQE ended in
+ * RETRY_EXC_ERR. */
+static void test_loss_atomic_saved_after_read_dups(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)(tb.buf + 2048);
+	*counter = 100;
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 4 * 256, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	t_deliver(0);                 /* READ psn 0..3 */
+	t_deliver(0);                 /* atomic psn 4: executes */
+	UT_EQ(*counter, 101);
+	UT_EQ(t_count(), 5);          /* responses 0..3, atomic ACK 4 */
+	t_drop(4);                    /* atomic ACK lost */
+	t_deliver(0);                 /* response 0 */
+	t_drop(0);                    /* response 1 lost */
+	t_deliver(0);                 /* response 2: a gap, A asks again from 1 */
+	t_drop(0);                    /* response 3 (A is retrying already) */
+	/* A sent READ again from psn 1, and the atomic behind it. */
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_RDMA_READ_REQUEST);
+	UT_EQ(t_op(1), UR_OP_RC_FETCH_ADD);
+	t_deliver(0);                 /* duplicate READ: B answers 1..3 */
+	/* Now queued: the atomic (dup), responses 1..3. */
+	t_drop(1);                    /* response 1 lost again */
+	t_drop(1);
+	t_drop(1);
+	t_advance(T_TIMEOUT_NS);      /* A goes back to 1 again */
+	/* Queued: the atomic resent the first time, then READ from 1 and the
+	 * atomic again.  The second duplicate READ reaches B first. */
+	UT_EQ(t_count(), 3);
+	UT_EQ(t_op(1), UR_OP_RC_RDMA_READ_REQUEST);
+	t_deliver(1);
+	t_run();
+	t_advance(T_TIMEOUT_NS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 101);
+	memcpy(&got, la.buf + 2048, 8);
+	UT_EQ(got, 100);
+	UT_MEMEQ(la.buf, tb.buf, 4 * 256);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* WRITE (ACK lost), atomic (ACK lost), READ (response arrives): the READ
+ * response completes the WRITE before it but not the atomic, whose result
+ * A still needs.  When the timer goes back, the atomic goes out again at
+ * its own PSN (B answers it from the saved result), not at the WRITE's. */
+static void test_loss_read_response_past_atomic(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)(tb.buf + 2048);
+	*counter = 5;
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf + 512, 16, la.mr->lkey,
+			  (uintptr_t)tb.buf + 512, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	t_deliver(0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(*counter, 6);
+	UT_EQ(t_count(), 3);          /* ACK 0, atomic ACK 1, READ response 2 */
+	t_drop(0);
+	t_drop(0);
+	t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);   /* implied by the response */
+	t_advance(T_TIMEOUT_NS);
+	UT_CHECK(t_count() >= 1);
+	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
+	UT_EQ(t_psn(0), 1);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 6);
+	memcpy(&got, la.buf + 2048, 8);
+	UT_EQ(got, 5);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

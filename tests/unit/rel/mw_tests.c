@@ -395,3 +395,31 @@ static void test_mw_bind_ordering(void)
 	t_expect_wc(e.p.a.rcq, &wc, 1, IBV_WC_SUCCESS);
 	mw_close(&e);
 }
+
+/* A bind behind a READ (or an atomic) and nothing after it: it completes
+ * when the READ's response arrives, not never. */
+static void test_mw_bind_after_read(void)
+{
+	for (int atomic = 0; atomic < 2; atomic++) {
+		struct t_mwenv e;
+		struct t_mem ra;
+		struct ibv_wc wc;
+
+		if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
+			return;
+		t_mem_reg(&ra, &e.p.a, 64, T_ALL_ACCESS, 3);   /* what B reads */
+		if (atomic)
+			UT_EQ(t_post_atomic(&e.p.b, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, e.tb.buf, e.tb.mr->lkey,
+					    (uintptr_t)ra.buf, ra.mr->rkey, 1, 0), 0);
+		else
+			UT_EQ(t_post_rdma(&e.p.b, 1, IBV_WR_RDMA_READ, e.tb.buf, 64, e.tb.mr->lkey,
+					  (uintptr_t)ra.buf, ra.mr->rkey), 0);
+		UT_EQ(mw_post_bind(&e, 2, ibv_inc_rkey(e.mw->ibmw.rkey), e.tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
+		t_run();
+		t_expect_wc(e.p.b.scq, &wc, 1, IBV_WC_SUCCESS);
+		t_expect_wc(e.p.b.scq, &wc, 2, IBV_WC_SUCCESS);
+		UT_EQ(wc.opcode, IBV_WC_BIND_MW);
+		t_mem_free(&ra);
+		mw_close(&e);
+	}
+}

@@ -8,13 +8,16 @@
 #include "rdma_tests.c"
 #include "loss_tests.c"
 #include "rnr_tests.c"
+#include "uc_ud_tests.c"
 #include "access_tests.c"
 #include "length_tests.c"
-#include "uc_ud_tests.c"
 #include "mw_tests.c"
 #include "xrc_tests.c"
 #include "eagain_tests.c"
 #include "error_tests.c"
+#include "misc_tests.c"
+#include "edge_tests.c"
+#include "chaos_tests.c"
 
 int main(void)
 {
@@ -47,6 +50,11 @@ int main(void)
 	UT_RUN(test_loss_duplicates_everywhere);
 	UT_RUN(test_loss_ack_before_read);
 	UT_RUN(test_loss_ack_and_read_response);
+	UT_RUN(test_loss_atomic_ack_then_next);
+	UT_RUN(test_loss_seq_nak_past_atomic);
+	UT_RUN(test_loss_ack_beyond_resend);
+	UT_RUN(test_loss_atomic_saved_after_read_dups);
+	UT_RUN(test_loss_read_response_past_atomic);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);
@@ -56,12 +64,14 @@ int main(void)
 	UT_RUN(test_rnr_second_message);
 	UT_RUN(test_rnr_write_imm);
 	UT_RUN(test_rnr_with_packets_behind);
+	UT_RUN(test_rnr_past_atomic);
 
 	UT_RUN(test_access_errors);
 	UT_RUN(test_access_edges);
 	UT_RUN(test_access_stale_rkey);
 	UT_RUN(test_access_local);
 	UT_RUN(test_access_atomic_misaligned);
+	UT_RUN(test_access_recv_lkey);
 
 	UT_RUN(test_len_send_too_big);
 	UT_RUN(test_len_write_vs_reth);
@@ -86,6 +96,7 @@ int main(void)
 	UT_RUN(test_mw_send_with_inv);
 	UT_RUN(test_mw_bind_errors);
 	UT_RUN(test_mw_bind_ordering);
+	UT_RUN(test_mw_bind_after_read);
 
 	UT_RUN(test_xrc_delivery);
 	UT_RUN(test_xrc_unknown_srq);
@@ -96,6 +107,7 @@ int main(void)
 	UT_RUN(test_eagain_responder);
 	UT_RUN(test_eagain_nak_survives_error);
 	UT_RUN(test_xport_hard_error);
+	UT_RUN(test_destroy_while_waiting);
 
 	UT_RUN(test_err_flush_in_order);
 	UT_RUN(test_err_srq_last_wqe);
@@ -103,5 +115,28 @@ int main(void)
 	UT_RUN(test_err_reset_reuse);
 	UT_RUN(test_err_late_responses);
 	UT_RUN(test_err_post_states);
+
+	UT_RUN(test_dispatch_drops);
+	UT_RUN(test_mcast_fanout);
+	UT_RUN(test_srq_limit);
+	UT_RUN(test_wr_builder);
+	UT_RUN(test_wr_builder_xrc);
+	UT_RUN(test_post_validation);
+
+	UT_RUN(test_edge_bad_read_response);
+	UT_RUN(test_edge_atomic_local_error);
+	UT_RUN(test_edge_write_target_vanishes);
+	UT_RUN(test_edge_read_source_vanishes);
+	UT_RUN(test_edge_rd_atomic_overflow);
+	UT_RUN(test_edge_unsupported_opcodes);
+	UT_RUN(test_edge_xrc_srq_changes);
+	UT_RUN(test_edge_mw_on_uc);
+	UT_RUN(test_edge_invalidate_errors);
+	UT_RUN(test_edge_uc_too_big);
+
+	UT_RUN(test_chaos);
+	UT_RUN(test_chaos_uc);
+
+
 	return UT_DONE();
 }

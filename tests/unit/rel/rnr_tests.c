@@ -289,3 +289,46 @@ static void test_rnr_with_packets_behind(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* An RNR NAK for a SEND behind an atomic whose ACK was lost: after the
+ * RNR wait A resends from the atomic at the atomic's PSN, and B answers
+ * it as the duplicate it is (the atomic must not execute twice). */
+static void test_rnr_past_atomic(void)
+{
+	struct t_opts o = { .min_rnr_timer = 1 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_wc wc;
+	uint64_t *counter, got;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	counter = (uint64_t *)tb.buf;
+	*counter = 7;
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
+			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(*counter, 8);
+	UT_EQ(t_count(), 2);
+	t_drop(0);                    /* the atomic ACK */
+	UT_EQ(t_syn(0), UR_AETH_RNR_NAK | 1);
+	t_deliver(0);
+	UT_EQ(t_post_recv(&p.b, 3, tb.buf + 512, 64, tb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(1) + 1000);
+	UT_CHECK(t_count() >= 1);
+	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
+	UT_EQ(t_psn(0), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(*counter, 8);
+	memcpy(&got, la.buf, 8);
+	UT_EQ(got, 7);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

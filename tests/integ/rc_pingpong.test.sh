@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Unmodified ibv_rc_pingpong, server and client processes on one host (uroce0
+# on lo), with the GID index of ::ffff:127.0.0.1:
+#  - plain (4 KiB, 10000 iterations), 1 B (10000), -e (completion events),
+#    -N (ibv_wr_* new send API), -c (data check), 64 KiB, 1 MiB, all of
+#    -e -N -c at 1 MiB, the IPv6 GID (::1), and -m 4096 (lo's active MTU):
+#    both sides exit 0 and report every iteration, no bad completion, no
+#    corrupted data;
+#  - the faithful failures, each exiting non-zero within seconds (not a
+#    hang) with the library's error naming the fix: without -g (no GRH on a
+#    RoCE port: kernel rxe rejects RTR with EINVAL too), and -g 0 (GID 0 is
+#    the link-local EUI-64 entry, not an address of lo).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rc_pingpong_cases.sh"
+UR_TIMEOUT=300
+
+g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+g6=$(ur_gid_index uroce0 ::1)
+ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
+[ -n "$g4" ] || ur_done
+
+rc_pp_suite lo uroce0 uroce0 127.0.0.1 "$g4" "${g6:-2}"
+# lo's active MTU is 4096: the largest path MTU is accepted and used.
+rc_pp_ok lo.mtu4096 uroce0 uroce0 127.0.0.1 -g "$g4" -m 4096 -s 65536 -c -n 500
+
+rc_pp_fails lo.no-gid uroce0 uroce0 127.0.0.1 \
+	'no GRH.*GID index'
+rc_pp_fails lo.gid0 uroce0 uroce0 127.0.0.1 \
+	'GID index 0 \(fe80:[0-9a-f:]*\) is not an address of lo; use GID index [0-9]+' -g 0
+
+ur_done

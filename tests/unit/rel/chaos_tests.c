@@ -1,0 +1,388 @@
+/* A property test of the whole protocol: a random mix of SENDs, WRITEs,
+ * READs and atomics across the PSN wrap, through a network that loses,
+ * duplicates and reorders packets in both directions, with receives posted
+ * late (RNR).  Whatever happens, every WQE completes once, successfully,
+ * in order; every byte lands where it belongs; every atomic executes once.
+ * Deterministic: each seed replays the same run. */
+
+static uint64_t chaos_state;
+
+static uint32_t chaos_rnd(uint32_t n)
+{
+	chaos_state ^= chaos_state >> 12;
+	chaos_state ^= chaos_state << 25;
+	chaos_state ^= chaos_state >> 27;
+	return (uint32_t)((chaos_state * 0x2545f4914f6cdd1dull) >> 33) % n;
+}
+
+enum { CH_WQES = 48, CH_AREA = 2048, CH_PSNS = 4096 };
+
+/* A request PSN names one packet for good: whatever is sent again at a
+ * PSN must be what was sent there first (a READ asked again from the
+ * middle uses a PSN that carried no request before). */
+static uint32_t ch_base_psn, ch_dqpn;
+static uint8_t ch_op_at[CH_PSNS];
+static unsigned ch_psn_changed;
+
+static void ch_on_send(const struct t_pkt *k)
+{
+	uint8_t op = bth_opcode(k->buf);
+	int32_t at = psn_diff(bth_psn(k->buf), ch_base_psn);
+
+	if (bth_qpn(k->buf) != ch_dqpn || !(ur_opcode[op].mask & UR_OPF_REQ))
+		return;
+	if (at < 0 || at >= CH_PSNS) {
+		ch_psn_changed++;
+		return;
+	}
+	if (ch_op_at[at] && ch_op_at[at] != op) {
+		if (getenv("T_TRACE"))
+			fprintf(stderr, "  PSN 0x%x was %s, now %s\n", bth_psn(k->buf),
+				ur_opcode_name(ch_op_at[at]), ur_opcode_name(op));
+		ch_psn_changed++;
+	}
+	ch_op_at[at] = op;
+}
+
+struct ch_wqe {
+	enum ibv_wr_opcode op;
+	uint32_t len;
+};
+
+/* loss, dup, reorder: per mille.  may_fail: loss so heavy that the retry
+ * budget may legitimately run out; then the first error must be a retry
+ * budget exhausted, everything after it flushed, and what did complete
+ * must still be right. */
+static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reorder, bool may_fail)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xffffe0 + (uint32_t)(seed % 32),
+			    .b_psn = 0x10, .timeout = 14, .rd_atomic = 4, .min_rnr_timer = 1 };
+	struct ch_wqe w[CH_WQES];
+	struct t_pair p;
+	struct t_mem src, dst, tgt, rdsrc, rcv;
+	uint64_t *counter;
+	struct ibv_mw *mw;
+	unsigned nsend = 0, nrecv_posted = 0, ncomp = 0, nrecv = 0, steps = 0, natomic = 0;
+	uint8_t seen_orig[CH_WQES] = { 0 };
+	enum ibv_wc_status wst[CH_WQES];
+	bool failed = false;
+	struct ibv_wc wc[16];
+	int before = ut_failures;
+
+	chaos_state = seed * 0x9e3779b97f4a7c15ull + 1;
+	if (t_pair_open(&p, &o))
+		return;
+	ch_base_psn = o.a_psn;
+	ch_dqpn = ur_qp_num(p.b.qp);
+	memset(ch_op_at, 0, sizeof(ch_op_at));
+	ch_psn_changed = 0;
+	net.on_send = ch_on_send;
+	t_mem_reg(&src, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&dst, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 2);
+	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * CH_AREA, T_ALL_ACCESS, 3);
+	t_mem_reg(&rdsrc, &p.b, CH_WQES * CH_AREA, T_ALL_ACCESS, 4);
+	t_mem_reg(&rcv, &p.b, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 5);
+	counter = (uint64_t *)(tgt.buf + CH_WQES * CH_AREA);   /* past the WRITEs' areas */
+	/* A's own window, bound now and then in the middle of the stream: a
+	 * local operation the requester must step over when it goes back. */
+	{
+		static const int mwacc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+
+		if (ibv_rereg_mr(dst.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, mwacc))
+			UT_CHECK(!"rereg");
+		mw = ur_verbs_alloc_mw(&p.a.pd->ibpd, IBV_MW_TYPE_1);
+	}
+	*counter = 1000;
+
+	for (unsigned i = 0; i < CH_WQES; i++) {
+		static const enum ibv_wr_opcode ops[] = {
+			IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+			IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		};
+		uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+		int ret;
+
+		w[i].op = chaos_rnd(12) ? ops[chaos_rnd(UR_ARRAY_SIZE(ops))] : IBV_WR_BIND_MW;
+		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(CH_AREA);
+		switch (w[i].op) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+			ret = t_post_send(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey, IBV_SEND_SIGNALED);
+			nsend++;
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			nsend++;
+			/* fall through */
+		case IBV_WR_RDMA_WRITE:
+			ret = t_post_rdma(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey,
+					  (uintptr_t)tgt.buf + i * CH_AREA, tgt.mr->rkey);
+			break;
+		case IBV_WR_RDMA_READ:
+			ret = t_post_rdma(&p.a, i, w[i].op, d, w[i].len, dst.mr->lkey,
+					  (uintptr_t)rdsrc.buf + i * CH_AREA, rdsrc.mr->rkey);
+			break;
+		case IBV_WR_BIND_MW: {
+			struct ibv_send_wr b = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
+						 .send_flags = IBV_SEND_SIGNALED };
+
+			b.bind_mw.mw = mw;
+			b.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+			mw->rkey = b.bind_mw.rkey;
+			b.bind_mw.bind_info = (struct ibv_mw_bind_info){ dst.mr, (uintptr_t)d, 64,
+									 IBV_ACCESS_REMOTE_READ };
+			w[i].len = 0;
+			ret = t_post(p.a.qp, &b);
+			break;
+		}
+		default:
+			w[i].len = 8;
+			natomic++;
+			ret = t_post_atomic(&p.a, i, w[i].op, d, dst.mr->lkey, (uintptr_t)counter,
+					    tgt.mr->rkey, 1, 0);
+			break;
+		}
+		UT_EQ(ret, 0);
+	}
+	/* Half the receives now, the rest one by one when the network is
+	 * quiet: RNR NAKs meanwhile. */
+	for (; nrecv_posted < nsend / 2; nrecv_posted++)
+		UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted, rcv.buf + nrecv_posted * CH_AREA,
+				  CH_AREA, rcv.mr->lkey), 0);
+
+	while (ncomp < CH_WQES && steps < 200000) {
+		int n;
+
+		steps++;
+		if (!t_count()) {
+			if (nrecv_posted < nsend) {
+				UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted,
+						  rcv.buf + nrecv_posted * CH_AREA, CH_AREA,
+						  rcv.mr->lkey), 0);
+				nrecv_posted++;
+			}
+			if (getenv("T_TRACE"))
+				fprintf(stderr, "  -- advance 1 s (A comp.psn 0x%x req.psn 0x%x, B psn 0x%x)\n",
+					p.a.qp->comp.psn, p.a.qp->req.psn, p.b.qp->resp.psn);
+			t_advance(1000000000ull);   /* 1 s: every timer */
+		} else {
+			uint32_t r = chaos_rnd(1000);
+
+			if (r < loss) {
+				if (getenv("T_TRACE"))
+					fprintf(stderr, "  DROP %s psn 0x%x\n", ur_opcode_name(t_op(0)), t_psn(0));
+				t_drop(0);
+			} else if (r < loss + dup) {
+				t_inject(t_copy(0));
+			} else if (r < loss + dup + reorder && t_count() > 1) {
+				struct t_pkt *k = t_take(0);
+				unsigned at = 1 + chaos_rnd(t_count());
+
+				/* Put it back further down the queue. */
+				if (net.n == net.cap)
+					t_inject(k);
+				else {
+					memmove(&net.q[at + 1], &net.q[at], (net.n - at) * sizeof(*net.q));
+					net.q[at] = k;
+					net.n++;
+				}
+			} else {
+				t_deliver(0);
+			}
+		}
+		while ((n = t_poll(p.a.scq, wc, 16)) > 0) {
+			for (int j = 0; j < n; j++) {
+				UT_EQ(wc[j].wr_id, ncomp);
+				if (failed)
+					UT_EQ(wc[j].status, IBV_WC_WR_FLUSH_ERR);
+				else if (may_fail && (wc[j].status == IBV_WC_RETRY_EXC_ERR ||
+						      wc[j].status == IBV_WC_RNR_RETRY_EXC_ERR))
+					failed = true;
+				else
+					UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+				if (ncomp < CH_WQES)
+					wst[ncomp] = wc[j].status;
+				ncomp++;
+			}
+		}
+		while ((n = t_poll(p.b.rcq, wc, 16)) > 0) {
+			for (int j = 0; j < n; j++) {
+				UT_EQ(wc[j].wr_id, 1000 + nrecv);
+				UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+				nrecv++;
+			}
+		}
+	}
+	UT_EQ(ch_psn_changed, 0);
+	UT_EQ(ncomp, CH_WQES);
+	if (!failed) {
+		UT_EQ(nrecv, nsend);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+		UT_EQ(*counter, 1000 + natomic);
+	} else {
+		UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+		UT_CHECK(nrecv <= nsend);
+		UT_CHECK(*counter >= 1000 && *counter <= 1000 + natomic);
+	}
+	/* Every byte where it belongs, every atomic once: all of them, or
+	 * what completed if the retry budget ran out.  The receives B
+	 * completed are the first nrecv messages, in order. */
+	{
+		unsigned recv_i = 0, ok_atomics = 0;
+
+		for (unsigned i = 0; i < CH_WQES; i++) {
+			uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+			bool ok = wst[i] == IBV_WC_SUCCESS;
+			uint64_t orig;
+
+			switch (w[i].op) {
+			case IBV_WR_SEND:
+			case IBV_WR_SEND_WITH_IMM:
+				if (recv_i < nrecv)
+					UT_MEMEQ(rcv.buf + recv_i * CH_AREA, s, w[i].len);
+				recv_i++;
+				break;
+			case IBV_WR_RDMA_WRITE_WITH_IMM:
+				recv_i++;
+				/* fall through */
+			case IBV_WR_RDMA_WRITE:
+				if (ok)
+					UT_MEMEQ(tgt.buf + i * CH_AREA, s, w[i].len);
+				break;
+			case IBV_WR_RDMA_READ:
+				if (ok)
+					UT_MEMEQ(d, rdsrc.buf + i * CH_AREA, w[i].len);
+				break;
+			case IBV_WR_BIND_MW:
+				break;
+			default:
+				if (!ok)
+					break;
+				ok_atomics++;
+				memcpy(&orig, d, 8);
+				UT_CHECK(orig >= 1000 && orig < 1000 + natomic);
+				if (orig >= 1000 && orig < 1000 + natomic) {
+					UT_EQ(seen_orig[orig - 1000], 0);
+					seen_orig[orig - 1000] = 1;
+				}
+				break;
+			}
+		}
+		UT_CHECK(*counter >= 1000 + ok_atomics);
+	}
+	UT_CHECK(t_mem_intact(&rdsrc, 4));
+	if (ut_failures != before)
+		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u: %u steps, %u completed)\n",
+			(unsigned long long)seed, loss, dup, reorder, steps, ncomp);
+	UT_EQ(ur_verbs_dealloc_mw(mw), 0);
+	t_mem_free(&src);
+	t_mem_free(&dst);
+	t_mem_free(&tgt);
+	t_mem_free(&rdsrc);
+	t_mem_free(&rcv);
+	t_pair_close(&p);
+}
+
+static void test_chaos(void)
+{
+	if (getenv("T_SEED")) {
+		chaos_run(strtoull(getenv("T_SEED"), NULL, 0), (unsigned)atoi(getenv("T_LOSS")),
+			  (unsigned)atoi(getenv("T_DUP")), (unsigned)atoi(getenv("T_REORDER")),
+			  getenv("T_MAY_FAIL") != NULL);
+		return;
+	}
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		chaos_run(seed, 0, 0, 0, false);
+	for (uint64_t seed = 1; seed <= 40; seed++)
+		chaos_run(seed, 100, 30, 30, false);
+	/* Heavy loss: the retry budget may run out, correctly. */
+	for (uint64_t seed = 100; seed <= 130; seed++)
+		chaos_run(seed, 250, 50, 80, true);
+}
+
+/* UC under the same network: a message arrives whole and intact or not at
+ * all; what arrives arrives in order; nothing ever fails. */
+static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorder)
+{
+	enum { N = 60, AREA = 2048 };
+	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xffffc0, .max_wr = 64 };
+	struct t_pair p;
+	struct t_mem src, tgt, rcv;
+	uint32_t len[N];
+	bool is_send[N];
+	int last = -1, got = 0, before = ut_failures;
+	struct ibv_wc wc[16];
+
+	chaos_state = seed * 0x9e3779b97f4a7c15ull + 7;
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&src, &p.a, N * AREA, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tgt, &p.b, N * AREA, T_ALL_ACCESS, 2);
+	t_mem_reg(&rcv, &p.b, 64 * AREA, IBV_ACCESS_LOCAL_WRITE, 3);
+	for (int i = 0; i < 64; i++)
+		UT_EQ(t_post_recv(&p.b, (uint64_t)i, rcv.buf + i * AREA, AREA, rcv.mr->lkey), 0);
+	for (int i = 0; i < N; i++) {
+		struct ibv_sge sge;
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 };
+
+		len[i] = chaos_rnd(AREA + 1);
+		is_send[i] = chaos_rnd(2);
+		sge = (struct ibv_sge){ (uintptr_t)src.buf + i * AREA, len[i], src.mr->lkey };
+		wr.opcode = is_send[i] ? IBV_WR_SEND_WITH_IMM : IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htonl((uint32_t)i);
+		wr.wr.rdma.remote_addr = (uintptr_t)tgt.buf + i * AREA;
+		wr.wr.rdma.rkey = tgt.mr->rkey;
+		UT_EQ(t_post(p.a.qp, &wr), 0);
+		while (t_count()) {
+			uint32_t r = chaos_rnd(1000);
+
+			if (r < loss) {
+				t_drop(0);
+			} else if (r < loss + dup) {
+				t_inject(t_copy(0));
+			} else if (r < loss + dup + reorder && t_count() > 1) {
+				struct t_pkt *k = t_take(0);
+
+				t_deliver(0);
+				t_inject(k);
+			} else {
+				t_deliver(0);
+			}
+		}
+		while (t_poll(p.a.scq, wc, 16) > 0)
+			;
+	}
+	for (int n; (n = t_poll(p.b.rcq, wc, 16)) > 0;) {
+		for (int j = 0; j < n; j++) {
+			int id = (int)ntohl(wc[j].imm_data);
+
+			UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+			UT_CHECK(id > last && id < N);
+			if (id <= last || id >= N)
+				continue;
+			last = id;
+			got++;
+			UT_EQ(wc[j].byte_len, len[id]);
+			if (is_send[id])
+				UT_MEMEQ(rcv.buf + wc[j].wr_id * AREA, src.buf + id * AREA, len[id]);
+			else
+				UT_MEMEQ(tgt.buf + id * AREA, src.buf + id * AREA, len[id]);
+		}
+	}
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	UT_CHECK(got > 0);
+	if (!loss && !reorder)
+		UT_EQ(got, N);
+	if (ut_failures != before)
+		fprintf(stderr, "  (UC seed %llu: %d of %d arrived)\n", (unsigned long long)seed, got, N);
+	t_mem_free(&src);
+	t_mem_free(&tgt);
+	t_mem_free(&rcv);
+	t_pair_close(&p);
+}
+
+static void test_chaos_uc(void)
+{
+	for (uint64_t seed = 1; seed <= 20; seed++)
+		chaos_uc(seed, seed <= 2 ? 0 : 100, 30, seed <= 2 ? 0 : 30);
+}

@@ -1,0 +1,516 @@
+/* Unit tests of the host registry (registry.c), white-box, in a private
+ * network namespace (its own registry file): QPN uniqueness across many
+ * allocations and frees and across processes, block claiming, a dead
+ * process's slot, blocks and multicast memberships reclaimed, pid reuse
+ * (start time) not fooling the liveness check, multicast member lists.
+ *
+ * Child processes stand for other uroce processes: right after fork() a
+ * child forgets the parent's registry state (as a freshly started process
+ * has none) and attaches on its own. */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "ut.h"
+#include "ut_env.h"
+
+#include "xport/registry.c"
+
+/* In a child: no registry yet, as in a new process. */
+static void forget_parent_registry(void)
+{
+	if (reg.shm)
+		munmap(reg.shm, sizeof(*reg.shm));
+	if (reg.fd >= 0)
+		close(reg.fd);
+	free(reg.blocks);
+	reg.shm = NULL;
+	reg.fd = -1;
+	reg.slot = -1;
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+}
+
+static uint16_t owner_of(uint32_t qpn)
+{
+	return atomic_load(&reg.shm->block_owner[qpn >> UR_REG_BLOCK_SHIFT]);
+}
+
+static void test_alloc_unique(void)
+{
+	enum { N = 3000 };
+	static uint8_t used[1 << 24];
+	static uint32_t q[N];
+	uint32_t again[N / 2];
+
+	UT_EQ(ur_registry_attach(), 0);
+	UT_CHECK(reg.slot >= 0);
+	UT_EQ(ur_registry_attach(), 0);          /* idempotent */
+	for (int i = 0; i < N; i++) {
+		UT_EQ(ur_registry_alloc_qpn(&q[i]), 0);
+		UT_CHECK(q[i] >= UR_REG_BLOCK_QPNS);  /* QPNs 0 and 1 never, nor block 0 */
+		UT_CHECK(q[i] <= 0xffffff);
+		UT_EQ(used[q[i]], 0);
+		used[q[i]] = 1;
+		UT_EQ(owner_of(q[i]), reg.slot + 1);
+	}
+	/* 3000 QPNs: 12 blocks claimed, no more. */
+	UT_EQ(reg.nblocks, (N + UR_REG_BLOCK_QPNS - 1) / UR_REG_BLOCK_QPNS);
+	/* Free every other one and allocate as many again: still unique
+	 * among those in use. */
+	for (int i = 0; i < N; i += 2) {
+		ur_registry_free_qpn(q[i]);
+		used[q[i]] = 0;
+	}
+	for (int i = 0; i < N / 2; i++) {
+		UT_EQ(ur_registry_alloc_qpn(&again[i]), 0);
+		UT_EQ(used[again[i]], 0);
+		used[again[i]] = 1;
+	}
+	UT_EQ(reg.nblocks, (N + UR_REG_BLOCK_QPNS - 1) / UR_REG_BLOCK_QPNS);
+	/* A freed QPN is not handed out again at once while its block has
+	 * others free (round robin): a late packet for the old QP does not
+	 * find a new one. */
+	{
+		uint32_t a, b;
+
+		UT_EQ(ur_registry_alloc_qpn(&a), 0);
+		ur_registry_free_qpn(a);
+		UT_EQ(ur_registry_alloc_qpn(&b), 0);
+		UT_CHECK(a != b);
+		ur_registry_free_qpn(b);
+	}
+	/* Lookups: ours, with our ports; unknown blocks. */
+	UT_EQ(ur_registry_set_ports(1111, 2222), 0);
+	{
+		struct ur_reg_owner o;
+
+		UT_EQ(ur_registry_lookup(q[1], &o), 0);
+		UT_EQ(o.pid, getpid());
+		UT_CHECK(o.self);
+		UT_EQ(o.port4, 1111);
+		UT_EQ(o.port6, 2222);
+		UT_EQ(ur_registry_lookup(0x10, &o), -ENOENT);          /* block 0 */
+		UT_EQ(ur_registry_lookup(0xfffff0, &o), -ENOENT);
+	}
+	for (int i = 1; i < N; i += 2)
+		ur_registry_free_qpn(q[i]);
+	for (int i = 0; i < N / 2; i++)
+		ur_registry_free_qpn(again[i]);
+}
+
+/* Pipes to talk to a child. */
+struct kid {
+	pid_t pid;
+	int to[2], from[2];
+};
+
+static void kid_send(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		_exit(90);
+}
+
+static bool kid_recv(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)p + got, n - got);
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+/* The child: attaches on its own, allocates n QPNs and reports them,
+ * joins a group, then waits for one byte and dies without detaching. */
+static void kid_start(struct kid *k, int n)
+{
+	UT_EQ(pipe(k->to), 0);
+	UT_EQ(pipe(k->from), 0);
+	k->pid = fork();
+	if (k->pid == 0) {
+		union ibv_gid g = { .raw = { 0xff, 0x12, [15] = 0x42 } };
+		uint32_t qpn;
+		char c;
+		int slot;
+
+		forget_parent_registry();
+		if (ur_registry_attach())
+			_exit(91);
+		slot = reg.slot;
+		kid_send(k->from[1], &slot, sizeof(slot));
+		for (int i = 0; i < n; i++) {
+			if (ur_registry_alloc_qpn(&qpn))
+				_exit(92);
+			kid_send(k->from[1], &qpn, sizeof(qpn));
+		}
+		if (ur_registry_mcast_join(&g, 7) || ur_registry_set_ports(3333, 0))
+			_exit(93);
+		c = 1;
+		kid_send(k->from[1], &c, 1);
+		if (read(k->to[0], &c, 1) != 1)
+			_exit(94);
+		_exit(0);                        /* no ur_registry_detach(): a crash */
+	}
+	close(k->to[0]);
+	close(k->from[1]);
+}
+
+static void kid_finish(struct kid *k)
+{
+	char c = 1;
+	int st = -1;
+
+	UT_EQ(write(k->to[1], &c, 1), 1);
+	UT_EQ(waitpid(k->pid, &st, 0), k->pid);
+	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(k->to[1]);
+	close(k->from[0]);
+}
+
+/* Two processes allocating at the same time never share a QPN. */
+static void test_two_processes(void)
+{
+	enum { N = 700 };
+	static uint8_t mine[1 << 24];
+	struct kid k;
+	uint32_t q;
+	int slot = -1, dup = 0;
+	char c = 0;
+
+	UT_EQ(ur_registry_attach(), 0);
+	for (int i = 0; i < N / 2; i++) {
+		UT_EQ(ur_registry_alloc_qpn(&q), 0);
+		mine[q] = 1;
+	}
+	kid_start(&k, N);
+	UT_CHECK(kid_recv(k.from[0], &slot, sizeof(slot)));
+	UT_CHECK(slot >= 0 && slot != reg.slot);
+	for (int i = 0; i < N; i++) {
+		uint32_t theirs;
+
+		if (!kid_recv(k.from[0], &theirs, sizeof(theirs))) {
+			UT_CHECK(!"child report");
+			break;
+		}
+		dup += mine[theirs];
+		UT_EQ(owner_of(theirs), slot + 1);
+		/* Interleave our own allocations with the child's. */
+		if (i % 2) {
+			UT_EQ(ur_registry_alloc_qpn(&q), 0);
+			dup += q == theirs;
+			mine[q] = 1;
+		}
+	}
+	UT_CHECK(kid_recv(k.from[0], &c, 1));
+	UT_EQ(dup, 0);
+	kid_finish(&k);
+	ur_registry_reclaim_dead();
+}
+
+/* A process that died without detaching: its slot, blocks and multicast
+ * memberships stay until reclaimed, then are free; lookups of its QPNs
+ * then fail. */
+static void test_dead_reclaimed(void)
+{
+	union ibv_gid g = { .raw = { 0xff, 0x12, [15] = 0x42 } };
+	struct ur_reg_owner o[8];
+	struct kid k;
+	uint32_t q = 0, last = 0;
+	int slot = -1, n;
+	char c = 0;
+
+	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_mcast_join(&g, 7), 0);
+	kid_start(&k, 300);
+	UT_CHECK(kid_recv(k.from[0], &slot, sizeof(slot)));
+	for (int i = 0; i < 300; i++) {
+		UT_CHECK(kid_recv(k.from[0], &q, sizeof(q)));
+		if (i == 0)
+			last = q;
+	}
+	UT_CHECK(kid_recv(k.from[0], &c, 1));
+	/* Alive: two members, the child's QPNs are the child's. */
+	n = ur_registry_mcast_members(&g, o, 8);
+	UT_EQ(n, 2);
+	UT_EQ(ur_registry_lookup(last, o), 0);
+	UT_EQ(o[0].pid, k.pid);
+	UT_CHECK(!o[0].self);
+	UT_EQ(o[0].port4, 3333);
+	UT_EQ(ur_registry_reclaim_dead(), 0);    /* nobody is dead yet */
+	kid_finish(&k);
+
+	/* Dead, not yet reclaimed: the lookup still names it (liveness is not
+	 * checked per packet); what is sent there is lost. */
+	UT_EQ(ur_registry_lookup(last, o), 0);
+	UT_EQ(o[0].pid, k.pid);
+	UT_EQ(kill(k.pid, 0), -1);
+	/* Reclaimed: slot free, blocks free, membership gone. */
+	UT_EQ(ur_registry_reclaim_dead(), 1);
+	UT_EQ(atomic_load(&reg.shm->slot[slot].pid), 0);
+	UT_EQ(owner_of(last), 0);
+	UT_EQ(owner_of(q), 0);
+	UT_EQ(ur_registry_lookup(last, o), -ENOENT);
+	n = ur_registry_mcast_members(&g, o, 8);
+	UT_EQ(n, 1);
+	UT_CHECK(n == 1 && o[0].self);
+	UT_EQ(ur_registry_reclaim_dead(), 0);
+	ur_registry_mcast_leave(&g, 7);
+	UT_EQ(ur_registry_mcast_members(&g, o, 8), 0);
+
+	/* A process that starts later reclaims at attach, before it needs
+	 * room: simulate it by attaching afresh in a child. */
+	kid_start(&k, 1);
+	UT_CHECK(kid_recv(k.from[0], &slot, sizeof(slot)));
+	UT_CHECK(kid_recv(k.from[0], &q, sizeof(q)));
+	UT_CHECK(kid_recv(k.from[0], &c, 1));
+	kid_finish(&k);
+	{
+		struct kid k2;
+		int slot2 = -1;
+
+		kid_start(&k2, 1);
+		UT_CHECK(kid_recv(k2.from[0], &slot2, sizeof(slot2)));
+		UT_CHECK(kid_recv(k2.from[0], &q, sizeof(q)));
+		UT_CHECK(kid_recv(k2.from[0], &c, 1));
+		/* The first child's slot was free again for the second. */
+		UT_EQ(slot2, slot);
+		kid_finish(&k2);
+	}
+	ur_registry_reclaim_dead();
+}
+
+/* Liveness is pid and start time: a slot naming a live pid with another
+ * start time (the pid was reused) is dead; the true owner is alive. */
+static void test_pid_reuse(void)
+{
+	struct ur_reg_slot *s;
+	uint32_t blk = UR_REG_BLOCKS - 3;
+	int k = -1;
+
+	UT_EQ(ur_registry_attach(), 0);
+	for (unsigned i = 0; i < UR_REG_SLOTS && k < 0; i++)
+		if (!atomic_load(&reg.shm->slot[i].pid))
+			k = (int)i;
+	if (k < 0)
+		return;
+	s = &reg.shm->slot[k];
+	/* Our own pid, our own start time: alive. */
+	s->start_time = proc_start_time(getpid());
+	UT_CHECK(s->start_time != 0);
+	atomic_store(&s->pid, (uint32_t)getpid());
+	atomic_store(&reg.shm->block_owner[blk], (uint16_t)(k + 1));
+	UT_CHECK(slot_alive(s));
+	UT_EQ(ur_registry_reclaim_dead(), 0);
+	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), k + 1);
+	/* Same pid, another start time: the process that registered it is
+	 * gone and the pid belongs to someone else now. */
+	s->start_time += 1;
+	UT_CHECK(!slot_alive(s));
+	UT_EQ(ur_registry_reclaim_dead(), 1);
+	UT_EQ(atomic_load(&s->pid), 0);
+	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), 0);
+	/* A pid that does not exist at all. */
+	{
+		pid_t gone = fork();
+
+		if (gone == 0)
+			_exit(0);
+		waitpid(gone, NULL, 0);
+		s->start_time = 12345;
+		atomic_store(&s->pid, (uint32_t)gone);
+		UT_CHECK(!slot_alive(s));
+		UT_EQ(ur_registry_reclaim_dead(), 1);
+	}
+	/* Our own slot is never reclaimed, whatever it says. */
+	{
+		uint64_t saved = reg.shm->slot[reg.slot].start_time;
+
+		reg.shm->slot[reg.slot].start_time = 1;
+		UT_EQ(ur_registry_reclaim_dead(), 0);
+		UT_EQ(atomic_load(&reg.shm->slot[reg.slot].pid), (uint32_t)getpid());
+		reg.shm->slot[reg.slot].start_time = saved;
+	}
+	/* The start time parser: a command name with spaces and parentheses. */
+	UT_CHECK(proc_start_time(1) != 0 || kill(1, 0) != 0);
+	UT_EQ(proc_start_time(0x7ffffff0), 0);
+}
+
+static void test_mcast_members(void)
+{
+	union ibv_gid g1 = { .raw = { 0xff, 0x0e, [15] = 1 } }, g2 = { .raw = { 0xff, 0x0e, [15] = 2 } };
+	struct ur_reg_owner o[4];
+	int n;
+
+	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 0);
+	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);
+	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);     /* twice: still one member */
+	n = ur_registry_mcast_members(&g1, o, 4);
+	UT_EQ(n, 1);
+	UT_CHECK(o[0].self);
+	UT_EQ(o[0].pid, getpid());
+	UT_EQ(ur_registry_mcast_members(&g2, o, 4), 0);
+	/* The same group on two interfaces: the process is one member (it
+	 * must get each datagram once). */
+	UT_EQ(ur_registry_mcast_join(&g1, 4), 0);
+	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 1);
+	ur_registry_mcast_leave(&g1, 4);
+	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 1);
+	ur_registry_mcast_leave(&g1, 3);
+	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 0);
+	/* The table holds UR_REG_MCAST_GROUPS groups; an empty entry is
+	 * free again. */
+	for (unsigned i = 0; i < UR_REG_MCAST_GROUPS; i++) {
+		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = (uint8_t)(i >> 8),
+					     [15] = (uint8_t)i } };
+
+		UT_EQ(ur_registry_mcast_join(&g, 1), 0);
+	}
+	UT_EQ(ur_registry_mcast_join(&g2, 1), -ENOSPC);
+	{
+		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = 0, [15] = 77 } };
+
+		ur_registry_mcast_leave(&g, 1);
+		UT_EQ(ur_registry_mcast_join(&g2, 1), 0);
+		UT_EQ(ur_registry_mcast_members(&g2, o, 4), 1);
+	}
+	for (unsigned i = 0; i < UR_REG_MCAST_GROUPS; i++) {
+		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = (uint8_t)(i >> 8),
+					     [15] = (uint8_t)i } };
+
+		ur_registry_mcast_leave(&g, 1);
+	}
+	ur_registry_mcast_leave(&g2, 1);
+	/* Output bounded by max. */
+	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);
+	UT_EQ(ur_registry_mcast_members(&g1, o, 0), 0);
+	ur_registry_mcast_leave(&g1, 3);
+}
+
+/* When every block is claimed, QPNs come from blocks a dead process left;
+ * if nobody is dead, there are none. */
+static void test_blocks_exhausted(void)
+{
+	uint16_t *owner = (uint16_t *)reg.shm->block_owner;
+	int dead = -1, alive = reg.slot;
+	uint32_t q;
+	pid_t gone;
+
+	UT_EQ(ur_registry_attach(), 0);
+	/* Start with no blocks of our own, so the next QPN needs a claim. */
+	for (unsigned i = 0; i < reg.nblocks; i++)
+		atomic_store(&reg.shm->block_owner[reg.blocks[i].block], 0);
+	free(reg.blocks);
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+	for (unsigned i = 0; i < UR_REG_SLOTS && dead < 0; i++)
+		if (!atomic_load(&reg.shm->slot[i].pid) && (int)i != reg.slot)
+			dead = (int)i;
+	/* Every block taken by the live process (us)... */
+	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
+		owner[b] = (uint16_t)(alive + 1);
+	UT_EQ(ur_registry_alloc_qpn(&q), -ENOSPC);
+	/* ...or one of them by a process that died since: reclaimed, claimed. */
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	waitpid(gone, NULL, 0);
+	reg.shm->slot[dead].start_time = 1;
+	atomic_store(&reg.shm->slot[dead].pid, (uint32_t)gone);
+	owner[777] = (uint16_t)(dead + 1);
+	UT_EQ(ur_registry_alloc_qpn(&q), 0);
+	UT_EQ(q >> UR_REG_BLOCK_SHIFT, 777);
+	UT_EQ(atomic_load(&reg.shm->slot[dead].pid), 0);
+	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
+		owner[b] = 0;
+	free(reg.blocks);
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+}
+
+/* All slots held by live processes: a new process cannot attach. */
+static void test_slots_exhausted(void)
+{
+	uint64_t me = proc_start_time(getpid());
+	pid_t c;
+	int st = -1;
+
+	UT_EQ(ur_registry_attach(), 0);
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
+		if ((int)i == reg.slot)
+			continue;
+		reg.shm->slot[i].start_time = me;
+		atomic_store(&reg.shm->slot[i].pid, (uint32_t)getpid());
+	}
+	c = fork();
+	if (c == 0) {
+		forget_parent_registry();
+		_exit(ur_registry_attach() == -EUSERS ? 0 : 1);
+	}
+	waitpid(c, &st, 0);
+	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++)
+		if ((int)i != reg.slot)
+			atomic_store(&reg.shm->slot[i].pid, 0);
+}
+
+/* Detach gives everything back; the file's layout is checked at attach. */
+static void test_detach_and_layout(void)
+{
+	uint32_t q;
+	union ibv_gid g = { .raw = { 0xff, 0x0e, [15] = 9 } };
+	struct ur_reg_owner o[2];
+	int slot;
+
+	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_alloc_qpn(&q), 0);
+	UT_EQ(ur_registry_mcast_join(&g, 1), 0);
+	slot = reg.slot;
+	ur_registry_detach();
+	UT_EQ(atomic_load(&reg.shm->slot[slot].pid), 0);
+	UT_EQ(owner_of(q), 0);
+	UT_EQ(ur_registry_mcast_members(&g, o, 2), 0);
+	UT_EQ(reg.shm->magic, UR_REG_MAGIC);
+	UT_EQ(reg.shm->version, UR_REG_VERSION);
+	UT_EQ(reg.shm->layout_size, sizeof(struct ur_reg_shm));
+	UT_CHECK(strstr(ur_registry_path(), "/dev/shm/uroce-") == ur_registry_path());
+	/* A file of another layout is refused, not trusted, and left alone. */
+	{
+		char path[128];
+		uint32_t v = UR_REG_VERSION;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s", ur_registry_path());
+		reg.shm->version = 99;
+		forget_parent_registry();
+		UT_EQ(ur_registry_attach(), -EPROTO);
+		UT_EQ(reg.shm, NULL);
+		UT_EQ(ur_registry_alloc_qpn(&q), -ENODEV);
+		fd = open(path, O_RDWR);
+		UT_CHECK(fd >= 0);
+		UT_EQ(pwrite(fd, &v, sizeof(v), offsetof(struct ur_reg_shm, version)), (ssize_t)sizeof(v));
+		close(fd);
+	}
+	/* Attach again for the tests that follow (and the exit handler). */
+	forget_parent_registry();
+	UT_EQ(ur_registry_attach(), 0);
+}
+
+int main(void)
+{
+	ut_env_init("ut0:lo");
+	UT_RUN(test_alloc_unique);
+	UT_RUN(test_two_processes);
+	UT_RUN(test_dead_reclaimed);
+	UT_RUN(test_pid_reuse);
+	UT_RUN(test_mcast_members);
+	UT_RUN(test_blocks_exhausted);
+	UT_RUN(test_slots_exhausted);
+	UT_RUN(test_detach_and_layout);
+	ur_registry_detach();
+	return UT_DONE();
+}
