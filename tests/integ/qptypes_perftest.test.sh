@@ -15,6 +15,8 @@
 # GID types are compared by family, so an IPv4 GID needs a v4-mapped MGID.
 . "$(dirname "$0")/qptypes_lib.sh"
 
+QT_TIMEOUT=90      # a run takes seconds; a hang is killed sooner than the default
+
 ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
 
 # pt TAG NAME PORT SERVER_IP ARGS...: one perftest pair, server and client
