@@ -28,6 +28,9 @@ int cmd_link(int argc, char **argv);
 struct ibv_context;
 /* The network interface under PORT of CTX; 0, or -1 when unknown. */
 int ur_port_netdev(struct ibv_context *ctx, unsigned char port, char *name, unsigned long len);
+int cmd_pingpong(int argc, char **argv);
+int cmd_srq_server(int argc, char **argv);
+int cmd_srq_client(int argc, char **argv);
 
 /* The directory holding uroce's libibverbs.so.1, or NULL. */
 const char *ur_tool_libdir(void);
