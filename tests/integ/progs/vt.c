@@ -115,10 +115,12 @@ void vt_dev_open(struct vt_dev *d, const char *name, int gid_index)
 
 void vt_dev_close(struct vt_dev *d)
 {
-	if (d->pd && ibv_dealloc_pd(d->pd))
-		vt_fail("ibv_dealloc_pd at the end: %s", strerror(errno));
-	if (d->ctx && ibv_close_device(d->ctx))
-		vt_fail("ibv_close_device: %s", strerror(errno));
+	int ret;
+
+	if (d->pd && (ret = ibv_dealloc_pd(d->pd)))
+		vt_fail("ibv_dealloc_pd at the end (something leaked?): %s", strerror(ret));
+	if (d->ctx && (ret = ibv_close_device(d->ctx)))
+		vt_fail("ibv_close_device: %s", strerror(ret));
 }
 
 /* ---- memory ------------------------------------------------------------ */
@@ -154,8 +156,10 @@ void vt_buf_init(struct vt_buf *b, struct vt_dev *d, size_t len, int access, uin
 
 void vt_buf_free(struct vt_buf *b)
 {
-	if (b->mr && ibv_dereg_mr(b->mr))
-		vt_fail("ibv_dereg_mr: %s", strerror(errno));
+	int ret;
+
+	if (b->mr && (ret = ibv_dereg_mr(b->mr)))
+		vt_fail("ibv_dereg_mr: %s", strerror(ret));
 	free(b->base);
 	memset(b, 0, sizeof(*b));
 }
@@ -267,10 +271,12 @@ void vt_qp_create(struct vt_qp *q, struct vt_dev *d, const struct vt_qp_opts *op
 
 void vt_qp_destroy(struct vt_qp *q)
 {
-	if (q->qp && ibv_destroy_qp(q->qp))
-		vt_fail("ibv_destroy_qp: %s", strerror(errno));
-	if (q->own_cq && ibv_destroy_cq(q->cq))
-		vt_fail("ibv_destroy_cq: %s", strerror(errno));
+	int ret;
+
+	if (q->qp && (ret = ibv_destroy_qp(q->qp)))
+		vt_fail("ibv_destroy_qp: %s", strerror(ret));
+	if (q->own_cq && (ret = ibv_destroy_cq(q->cq)))
+		vt_fail("ibv_destroy_cq: %s", strerror(ret));
 	memset(q, 0, sizeof(*q));
 }
 
