@@ -304,7 +304,7 @@ static void case_completions(struct vt_dev *d)
 		if (atomic) {
 			wr.wr.atomic.remote_addr = (uintptr_t)dst.p;
 			wr.wr.atomic.rkey = dst.mr->rkey;
-			wr.wr.atomic.compare_add = *(uint64_t *)dst.p;
+			memcpy(&wr.wr.atomic.compare_add, dst.p, 8);
 			wr.wr.atomic.swap = 7;
 		} else {
 			wr.wr.rdma.remote_addr = (uintptr_t)dst.p;
@@ -483,8 +483,11 @@ static void case_ud(struct vt_dev *d)
 	/* A wrong Q_Key is dropped: no completion. */
 	r = vt_sge(&dst, 0, 40 + len);
 	vt_post_recv(&b, 0x72, &r, 1);
+	s = vt_sge(&src, 0, len);
+	wr = vt_wr(0x73, IBV_WR_SEND, &s);
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = b.qp->qp_num;
 	wr.wr.ud.remote_qkey = 0x22222222;
-	wr.wr_id = 0x73;
 	vt_post_send(&a, &wr);
 	if (vt_poll_one(a.scq, &wc, 10, "UD SEND with a wrong Q_Key"))
 		VT_EXPECT_STATUS("UD SEND with a wrong Q_Key (the sender cannot know)", IBV_WC_SUCCESS, wc.status);

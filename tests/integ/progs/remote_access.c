@@ -102,10 +102,14 @@ static int post_op(struct setup *s, const struct op *o, uint64_t wr_id)
 	uint64_t raddr = (uint64_t)(uintptr_t)s->target.p + (uint64_t)o->off;
 
 	if (is_atomic(o->opcode)) {
+		uint64_t cur;
+
+		/* CMP_AND_SWP compares with what is there: executed wrongly, it
+		 * would change the target. */
+		memcpy(&cur, s->target.p + (o->off >= 0 && o->off + 8 <= (long)REGION ? o->off : 0), 8);
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = s->rkey;
-		wr.wr.atomic.compare_add = o->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			*(uint64_t *)(s->target.p + (o->off >= 0 && o->off + 8 <= (long)REGION ? o->off : 0)) :
+		wr.wr.atomic.compare_add = o->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? cur :
 			0x0101010101010101ull;
 		wr.wr.atomic.swap = 0x5a5a5a5a5a5a5a5aull;
 	} else {
