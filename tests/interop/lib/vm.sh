@@ -561,6 +561,7 @@ vm_capture_start() {
 	fi
 	uroce_require dumpcap tshark || return 1
 	local err=$VM_DIR/capture.err i
+	mkdir -p "$(dirname "$file")" || return 1
 	rm -f "$file"
 	: >"$err"
 	(
