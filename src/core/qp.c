@@ -330,8 +330,8 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 			.qp_num = ur_qp_num(qp),
 		};
 
-		if (qp->scq)
-			ur_cq_push(qp->scq, &wc, false);
+		if (qp->scq && ur_cq_push(qp->scq, &wc, false) == -ENOSPC)
+			qp->cq_overrun = true;
 	}
 	wqe->state = UR_WQE_DONE;
 	while (!ur_wq_empty(&qp->sq) &&
@@ -381,6 +381,12 @@ static void flush_queues(struct ur_qp *qp)
 
 		flush_recv(qp, r->wr_id);
 	}
+}
+
+void ur_qp_check_overrun(struct ur_qp *qp)
+{
+	if (qp->cq_overrun && qp->state != IBV_QPS_ERR)
+		ur_qp_to_error(qp, true);
 }
 
 void ur_qp_to_error(struct ur_qp *qp, bool fatal)
@@ -572,6 +578,7 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		flush_queues(qp);
 	else
 		ur_req_run(qp);
+	ur_qp_check_overrun(qp);
 out:
 	pthread_mutex_unlock(&qp->lock);
 	return ret;

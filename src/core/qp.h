@@ -101,6 +101,7 @@ struct ur_qp {
 	struct ur_list blocked_link;     /* waiting for the transport to drain */
 	uint32_t async_events_reported;
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
+	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */
 };
 
@@ -152,6 +153,9 @@ static inline bool ur_wr_is_local(uint32_t op)
 /* Moves the QP to ERROR: flushes both queues and raises the async event
  * when fatal.  qp->lock held. */
 void ur_qp_to_error(struct ur_qp *qp, bool fatal);
+/* A QP whose completion could not be written (CQ overrun) goes to ERROR
+ * with IBV_EVENT_QP_FATAL; called once the caller is done with its queues. */
+void ur_qp_check_overrun(struct ur_qp *qp);
 /* Generates a completion for a send WQE (respecting signaling) and retires
  * it from the SQ head.  qp->lock held. */
 void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,

@@ -227,6 +227,7 @@ int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
 			ur_rel_abort(qp);
 			ur_rel_reset(qp);
 			qp->comm_est = false;
+			qp->cq_overrun = false;
 			ur_qp_purge_completions(qp);
 			qp->sq.head = qp->sq.tail = 0;
 			qp->rq.head = qp->rq.tail = 0;

@@ -63,6 +63,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 			ur_qp_to_error(qp, false);
 		else
 			ur_req_run(qp);
+		ur_qp_check_overrun(qp);
 	}
 	qp->wr_tail = qp->sq.tail;
 	pthread_mutex_unlock(&qp->lock);

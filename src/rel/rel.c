@@ -38,6 +38,7 @@ void ur_rel_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_
 		ur_resp_rx(qp, pkt, meta);
 	else
 		ur_comp_rx(qp, pkt);
+	ur_qp_check_overrun(qp);
 }
 
 void ur_rel_reset(struct ur_qp *qp)

@@ -238,7 +238,8 @@ static void complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 	}
 	qp->resp.recv_active = false;
 	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
-	ur_cq_push(resp_cq(qp), &wc, se);
+	if (ur_cq_push(resp_cq(qp), &wc, se) == -ENOSPC)
+		qp->cq_overrun = true;
 }
 
 /* The next receive WQE, from the SRQ or the QP's own RQ, into resp.rwqe. */
@@ -782,5 +783,6 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
 	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
-	ur_cq_push(qp->rcq, &wc, bth_se(pkt->bth));
+	if (ur_cq_push(qp->rcq, &wc, bth_se(pkt->bth)) == -ENOSPC)
+		qp->cq_overrun = true;
 }
