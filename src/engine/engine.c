@@ -416,18 +416,33 @@ static void dispatch(struct ur_engine *e, struct epoll_event *evs, int n)
 	pthread_rwlock_unlock(&e->table_lock);
 }
 
+/* A thread that polls an empty CQ gives its core away now and then: when
+ * more processes spin than there are cores (several busy-polling programs
+ * on a small machine), the process that must forward or answer the packet
+ * this one waits for gets to run within microseconds instead of after a
+ * whole scheduler time slice.  With a core to itself the yield returns at
+ * once. */
+#define UR_POLL_YIELD_EVERY 64
+
 void ur_engine_poll(struct ur_engine *e)
 {
+	static _Thread_local unsigned empty_polls;
 	struct epoll_event evs[16];
 	int n;
 
 	/* Somebody is already receiving: their completions will show. */
 	if (pthread_mutex_trylock(&e->rx_lock))
-		return;
-	n = epoll_wait(e->epfd, evs, 16, 0);
+		n = 0;
+	else {
+		n = epoll_wait(e->epfd, evs, 16, 0);
+		if (n > 0)
+			dispatch(e, evs, n);
+		pthread_mutex_unlock(&e->rx_lock);
+	}
 	if (n > 0)
-		dispatch(e, evs, n);
-	pthread_mutex_unlock(&e->rx_lock);
+		empty_polls = 0;
+	else if (++empty_polls % UR_POLL_YIELD_EVERY == 0)
+		sched_yield();
 }
 
 
