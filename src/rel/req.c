@@ -129,8 +129,17 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	bool ackreq = false;
 	int ret;
 
-	if (ur_qp_is_reliable(qp))
-		ackreq = last || qp->req.noack + 1 >= UR_ACK_EVERY;
+	if (ur_qp_is_reliable(qp)) {
+		/* Ask for an ACK every so often, and always when this packet
+		 * fills the window: with a window smaller than UR_ACK_EVERY
+		 * (after losses) the responder would otherwise wait for an
+		 * AckReq that only a retransmission timeout brings. */
+		uint32_t window = ur_min(qp->req.cwnd, UR_MAX_UNACKED_PSNS);
+		uint32_t every = ur_min(UR_ACK_EVERY, ur_max(window / 2, 1u));
+		uint32_t inflight = (uint32_t)psn_diff(qp->req.psn, qp->comp.psn) + 1;
+
+		ackreq = last || qp->req.noack + 1 >= every || inflight >= window;
+	}
 	p.pad = (uint8_t)ur_pad_of(len);
 	p.hdr_len = info->length;
 	memset(p.hdr, 0, p.hdr_len);
