@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/ah.h"
 #include "core/context.h"
@@ -218,10 +219,35 @@ err_free:
 	return NULL;
 }
 
+/* An acknowledgement still owed (the transport was full when the last
+ * request arrived) leaves before the QP does, as a NIC's would: otherwise
+ * the peer's requester retries into a QP that no longer exists and fails
+ * with RETRY_EXC_ERR although everything arrived.  Bounded: a peer that
+ * never drains does not hold destroy up for more than ~100 ms. */
+static void linger_for_ack(struct ur_qp *qp)
+{
+	for (int i = 0; i < 50; i++) {
+		bool owed;
+
+		pthread_mutex_lock(&qp->lock);
+		owed = qp->resp.ack_pending && qp->state != IBV_QPS_RESET &&
+		       qp->state != IBV_QPS_ERR;
+		if (owed) {
+			ur_qp_tx(qp);
+			owed = qp->resp.ack_pending;
+		}
+		pthread_mutex_unlock(&qp->lock);
+		if (!owed)
+			return;
+		usleep(2000);
+	}
+}
+
 int ur_qp_destroy(struct ur_qp *qp)
 {
 	struct ur_engine *e = ur_engine_get();
 
+	linger_for_ack(qp);
 	ur_mcast_forget(qp);
 	ur_engine_qp_unregister(e, qp);
 	pthread_mutex_lock(&qp->lock);
@@ -289,6 +315,11 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 {
 	if (wqe->state == UR_WQE_DONE)
 		return;
+	/* rxe's rdma_sends: SENDs completed successfully, as its completer counts */
+	if (status == IBV_WC_SUCCESS &&
+	    (wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
+	     wqe->opcode == IBV_WR_SEND_WITH_INV))
+		UR_QP_COUNT(qp, UR_CNT_RDMA_SENDS);
 	if (status != IBV_WC_SUCCESS || qp->sq_sig_all ||
 	    (wqe->send_flags & IBV_SEND_SIGNALED)) {
 		struct ibv_wc wc = {

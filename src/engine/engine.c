@@ -21,7 +21,7 @@
 #include "xport/registry.h"
 #include "xport/udp/udp.h"
 
-#define UR_MAX_WATCH 16
+#define UR_MAX_WATCH 96               /* sockets, timers, and up to 64 local peers */
 #define UR_TICK_NS 200000000ull          /* housekeeping at least this often */
 
 struct watch {
@@ -319,7 +319,7 @@ void ur_engine_tx_blocked(struct ur_qp *qp)
 	if (!ur_list_linked(&qp->blocked_link))
 		ur_list_add_tail(&e->blocked, &qp->blocked_link);
 	pthread_mutex_unlock(&e->blocked_lock);
-	ur_udp_want_writable(e->udp);
+	ur_udp_update_writable(e->udp, true);
 }
 
 void ur_engine_writable(struct ur_engine *e)
@@ -327,9 +327,10 @@ void ur_engine_writable(struct ur_engine *e)
 	struct ur_list todo, *pos, *tmp;
 	bool more;
 
-	/* Parked batches first: they are older than anything a QP would send. */
-	if (ur_udp_flush_pending(e->udp) == -EAGAIN)
-		return;
+	/* Parked batches first: they are older than anything a QP would send.
+	 * Some may stay (their peer is still full); QPs sending elsewhere go
+	 * on, and those behind them block again. */
+	ur_udp_flush_pending(e->udp);
 	ur_list_init(&todo);
 	pthread_mutex_lock(&e->blocked_lock);
 	if (!ur_list_empty(&e->blocked)) {
@@ -353,8 +354,7 @@ void ur_engine_writable(struct ur_engine *e)
 	pthread_mutex_lock(&e->blocked_lock);
 	more = !ur_list_empty(&e->blocked);
 	pthread_mutex_unlock(&e->blocked_lock);
-	if (!more)
-		ur_udp_stop_writable(e->udp);
+	ur_udp_update_writable(e->udp, more);
 }
 
 /* ---- receive dispatch --------------------------------------------------- */
@@ -478,6 +478,8 @@ static void *engine_main(void *arg)
 
 static void engine_atexit(void)
 {
+	if (the_engine && the_engine->udp)
+		ur_udp_drain(the_engine->udp, 500);
 	ur_device_publish_counters();
 	ur_registry_detach();
 }

@@ -70,8 +70,10 @@ pt_matrix() {
 # say so ("ibv_wr* API : ON") and pass as above.
 pt_wr_api() {
 	local t=$1 sdev=$2 cdev=$3 addr=$4 g=$5 p
+	# an array cannot be a one-command prefix assignment: local scopes it
+	local UR_ENV=(UROCE_VENDOR_PART_ID=4115)
 	for p in "${PT_BW[@]}" "${PT_LAT[@]}"; do
-		UR_ENV=(UROCE_VENDOR_PART_ID=4115) pt_run "$t.$p" "$sdev" "$cdev" "$addr" "$g" "$p"
+		pt_run "$t.$p" "$sdev" "$cdev" "$addr" "$g" "$p"
 		ur_expect_grep "$t.$p.client" 'ibv_wr\* API *: ON' "$t.$p: perftest uses the ibv_wr_* API"
 	done
 }

@@ -1,5 +1,5 @@
-/* uroce: run programs on the software RoCE device, and (in later
- * subcommands) inspect devices, ping-pong and benchmark. */
+/* uroce: run programs on the software RoCE device, inspect devices and
+ * GIDs, ping-pong every operation and benchmark, on the public verbs API. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +7,14 @@
 
 static const struct ur_cmd cmds[] = {
 	{ "run", "run a program with uroce's libibverbs", cmd_run },
+	{ "devices", "list RDMA devices (ibv_devices)", cmd_devices },
+	{ "devinfo", "device and port attributes, GIDs, counters (ibv_devinfo)", cmd_devinfo },
+	{ "netdev", "the network interface of each device (ibdev2netdev)", cmd_netdev },
+	{ "link", "show ports; add or delete software devices (rdma link)", cmd_link },
+	{ "gid", "GID tables, the GID index for a peer, GID<->IP", cmd_gid },
+	{ "pingpong", "ping-pong one operation (send/write/read/atomics) over RC/UC/UD", cmd_pingpong },
+	{ "srq-server", "serve many RC clients on one SRQ and CQ, counting and checking", cmd_srq_server },
+	{ "srq-client", "open many RC connections to an srq-server and send", cmd_srq_client },
 };
 
 static void usage(FILE *f)

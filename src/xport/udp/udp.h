@@ -7,12 +7,14 @@
  * (network namespace), elected through a lock file, also binds port 4791,
  * where peers that know only (GID, QPN) send, and hands each packet to the
  * process owning its QP through that process's abstract unix socket.
- * Packets between processes of one host go straight to the owner's own
- * UDP port.
+ * Packets between processes of one host go to the owner's unix socket
+ * over a connected socket that pushes back when the owner falls behind
+ * (udp_local.c), or, failing that, to its own UDP port.
  */
 #ifndef UROCE_XPORT_UDP_UDP_H
 #define UROCE_XPORT_UDP_UDP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "xport/xport.h"
@@ -25,10 +27,14 @@ void ur_udp_destroy(struct ur_udp *u);
 struct ur_xport *ur_udp_xport(struct ur_udp *u);
 /* Housekeeping from the engine: router election, retries. */
 void ur_udp_tick(struct ur_udp *u);
-/* Resume after EAGAIN: ask the engine to watch for writability. */
-void ur_udp_want_writable(struct ur_udp *u);
-void ur_udp_stop_writable(struct ur_udp *u);
+/* Which sockets the engine watches for writability: those with parked
+ * batches, and, while QPs wait (QPS_BLOCKED) with nothing parked, our own
+ * so that they are retried at once. */
+void ur_udp_update_writable(struct ur_udp *u, bool qps_blocked);
 bool ur_udp_is_router(const struct ur_udp *u);
+/* At exit: sends what is staged and parked, waiting up to TIMEOUT_MS for
+ * full peers to drain, so the last ACKs of a finished run are not lost. */
+void ur_udp_drain(struct ur_udp *u, int timeout_ms);
 /* Sends batches parked for lack of room; -EAGAIN while some remain. */
 int ur_udp_flush_pending(struct ur_udp *u);
 

@@ -5,7 +5,9 @@
  * kernel drops its lock and the next process to try (every engine tick)
  * takes over, so a dead peer never leaves the port orphaned.  Packets for
  * another process's QP travel over that process's abstract unix socket,
- * prefixed with the IP facts its ICRC check needs.
+ * prefixed with the IP facts its ICRC check needs.  Processes of the host
+ * send to each other over the same sockets (udp_local.c), whole batches at
+ * a time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +29,7 @@
 
 #define UR_ELECTION_PERIOD_NS 200000000ull   /* 200 ms */
 
-static socklen_t fwd_addr(struct sockaddr_un *sun, pid_t pid)
+socklen_t ur_udp_fwd_addr(struct sockaddr_un *sun, pid_t pid)
 {
 	int n;
 
@@ -42,7 +44,7 @@ static socklen_t fwd_addr(struct sockaddr_un *sun, pid_t pid)
 int ur_udp_fwd_open(struct ur_udp *u)
 {
 	struct sockaddr_un sun;
-	socklen_t len = fwd_addr(&sun, getpid());
+	socklen_t len = ur_udp_fwd_addr(&sun, getpid());
 	int sz = 4 << 20;
 	int fd;
 
@@ -93,7 +95,7 @@ void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t l
 		memcpy(h.daddr, &ip->v6.daddr, 16);
 	}
 	msg.msg_name = &sun;
-	msg.msg_namelen = fwd_addr(&sun, pid);
+	msg.msg_namelen = ur_udp_fwd_addr(&sun, pid);
 	if (sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT) < 0) {
 		/* Full or gone: a lost packet, which RC recovers from. */
 		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
@@ -144,9 +146,20 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 				memcpy(&ip.v6.saddr, h.saddr, 16);
 				memcpy(&ip.v6.daddr, h.daddr, 16);
 			}
-			__atomic_add_fetch(&ur_engine_stats.rcvd_pkts, 1, __ATOMIC_RELAXED);
-			ur_udp_deliver(u, b->buf[i] + sizeof(h), len - sizeof(h), &ip,
-				       h.tclass, h.hop_limit);
+			len -= sizeof(h);
+			if (!h.seg || h.seg >= len) {
+				__atomic_add_fetch(&ur_engine_stats.rcvd_pkts, 1, __ATOMIC_RELAXED);
+				ur_udp_deliver(u, b->buf[i] + sizeof(h), len, &ip, h.tclass,
+					       h.hop_limit);
+				continue;
+			}
+			/* A local peer's batch, cut as UDP GSO would have cut it. */
+			for (size_t off = 0; off < len; off += h.seg) {
+				__atomic_add_fetch(&ur_engine_stats.rcvd_pkts, 1, __ATOMIC_RELAXED);
+				ur_udp_deliver(u, b->buf[i] + sizeof(h) + off,
+					       ur_min((size_t)h.seg, len - off), &ip, h.tclass,
+					       h.hop_limit);
+			}
 		}
 		if (n < UR_UDP_BATCH)
 			return;

@@ -341,6 +341,7 @@ struct ur_udp *ur_udp_create(struct ur_engine *e)
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
 	u->roce4.fd = u->roce6.fd = -1;
+	ur_udp_peers_init(u);
 	ret = ur_udp_open_sock(&u->own4, u, AF_INET, 0);
 	if (ret) {
 		ur_err(NULL, "cannot open a UDP socket: %s", strerror(-ret));
@@ -374,6 +375,7 @@ err_free:
 
 void ur_udp_destroy(struct ur_udp *u)
 {
+	ur_udp_peers_close(u);
 	ur_udp_close_sock(&u->roce4);
 	ur_udp_close_sock(&u->roce6);
 	ur_udp_close_sock(&u->own4);
@@ -394,18 +396,4 @@ struct ur_xport *ur_udp_xport(struct ur_udp *u)
 bool ur_udp_is_router(const struct ur_udp *u)
 {
 	return u->router;
-}
-
-void ur_udp_want_writable(struct ur_udp *u)
-{
-	ur_engine_rewatch_fd(u->engine, u->own4.fd, EPOLLIN | EPOLLOUT);
-	if (u->own6.fd >= 0)
-		ur_engine_rewatch_fd(u->engine, u->own6.fd, EPOLLIN | EPOLLOUT);
-}
-
-void ur_udp_stop_writable(struct ur_udp *u)
-{
-	ur_engine_rewatch_fd(u->engine, u->own4.fd, EPOLLIN);
-	if (u->own6.fd >= 0)
-		ur_engine_rewatch_fd(u->engine, u->own6.fd, EPOLLIN);
 }

@@ -10,16 +10,20 @@
  * the batch.  A batch the socket has no room for is kept, whole and in
  * order, on the socket's pending list; nothing else is sent on that socket
  * until it has gone (ur_udp_flush_pending, when the engine sees the socket
- * writable).
+ * writable).  Batches for a process of this host take the same path to a
+ * connected unix socket instead (udp_local.c), which pushes back rather
+ * than drops.
  */
 #include <errno.h>
 #include <netinet/udp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/netdev.h"
 #include "engine/engine.h"
+#include "util/clock.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
@@ -41,7 +45,8 @@ struct tx_dest {
 		struct in6_addr v6;
 	} src;
 	unsigned ifindex;             /* multicast / link-local output */
-	struct ur_udp_sock *sock;
+	uint16_t sport;               /* the UDP source port the ICRC covers */
+	struct ur_udp_sock *sock;     /* ours, or a local peer's (AF_UNIX) */
 };
 
 struct tx_batch {
@@ -90,6 +95,48 @@ static bool same_dest(const struct tx_dest *a, const struct tx_dest *b)
 	       !memcmp(&a->src.v6, &b->src.v6, 16);
 }
 
+static int send_error(const struct tx_batch *b, int err)
+{
+	if (err == EAGAIN || err == ENOBUFS) {
+		__atomic_add_fetch(&ur_engine_stats.tx_eagain, 1, __ATOMIC_RELAXED);
+		return -EAGAIN;
+	}
+	if (b->d.sock->family == AF_UNIX)
+		ur_udp_peer_gone(b->d.sock);    /* the process ended: a loss */
+	else
+		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
+				    strerror(err));
+	return -err;
+}
+
+/* A batch to a local peer: the forwarding header with what the receiver's
+ * ICRC check needs (the addresses and ports UDP would have carried), then
+ * the packets back to back. */
+static int transmit_local(const struct tx_batch *b)
+{
+	struct ur_fwd_hdr h = {
+		.magic = UR_FWD_MAGIC, .version = UR_FWD_VERSION, .family = (uint16_t)b->d.family,
+		.sport = b->d.sport, .hop_limit = 64,
+		.seg = b->nseg > 1 ? (uint16_t)b->seg : 0,
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)b->buf, b->len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (b->d.family == AF_INET) {
+		memcpy(h.saddr, &b->d.src.v4, 4);
+		memcpy(h.daddr, &b->d.dst.v4.sin_addr, 4);
+		h.dport = ntohs(b->d.dst.v4.sin_port);
+	} else {
+		memcpy(h.saddr, &b->d.src.v6, 16);
+		memcpy(h.daddr, &b->d.dst.v6.sin6_addr, 16);
+		h.dport = ntohs(b->d.dst.v6.sin6_port);
+	}
+	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
+		return send_error(b, errno);
+	__atomic_add_fetch(&ur_engine_stats.sent_pkts, b->nseg, __ATOMIC_RELAXED);
+	return 0;
+}
+
 /* One sendmsg for the whole batch.  0, -EAGAIN, or another -errno. */
 static int transmit(const struct tx_batch *b)
 {
@@ -102,6 +149,8 @@ static int transmit(const struct tx_batch *b)
 	struct cmsghdr *cm;
 	size_t clen = 0;
 
+	if (b->d.sock->family == AF_UNIX)
+		return transmit_local(b);
 	memset(ctrl.buf, 0, sizeof(ctrl.buf));
 	cm = (struct cmsghdr *)ctrl.buf;
 	if (b->d.family == AF_INET) {
@@ -136,15 +185,8 @@ static int transmit(const struct tx_batch *b)
 		clen += CMSG_SPACE(sizeof(seg));
 	}
 	msg.msg_controllen = clen;
-	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0) {
-		if (errno == EAGAIN || errno == ENOBUFS) {
-			__atomic_add_fetch(&ur_engine_stats.tx_eagain, 1, __ATOMIC_RELAXED);
-			return -EAGAIN;
-		}
-		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
-				    strerror(errno));
-		return -errno;
-	}
+	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
+		return send_error(b, errno);
 	__atomic_add_fetch(&ur_engine_stats.sent_pkts, b->nseg, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -179,9 +221,60 @@ static int flush_pending_sock(struct ur_udp_sock *s)
 
 int ur_udp_flush_pending(struct ur_udp *u)
 {
-	int a = flush_pending_sock(&u->own4), b = u->own6.fd >= 0 ? flush_pending_sock(&u->own6) : 0;
+	struct ur_udp_sock *s;
+	int i, ret = 0;
 
-	return a ? a : b;
+	ur_udp_for_each_sock(u, s, i)
+		if (pending(s) && flush_pending_sock(s))
+			ret = -EAGAIN;
+	return ret;
+}
+
+void ur_udp_drain(struct ur_udp *u, int timeout_ms)
+{
+	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	ur_udp_flush(&u->xport);
+	while (ur_udp_flush_pending(u) == -EAGAIN && ur_now_ns() < end) {
+		struct pollfd pfd[2 + UR_UDP_PEERS];
+		struct ur_udp_sock *s;
+		nfds_t n = 0;
+		int i;
+
+		ur_udp_for_each_sock(u, s, i)
+			if (pending(s))
+				pfd[n++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+		if (n)
+			poll(pfd, n, 10);
+	}
+}
+
+/* Arms S for EPOLLOUT when it has parked batches (or when FORCE), under
+ * the lock park() takes, so that a batch parked meanwhile is never left
+ * without a wake-up.  Returns whether S has parked batches. */
+static bool arm_if_pending(struct ur_udp_sock *s, bool force)
+{
+	bool p;
+
+	pthread_mutex_lock(&s->pending_lock);
+	p = s->pending != NULL;
+	ur_udp_sock_arm(s, p || force);
+	pthread_mutex_unlock(&s->pending_lock);
+	return p;
+}
+
+void ur_udp_update_writable(struct ur_udp *u, bool qps_blocked)
+{
+	struct ur_udp_sock *s;
+	bool any = false;
+	int i;
+
+	ur_udp_for_each_sock(u, s, i)
+		if (s != &u->own4)
+			any |= arm_if_pending(s, false);
+	/* QPs blocked while nothing is parked (it drained in between) need a
+	 * wake-up at once: our own socket, writable, gives it. */
+	arm_if_pending(&u->own4, qps_blocked && !any);
 }
 
 /* Keeps a batch the socket had no room for, after everything pending. */
@@ -201,8 +294,8 @@ static int park(const struct tx_batch *st)
 	else
 		__atomic_store_n(&s->pending, b, __ATOMIC_RELEASE);
 	s->pending_tail = b;
+	ur_udp_sock_arm(s, true);
 	pthread_mutex_unlock(&s->pending_lock);
-	ur_udp_want_writable(s->u);
 	return -EAGAIN;
 }
 
@@ -238,6 +331,7 @@ static void dest_of(struct ur_udp *u, const struct ur_path *path, const struct u
 	memset(d, 0, sizeof(*d));
 	d->family = path->family;
 	d->sock = path->family == AF_INET ? &u->own4 : &u->own6;
+	d->sport = d->sock->port;
 	memcpy(&d->dst, &path->dst, sizeof(d->dst));
 	memcpy(&d->src, &path->src, sizeof(d->src));
 	if (path->mcast || (path->family == AF_INET6 &&
@@ -249,6 +343,7 @@ static void dest_of(struct ur_udp *u, const struct ur_path *path, const struct u
 
 		if (!ur_registry_lookup(bth_qpn(pkt->hdr), &o)) {
 			uint16_t port = path->family == AF_INET ? o.port4 : o.port6;
+			struct ur_udp_sock *peer = ur_udp_peer_sock(u, o.pid);
 
 			if (port) {
 				if (path->family == AF_INET)
@@ -256,6 +351,8 @@ static void dest_of(struct ur_udp *u, const struct ur_path *path, const struct u
 				else
 					d->dst.v6.sin6_port = htons(port);
 			}
+			if (peer)
+				d->sock = peer;   /* lossless; else UDP to its port */
 		}
 	}
 }
@@ -305,7 +402,7 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	 * GSO segments from there: segment i leaves with ID i, which the ICRC
 	 * covers.  (IPv6 has no ID.) */
 	ip.ip_id = (uint16_t)b->nseg;
-	ip.sport = d.sock->port;
+	ip.sport = d.sport;
 	if (d.family == AF_INET) {
 		ip.v4.saddr = d.src.v4;
 		ip.v4.daddr = d.dst.v4.sin_addr;
