@@ -64,6 +64,9 @@ uint64_t ur_device_guid(struct ur_device *dev);   /* network byte order */
 void ur_device_count_by_gid(const union ibv_gid *dgid, enum ur_counter c);
 /* Publishes this process's counts to the host registry. */
 void ur_device_publish_counters(void);
+/* A counter of the device summed over the host's processes (what
+ * hw_counters/<name> reads). */
+uint64_t ur_device_counter_total(struct ur_device *dev, enum ur_counter c);
 
 /* Calls fn on every device created so far. */
 void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg);

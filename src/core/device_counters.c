@@ -52,3 +52,15 @@ void ur_device_publish_counters(void)
 {
 	ur_device_foreach(publish_one, NULL);
 }
+
+uint64_t ur_device_counter_total(struct ur_device *dev, enum ur_counter c)
+{
+	uint64_t cnt[UR_CNT_NR];
+	struct ur_netdev nd;
+
+	ur_device_publish_counters();   /* this process's own, up to now */
+	ur_device_snapshot(dev, &nd);
+	if (ur_registry_read_counters(nd.ifindex, cnt, UR_CNT_NR))
+		return 0;
+	return cnt[c];
+}

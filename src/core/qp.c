@@ -531,7 +531,9 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 		w->is_inline = true;
 		w->num_sge = 0;
 	} else {
-		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		/* A zero-length message may come with sg_list NULL. */
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 		w->num_sge = (uint32_t)wr->num_sge;
 	}
 	return 0;

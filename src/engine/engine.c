@@ -127,11 +127,22 @@ static void wake(struct ur_engine *e)
 		ur_warn_ratelimited(NULL, "engine wake-up failed: %s", strerror(errno));
 }
 
+/* Set on the engine thread only. */
+static _Thread_local bool is_engine_thread;
+
+/* The wake-up tells the engine thread to recompute how long it sleeps.  An
+ * application thread polling the same epoll set (ur_engine_poll) sees the
+ * event too, and must leave it: had it read the eventfd, the engine would
+ * sleep on to its old deadline (up to a tick, 200 ms) past a retransmit or
+ * RNR timer armed meanwhile.  Level-triggered, the event stays pending
+ * until the engine thread takes it. */
 static void on_wake(void *arg, uint32_t events)
 {
 	struct ur_engine *e = arg;
 	uint64_t v;
 
+	if (!is_engine_thread)
+		return;
 	if (read(e->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		ur_warn_ratelimited(NULL, "engine wake-up read failed: %s", strerror(errno));
 }
@@ -441,6 +452,7 @@ static void *engine_main(void *arg)
 	struct epoll_event evs[32];
 	sigset_t all;
 
+	is_engine_thread = true;
 	/* Signals belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);

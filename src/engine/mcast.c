@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "core/limits.h"
 #include "core/netdev.h"
 #include "core/qp.h"
 #include "engine/engine.h"
@@ -13,7 +14,6 @@
 #include "util/log.h"
 #include "xport/registry.h"
 
-#define UR_MCAST_MAX_ATTACH 4096
 
 struct attachment {
 	union ibv_gid gid;
@@ -52,7 +52,10 @@ int ur_mcast_attach(struct ur_qp *qp, const union ibv_gid *gid)
 	for (unsigned i = 0; i < natt; i++)
 		if (att[i].qp == qp && !memcmp(&att[i].gid, gid, sizeof(*gid)))
 			goto out;      /* attaching twice is harmless */
-	if (natt == UR_MCAST_MAX_ATTACH) {
+	/* The limits ibv_query_device advertises (counted per process: the
+	 * host registry knows member processes, not their QPs). */
+	if (natt == UR_MAX_TOTAL_MCAST_QP_ATTACH ||
+	    count_group(gid, ifindex) >= UR_MAX_MCAST_QP_ATTACH) {
 		ret = -ENOMEM;
 		goto out;
 	}

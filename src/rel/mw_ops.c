@@ -38,8 +38,12 @@ static const char *bind_check(struct ur_qp *qp, struct ur_send_wqe *w, struct ur
 		return "the new rkey does not keep the window's index bits";
 	if (mw->ibmw.type == IBV_MW_TYPE_2 && mw->bound)
 		return "a type 2 window must be invalidated before it is bound again";
+	/* A zero-length bind leaves the window unbound (ibv_alloc_mw(3): "until
+	 * invalidated by ibv_bind_mw with zero length for type 1"). */
+	if (!b->length)
+		return NULL;
 	if (!mr)
-		return b->length ? "no memory region given" : NULL;
+		return "no memory region given";
 	if (mr->pd != mw->pd)
 		return "the region belongs to another PD";
 	if (!(mr->access & IBV_ACCESS_MW_BIND))
@@ -67,7 +71,7 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 	why = bind_check(qp, w, &mr);
 	if (!why) {
 		unbind(mw);
-		if (mr) {
+		if (mr && w->bind.length) {
 			mw->mr = mr;
 			mw->addr = w->bind.addr;
 			mw->length = w->bind.length;

@@ -92,6 +92,9 @@ int ur_verbs_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	memset(&full, 0, sizeof(full));
 	ur_device_attr(to_uctx(context)->dev, &full.orig_attr);
+	/* The whole 64-bit set, as the kernel reports it: the low half is
+	 * orig_attr.device_cap_flags (memory window types, XRC, ...). */
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	/* Completion timestamps are CLOCK_MONOTONIC nanoseconds: a 1 GHz clock. */
 	full.completion_timestamp_mask = ~0ull;
 	full.hca_core_clock = 1000000;   /* kHz */
@@ -122,6 +125,10 @@ int ur_verbs_query_port(struct ibv_context *context, uint8_t port,
 	if (port != 1)
 		return EINVAL;
 	ur_port_attr(to_uctx(context)->dev, &full);
+	/* The port's Q_Key violation counter (16 bits, saturating), as rxe
+	 * reports it: the device's qkey_violations. */
+	full.qkey_viol_cntr = (uint32_t)ur_min(
+		ur_device_counter_total(to_uctx(context)->dev, UR_CNT_QKEY_VIOLATIONS), 0xffffull);
 	memcpy(attr, &full, ur_min(len, sizeof(full)));
 	return 0;
 }

@@ -12,18 +12,12 @@
 . "$(dirname "$0")/lib.sh"
 
 check_ns() {   # check_ns TAG: devinfo of UR_NS against its ip addr
-	local tag=$1 line
+	local tag=$1
 	ip ${UR_NS:+-n "$UR_NS"} -j addr show > "$UR_TMP/$tag.ip.json"
 	ur_run "$tag.devinfo" ibv_devinfo -v
 	ur_expect_rc "$tag.devinfo" 0 "$tag: ibv_devinfo -v" || return
-	while IFS= read -r line; do
-		case $line in
-		ok:*) ur_pass "$tag: ${line#ok: }" ;;
-		FAIL:*) ur_fail "$tag: ${line#FAIL: }" ;;
-		*) ur_fail "$tag: devinfo_expect.py: $line" ;;
-		esac
-	done < <(/usr/bin/python3 "$UR_SRC/tests/integ/devinfo_expect.py" \
-			"$UR_TMP/$tag.ip.json" "$(ur_out "$tag.devinfo")" 2>&1)
+	ur_report "$tag" /usr/bin/python3 "$UR_SRC/tests/integ/devinfo_expect.py" \
+		"$UR_TMP/$tag.ip.json" "$(ur_out "$tag.devinfo")"
 }
 
 # --- this host ----------------------------------------------------------------

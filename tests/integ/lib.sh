@@ -12,7 +12,8 @@
 #                                a server, started and awaited until it
 #                                listens on TCP PORT, then its client
 #   ur_netns_pair [MTU]          two namespaces joined by a veth
-#   ur_expect_* / ur_pass / ur_fail / ur_done   assertions and the verdict
+#   ur_expect_* / ur_report / ur_pass / ur_fail / ur_done
+#                                assertions and the verdict
 #
 # Variables read by the functions (set them for one call: UR_NS=x ur_run ...):
 #   UR_NS       network namespace to run in (empty: the current one)
@@ -162,6 +163,23 @@ ur_expect_no_grep() {
 	return 1
 }
 
+# ur_report PREFIX CMD...: runs a checker that prints "ok: ..." and "FAIL:
+# ..." lines and counts each as a pass or a failure (anything else it prints
+# is a failure too: a checker that breaks must not pass).
+ur_report() {
+	local prefix=$1 line n=0
+	shift
+	while IFS= read -r line; do
+		n=$((n + 1))
+		case $line in
+		ok:*) ur_pass "$prefix: ${line#ok: }" ;;
+		FAIL:*) ur_fail "$prefix: ${line#FAIL: }" ;;
+		*) ur_fail "$prefix: $1: $line" ;;
+		esac
+	done < <("$@" 2>&1)
+	[ $n -gt 0 ] || ur_fail "$prefix: $1 checked nothing"
+}
+
 # ur_sanitizer_clean NAME: no ASan/UBSan report in the output of run NAME.
 ur_sanitizer_clean() {
 	ur_expect_no_grep "$1" 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' \
@@ -267,19 +285,23 @@ ur_wait_listen() {
 	return 1
 }
 
-# ur_port: a TCP port for one exchange, unused here and unlikely to be
-# taken by a concurrent test.
-UR_NEXT_PORT=$((20000 + ($$ * 37) % 20000))
+# ur_port: a TCP port for one exchange, not used before by this test (the
+# counter lives in a file, as ur_port runs in $(...) subshells), free in
+# UR_NS and here, and unlikely to be taken by a concurrent test.
+UR_PORT_FILE=$UR_TMP/.next-port
+echo $((20000 + ($$ * 37) % 20000)) > "$UR_PORT_FILE"
 ur_port() {
 	local p
+	p=$(cat "$UR_PORT_FILE")
 	while :; do
-		UR_NEXT_PORT=$((UR_NEXT_PORT + 1))
-		[ $UR_NEXT_PORT -lt 60000 ] || UR_NEXT_PORT=20000
-		p=$UR_NEXT_PORT
+		p=$((p + 1))
+		[ $p -lt 60000 ] || p=20000
 		ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
-		echo "$p"
-		return
+		[ -n "$UR_NS" ] && ip netns exec "$UR_NS" ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
+		break
 	done
+	echo "$p" > "$UR_PORT_FILE"
+	echo "$p"
 }
 
 # ur_pair NAME PORT SERVER_PROG ARGS... -- CLIENT_PROG ARGS...

@@ -1,79 +1,106 @@
-# perftest cases shared by perftest.test.sh (one host) and
+# perftest cases shared by perftest.test.sh (one host, lo) and
 # perftest_netns.test.sh (two namespaces).  Sourced after lib.sh.
 
-PT_BW=(ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw)
-PT_LAT=(ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat)
-PT_ALL_SIZES=$(for ((i = 1; i <= 23; i++)); do printf '%d ' $((1 << i)); done)
+PT_BW_TOOLS="ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw"
+PT_LAT_TOOLS="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat"
+PT_ALL_SIZES=$(s=2; l=$s; while [ $s -lt 8388608 ]; do s=$((s * 2)); l=$l,$s; done; echo $l)
 
-# pt_default_size PROG: the message size perftest uses without -s.
-pt_default_size() {
-	case $1 in
+# pt_sizes TOOL default|all: the message sizes TOOL reports, comma-separated.
+pt_sizes() {
+	case $1:$2 in
 	ib_atomic_*) echo 8 ;;
-	*_bw) echo 65536 ;;
-	*) echo 2 ;;
+	*_bw:default) echo 65536 ;;
+	*_lat:default) echo 2 ;;
+	*:all) echo "$PT_ALL_SIZES" ;;
 	esac
 }
 
-# pt_run TAG SDEV CDEV ADDR GIDX PROG ARGS...: a perftest pair (server on
-# SDEV in UR_SNS, client on CDEV in UR_CNS connecting to ADDR) must both exit
-# 0, and the client must print a numeric result row for every size it
-# measured: all of 2..8 MiB with -a, else the default size.
-pt_run() {
-	local tag=$1 sdev=$2 cdev=$3 addr=$4 g=$5 prog=$6 port sizes s missing=
-	shift 6
-	port=$(ur_port)
-	ur_pair "$tag" "$port" "$prog" -d "$sdev" -x "$g" -p "$port" "$@" \
-		-- "$prog" -d "$cdev" -x "$g" -p "$port" "$@" "$addr"
-	ur_expect_pair_ok "$tag" "$prog $*" || return
-	sizes=$(pt_default_size "$prog")
-	case " $* " in *" -a "*) sizes=$PT_ALL_SIZES ;; esac
-	for s in $sizes; do
-		grep -Eq "^ *$s +[0-9]+ +[0-9]+(\.[0-9]+)? +[0-9]+(\.[0-9]+)? " "$(ur_out "$tag.client")" ||
-			missing="$missing $s"
-	done
-	if [ -z "$missing" ]; then
-		ur_pass "$tag: numeric result rows for sizes $(echo $sizes | sed 's/ .* / .. /')"
-	else
-		ur_fail "$tag: no numeric result row for sizes:$missing"
-		ur_show "$tag.client" 40
-	fi
-	ur_expect_no_grep "$tag.client" 'Completion with error|Failed status|[Ee]rror' "$tag: client reports no error"
-	ur_expect_no_grep "$tag.server" 'Completion with error|Failed status|[Ee]rror' "$tag: server reports no error"
-	ur_sanitizer_clean "$tag.server"
-	ur_sanitizer_clean "$tag.client"
-}
-
-# pt_matrix TAG SDEV CDEV ADDR GIDX [full]: every program with its defaults and
-# -a; with "full", bandwidth tests also with -q 4, -b and --report_gbits.
-pt_matrix() {
-	local t=$1 sdev=$2 cdev=$3 addr=$4 g=$5 full=${6:-} p
-	for p in "${PT_BW[@]}" "${PT_LAT[@]}"; do
-		pt_run "$t.$p" "$sdev" "$cdev" "$addr" "$g" "$p"
-		case $p in
-		ib_atomic_*) ;;                     # fixed 8-byte messages: no -a
-		*) pt_run "$t.$p.all" "$sdev" "$cdev" "$addr" "$g" "$p" -a -n 20 ;;
-		esac
-	done
-	for p in "${PT_BW[@]}"; do
-		if [ -n "$full" ]; then
-			pt_run "$t.$p.q4" "$sdev" "$cdev" "$addr" "$g" "$p" -q 4
-			pt_run "$t.$p.bidir" "$sdev" "$cdev" "$addr" "$g" "$p" -b
-			pt_run "$t.$p.gbits" "$sdev" "$cdev" "$addr" "$g" "$p" --report_gbits
-		else
-			pt_run "$t.$p.q4-bidir-gbits" "$sdev" "$cdev" "$addr" "$g" "$p" -q 4 -b --report_gbits
-		fi
-	done
-}
-
-# pt_wr_api TAG SDEV CDEV ADDR GIDX: with UROCE_VENDOR_PART_ID=4115 (ConnectX-4)
-# perftest takes its ibv_create_qp_ex + ibv_wr_* path; every program must
-# say so ("ibv_wr* API : ON") and pass as above.
+# pt_wr_api ARGS...: pt_ok with the device posing as part 4115, for which
+# perftest posts through ibv_wr_*.  (An array cannot be a prefix assignment
+# of a command: a local copy carries it.)
 pt_wr_api() {
-	local t=$1 sdev=$2 cdev=$3 addr=$4 g=$5 p
-	# an array cannot be a one-command prefix assignment: local scopes it
 	local UR_ENV=(UROCE_VENDOR_PART_ID=4115)
-	for p in "${PT_BW[@]}" "${PT_LAT[@]}"; do
-		pt_run "$t.$p" "$sdev" "$cdev" "$addr" "$g" "$p"
-		ur_expect_grep "$t.$p.client" 'ibv_wr\* API *: ON' "$t.$p: perftest uses the ibv_wr_* API"
+	pt_ok "$@"
+}
+
+# pt_ok TAG TOOL SDEV CDEV ADDR default|all ARGS...: TOOL's server on SDEV
+# (in UR_SNS) and client on CDEV (in UR_CNS, connecting to ADDR), both with
+# ARGS, must exit 0 without an error completion, and the client must print a
+# numeric result row for every size it ran (the server too when it prints a
+# table).  With -n N among ARGS, every row must say N iterations; with
+# --report_gbits the bandwidth must be in Gb/sec; with UROCE_VENDOR_PART_ID=4115
+# in UR_ENV, perftest must have taken its ibv_wr_* path.
+pt_ok() {
+	local tag=$1 tool=$2 sdev=$3 cdev=$4 addr=$5 which=$6 port kind=bw
+	local iters=- qps=1 unit=MB/sec a prev= side bidir=0 ssizes
+	shift 6
+	for a in "$@"; do
+		[ "$prev" = -n ] && iters=$a
+		[ "$prev" = -q ] && qps=$a
+		[ "$a" = --report_gbits ] && unit=Gb/sec
+		[ "$a" = -b ] && bidir=1
+		prev=$a
+	done
+	# perftest counts the iterations of all QPs together.
+	[ "$iters" = - ] || iters=$((iters * qps))
+	case $tool in *_lat) kind=lat ;; esac
+	port=$(ur_port)
+	ur_pair "$tag" "$port" "$tool" -d "$sdev" -p "$port" "$@" \
+		-- "$tool" -d "$cdev" -p "$port" "$@" "$addr"
+	ur_expect_pair_ok "$tag" "${UR_ENV[*]:+${UR_ENV[*]} }$tool $*" || return
+	for side in client server; do
+		ur_expect_no_grep "$tag.$side" 'Completion with error|Failed status|[Cc]ouldn.t|Unable to|[Ff]ailed to' \
+			"$tag: $side reports no error"
+		ur_sanitizer_clean "$tag.$side"
+	done
+	ur_report "$tag: client table" /usr/bin/python3 "$UR_SRC/tests/integ/perftest_table.py" \
+		"$(ur_out "$tag.client")" "$kind" "$(pt_sizes "$tool" "$which")" "$iters" "$unit"
+	# The passive side of one-way RDMA WRITE/READ bandwidth prints the last
+	# size only; the lat servers of READ and atomics print no table.
+	ssizes=$(pt_sizes "$tool" "$which")
+	case $tool:$bidir in
+	ib_write_bw:0 | ib_read_bw:0) ssizes=${ssizes##*,} ;;
+	esac
+	if grep -q '#bytes' "$(ur_out "$tag.server")"; then
+		ur_report "$tag: server table" /usr/bin/python3 "$UR_SRC/tests/integ/perftest_table.py" \
+			"$(ur_out "$tag.server")" "$kind" "$ssizes" "$iters" "$unit"
+	else
+		case $tool in
+		ib_read_lat | ib_atomic_lat) ;;
+		*) ur_fail "$tag: the server printed no result table"; ur_show "$tag.server" ;;
+		esac
+	fi
+	if [[ " ${UR_ENV[*]} " == *" UROCE_VENDOR_PART_ID=4115 "* ]]; then
+		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: ON' "$tag: perftest takes its ibv_wr_* path for part 4115"
+	else
+		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: OFF' "$tag: perftest takes its ibv_post_send path"
+	fi
+}
+
+# pt_suite TAG SDEV CDEV ADDR GID: the matrix, with -x GID on both sides.
+# Iteration counts bound the time; defaults run as perftest sets them.  The
+# latency programs spend a second or two per size calibrating the CPU clock
+# (perftest's own cost, not the device's), so -a runs for those listed in
+# PT_LAT_ALL only.
+PT_LAT_ALL=${PT_LAT_ALL-ib_send_lat ib_write_lat ib_read_lat}
+pt_suite() {
+	local t=$1 sdev=$2 cdev=$3 addr=$4 g=$5 tool
+	for tool in $PT_BW_TOOLS $PT_LAT_TOOLS; do
+		pt_ok "$t.$tool.default" "$tool" "$sdev" "$cdev" "$addr" default -x "$g"
+		case $tool in
+		ib_atomic_*)   # one size only: compare-and-swap instead of -a
+			pt_ok "$t.$tool.cas" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -A CMP_AND_SWAP -n 500 ;;
+		*_bw)
+			pt_ok "$t.$tool.all" "$tool" "$sdev" "$cdev" "$addr" all -x "$g" -a -n 20 ;;
+		*_lat)
+			[[ " $PT_LAT_ALL " != *" $tool "* ]] ||
+			pt_ok "$t.$tool.all" "$tool" "$sdev" "$cdev" "$addr" all -x "$g" -a -n 20 ;;
+		esac
+		pt_wr_api "$t.$tool.wr-api" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -n 500
+	done
+	for tool in $PT_BW_TOOLS; do
+		pt_ok "$t.$tool.q4" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -q 4 -n 500
+		pt_ok "$t.$tool.bidir" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -b -n 500
+		pt_ok "$t.$tool.gbits" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" --report_gbits -n 500
 	done
 }

@@ -316,12 +316,16 @@ qt_need_root() {
 
 QT_SEQ=0
 
-# qt_netns_new NAME: a namespace with lo up, deleted at exit.
+# qt_netns_new NAME: a namespace with lo up, deleted at exit together with
+# the uroce host-registry files made for it (/dev/shm/uroce-UID-netINODE*:
+# nobody else can use them once the namespace is gone).
 qt_netns_new() {
-	local err
+	local err ino
 	if ! err=$(ip netns add "$1" 2>&1); then
 		qt_skip "cannot create network namespaces here: $err"
 	fi
+	ino=$(stat -L -c %i "/run/netns/$1" 2>/dev/null)
+	[ -n "$ino" ] && qt_on_exit "rm -f /dev/shm/uroce-$(id -u)-net$ino /dev/shm/uroce-$(id -u)-net$ino-v* /dev/shm/uroce-$(id -u)-net$ino.router"
 	qt_on_exit "ip netns del $1"
 	ip -n "$1" link set lo up
 }

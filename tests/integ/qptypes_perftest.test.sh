@@ -13,29 +13,51 @@
 # and that without -M (perftest's default group is an IPv6 MGID) perftest
 # itself refuses an IPv4 GID ("Incompatibility issue with GID types"): the
 # GID types are compared by family, so an IPv4 GID needs a v4-mapped MGID.
+#
+# UC and UD have no flow control.  On one host uroce pushes back (local
+# peers share a unix socket that blocks the sender), so nothing is lost;
+# across hosts, as on any Ethernet, a receiver slower than its sender loses
+# messages, and perftest's send_bw server then waits for them forever (it
+# assumes a lossless fabric).  Across the namespaces the UC/UD send_bw runs
+# therefore use perftest's own software rate limiter (2 Gb/s), as one would
+# on a lossy network.
 . "$(dirname "$0")/qptypes_lib.sh"
+
+QT_TIMEOUT=90      # a run takes seconds; a hang is killed sooner than the default
 
 ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
 
 # pt TAG NAME PORT SERVER_IP ARGS...: one perftest pair, server and client
 # with the same arguments.
 pt() {
-	local tag=$1 name=$2 port=$3 ip=$4
+	local tag=$1 name=$2 port=$3 ip=$4 try
 	shift 4
-	qt_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
+	for try in 1 2 3; do
+		qt_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
+		# perftest times itself with the TSC, calibrated by a regression
+		# that a busy machine can spoil ("Correlation coefficient r^2 ...
+		# Can't produce a report"): that says nothing about the device,
+		# so such a run is made again (not a failure of the device's).
+		grep -q "Can't produce a report" "$(qt_out "$tag.$name.server")" "$(qt_out "$tag.$name.client")" || break
+		qt_log "note: $tag.$name: perftest could not calibrate its clock (busy machine); run again"
+		mv "$(qt_out "$tag.$name.server")" "$(qt_out "$tag.$name.server").try$try"
+		mv "$(qt_out "$tag.$name.client")" "$(qt_out "$tag.$name.client").try$try"
+		port=$(qt_port)
+	done
 	qt_expect_pair "$tag.$name" "$tag: $* ($name)" &&
 	qt_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row" >/dev/null
 }
 
 run_set() {
 	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 group p
-	local c=(-d "$dev" -x "$gidx")
+	local c=(-d "$dev" -x "$gidx") lim=()
+	[ "$tag" = netns ] && lim=(--rate_limit=2 --rate_limit_type=SW)
 
-	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000
-	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200
+	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000 "${lim[@]}"
+	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200 "${lim[@]}"
 	pt "$tag" ud-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -n 500 -s "$mtu"
-	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000
-	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000
+	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000 "${lim[@]}"
+	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000 "${lim[@]}"
 	pt "$tag" uc-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 500
 	pt "$tag" uc-send-lat-big "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 200 -s 65536
 	pt "$tag" uc-write-bw "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -n 3000
@@ -57,24 +79,13 @@ run_set() {
 		"$tag: perftest refuses its default (IPv6) MGID with an IPv4 GID, by itself"
 }
 
-qt_log "--- one host (uroce0, lo)"
-gidx=$(qt_gid_of uroce0 ::ffff:127.0.0.1)
-if [ -z "$gidx" ]; then
-	qt_fail "no GID ::ffff:127.0.0.1 on uroce0"
-else
-	QT_SNS= QT_CNS= run_set host uroce0 "$gidx" 127.0.0.1 4096
-fi
-
+# One host: two processes in a network namespace of their own (lo only),
+# so that no other uroce process of the machine (another build serving
+# port 4791, another registry version) takes part; then two namespaces.
+qt_topologies
+qt_log "--- one host ($QT_HOST_DEV, lo)"
+QT_SNS=$QT_NS_S QT_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
 qt_log "--- two network namespaces (veth, MTU 1500)"
-qt_netns_pair 1500 || qt_fail "netns pair setup"
-dev_a=$(QT_NS=$QT_NS_A qt_dev_of "$QT_IP_A")
-dev_b=$(QT_NS=$QT_NS_B qt_dev_of "$QT_IP_B")
-gid_a=$(QT_NS=$QT_NS_A qt_gid_of "$dev_a" "::ffff:$QT_IP_A")
-gid_b=$(QT_NS=$QT_NS_B qt_gid_of "$dev_b" "::ffff:$QT_IP_B")
-if [ -z "$gid_a" ] || [ "$dev_a" != "$dev_b" ] || [ "$gid_a" != "$gid_b" ]; then
-	qt_fail "namespaces: device/GID index differ or missing (A: $dev_a/$gid_a, B: $dev_b/$gid_b)"
-else
-	QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$dev_a" "$gid_a" "$QT_IP_A" 1024
-fi
+QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
 
 qt_done

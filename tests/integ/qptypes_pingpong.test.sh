@@ -89,27 +89,13 @@ run_set() {
 	qt_expect_grep "$tag.xsrq.server" '^success' "$tag: xsrq_pingpong server reports success"
 }
 
-# One host: two processes on uroce0 (lo).
-qt_log "--- one host (uroce0, lo)"
-gidx=$(qt_gid_of uroce0 ::ffff:127.0.0.1)
-if [ -z "$gidx" ]; then
-	qt_fail "no GID ::ffff:127.0.0.1 on uroce0"
-else
-	QT_SNS= QT_CNS= run_set host uroce0 "$gidx" 127.0.0.1 4096
-fi
-
-# Two namespaces joined by a veth.
+# One host: two processes in a network namespace of their own (lo only),
+# so that no other uroce process of the machine (another build serving
+# port 4791, another registry version) takes part; then two namespaces.
+qt_topologies
+qt_log "--- one host ($QT_HOST_DEV, lo)"
+QT_SNS=$QT_NS_S QT_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
 qt_log "--- two network namespaces (veth, MTU 1500)"
-qt_netns_pair 1500 || qt_fail "netns pair setup"
-dev_a=$(QT_NS=$QT_NS_A qt_dev_of "$QT_IP_A")
-dev_b=$(QT_NS=$QT_NS_B qt_dev_of "$QT_IP_B")
-gid_a=$(QT_NS=$QT_NS_A qt_gid_of "$dev_a" "::ffff:$QT_IP_A")
-gid_b=$(QT_NS=$QT_NS_B qt_gid_of "$dev_b" "::ffff:$QT_IP_B")
-if [ -z "$dev_a" ] || [ "$dev_a" != "$dev_b" ] || [ "$gid_a" != "$gid_b" ] || [ -z "$gid_a" ]; then
-	# The tools use one -d/-g for both sides: both namespaces look alike.
-	qt_fail "namespaces: device/GID index differ or missing (A: $dev_a/$gid_a, B: $dev_b/$gid_b)"
-else
-	QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$dev_a" "$gid_a" "$QT_IP_A" 1024
-fi
+QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
 
 qt_done

@@ -19,7 +19,7 @@
 #include "xport/registry.h"
 #include "xport/udp/udp_priv.h"
 
-#define UR_SOCK_BUF (4 << 20)
+#define UR_SOCK_BUF (32 << 20)   /* only used while backlogged */
 
 static void set_bufs(int fd)
 {
@@ -76,10 +76,15 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 		alen = sizeof(a.v6);
 	}
 	set_bufs(fd);
-	/* UROCE_UDP_GRO=1: take a local peer's GSO batch as one buffer (split
-	 * in handle_datagram).  Off by default: on loopback IPv6 the kernel
-	 * was seen to hold such datagrams for about 2 ms. */
-	if (getenv("UROCE_UDP_GRO") && !strcmp(getenv("UROCE_UDP_GRO"), "1"))
+	/* UDP GRO: a peer's GSO batch (a uroce sender's, passed whole through
+	 * a veth or the stack) arrives as one buffer, split in
+	 * handle_datagram.  Without it the kernel cuts the batch on receive
+	 * and charges every piece the whole batch's memory: the socket buffer
+	 * fills after a few hundred packets and UC/UD messages are lost (seen:
+	 * 95% of a 64 KiB UC stream across a veth).  UROCE_UDP_GRO=0 turns it
+	 * off; on loopback IPv6 the kernel was seen to hold GRO datagrams for
+	 * ~2 ms, but processes of one host no longer talk over UDP. */
+	if (!getenv("UROCE_UDP_GRO") || strcmp(getenv("UROCE_UDP_GRO"), "0"))
 		setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
 	if (bind(fd, (struct sockaddr *)&a, alen)) {
 		int err = errno;

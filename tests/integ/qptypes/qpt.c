@@ -392,15 +392,12 @@ int qpt_connect_rtr(struct qpt_dev *d, struct ibv_qp *qp, const struct qpt_ep *r
 		.port_num = 1,
 		.qp_access_flags = access,
 	};
-	bool rc = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_SEND ||
-		  qp->qp_type == IBV_QPT_XRC_RECV;
+	/* Responder attributes: RC and XRC targets (an initiator has none). */
+	bool rc = qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV;
 	int ret;
 
-	if (qp->qp_type == IBV_QPT_XRC_SEND)
-		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
-	else
-		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						    IBV_QP_ACCESS_FLAGS);
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					    IBV_QP_ACCESS_FLAGS);
 	if (ret)
 		return ret;
 	memset(&a, 0, sizeof(a));

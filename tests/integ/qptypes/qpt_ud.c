@@ -303,6 +303,17 @@ static void server(const struct qpt_opts *o)
 	qv1 = qpt_counter_wait(s.d.ctx, "qkey_violations", qv0 + 2, 5000);
 	qv1 = qpt_counter_settle(s.d.ctx, "qkey_violations", 800);
 	CHECK(qv1 - qv0 == 2, "qkey_violations grew by exactly 2 (by %lld)", (long long)(qv1 - qv0));
+	{
+		/* The port attribute counts the same (16 bits, saturating), as
+		 * rxe's ibv_query_port does. */
+		struct ibv_port_attr pa;
+
+		memset(&pa, 0, sizeof(pa));
+		ret = ibv_query_port(s.d.ctx, 1, &pa);
+		CHECK(ret == 0 && pa.qkey_viol_cntr == (qv1 > 0xffff ? 0xffff : qv1),
+		      "ibv_query_port: qkey_viol_cntr %u matches the counter (%lld)", pa.qkey_viol_cntr,
+		      (long long)qv1);
+	}
 
 	/* 5: datagrams of the full path MTU. */
 	post_slots(&s, 5, 1);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ctest-timeout: 600
+# Protocol errors end the way IBA and rxe say, through the public verbs API
+# (tests/integ/progs, two QPs of one process connected through the device):
+#  - remote_access: RDMA WRITE/READ/atomics with a bad or stale rkey, out of
+#    range (either end, multi-packet), without the MR's or the QP's access
+#    flag, misaligned atomics: IBV_WC_REM_ACCESS_ERR (misaligned:
+#    IBV_WC_REM_INV_REQ_ERR) and not one byte of the target or its guard
+#    bytes changed; both QPs in error, the rest flushed; in-bounds controls;
+#  - send_errors: SEND longer than the receive (LOC_LEN_ERR at the receiver,
+#    REM_INV_REQ_ERR at the sender), RNR with rnr_retry 0, 2 and 7, retry
+#    exceeded towards a destroyed peer or one in error, flush on ERR.
+# On uroce0 (lo, path MTU 4096, IPv4 GID), on uroce0 with its IPv6 GID (::1),
+# and in a namespace on a 1500-byte veth (uroce1, path MTU 1024).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs_lib.sh"
+UR_TIMEOUT=240
+
+g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+g6=$(ur_gid_index uroce0 ::1)
+ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
+ur_expect_eq "uroce0: GID index of ::1" 2 "$g6"
+
+prog_run lo.remote_access remote_access uroce0 "${g4:-1}"
+prog_run lo.send_errors send_errors uroce0 "${g4:-1}"
+prog_run lo6.remote_access remote_access uroce0 "${g6:-2}" bad_rkey out_of_range
+prog_run lo6.send_errors send_errors uroce0 "${g6:-2}"
+
+ur_netns_pair 1500
+UR_NS=$UR_NS_A prog_run veth.remote_access remote_access uroce1 1
+UR_NS=$UR_NS_A prog_run veth.send_errors send_errors uroce1 1
+
+ur_done

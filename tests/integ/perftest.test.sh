@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# ctest-timeout: 900
+# Unmodified perftest (ib_{send,write,read,atomic}_{bw,lat}) on one host:
+# server and client processes on uroce0 (lo) with -x the GID index of
+# ::ffff:127.0.0.1.  For every program: defaults, -a (every size from 2 B to
+# 8 MiB, -n 20; for atomics -A CMP_AND_SWAP instead), and once with UROCE_VENDOR_PART_ID=4115 (perftest's
+# ibv_create_qp_ex + ibv_wr_* path); for the bandwidth programs also -q 4,
+# -b (bidirectional) and --report_gbits.  Each run: both sides exit 0, no
+# error completion, a numeric result row for every size.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/perftest_cases.sh"
+UR_TIMEOUT=240
+
+g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
+[ -n "$g4" ] || ur_done
+
+pt_suite lo uroce0 uroce0 127.0.0.1 "$g4"
+
+ur_done

@@ -1,0 +1,42 @@
+#!/bin/bash
+# UD multicast with qpt_mcast (tests/integ/qptypes/qpt_mcast.c): a sender
+# and member processes with two or three QPs each attached to one group
+# (ibv_attach_mcast), on one host and across namespaces (members in the
+# sender's namespace and in the other one).  Every attached QP receives
+# each datagram once, with the group as the GRH destination; a detached QP
+# gets no more while the others still do; after all detach, nobody does.
+# Plus the attach/detach error paths and the advertised limits
+# (max_mcast_grp groups on one QP, max_mcast_qp_attach QPs on one group).
+. "$(dirname "$0")/qptypes_lib.sh"
+
+# group NAME DEV GIDX SENDER_NS SENDER_IP MEMBER_NS:QPS...
+group() {
+	local name=$1 dev=$2 gidx=$3 sns=$4 ip=$5 p i=0 m
+	shift 5
+	p=$(qt_port)
+	QT_NS=$sns qt_start "$name.sender" qpt_mcast -m sender -n $# -d "$dev" -g "$gidx" -p "$p"
+	if ! QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.sender]}"; then
+		qt_fail "$name: the sender never listened"
+		qt_stop "$name.sender"
+		return
+	fi
+	for m in "$@"; do
+		i=$((i + 1))
+		QT_NS=${m%%:*} qt_start "$name.member$i" qpt_mcast -m member -n "${m##*:}" \
+			-d "$dev" -g "$gidx" -p "$p" "$ip"
+	done
+	for ((j = 1; j <= i; j++)); do
+		qt_wait "$name.member$j"
+		m=${*:$j:1}
+		qt_expect_prog "$name.member$j" "$name: member $j (namespace ${m%%:*}, ${m##*:} QPs)"
+	done
+	qt_wait "$name.sender"
+	qt_expect_prog "$name.sender" "$name: sender"
+}
+
+qt_topologies
+group host.mcast "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_NS_S" "$QT_HOST_IP" "$QT_NS_S:2" "$QT_NS_S:3"
+group netns.mcast "$QT_NET_DEV" "$QT_NET_GID" "$QT_NS_B" "$QT_IP_B" "$QT_NS_A:2" "$QT_NS_A:3" "$QT_NS_B:2"
+QT_NS=$QT_NS_S qt_run host.limits qpt_mcast -m limits -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
+qt_expect_prog host.limits "advertised multicast limits"
+qt_done

@@ -1,0 +1,41 @@
+#!/bin/bash
+# XRC with qpt_xrc (tests/integ/qptypes/qpt_xrc.c), two processes on one
+# host and across namespaces: ibv_open_xrcd by fd (opened twice through one
+# file), anonymous with O_CREAT, and its errors (no fd nor O_CREAT, a file
+# with no domain without O_CREAT, a bad fd, O_EXCL on an existing one);
+# XRC SRQs with ibv_get_srq_num; XRC target and initiator QPs from
+# ibv_create_qp_ex; SENDs naming SRQ numbers complete on each SRQ's CQ with
+# the target QP's number; RDMA WRITE/READ through XRC; an unknown SRQ
+# number and an SRQ of another domain refused (IBV_WC_REM_INV_REQ_ERR,
+# nothing consumed); closing a domain in use: EBUSY.
+# Then a domain shared by two processes of one host through its file, as
+# ibv_xsrq_pingpong with two clients uses it: one owns the SRQ, the other
+# the target QP the message comes through.
+. "$(dirname "$0")/qptypes_lib.sh"
+
+qt_topologies
+qt_prog_both xrc qpt_xrc
+
+# shared NAME SNS CNS DEV GIDX IP
+shared() {
+	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
+	p=$(qt_port)
+	file=$QT_TMP/$name.domain
+	: > "$file"
+	QT_NS=$sns qt_start "$name.owner" qpt_xrc -m shared -a "owner:$file" -d "$dev" -g "$gidx" -p "$p"
+	QT_NS=$sns qt_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
+	if QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.owner]}" &&
+	   QT_NS=$sns qt_wait_listen "$((p + 1))" "${QT_PID[$name.target]}"; then
+		QT_TIMEOUT=60 QT_NS=$cns qt_run "$name.client" qpt_xrc -m shared -d "$dev" -g "$gidx" -p "$p" "$ip"
+		qt_expect_prog "$name.client" "$name: initiator"
+	else
+		qt_fail "$name: the owner or target never listened"
+	fi
+	for r in owner target; do
+		qt_wait "$name.$r"
+		qt_expect_prog "$name.$r" "$name: $r process"
+	done
+}
+shared host.xrc-shared "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
+shared netns.xrc-shared "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
+qt_done
