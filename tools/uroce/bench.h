@@ -141,10 +141,12 @@ double bench_percentile(const double *sorted, size_t n, double p);
 /* Sorts SAMPLES and fills the latency fields of R. */
 void bench_lat_stats(double *samples, size_t n, struct bench_result *r);
 /* Peak bandwidth tracker: the best rate over slices of at least MIN_MSGS
- * messages that tile the run, so the peak is never below the average. */
+ * messages and BENCH_PEAK_MIN_SECONDS that tile the run, so the peak is
+ * never below the average. */
+#define BENCH_PEAK_MIN_SECONDS 0.001
 struct bench_peak {
-	double t0;
-	uint64_t n0, min_msgs;
+	double t0, pt0;              /* this slice's start, the previous one's */
+	uint64_t n0, pn0, min_msgs;
 	double best;                 /* messages per second */
 };
 void bench_peak_start(struct bench_peak *p, double t0, uint64_t min_msgs);

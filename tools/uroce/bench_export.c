@@ -39,14 +39,14 @@ static const struct field common[] = {
 	{ "messages", g_msgs, "%.0f" },
 	{ "seconds", g_secs, "%.6f" },
 };
-static const struct field bw[] = {
+static const struct field bw_fields[] = {
 	{ "bw_peak_MBps", g_peak_mb, "%.3f" },
 	{ "bw_avg_MBps", g_avg_mb, "%.3f" },
 	{ "bw_peak_Gbps", g_peak_gb, "%.5f" },
 	{ "bw_avg_Gbps", g_avg_gb, "%.5f" },
 	{ "msg_rate_Mpps", g_rate, "%.6f" },
 };
-static const struct field lat[] = {
+static const struct field lat_fields[] = {
 	{ "lat_min_usec", g_min, "%.3f" },
 	{ "lat_max_usec", g_max, "%.3f" },
 	{ "lat_typical_usec", g_typ, "%.3f" },
@@ -66,11 +66,11 @@ static void each_field(const struct bench_opts *o,
 	for (size_t i = 0; i < NF(common); i++)
 		fn(&common[i], arg);
 	if (o->lat)
-		for (size_t i = 0; i < NF(lat); i++)
-			fn(&lat[i], arg);
+		for (size_t i = 0; i < NF(lat_fields); i++)
+			fn(&lat_fields[i], arg);
 	else
-		for (size_t i = 0; i < NF(bw); i++)
-			fn(&bw[i], arg);
+		for (size_t i = 0; i < NF(bw_fields); i++)
+			fn(&bw_fields[i], arg);
 }
 
 struct emit {

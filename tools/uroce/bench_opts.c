@@ -232,7 +232,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		return rc;
 	argc--;
 	argv++;
-	optind = 1;
+	optind = 0;             /* 0: glibc's getopt forgets any earlier parse */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":d:i:x:p:s:an:q:bc:m:t:I:eA:FT:h", longs, NULL)) != -1) {
 		switch (c) {
@@ -345,8 +345,11 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			return -1;
 		case ':':
 			return usage_error("%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option %s", argv[optind - 1]);
+		default: {
+			char opt[3] = { '-', (char)optopt, 0 };
+
+			return usage_error("unknown option %s", optopt ? opt : argv[optind - 1]);
+		}
 		}
 	}
 	if (optind < argc)

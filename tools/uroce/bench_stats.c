@@ -23,7 +23,7 @@ double bench_percentile(const double *sorted, size_t n, double p)
 		return 0;
 	if (p <= 0)
 		return sorted[0];
-	rank = (size_t)ceil(p / 100.0 * (double)n);
+	rank = (size_t)ceil(p / 100.0 * (double)n - 1e-9);   /* 99.9% of 1000 is 999 */
 	if (rank < 1)
 		rank = 1;
 	if (rank > n)
@@ -61,8 +61,8 @@ void bench_lat_stats(double *s, size_t n, struct bench_result *r)
 
 void bench_peak_start(struct bench_peak *p, double t0, uint64_t min_msgs)
 {
-	p->t0 = t0;
-	p->n0 = 0;
+	p->t0 = p->pt0 = t0;
+	p->n0 = p->pn0 = 0;
 	p->min_msgs = min_msgs ? min_msgs : 1;
 	p->best = 0;
 }
@@ -75,20 +75,29 @@ static void close_slice(struct bench_peak *p, double t, uint64_t done)
 		if (rate > p->best)
 			p->best = rate;
 	}
+	p->pt0 = p->t0;
+	p->pn0 = p->n0;
 	p->t0 = t;
 	p->n0 = done;
 }
 
 /* DONE messages had completed at time T (both non-decreasing).  A slice
- * that took no measurable time merges into the next one. */
+ * lasts at least BENCH_PEAK_MIN_SECONDS, so a batch of completions reaped
+ * by one poll cannot pass for an absurd rate. */
 void bench_peak_update(struct bench_peak *p, double t, uint64_t done)
 {
-	if (done - p->n0 >= p->min_msgs && t > p->t0)
+	if (done - p->n0 >= p->min_msgs && t - p->t0 >= BENCH_PEAK_MIN_SECONDS)
 		close_slice(p, t, done);
 }
 
 double bench_peak_finish(struct bench_peak *p, double t, uint64_t done)
 {
+	/* A tail too short to time joins the slice before it (the slices
+	 * must still cover the whole run for the peak to bound the average). */
+	if (t - p->t0 < BENCH_PEAK_MIN_SECONDS && p->pt0 < p->t0) {
+		p->t0 = p->pt0;
+		p->n0 = p->pn0;
+	}
 	close_slice(p, t, done);
 	return p->best;
 }
