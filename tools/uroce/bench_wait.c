@@ -87,7 +87,9 @@ int bench_post_send_msg(struct bench_thread *t, unsigned i, uint32_t size, bool 
 int bench_post_recvs(struct bench_thread *t)
 {
 	struct bench *b = t->b;
-	uint32_t len = b->size + (b->o.qpt == IBV_QPT_UD ? UR_GRH_BYTES : 0);
+	/* the largest size of the run: receives left posted by one size of a
+	 * sweep must hold the next one's messages */
+	uint32_t len = b->max_size + (b->o.qpt == IBV_QPT_UD ? UR_GRH_BYTES : 0);
 	struct ibv_sge sge = { .addr = (uintptr_t)(t->buf + t->rx_off), .length = len,
 			       .lkey = t->mr->lkey };
 	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
