@@ -79,6 +79,8 @@ bench_ok uc.write 100 write -c UC -n 100 -s 4096
 bench_ok ud.send 100 send -c UD -n 100 -s 1024
 bench_ok ud.lat 100 send -c UD --lat -n 100 -s 1024
 bench_ok uc.lat 100 send -c UC --lat -n 100
+bench_ok lat.t2 100 write --lat -T 2 -q 2 -n 100
+bench_ok lat.events 100 send --lat -e -T 2 -n 100
 
 # --- sweeps: JSON, CSV, SVG ----------------------------------------------------------
 port=$(ur_port)

@@ -114,7 +114,6 @@ int bench_setup(struct bench *b);
 void bench_teardown(struct bench *b);
 /* Reposts receives to fill each QP's receive queue. */
 int bench_post_recvs(struct bench_thread *t);
-bool bench_is_passive(const struct bench *b);  /* nothing to post on this side */
 
 /* bench_wait.c: time, completions */
 double bench_now(void);

@@ -12,7 +12,8 @@
 #include <stdio.h>
 
 /* How long a side waits for its peer's message before giving up: UC and
- * UD lose messages for good; RC retransmits but the peer may have died. */
+ * UD lose messages for good; RC retransmits but the peer may have died.
+ * Checked every 1024 polls, or every wait with -e (each may sleep 100 ms). */
 #define LAT_STALL_UNRELIABLE 2.0
 #define LAT_STALL_RC 30.0
 
@@ -77,7 +78,7 @@ static int wait_peer(struct bench_thread *t, struct lat_state *s, uint8_t mark, 
 			break;
 		if (reap(t, s))
 			return -1;
-		if (++spins % 1024 == 0 && stalled(t, s, since, k))
+		if ((t->channel || ++spins % 1024 == 0) && stalled(t, s, since, k))
 			return -1;
 	}
 	if (t->b->o.op == BENCH_SEND)
@@ -137,7 +138,7 @@ static int round_trips(struct bench_thread *t, struct lat_state *s)
 		while (s->sends_out) {
 			if (reap(t, s))
 				return -1;
-			if (++spins % 1024 == 0 && stalled(t, s, since, k))
+			if ((t->channel || ++spins % 1024 == 0) && stalled(t, s, since, k))
 				return -1;
 		}
 		t->lat[t->nlat++] = (bench_now() - t0) * 1e6;

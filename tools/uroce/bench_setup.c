@@ -13,14 +13,6 @@
 /* Hello words: what both sides must agree on. */
 enum { W_OP, W_LAT, W_QPT, W_QPS, W_THREADS, W_ITERS, W_SIZE, W_FLAGS };
 
-bool bench_is_passive(const struct bench *b)
-{
-	/* The target of one-sided operations posts nothing, unless -b makes
-	 * it a requester too. */
-	return b->server && b->o.op != BENCH_SEND && !b->o.bidir &&
-	       !(b->o.lat && b->o.op == BENCH_WRITE);
-}
-
 static int open_tcp(struct bench *b)
 {
 	char hint[160];
