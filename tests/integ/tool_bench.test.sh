@@ -65,9 +65,9 @@ bench_ok lat.cas 100 atomic --lat -A CMP_AND_SWAP -n 100
 ur_expect_grep lat.cas.client "Atomic CMP_AND_SWAP Latency Test" "-A CMP_AND_SWAP: the title says so"
 
 bench_ok q4 100 write -q 4 -n 100
-ur_expect_grep q4.client "^ Number of qps   : 4 " "-q 4: four QPs"
+ur_expect_grep q4.client "^ Number of qps   : 4[[:space:]]" "-q 4: four QPs"
 bench_ok t2 100 send -T 2 -q 2 -n 100
-ur_expect_grep t2.client "^ Number of qps   : 4 .*" "-T 2 -q 2: four QPs in all"
+ur_expect_grep t2.client "^ Number of qps   : 4[[:space:]]" "-T 2 -q 2: four QPs in all"
 ur_expect_grep t2.client "^ Threads         : 2 \(x 2 QPs each\)" "-T 2: two threads"
 bench_ok bidir 100 write -b -n 100
 bench_ok bidir.send 100 send -b -n 100

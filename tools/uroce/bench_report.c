@@ -23,7 +23,7 @@ void bench_print_header(FILE *f, const struct bench *b)
 	fprintf(f, RULE);
 	fprintf(f, "                    %s\n", bench_title(o));
 	fprintf(f, " Dual-port       : OFF\t\tDevice         : %s\n", ur_dev_name(&b->d));
-	fprintf(f, " Number of qps   : %-2u\t\tTransport type : IB\n", o->qps * o->threads);
+	fprintf(f, " Number of qps   : %u\t\tTransport type : IB\n", o->qps * o->threads);
 	fprintf(f, " Connection type : %s\t\tUsing SRQ      : OFF\n", bench_qpt_name(o->qpt));
 	fprintf(f, " Threads         : %u (x %u QPs each)\n", o->threads, o->qps);
 	if (!b->server || o->lat)

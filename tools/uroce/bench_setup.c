@@ -121,17 +121,20 @@ static int create_thread(struct bench *b, struct bench_thread *t)
 	return 0;
 }
 
+/* The options a hello carries, as the command line would say them. */
 static void describe(char *s, size_t len, const uint32_t *w)
 {
-	snprintf(s, len, "%s %s -c %s -q %u -T %u -n %u %s%s%s",
-		 bench_op_name((enum bench_op)w[W_OP]), w[W_LAT] ? "--lat" : "--bw",
-		 bench_qpt_name((enum ibv_qp_type)w[W_QPT]), w[W_QPS], w[W_THREADS], w[W_ITERS],
-		 w[W_FLAGS] & 4 ? "-a" : "-s ", w[W_FLAGS] & 4 ? "" : "",
-		 w[W_FLAGS] & 1 ? " -b" : "");
+	int n = snprintf(s, len, "%s %s -c %s -q %u -T %u -n %u",
+			 bench_op_name((enum bench_op)w[W_OP]), w[W_LAT] ? "--lat" : "--bw",
+			 bench_qpt_name((enum ibv_qp_type)w[W_QPT]), w[W_QPS], w[W_THREADS],
+			 w[W_ITERS]);
+
+	if (n < 0 || (size_t)n >= len)
+		return;
+	snprintf(s + n, len - (size_t)n, "%s%s%s", w[W_FLAGS] & 4 ? " -a" : "",
+		 w[W_FLAGS] & 1 ? " -b" : "", w[W_FLAGS] & 2 ? " -A CMP_AND_SWAP" : "");
 	if (!(w[W_FLAGS] & 4))
-		snprintf(s + strlen(s), len - strlen(s), " (size %u)", w[W_SIZE]);
-	if (w[W_FLAGS] & 2)
-		snprintf(s + strlen(s), len - strlen(s), " -A CMP_AND_SWAP");
+		snprintf(s + strlen(s), len - strlen(s), " -s %u", w[W_SIZE]);
 }
 
 static int exchange(struct bench *b)
