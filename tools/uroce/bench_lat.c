@@ -69,6 +69,9 @@ static bool stalled(struct bench_thread *t, struct lat_state *s, double since, u
  * receive completed (send), reaping send completions meanwhile. */
 static int wait_peer(struct bench_thread *t, struct lat_state *s, uint8_t mark, uint32_t k)
 {
+	/* The peer's RDMA WRITE lands in this memory behind the program's
+	 * back (a NIC's DMA, or uroce's engine thread), as in perftest: a
+	 * volatile read, then a fence before anything else is read. */
 	volatile uint8_t *last = t->buf + t->rx_off + t->b->size - 1;
 	double since = bench_now();
 	unsigned spins = 0;
@@ -81,6 +84,7 @@ static int wait_peer(struct bench_thread *t, struct lat_state *s, uint8_t mark, 
 		if ((t->channel || ++spins % 1024 == 0) && stalled(t, s, since, k))
 			return -1;
 	}
+	atomic_thread_fence(memory_order_acquire);
 	if (t->b->o.op == BENCH_SEND)
 		s->recvs--;
 	return 0;
