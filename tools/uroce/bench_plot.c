@@ -6,10 +6,10 @@
 #include <math.h>
 #include <string.h>
 
-#define W 760
+#define W 820
 #define PANEL_H 250
 #define LEFT 80
-#define RIGHT 180     /* room for the legend */
+#define RIGHT 200     /* room for the legend */
 #define TOP 50
 #define GAP 70
 
@@ -36,7 +36,7 @@ static const struct series bw_top[] = {
 	{ "BW peak", "#ff7f0e", s_bw_peak },
 };
 static const struct series bw_bottom[] = {
-	{ "time per message (1/MsgRate)", "#2ca02c", s_msg_time },
+	{ "1/MsgRate per message", "#2ca02c", s_msg_time },
 };
 static const struct series lat_top[] = {
 	{ "size / t_typical", "#1f77b4", s_pp_bw },
