@@ -14,6 +14,7 @@ static const struct ur_cmd cmds[] = {
 	{ "gid", "GID tables, the GID index for a peer, GID<->IP", cmd_gid },
 	{ "pingpong", "ping-pong one operation (send/write/read/atomics) over RC/UC/UD", cmd_pingpong },
 	{ "srq-server", "serve many RC clients on one SRQ and CQ, counting and checking", cmd_srq_server },
+	{ "bench", "bandwidth and latency of write/read/send/atomic (perftest)", cmd_bench },
 	{ "srq-client", "open many RC connections to an srq-server and send", cmd_srq_client },
 };
 
