@@ -74,6 +74,7 @@ struct ur_qp {
 	struct ur_srq *srq;
 	struct ur_xrcd *xrcd;            /* XRC target */
 	struct ur_srq *resp_srq;         /* XRC target: the SRQ of the message in progress */
+	uint32_t xrc_gen;                /* XRC target: incarnation, new at each RTR */
 	enum ibv_qp_type type;
 
 	pthread_mutex_t lock;            /* everything below */
