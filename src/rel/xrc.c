@@ -185,7 +185,7 @@ static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 	bool end;
 
 	if (qp->type != IBV_QPT_XRC_RECV || !r->xrc_wait || m->gen != qp->xrc_gen ||
-	    m->psn != r->psn || m->srqn != r->xrc_srqn || m->src_pid != r->xrc_pid ||
+	    m->psn != r->psn || m->srqn != r->xrc_srqn ||
 	    qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
 		return;   /* stale: an answer to a DELIVER sent twice, or an old QP */
 	r->xrc_wait = false;
