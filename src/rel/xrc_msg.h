@@ -66,7 +66,8 @@ struct ur_xrc_msg {
 	uint32_t paylen;             /* payload bytes following the header */
 };
 _Static_assert(sizeof(struct ur_xrc_msg) == 128, "XRC local message layout");
-_Static_assert(offsetof(struct ur_xrc_msg, xrcd_dev) == 32, "XRC local message layout");
+_Static_assert(offsetof(struct ur_xrc_msg, xrcd_dev) == 32 &&
+	       offsetof(struct ur_xrc_msg, src_qpn) == 112, "XRC local message layout (docs/wire.md)");
 
 /* Fills the fixed fields of a message of kind. */
 void ur_xrc_msg_init(struct ur_xrc_msg *m, enum ur_xrc_kind kind, pid_t src_pid);
