@@ -68,6 +68,7 @@ void ur_rel_enter_rtr(struct ur_qp *qp)
 	qp->resp.opcode = -1;
 	qp->resp.xrc_wait = false;
 	qp->xrc_gen = ur_xrc_new_gen();
+	ur_xrc_queue_clear(qp);
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.drop_msg = false;

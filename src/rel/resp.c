@@ -659,8 +659,18 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 			ur_xrc_parked_rx(qp, pkt);
 			return;
 		}
-		if (!xrc_srq(qp, pkt))
-			return;
+		/* The SRQ is the message's state: only the packet at the
+		 * expected PSN may set it.  A duplicate SEND/WRITE/ATOMIC is
+		 * answered without it; a duplicate READ needs its PD, so is
+		 * looked up between messages only. */
+		d = psn_diff(pkt->psn, r->psn);
+		r->xrc_foreign = false;
+		if (d == 0 || (d < 0 && (m & UR_OPF_READ) && r->opcode < 0)) {
+			if (!xrc_srq(qp, pkt))
+				return;
+		} else if (d < 0 && (m & UR_OPF_READ)) {
+			return;   /* answered when the requester asks again */
+		}
 	}
 	d = psn_diff(pkt->psn, r->psn);
 	if (d < 0) {

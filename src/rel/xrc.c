@@ -4,9 +4,10 @@
  * packet at the expected PSN names an SRQ another process owns.  It is
  * handed over in a DELIVER message and the responder parks: it executes
  * nothing newer until the REPLY comes, so PSN order holds across the two
- * processes.  Packets arriving meanwhile are dropped and, once the REPLY
- * is in, one sequence NAK asks the requester for them again (go-back-N, as
- * for any loss).  The PSN is acknowledged only when the owner says the
+ * processes.  The packets that follow in PSN order are held meanwhile
+ * (up to UR_XRC_QUEUE of them) and executed when the REPLY is in; any
+ * beyond are dropped, and one sequence NAK then asks the requester for
+ * them again (go-back-N, as for any loss).  The PSN is acknowledged only when the owner says the
  * bytes are placed; RNR from the owner becomes an RNR NAK, an unknown SRQ
  * a NAK invalid request.  The engine never waits: a REPLY that does not
  * come (lost on a full socket, or the owner died) is asked for again when
@@ -48,6 +49,18 @@
 /* A parked packet retransmitted sooner than this after its hand-over does
  * not hand it over again: the REPLY is probably on its way. */
 #define UR_XRC_RESEND_NS 5000000ull
+/* Packets held while parked: a window's worth of a multi-packet message. */
+#define UR_XRC_QUEUE 32u
+#define UR_XRC_PKT_MAX (UR_MAX_HDR_BYTES + 4096u + 8u)
+
+struct ur_xrc_queue {
+	uint32_t head, n;            /* ring of n packets from head */
+	struct {
+		uint32_t len;
+		uint8_t buf[UR_XRC_PKT_MAX];
+	} pkt[UR_XRC_QUEUE];
+};
+
 /* Sinks an SRQ keeps; idle ones beyond are forgotten oldest first. */
 #define UR_XRC_MAX_SINKS 256u
 
@@ -138,9 +151,62 @@ void ur_xrc_handoff(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	}
 	r->xrc_wait = true;
-	r->xrc_dropped = false;
 	r->xrc_opcode = pkt->opcode;
 	r->xrc_sent_ns = ur_now_ns();
+}
+
+void ur_xrc_queue_clear(struct ur_qp *qp)
+{
+	if (qp->xrc_q)
+		qp->xrc_q->n = 0;
+}
+
+/* A packet d PSNs past the parked one: kept if it is the next in order
+ * and there is room, else dropped to be asked for again. */
+static void hold(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d)
+{
+	struct ur_xrc_queue *q = qp->xrc_q;
+	uint32_t len = pkt->hdr_len + pkt->paylen + pkt->pad + 4u;
+
+	if (q && d <= q->n) {
+		UR_QP_COUNT(qp, UR_CNT_DUPLICATE_REQUEST);   /* held already */
+		return;
+	}
+	if (!q && d == 1 && len <= UR_XRC_PKT_MAX)
+		q = qp->xrc_q = calloc(1, sizeof(*q));
+	if (!q || d != q->n + 1 || q->n == UR_XRC_QUEUE || len > UR_XRC_PKT_MAX) {
+		UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
+		qp->resp.xrc_dropped = true;
+		return;
+	}
+	memcpy(q->pkt[(q->head + q->n) % UR_XRC_QUEUE].buf, pkt->bth, len);
+	q->pkt[(q->head + q->n) % UR_XRC_QUEUE].len = len;
+	q->n++;
+}
+
+/* Unparked: execute the held packets in order, until one parks again. */
+static void replay(struct ur_qp *qp)
+{
+	struct ur_xrc_queue *q = qp->xrc_q;
+	static const struct ur_rx_meta meta;   /* only UD reads it */
+
+	while (q && q->n && !qp->resp.xrc_wait && qp->state != IBV_QPS_ERR) {
+		uint32_t i = q->head;
+		struct ur_pkt_view v;
+
+		q->head = (q->head + 1) % UR_XRC_QUEUE;
+		q->n--;
+		if (ur_pkt_parse(&v, q->pkt[i].buf, q->pkt[i].len) == UR_PARSE_OK)
+			ur_resp_rx(qp, &v, &meta);
+	}
+	if (qp->resp.xrc_wait || qp->state == IBV_QPS_ERR)
+		return;
+	if (qp->resp.xrc_dropped) {
+		/* Acknowledges everything before resp.psn, asks for the rest. */
+		qp->resp.xrc_dropped = false;
+		qp->resp.nak_sent = true;
+		ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, qp->resp.psn);
+	}
 }
 
 void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
@@ -158,8 +224,7 @@ void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	}
 	if (d > 0) {
-		UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
-		r->xrc_dropped = true;
+		hold(qp, pkt, (uint32_t)d);
 		return;
 	}
 	/* The requester sends the parked packet again: the REPLY may be lost,
@@ -197,15 +262,10 @@ static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 		r->xrc_msg_foreign = !end;
 		if (end)
 			r->msn++;
-		if (r->xrc_dropped) {
-			/* Implicitly acknowledges everything before r->psn. */
-			r->nak_sent = true;
-			ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
-		} else {
-			r->nak_sent = false;
-			ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, m->psn);
-		}
-		break;
+		r->nak_sent = false;
+		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, m->psn);
+		replay(qp);
+		return;
 	case UR_XRC_RNR:
 		UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);
 		ur_resp_answer(qp, UR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), m->psn);
@@ -223,7 +283,9 @@ static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 		ur_resp_fail(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
 		break;
 	}
+	/* What followed goes again after the RNR NAK, or not at all. */
 	r->xrc_dropped = false;
+	ur_xrc_queue_clear(qp);
 }
 
 /* ---- owner side --------------------------------------------------------- */

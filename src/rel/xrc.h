@@ -29,6 +29,8 @@ bool ur_xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid);
 void ur_xrc_handoff(struct ur_qp *qp, const struct ur_pkt_view *pkt);
 /* A request arriving while parked. */
 void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt);
+/* Forgets the packets held while parked (RTR). */
+void ur_xrc_queue_clear(struct ur_qp *qp);
 /* A fresh incarnation number for a target QP entering RTR. */
 uint32_t ur_xrc_new_gen(void);
 

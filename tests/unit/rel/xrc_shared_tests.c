@@ -78,8 +78,8 @@ static void t_xs_pump(void)
 
 /* A two-packet SEND and a SEND with immediate through the target into the
  * other process's SRQ, step by step: nothing is acknowledged before the
- * owner has placed it, and a packet arriving while parked is asked for
- * again with one sequence NAK. */
+ * owner has placed it, and the packet arriving while parked is held and
+ * handed over next. */
 static void test_xrc_shared_send(void)
 {
 	struct t_xs s;
@@ -105,7 +105,7 @@ static void test_xrc_shared_send(void)
 	UT_EQ(m.paylen, 256);
 	UT_EQ(m.xrcd_ino, 0xabc);
 	UT_EQ(m.gen, s.x.tgt->xrc_gen);
-	/* The LAST packet arrives while parked: dropped, nothing handed over. */
+	/* The LAST packet arrives while parked: held, not handed over yet. */
 	t_deliver(0);
 	UT_EQ(lnet.n, 1);
 	UT_EQ(t_count(), 0);
@@ -117,13 +117,18 @@ static void test_xrc_shared_send(void)
 	UT_EQ(m.status, UR_XRC_OK);
 	UT_EQ(m.src_pid, getpid());
 	UT_CHECK(t_cq_empty(s.x.bcq[0]));
-	/* REPLY: the target asks for the dropped packet again. */
+	/* REPLY: PSN 0 acknowledged, the held LAST handed over at once. */
 	t_lmsg_deliver(0);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_XRC_ACKNOWLEDGE);
-	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
-	UT_EQ(t_psn(0), 1);
+	UT_EQ(t_syn(0), UR_AETH_ACK_UNLIMITED);
+	UT_EQ(t_psn(0), 0);
 	UT_EQ(s.x.tgt->resp.psn, 1);
+	UT_EQ(lnet.n, 1);
+	m = t_lmsg(0);
+	UT_EQ(m.flags, UR_XRC_F_LAST);
+	UT_EQ(m.psn, 1);
+	UT_EQ(m.paylen, 300 - 256);
 	/* The rest goes by itself: the LAST again, then a SEND with immediate. */
 	UT_EQ(t_xrc_send(&s.x, 2, IBV_WR_SEND_WITH_IMM, 300, 100, s.srq->srq_num), 0);
 	t_xs_pump();
@@ -143,6 +148,40 @@ static void test_xrc_shared_send(void)
 	UT_CHECK(t_cq_empty(s.x.bcq[1]));
 	UT_EQ(s.x.tgt->state, IBV_QPS_RTR);
 	UT_EQ(s.x.tgt->resp.msn, 2);
+out:
+	t_xs_close(&s);
+}
+
+/* A gap while parked: what cannot be held is asked for again with one
+ * sequence NAK once the parked packet is placed. */
+static void test_xrc_shared_gap(void)
+{
+	struct t_xs s;
+	struct ibv_wc wc;
+
+	if (t_xs_open(&s))
+		goto out;
+	UT_EQ(t_xs_recv(&s, 10, 0, 1024), 0);
+	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 600, s.srq->srq_num), 0);
+	UT_EQ(t_count(), 3);                      /* FIRST, MIDDLE, LAST */
+	t_deliver(0);
+	t_drop(0);                                /* MIDDLE lost */
+	t_deliver(0);                             /* LAST: a gap, not held */
+	UT_EQ(t_count(), 0);
+	t_lmsg_deliver(0);
+	t_lmsg_deliver(0);
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_syn(0), UR_AETH_ACK_UNLIMITED);
+	UT_EQ(t_psn(0), 0);
+	UT_EQ(t_syn(1), UR_NAK_PSN_SEQ_ERR);
+	UT_EQ(t_psn(1), 1);
+	UT_EQ(lnet.n, 0);
+	t_xs_pump();
+	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 600);
+	UT_MEMEQ(s.x.rb.buf, s.x.sa.buf, 600);
+	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(s.x.bcq[0]));
 out:
 	t_xs_close(&s);
 }
