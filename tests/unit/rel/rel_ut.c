@@ -104,6 +104,7 @@ int main(void)
 	UT_RUN(test_xrc_other_domain);
 	UT_RUN(test_xrc_shared_send);
 	UT_RUN(test_xrc_shared_gap);
+	UT_RUN(test_xrc_dup_other_srq_mid_message);
 	UT_RUN(test_xrc_shared_rnr);
 	UT_RUN(test_xrc_shared_lost_reply);
 	UT_RUN(test_xrc_shared_owner_gone);

@@ -186,6 +186,38 @@ out:
 	t_xs_close(&s);
 }
 
+/* A duplicate of an earlier message for another SRQ arriving in the
+ * middle of a message is answered, not taken for the message changing its
+ * SRQ (it ended the target QP once). */
+static void test_xrc_dup_other_srq_mid_message(void)
+{
+	struct t_xrc x;
+	struct t_pkt *dup;
+	struct ibv_wc wc;
+
+	if (t_xrc_open(&x))
+		goto out;
+	UT_EQ(t_xrc_recv(&x, 0, 10, 0, 512), 0);
+	UT_EQ(t_xrc_recv(&x, 1, 11, 512, 512), 0);
+	UT_EQ(t_xrc_send(&x, 1, IBV_WR_SEND, 0, 10, x.srq[1]->srq_num), 0);
+	UT_EQ(t_xrc_send(&x, 2, IBV_WR_SEND, 0, 300, x.srq[0]->srq_num), 0);
+	UT_EQ(t_count(), 3);
+	dup = t_copy(0);
+	t_deliver(0);                             /* message 1 */
+	t_deliver(0);                             /* message 2, FIRST */
+	t_inject(dup);                            /* message 1 again */
+	t_deliver(0);                             /* message 2, LAST */
+	t_run();
+	t_expect_wc(x.bcq[1], &wc, 11, IBV_WC_SUCCESS);
+	t_expect_wc(x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	UT_EQ(wc.byte_len, 300);
+	t_expect_wc(x.acq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(x.acq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(x.tgt->state, IBV_QPS_RTR);
+out:
+	t_xrc_close(&x);
+}
+
 /* The owner's SRQ is empty: the REPLY says RNR, the target RNR NAKs, and
  * the retry after a receive is posted succeeds. */
 static void test_xrc_shared_rnr(void)
