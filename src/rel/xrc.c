@@ -227,8 +227,8 @@ void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		hold(qp, pkt, (uint32_t)d);
 		return;
 	}
-	/* The requester sends the parked packet again: the REPLY may be lost,
-	 * or the owner gone. */
+	/* The requester sends the parked packet again: the REPLY may be lost
+	 * or late, or the owner gone. */
 	now = ur_now_ns();
 	if (now - r->xrc_sent_ns < UR_XRC_RESEND_NS)
 		return;
@@ -242,6 +242,13 @@ void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return;
 	}
 	r->xrc_sent_ns = now;
+	/* The requester timed out: the owner is slow (descheduled, or its
+	 * queue full).  Say "not ready" so that waiting for it spends the
+	 * RNR retry budget (usually infinite), not the transport one; the
+	 * retransmission after the RNR timer finds the REPLY in, or asks
+	 * again. */
+	UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);
+	ur_resp_answer(qp, UR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), r->psn);
 }
 
 static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)

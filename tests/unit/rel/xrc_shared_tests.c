@@ -271,6 +271,10 @@ static void test_xrc_shared_lost_reply(void)
 	t_deliver(0);
 	UT_EQ(lnet.n, 1);
 	UT_EQ(t_lmsg(0).kind, UR_XRC_DELIVER);
+	/* ... and tells the requester to wait (RNR), not to spend retries. */
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_RNR_NAK);
+	UT_EQ(t_psn(0), 0);
 	t_xs_pump();
 	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
 	UT_CHECK(t_cq_empty(s.x.bcq[0]));         /* not placed twice */
