@@ -158,11 +158,18 @@ void ur_udp_peers_close(struct ur_udp *u)
 int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
-	struct ur_udp_sock *s = ur_udp_peer_sock(u, pid);
 	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	struct ur_udp_sock *s;
 
-	if (!s)
+	errno = 0;
+	s = ur_udp_peer_sock(u, pid);
+	if (!s) {
+		/* No socket by that name: the process is gone, or a zombie
+		 * (kill() would still find it). */
+		if (errno == ECONNREFUSED || errno == ENOENT)
+			return -ESRCH;
 		return kill(pid, 0) && errno == ESRCH ? -ESRCH : -EAGAIN;
+	}
 	if (sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 		return 0;
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
