@@ -584,59 +584,6 @@ static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta);
 
-/* Every XRC request names the SRQ (hence PD and CQ) it is for; it must be
- * an XRC SRQ of the target QP's domain. */
-static bool xrc_srq(struct ur_qp *qp, const struct ur_pkt_view *pkt)
-{
-	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
-	uint32_t srqn;
-
-	if (!(info->mask & UR_OPF_XRCETH)) {
-		UR_QP_COUNT(qp, UR_CNT_DROPPED);
-		return false;
-	}
-	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
-	qp->resp.xrc_foreign = false;
-	if (!qp->resp_srq || qp->resp_srq->srq_num != srqn ||
-	    (qp->resp.opcode >= 0 && qp->resp.xrc_msg_foreign)) {
-		struct ur_srq *srq = ur_xrcd_find_srq(qp->xrcd, srqn);
-		pid_t owner;
-
-		/* Another process's SRQ of the same file-backed domain: the
-		 * message is handed to it (xrc.c). */
-		if (!srq && ur_xrc_owner(qp, srqn, &owner)) {
-			if (qp->resp.opcode >= 0 &&
-			    (!qp->resp.xrc_msg_foreign || qp->resp.xrc_srqn != srqn)) {
-				request_error(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
-				return false;
-			}
-			qp->resp.xrc_foreign = true;
-			qp->resp.xrc_pid = owner;
-			qp->resp.xrc_srqn = srqn;
-			return true;
-		}
-		if (!srq) {
-			ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
-					    "not in the QP's domain", ur_qp_num(qp), srqn);
-			if (qp->resp_srq) {
-				request_error(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
-			} else {
-				/* No SRQ to report on: refuse without touching state. */
-				queue_ack(qp, UR_NAK_INVALID_REQ, pkt->psn);
-				ur_resp_tx(qp);
-			}
-			return false;
-		}
-		/* A message in progress keeps its SRQ. */
-		if (qp->resp.opcode >= 0 && (qp->resp_srq || qp->resp.xrc_msg_foreign)) {
-			request_error(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
-			return false;
-		}
-		qp->resp_srq = srq;
-	}
-	return true;
-}
-
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
 	struct ur_resp_state *r = &qp->resp;
@@ -666,7 +613,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		d = psn_diff(pkt->psn, r->psn);
 		r->xrc_foreign = false;
 		if (d == 0 || (d < 0 && (m & UR_OPF_READ) && r->opcode < 0)) {
-			if (!xrc_srq(qp, pkt))
+			if (!ur_xrc_resolve(qp, pkt))
 				return;
 		} else if (d < 0 && (m & UR_OPF_READ)) {
 			return;   /* answered when the requester asks again */

@@ -76,7 +76,9 @@ uint32_t ur_xrc_new_gen(void)
 
 /* ---- target side -------------------------------------------------------- */
 
-bool ur_xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid)
+/* Whether srqn is an XRC SRQ of another process that the target QP's
+ * (file-backed) domain may reach; its owner in *pid. */
+static bool xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid)
 {
 	struct ur_reg_owner o;
 
@@ -85,6 +87,58 @@ bool ur_xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid)
 	if (ur_registry_lookup(srqn, &o) || o.self || o.pid <= 0)
 		return false;
 	*pid = o.pid;
+	return true;
+}
+
+/* Every XRC request names the SRQ (hence PD and CQ) it is for; it must be
+ * an XRC SRQ of the target QP's domain, in this process or another. */
+bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+{
+	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
+	uint32_t srqn;
+
+	if (!(info->mask & UR_OPF_XRCETH)) {
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return false;
+	}
+	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
+	qp->resp.xrc_foreign = false;
+	if (!qp->resp_srq || qp->resp_srq->srq_num != srqn ||
+	    (qp->resp.opcode >= 0 && qp->resp.xrc_msg_foreign)) {
+		struct ur_srq *srq = ur_xrcd_find_srq(qp->xrcd, srqn);
+		pid_t owner;
+
+		/* Another process's SRQ of the same file-backed domain: the
+		 * message is handed to it. */
+		if (!srq && xrc_owner(qp, srqn, &owner)) {
+			if (qp->resp.opcode >= 0 &&
+			    (!qp->resp.xrc_msg_foreign || qp->resp.xrc_srqn != srqn)) {
+				ur_resp_fail(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
+				return false;
+			}
+			qp->resp.xrc_foreign = true;
+			qp->resp.xrc_pid = owner;
+			qp->resp.xrc_srqn = srqn;
+			return true;
+		}
+		if (!srq) {
+			ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+					    "not in the QP's domain", ur_qp_num(qp), srqn);
+			if (qp->resp_srq) {
+				ur_resp_fail(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
+			} else {
+				/* No SRQ to report on: refuse without touching state. */
+				ur_resp_answer(qp, UR_NAK_INVALID_REQ, pkt->psn);
+			}
+			return false;
+		}
+		/* A message in progress keeps its SRQ. */
+		if (qp->resp.opcode >= 0 && (qp->resp_srq || qp->resp.xrc_msg_foreign)) {
+			ur_resp_fail(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
+			return false;
+		}
+		qp->resp_srq = srq;
+	}
 	return true;
 }
 

@@ -21,9 +21,11 @@ struct ur_srq;
 struct ur_engine;
 
 /* Target side, qp->lock held. */
-/* Whether srqn is an XRC SRQ of another process that the target QP's
- * (file-backed) domain may reach; its owner in *pid. */
-bool ur_xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid);
+/* The SRQ the request at the expected PSN names (XRCETH): one of the
+ * target's domain in this process (qp->resp_srq), or another process's
+ * (resp.xrc_foreign, xrc_pid, xrc_srqn).  False if the request was refused
+ * (NAK) or dropped. */
+bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt);
 /* The packet at the expected PSN is for another process's SRQ: hand it
  * over and park, or refuse it. */
 void ur_xrc_handoff(struct ur_qp *qp, const struct ur_pkt_view *pkt);
