@@ -268,6 +268,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 		__atomic_sub_fetch(&qp->xrcd->users, 1, __ATOMIC_RELAXED);
 	free(qp->resp.res);
 	free(qp->resp.rwqe);
+	free(qp->xrc_q);
 	ur_wq_fini(&qp->rq);
 	ur_wq_fini(&qp->sq);
 	pthread_mutex_destroy(&qp->lock);

@@ -22,6 +22,7 @@ struct ur_cq;
 struct ur_srq;
 struct ur_ah;
 struct ur_xrcd;
+struct ur_xrc_queue;
 
 enum ur_wqe_state {
 	UR_WQE_POSTED = 0,       /* not yet (fully) packetized */
@@ -74,6 +75,8 @@ struct ur_qp {
 	struct ur_srq *srq;
 	struct ur_xrcd *xrcd;            /* XRC target */
 	struct ur_srq *resp_srq;         /* XRC target: the SRQ of the message in progress */
+	uint32_t xrc_gen;                /* XRC target: incarnation, new at each RTR */
+	struct ur_xrc_queue *xrc_q;      /* XRC target: packets held while parked (rel/xrc.c) */
 	enum ibv_qp_type type;
 
 	pthread_mutex_t lock;            /* everything below */

@@ -11,6 +11,7 @@
 #include "core/cq.h"
 #include "core/xrcd.h"
 #include "engine/engine.h"
+#include "rel/xrc.h"
 #include "xport/registry.h"
 #include "util/log.h"
 
@@ -59,6 +60,7 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	srq->type = type;
 	srq->limit = a->attr.srq_limit;
 	ur_list_init(&srq->xrcd_link);
+	ur_list_init(&srq->xrc_sinks);
 	if (type == IBV_SRQT_XRC) {
 		ret = ur_engine_get() ? ur_registry_alloc_qpn(&srq->srq_num) : -errno;
 		if (ret) {
@@ -92,6 +94,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 		/* XRC targets find the SRQ by number while dispatching: let any
 		 * dispatch in progress finish before it goes away. */
 		ur_engine_quiesce(ur_engine_get());
+		ur_xrc_srq_fini(srq);
 		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
 		ur_registry_free_qpn(srq->srq_num);
 	}

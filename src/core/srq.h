@@ -30,6 +30,10 @@ struct ur_srq {
 	struct ur_xrcd *xrcd;          /* XRC */
 	struct ur_cq *cq;              /* XRC: where its receive completions go */
 	struct ur_list xrcd_link;
+	/* XRC, shared domain: per target QP of another process feeding this
+	 * SRQ, the message in progress (rel/xrc.c).  Engine receive lock. */
+	struct ur_list xrc_sinks;
+	uint32_t nsinks;
 };
 
 static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)

@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "core/context.h"
+#include "core/device.h"
 #include "core/srq.h"
 
 static pthread_mutex_t xrcds_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -115,6 +117,27 @@ struct ur_srq *ur_xrcd_find_srq(struct ur_xrcd *x, uint32_t srq_num)
 		}
 	}
 	pthread_mutex_unlock(&x->lock);
+	return found;
+}
+
+struct ur_srq *ur_xrcd_find_shared_srq(const char *ibdev, uint64_t dev, uint64_t ino,
+				       uint32_t srq_num)
+{
+	struct ur_srq *found = NULL;
+	struct ur_list *pos;
+
+	pthread_mutex_lock(&xrcds_lock);
+	ur_list_for_each(pos, &xrcds) {
+		struct ur_xrcd *x = ur_list_entry(pos, struct ur_xrcd, link);
+
+		if (!x->has_inode || (uint64_t)x->dev != dev || (uint64_t)x->ino != ino ||
+		    strcmp(x->ctx->dev->ibdev.name, ibdev))
+			continue;
+		found = ur_xrcd_find_srq(x, srq_num);
+		if (found)
+			break;
+	}
+	pthread_mutex_unlock(&xrcds_lock);
 	return found;
 }
 

@@ -2,9 +2,10 @@
  *
  * A domain opened with a file descriptor is identified by that file's
  * inode, so opening the same file again returns the same domain, as the
- * kernel does.  The domain is per process: two processes opening the same
- * file get separate domains (sharing would need shared receive queues in
- * shared memory).
+ * kernel does.  Two processes opening the same file on the same device
+ * share the domain: an XRC target QP of one delivers into the XRC SRQs of
+ * the other by handing messages over (rel/xrc.c); each process lists
+ * only its own SRQs here, and SRQ numbers are unique on the host.
  */
 #ifndef UROCE_CORE_XRCD_H
 #define UROCE_CORE_XRCD_H
@@ -42,6 +43,11 @@ struct ur_xrcd *ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_
 int ur_xrcd_close(struct ur_xrcd *xrcd);
 /* The XRC SRQ with this number in the domain, or NULL. */
 struct ur_srq *ur_xrcd_find_srq(struct ur_xrcd *xrcd, uint32_t srq_num);
+/* The XRC SRQ numbered srq_num of this process in the domain of file
+ * (dev, ino) on device ibdev, or NULL.  The SRQ stays valid while the
+ * caller holds the engine's QP table read lock (destroy quiesces). */
+struct ur_srq *ur_xrcd_find_shared_srq(const char *ibdev, uint64_t dev, uint64_t ino,
+				       uint32_t srq_num);
 void ur_xrcd_add_srq(struct ur_xrcd *xrcd, struct ur_srq *srq);
 void ur_xrcd_del_srq(struct ur_xrcd *xrcd, struct ur_srq *srq);
 

@@ -15,6 +15,7 @@
 #include "engine/mcast.h"
 #include "engine/qp_table.h"
 #include "rel/rel.h"
+#include "rel/xrc.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "wire/pkt_parse.h"
@@ -398,6 +399,16 @@ void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
 	pthread_mutex_lock(&qp->lock);
 	ur_rel_rx(qp, &v, meta);
 	pthread_mutex_unlock(&qp->lock);
+}
+
+struct ur_qp *ur_engine_find_qp(struct ur_engine *e, uint32_t qpn)
+{
+	return ur_qp_table_find(&e->qps, qpn);
+}
+
+void ur_engine_local_msg(struct ur_engine *e, const uint8_t *msg, size_t len)
+{
+	ur_xrc_local_rx(e, msg, len);
 }
 
 /* ---- the thread, and polling from application threads ------------------- */

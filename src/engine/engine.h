@@ -61,6 +61,12 @@ void ur_engine_writable(struct ur_engine *e);
 struct ur_xport *ur_engine_xport(struct ur_engine *e);
 
 /* For transports: a received RoCE packet (BTH .. ICRC), integrity checked. */
+/* A control message from another process of the host (the transport's
+ * local_msg), with the receive lock and the QP table's read lock held. */
+void ur_engine_local_msg(struct ur_engine *e, const uint8_t *msg, size_t len);
+/* The QP numbered qpn, or NULL.  Only where the table's read lock is held
+ * (fd handlers and timers run so); qp->lock is not taken. */
+struct ur_qp *ur_engine_find_qp(struct ur_engine *e, uint32_t qpn);
 void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
 		  const struct ur_rx_meta *meta);
 

@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
+#include "rel/xrc.h"
 #include "util/log.h"
 
 static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
@@ -66,6 +67,9 @@ void ur_rel_enter_rtr(struct ur_qp *qp)
 {
 	qp->resp.psn = qp->attr.rq_psn;
 	qp->resp.opcode = -1;
+	qp->resp.xrc_wait = false;
+	qp->xrc_gen = ur_xrc_new_gen();
+	ur_xrc_queue_clear(qp);
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.drop_msg = false;

@@ -77,6 +77,15 @@ int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *
  * SGE's lkey does not grant local write.  MR read lock held by the caller. */
 bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 		     uint32_t off, const uint8_t *src, uint32_t len);
+/* The same with the MR table and PD given (an XRC SRQ's, without a QP). */
+struct ur_mr_table;
+bool ur_copy_to_sges_pd(struct ur_mr_table *mrs, struct ur_pd *pd, const struct ibv_sge *sge,
+			uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+
+/* The responder's answers, for xrc.c: an ACK/NAK/RNR NAK sent now, and a
+ * request refused (NAK, then the QP enters ERROR). */
+void ur_resp_answer(struct ur_qp *qp, uint8_t syn, uint32_t psn);
+void ur_resp_fail(struct ur_qp *qp, uint8_t nak, const char *what);
 
 /* BIND_MW / LOCAL_INV, executed when the requester reaches them. */
 enum ibv_wc_status ur_local_op(struct ur_qp *qp, struct ur_send_wqe *w);

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct ur_recv_wqe;
 struct ur_pd;
@@ -102,6 +103,16 @@ struct ur_resp_state {
 	uint32_t res_tx;         /* oldest slot that may still have output */
 	struct ur_atomic_result *atomics;   /* nres entries, allocated with res */
 	uint32_t atomic_next;
+
+	/* XRC target, a packet for another process's SRQ (xrc.c) */
+	bool xrc_foreign;        /* the packet at hand is such a packet */
+	bool xrc_msg_foreign;    /* the message in progress (opcode >= 0) is */
+	pid_t xrc_pid;           /* the SRQ's owner */
+	uint32_t xrc_srqn;
+	bool xrc_wait;           /* handed over: parked until the owner answers */
+	bool xrc_dropped;        /* later PSNs arrived while parked: NAK the gap */
+	uint8_t xrc_opcode;      /* the parked packet's opcode */
+	uint64_t xrc_sent_ns;    /* when it was (last) handed over */
 };
 
 #endif

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "rel/rel_priv.h"
+#include "rel/xrc.h"
 #include "util/copy.h"
 #include "util/log.h"
 
@@ -41,6 +42,12 @@ bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 {
 	struct ur_pd *pd = qp->type == IBV_QPT_XRC_RECV ? qp->resp_srq->pd : qp->pd;
 
+	return ur_copy_to_sges_pd(&qp->ctx->mrs, pd, sge, nsge, off, src, len);
+}
+
+bool ur_copy_to_sges_pd(struct ur_mr_table *mrs, struct ur_pd *pd, const struct ibv_sge *sge,
+			uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len)
+{
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t take;
 		void *dst;
@@ -50,7 +57,7 @@ bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
 			continue;
 		}
 		take = ur_min(sge[i].length - off, len);
-		dst = ur_mr_check(&qp->ctx->mrs, sge[i].lkey, pd, sge[i].addr + off, take,
+		dst = ur_mr_check(mrs, sge[i].lkey, pd, sge[i].addr + off, take,
 				  IBV_ACCESS_LOCAL_WRITE);
 		if (!dst)
 			return false;
@@ -285,6 +292,17 @@ static void request_error(struct ur_qp *qp, uint8_t nak, const char *what)
 		complete_recv(qp, nak == UR_NAK_INVALID_REQ ? IBV_WC_REM_INV_REQ_ERR
 							     : IBV_WC_REM_ACCESS_ERR, NULL, 0, false);
 	ur_qp_to_error(qp, false);
+}
+
+void ur_resp_answer(struct ur_qp *qp, uint8_t syn, uint32_t psn)
+{
+	queue_ack(qp, syn, psn);
+	ur_resp_tx(qp);
+}
+
+void ur_resp_fail(struct ur_qp *qp, uint8_t nak, const char *what)
+{
+	request_error(qp, nak, what);
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -567,43 +585,6 @@ static void rnr_nak(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta);
 
-/* Every XRC request names the SRQ (hence PD and CQ) it is for; it must be
- * an XRC SRQ of the target QP's domain. */
-static bool xrc_srq(struct ur_qp *qp, const struct ur_pkt_view *pkt)
-{
-	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
-	uint32_t srqn;
-
-	if (!(info->mask & UR_OPF_XRCETH)) {
-		UR_QP_COUNT(qp, UR_CNT_DROPPED);
-		return false;
-	}
-	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
-	if (!qp->resp_srq || qp->resp_srq->srq_num != srqn) {
-		struct ur_srq *srq = ur_xrcd_find_srq(qp->xrcd, srqn);
-
-		if (!srq) {
-			ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
-					    "not in the QP's domain", ur_qp_num(qp), srqn);
-			if (qp->resp_srq) {
-				request_error(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
-			} else {
-				/* No SRQ to report on: refuse without touching state. */
-				queue_ack(qp, UR_NAK_INVALID_REQ, pkt->psn);
-				ur_resp_tx(qp);
-			}
-			return false;
-		}
-		/* A message in progress keeps its SRQ. */
-		if (qp->resp.opcode >= 0 && qp->resp_srq) {
-			request_error(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
-			return false;
-		}
-		qp->resp_srq = srq;
-	}
-	return true;
-}
-
 void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
 	struct ur_resp_state *r = &qp->resp;
@@ -619,10 +600,32 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		ud_recv(qp, pkt, meta);
 		return;
 	}
-	if (qp->type == IBV_QPT_XRC_RECV && !xrc_srq(qp, pkt))
-		return;
+	if (qp->type == IBV_QPT_XRC_RECV) {
+		/* Waiting for another process to place a message: nothing
+		 * newer may execute meanwhile (xrc.c). */
+		if (r->xrc_wait) {
+			ur_xrc_parked_rx(qp, pkt);
+			return;
+		}
+		/* The SRQ is the message's state: only the packet at the
+		 * expected PSN may set it.  A duplicate SEND/WRITE/ATOMIC is
+		 * answered without it; a duplicate READ needs its PD, so is
+		 * looked up between messages only. */
+		d = psn_diff(pkt->psn, r->psn);
+		r->xrc_foreign = false;
+		if (d == 0 || (d < 0 && (m & UR_OPF_READ) && r->opcode < 0)) {
+			if (!ur_xrc_resolve(qp, pkt))
+				return;
+		} else if (d < 0 && (m & UR_OPF_READ)) {
+			return;   /* answered when the requester asks again */
+		}
+	}
 	d = psn_diff(pkt->psn, r->psn);
 	if (d < 0) {
+		/* A READ or ATOMIC for another process's domain member was
+		 * never executed: nothing to answer again. */
+		if (r->xrc_foreign && !(m & UR_OPF_SEND))
+			return;
 		if (ur_qp_is_reliable(qp))
 			duplicate(qp, pkt);
 		return;
@@ -668,6 +671,10 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		return;
 	}
 
+	if (r->xrc_foreign) {
+		ur_xrc_handoff(qp, pkt);
+		return;
+	}
 	if (m & UR_OPF_SEND)
 		ok = do_send(qp, pkt, &rnr);
 	else if (m & UR_OPF_WRITE)
@@ -697,6 +704,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	}
 	r->psn = psn_inc(pkt->psn);
 	r->opcode = (m & UR_OPF_END) ? -1 : pkt->opcode;
+	r->xrc_msg_foreign = false;
 	if (m & UR_OPF_END)
 		r->msn++;
 	if (ur_qp_is_reliable(qp) && bth_ackreq(pkt->bth)) {

@@ -11,9 +11,11 @@
 #ifndef UROCE_XPORT_XPORT_H
 #define UROCE_XPORT_XPORT_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <infiniband/verbs.h>
 
@@ -80,6 +82,11 @@ struct ur_xport_ops {
 	/* Joins or leaves a multicast group (the first attach and the last
 	 * detach of this process). */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
+	/* Sends one control datagram (the iov pieces joined) to process pid
+	 * of this host (network namespace): 0, -EAGAIN (its queue is full:
+	 * try later), -ESRCH (it is gone) or another -errno.  The receiver's
+	 * engine hands it to ur_engine_local_msg().  Never blocks. */
+	int (*local_msg)(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt);
 };
 
 struct ur_xport {
@@ -89,6 +96,12 @@ struct ur_xport {
 static inline int ur_xport_send(const struct ur_path *path, const struct ur_tx_pkt *pkt)
 {
 	return path->xport->ops->send(path->xport, path, pkt);
+}
+
+static inline int ur_xport_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov,
+				     int iovcnt)
+{
+	return x && x->ops->local_msg ? x->ops->local_msg(x, pid, iov, iovcnt) : -EOPNOTSUPP;
 }
 
 static inline int ur_xport_flush(struct ur_xport *x)

@@ -10,7 +10,7 @@
 # nothing consumed); closing a domain in use: EBUSY.
 # Then a domain shared by two processes of one host through its file, as
 # ibv_xsrq_pingpong with two clients uses it: one owns the SRQ, the other
-# the target QP the message comes through.
+# the target QP the message comes through; and the owner dying first.
 . "$(dirname "$0")/qptypes_lib.sh"
 
 qt_topologies
@@ -36,6 +36,29 @@ shared() {
 		qt_expect_prog "$name.$r" "$name: $r process"
 	done
 }
+# gone NAME SNS CNS DEV GIDX IP: the SRQ's owner dies (no clean-up) before
+# the message comes; the target process refuses it (the client sees
+# IBV_WC_REM_INV_REQ_ERR, not a retry timeout) and is not wedged.
+gone() {
+	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
+	p=$(qt_port)
+	file=$QT_TMP/$name.domain
+	: > "$file"
+	QT_NS=$sns qt_start "$name.owner" qpt_xrc -m shared -a "owner-gone:$file" -d "$dev" -g "$gidx" -p "$p"
+	QT_NS=$sns qt_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
+	if QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.owner]}" &&
+	   QT_NS=$sns qt_wait_listen "$((p + 1))" "${QT_PID[$name.target]}"; then
+		QT_TIMEOUT=60 QT_NS=$cns qt_run "$name.client" qpt_xrc -m shared -a gone -d "$dev" -g "$gidx" -p "$p" "$ip"
+		qt_expect_prog "$name.client" "$name: initiator, owner gone"
+	else
+		qt_fail "$name: the owner or target never listened"
+	fi
+	qt_wait "$name.owner"
+	qt_wait "$name.target"
+	qt_expect_prog "$name.target" "$name: target process, owner gone"
+}
 shared host.xrc-shared "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
 shared netns.xrc-shared "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
+gone host.xrc-gone "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
+gone netns.xrc-gone "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
 qt_done

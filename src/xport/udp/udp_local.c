@@ -154,3 +154,29 @@ void ur_udp_peers_close(struct ur_udp *u)
 			ur_udp_close_sock(s);   /* unwatches it too */
 	}
 }
+
+int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	struct ur_udp_sock *s;
+
+	errno = 0;
+	s = ur_udp_peer_sock(u, pid);
+	if (!s) {
+		/* No socket by that name: the process is gone, or a zombie
+		 * (kill() would still find it). */
+		if (errno == ECONNREFUSED || errno == ENOENT)
+			return -ESRCH;
+		return kill(pid, 0) && errno == ESRCH ? -ESRCH : -EAGAIN;
+	}
+	if (sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		return 0;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+		return -EAGAIN;
+	if (errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT) {
+		ur_udp_peer_gone(s);
+		return -ESRCH;
+	}
+	return -errno;
+}

@@ -101,6 +101,8 @@ struct ur_udp_sock *ur_udp_peer_sock(struct ur_udp *u, pid_t pid);
 /* A send to the peer failed for good: reconnect before the next one. */
 void ur_udp_peer_gone(struct ur_udp_sock *s);
 void ur_udp_peers_init(struct ur_udp *u);
+/* A control datagram to process pid (struct ur_xport_ops.local_msg). */
+int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt);
 void ur_udp_peers_close(struct ur_udp *u);
 /* Every socket, own and peers', for the writability bookkeeping. */
 #define ur_udp_for_each_sock(u, s, i)                                              \

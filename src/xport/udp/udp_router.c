@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "rel/xrc_msg.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
@@ -126,7 +127,16 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 			struct ur_roce_ip ip = { 0 };
 			size_t len = b->msgs[i].msg_len;
 
-			if (len < sizeof(h) || (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
+				continue;
+			}
+			/* Not a packet: a shared XRC domain's message (rel/xrc_msg.h). */
+			if (ur_xrc_msg_is(b->buf[i], len)) {
+				ur_engine_local_msg(u->engine, b->buf[i], len);
+				continue;
+			}
+			if (len < sizeof(h)) {
 				__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
 				continue;
 			}

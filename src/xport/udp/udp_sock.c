@@ -167,6 +167,7 @@ static const struct ur_xport_ops udp_ops = {
 	.resolve = udp_resolve,
 	.mcast = ur_udp_mcast,
 	.flush = ur_udp_flush,
+	.local_msg = ur_udp_local_msg,
 };
 
 /* ---- receive ------------------------------------------------------------ */

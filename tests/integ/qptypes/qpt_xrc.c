@@ -13,7 +13,10 @@
  * has the SRQ, -a target:FILE the target QP, listening on PORT and PORT+1;
  * both open the domain through FILE), as ibv_xsrq_pingpong
  * uses XRC: a message through one process's target QP lands in the other
- * process's SRQ.
+ * process's SRQ.  -a owner-gone:FILE is an owner that dies (without clean-up)
+ * once the client knows its SRQ number; the client, with -a gone, then
+ * expects its message through the target to fail with a remote invalid
+ * request error, and the target process to carry on.
  */
 #include <endian.h>
 #include <errno.h>
@@ -405,6 +408,12 @@ static void shared_owner(const struct qpt_opts *o)
 	lfd = qpt_listen(o->port);
 	fd = qpt_accept(lfd);           /* the client */
 	qpt_xchg64(fd, num);
+	if (o->arg && !strncmp(o->arg, "owner-gone", 10)) {
+		/* Dies with its SRQ alive, as a crash would: no clean-up. */
+		qpt_sync(fd, "dying");
+		fflush(NULL);
+		_exit(0);
+	}
 	qpt_sync(fd, "sent");
 	n = qpt_poll(cq, &wc, 1, 20000);
 	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && b.p[0] == 0xab,
@@ -471,6 +480,26 @@ static void shared_client(const struct qpt_opts *o)
 	qpt_ep_of(&d, ini, &me);
 	qpt_xchg_ep(ft, &me, &peer);
 	CHECK(qpt_connect(&d, ini, &me, &peer, 0, IBV_MTU_1024) == 0, "initiator to RTS");
+	if (o->arg && !strcmp(o->arg, "gone")) {
+		char c;
+
+		/* The owner dies with its SRQ alive: the target refuses the
+		 * message (NAK invalid request) instead of waiting for it. */
+		qpt_sync(fo, "dying");
+		CHECK(read(fo, &c, 1) == 0, "the owner process exited");
+		CHECK(xsend(ini, IBV_WR_SEND, 1, &b, 0, 256, num, &peer, 0) == 0,
+		      "SEND to the dead owner's SRQ 0x%06x through the target process", num);
+		n = qpt_poll(cq, &wc, 1, 30000);
+		CHECK(n == 1 && wc.status == IBV_WC_REM_INV_REQ_ERR,
+		      "it fails with IBV_WC_REM_INV_REQ_ERR, not a retry timeout (n %d, %s)", n,
+		      n ? ibv_wc_status_str(wc.status) : "-");
+		qpt_sync(ft, "done");
+		ibv_destroy_qp(ini);
+		ibv_destroy_cq(cq);
+		qpt_buf_free(&b);
+		qpt_close(&d);
+		return;
+	}
 	CHECK(xsend(ini, IBV_WR_SEND, 1, &b, 0, 256, num, &peer, 0) == 0, "SEND to the owner's SRQ 0x%06x through the target process", num);
 	n = qpt_poll(cq, &wc, 1, 30000);
 	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS,

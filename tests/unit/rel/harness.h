@@ -45,6 +45,41 @@ static inline uint64_t ur_now_ns(void)
 #include "rel/resp.c"
 #include "rel/mw_ops.c"
 
+/* The shared XRC domain (rel/xrc.c), white-box: one process plays both the
+ * target QP's and the SRQ owner's, so the host registry is made to say
+ * that SRQ numbers belong to another process (t_xrc_other_pid), that
+ * process's liveness is t_xrc_other_dead, and the owner's REPLYs go to the
+ * fake transport too. */
+#include <signal.h>
+#include "xport/registry.h"
+static pid_t t_xrc_other_pid;
+static bool t_xrc_other_dead;
+static inline int t_registry_lookup(uint32_t qpn, struct ur_reg_owner *o)
+{
+	if (!t_xrc_other_pid)
+		return ur_registry_lookup(qpn, o);
+	memset(o, 0, sizeof(*o));
+	o->pid = t_xrc_other_pid;
+	return 0;
+}
+static inline int t_kill(pid_t pid, int sig)
+{
+	(void)sig;
+	if (pid == t_xrc_other_pid && t_xrc_other_dead) {
+		errno = ESRCH;
+		return -1;
+	}
+	return 0;
+}
+static inline struct ur_xport *t_local_xport(void);
+#define ur_registry_lookup t_registry_lookup
+#define kill t_kill
+#define ur_engine_xport(e) ((void)(e), t_local_xport())
+#include "rel/xrc.c"
+#undef ur_registry_lookup
+#undef kill
+#undef ur_engine_xport
+
 #include "core/ah.h"
 #include "core/context.h"
 #include "core/cq.h"
@@ -154,12 +189,98 @@ static inline int t_xport_mcast(struct ur_xport *x, const union ibv_gid *gid, un
 	return 0;
 }
 
+/* Local messages (struct ur_xport_ops.local_msg), queued like packets. */
+struct t_lmsg {
+	pid_t pid;
+	uint32_t len;
+	uint8_t buf[sizeof(struct ur_xrc_msg) + 4096];
+};
+
+#define T_LMSG_MAX 64
+static struct {
+	struct t_lmsg *q[T_LMSG_MAX];
+	unsigned n;
+	int fail;                    /* -errno to refuse with, 0: accept */
+} lnet;
+
+static inline int t_xport_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov,
+				    int iovcnt)
+{
+	struct t_lmsg *m;
+
+	(void)x;
+	if (lnet.fail)
+		return lnet.fail;
+	if (lnet.n == T_LMSG_MAX)
+		return -EAGAIN;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->pid = pid;
+	for (int i = 0; i < iovcnt; i++) {
+		UT_CHECK(m->len + iov[i].iov_len <= sizeof(m->buf));
+		if (m->len + iov[i].iov_len > sizeof(m->buf)) {
+			free(m);
+			return -EMSGSIZE;
+		}
+		memcpy(m->buf + m->len, iov[i].iov_base, iov[i].iov_len);
+		m->len += (uint32_t)iov[i].iov_len;
+	}
+	lnet.q[lnet.n++] = m;
+	return 0;
+}
+
 static const struct ur_xport_ops t_xport_ops = {
 	.name = "test",
 	.send = t_xport_send,
 	.resolve = t_xport_resolve,
 	.mcast = t_xport_mcast,
+	.local_msg = t_xport_local_msg,
 };
+
+static inline struct ur_xport *t_local_xport(void)
+{
+	return &net.x;
+}
+
+/* Local message i, parsed (a message uroce sent must parse). */
+static inline struct ur_xrc_msg t_lmsg(unsigned i)
+{
+	struct ur_xrc_msg m;
+	const uint8_t *pay;
+
+	memset(&m, 0, sizeof(m));
+	UT_CHECK(i < lnet.n);
+	if (i < lnet.n)
+		UT_EQ(ur_xrc_msg_parse(lnet.q[i]->buf, lnet.q[i]->len, &m, &pay), 0);
+	return m;
+}
+
+static inline void t_lmsg_drop(unsigned i)
+{
+	if (i >= lnet.n)
+		return;
+	free(lnet.q[i]);
+	memmove(&lnet.q[i], &lnet.q[i + 1], (lnet.n - i - 1) * sizeof(lnet.q[0]));
+	lnet.n--;
+}
+
+/* Hands local message i to the engine, as the receiving process's would. */
+static inline void t_lmsg_deliver(unsigned i)
+{
+	struct ur_engine *e = ur_engine_get();
+	struct t_lmsg *m;
+
+	if (i >= lnet.n)
+		return;
+	m = lnet.q[i];
+	memmove(&lnet.q[i], &lnet.q[i + 1], (lnet.n - i - 1) * sizeof(lnet.q[0]));
+	lnet.n--;
+	pthread_rwlock_rdlock(&e->table_lock);
+	ur_engine_local_msg(e, m->buf, m->len);
+	pthread_rwlock_unlock(&e->table_lock);
+	free(m);
+}
 
 /* Forgets queued packets and transport faults. */
 static inline void t_net_reset(void)
@@ -174,6 +295,11 @@ static inline void t_net_reset(void)
 	net.fail_errno = 0;
 	net.on_send = NULL;
 	net.x.ops = &t_xport_ops;
+	while (lnet.n)
+		t_lmsg_drop(0);
+	lnet.fail = 0;
+	t_xrc_other_pid = 0;
+	t_xrc_other_dead = false;
 }
 
 static inline unsigned t_count(void)

@@ -13,6 +13,7 @@
 #include "length_tests.c"
 #include "mw_tests.c"
 #include "xrc_tests.c"
+#include "xrc_shared_tests.c"
 #include "eagain_tests.c"
 #include "error_tests.c"
 #include "misc_tests.c"
@@ -101,6 +102,14 @@ int main(void)
 	UT_RUN(test_xrc_delivery);
 	UT_RUN(test_xrc_unknown_srq);
 	UT_RUN(test_xrc_other_domain);
+	UT_RUN(test_xrc_shared_send);
+	UT_RUN(test_xrc_shared_gap);
+	UT_RUN(test_xrc_dup_other_srq_mid_message);
+	UT_RUN(test_xrc_shared_rnr);
+	UT_RUN(test_xrc_shared_lost_reply);
+	UT_RUN(test_xrc_shared_owner_gone);
+	UT_RUN(test_xrc_shared_refused);
+	UT_RUN(test_xrc_shared_stale_reply);
 
 	UT_RUN(test_eagain_mid_message);
 	UT_RUN(test_eagain_every_point);
