@@ -197,6 +197,9 @@ static void server(const struct qpt_opts *o)
 		CHECK(ibv_post_recv(t[0], &rw, &bad) != 0, "ibv_post_recv on an XRC target fails (no RQ)");
 		CHECK(ibv_post_send(t[0], &sw, &sbad) != 0, "ibv_post_send on an XRC target fails (no SQ)");
 	}
+	/* What the client's READ fetches: in place before the client learns
+	 * the address (it reads as soon as its QPs are connected). */
+	memset(wbuf.p + 4096, 0x5c, 4096);
 	fd = qpt_oob(o);
 	for (int i = 0; i < NT; i++) {
 		qpt_ep_of(&d, t[i], &me[i]);
@@ -210,7 +213,6 @@ static void server(const struct qpt_opts *o)
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, IBV_MTU_1024);
 		CHECK(ret == 0, "XRC target %d to RTS (ret %d)", i, ret);
 	}
-	memset(wbuf.p + 4096, 0x5c, 4096);
 
 	/* Valid traffic through target 0. */
 	qpt_sync(fd, "sent-valid");
