@@ -452,7 +452,9 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	struct ur_cqe *e;
 
 	pthread_spin_lock(&cq->lock);
-	if (cq->tail - cq->head >= cq->depth) {
+	/* Once overrun, the CQ is in error: nothing more is written to it,
+	 * even when polling has made room. */
+	if (cq->overrun || cq->tail - cq->head >= cq->depth) {
 		bool first = !cq->overrun;
 
 		cq->overrun = true;
