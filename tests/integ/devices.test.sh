@@ -34,7 +34,13 @@ ur_expect_grep host.gid 'link_layer:[[:space:]]+Ethernet' "uroce0: link layer Et
 check_ns host
 
 # uroce run: the tool puts the library first, like LD_LIBRARY_PATH.
-if "$UR_BUILD/bin/uroce" run -- ibv_devices > "$UR_TMP/uroce-run.out" 2>&1 &&
+# Under ASan the exec'd (uninstrumented) program needs the runtime preloaded.
+run_pre=()
+if ur_is_asan; then
+	run_pre=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+		 "ASAN_OPTIONS=detect_leaks=0")
+fi
+if "${run_pre[@]}" "$UR_BUILD/bin/uroce" run -- ibv_devices > "$UR_TMP/uroce-run.out" 2>&1 &&
    grep -q uroce0 "$UR_TMP/uroce-run.out"; then
 	ur_pass "uroce run -- ibv_devices lists uroce0"
 else
