@@ -12,7 +12,7 @@
 #include <infiniband/verbs.h>
 
 #include "core/counters.h"
-#include "core/netdev.h"
+#include "host/netdev.h"
 #include "util/list.h"
 
 #define UR_DEV_NAME_MAX 56   /* leaves room for "uverbs-" in a 64-byte sysfs name */

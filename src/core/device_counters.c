@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/device.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 
 _Static_assert(UR_CNT_NR <= UR_REG_COUNTERS, "the registry has room for every counter");
 

@@ -8,7 +8,7 @@
 #include <endian.h>
 
 #include "core/device.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 
 /* The files programs read from an RDMA device's sysfs directory, answered
  * from uroce's own state: <ibdev_path>/{board_id,fw_ver,hca_type,hw_rev,

@@ -12,7 +12,7 @@
 #include "core/xrcd.h"
 #include "engine/engine.h"
 #include "rel/xrc.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "util/log.h"
 
 struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,

@@ -19,7 +19,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "wire/pkt_parse.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp.h"
 
 #define UR_MAX_WATCH 96               /* sockets, timers, and up to 64 local peers */

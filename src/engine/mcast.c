@@ -7,12 +7,12 @@
 
 #include "core/context.h"
 #include "core/limits.h"
-#include "core/netdev.h"
+#include "host/netdev.h"
 #include "core/qp.h"
 #include "engine/engine.h"
 #include "rel/rel.h"
 #include "util/log.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 
 
 struct attachment {
@@ -24,13 +24,6 @@ struct attachment {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct attachment *att;
 static unsigned natt, capacity;
-
-bool ur_gid_is_multicast(const union ibv_gid *gid)
-{
-	if (ur_gid_is_v4mapped(gid))
-		return (gid->raw[12] & 0xf0) == 0xe0;    /* 224.0.0.0/4 */
-	return gid->raw[0] == 0xff;
-}
 
 static unsigned count_group(const union ibv_gid *gid, unsigned ifindex)
 {

@@ -10,11 +10,8 @@
 #include "wire/pkt_parse.h"
 #include "xport/xport.h"
 
-#define UR_MCAST_QPN 0xffffffu
-
 struct ur_qp;
 
-bool ur_gid_is_multicast(const union ibv_gid *gid);
 int ur_mcast_attach(struct ur_qp *qp, const union ibv_gid *gid);
 int ur_mcast_detach(struct ur_qp *qp, const union ibv_gid *gid);
 /* Drops every attachment of a QP being destroyed. */

@@ -17,6 +17,7 @@
 #include "rel/xrc.h"
 #include "util/copy.h"
 #include "util/log.h"
+#include "wire/grh.h"
 
 #define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
 
@@ -715,43 +716,17 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 
 /* ---- UD ----------------------------------------------------------------- */
 
-/* The 40 bytes before a UD payload: an IPv6 header, or for IPv4 the IPv4
- * header in the last 20 bytes (where rdma-core and rxe put it). */
-static void build_grh(uint8_t grh[40], const struct ur_pkt_view *pkt,
-		      const struct ur_rx_meta *meta)
-{
-	uint32_t paylen = (uint32_t)(pkt->hdr_len + pkt->paylen + pkt->pad + 4 + 8);
-
-	memset(grh, 0, 40);
-	if (meta->ipv6) {
-		grh[0] = (uint8_t)(0x60 | (meta->traffic_class >> 4));
-		grh[1] = (uint8_t)(meta->traffic_class << 4);
-		ur_put_be16(grh + 4, (uint16_t)paylen);
-		grh[6] = 17;   /* next header: UDP */
-		grh[7] = meta->hop_limit;
-		memcpy(grh + 8, meta->sgid.raw, 16);
-		memcpy(grh + 24, meta->dgid.raw, 16);
-	} else {
-		uint8_t *ip = grh + 20;
-
-		ip[0] = 0x45;
-		ip[1] = meta->traffic_class;
-		ur_put_be16(ip + 2, (uint16_t)(paylen + 20));
-		ip[6] = 0x40;  /* DF */
-		ip[8] = meta->hop_limit;
-		ip[9] = 17;
-		memcpy(ip + 12, &meta->sgid.raw[12], 4);
-		memcpy(ip + 16, &meta->dgid.raw[12], 4);
-	}
-}
-
 static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
 	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
 	const uint8_t *deth = pkt->bth + info->offset[UR_HDR_DETH];
 	struct ur_recv_wqe *w;
 	struct ibv_wc wc = { 0 };
-	uint8_t grh[40];
+	struct ur_grh_fields g = {
+		.sgid = meta->sgid, .dgid = meta->dgid, .traffic_class = meta->traffic_class,
+		.hop_limit = meta->hop_limit, .ipv6 = meta->ipv6,
+	};
+	uint8_t grh[UR_GRH_BYTES];
 	bool ok;
 
 	if ((pkt->opcode & UR_OP_TYPE_MASK) != UR_OP_TYPE_UD || !(info->mask & UR_OPF_DETH)) {
@@ -773,7 +748,7 @@ static void ud_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struc
 		complete_recv(qp, IBV_WC_LOC_LEN_ERR, NULL, 0, false);
 		return;
 	}
-	build_grh(grh, pkt, meta);
+	ur_grh_build(grh, &g, pkt->hdr_len + pkt->paylen + pkt->pad + UR_ICRC_BYTES);
 	ur_mr_read_lock(&qp->ctx->mrs);
 	ok = ur_copy_to_sges(qp, w->sge, w->num_sge, 0, grh, 40) &&
 	     ur_copy_to_sges(qp, w->sge, w->num_sge, 40, pkt->payload, pkt->paylen);

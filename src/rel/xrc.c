@@ -43,7 +43,7 @@
 #include "rel/xrc_msg.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 
 #define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
 /* A parked packet retransmitted sooner than this after its hand-over does

@@ -6,7 +6,7 @@
 #include "core/pd.h"
 #include "core/qp.h"
 #include "engine/mcast.h"
-#include "wire/roce_hdr.h"
+#include "wire/grh.h"
 #include "verbs/verbs_priv.h"
 
 UR_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -21,67 +21,34 @@ UR_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 	return ur_ret_errno(ur_ah_destroy(to_uah(ah)));
 }
 
-/* A UD receive buffer starts with 40 bytes: an IPv6 header, or an IPv4
- * header in its last 20 bytes (RoCE v2 over IPv4, as rxe and mlx5 do). */
-static int addrs_from_grh(const struct ibv_grh *grh, union ibv_gid *src, union ibv_gid *dst,
-			  uint8_t *tclass, uint32_t *flow)
-{
-	const uint8_t *raw = (const uint8_t *)grh;
-
-	if ((raw[0] >> 4) == 6) {
-		uint32_t vtf = ur_get_be32(raw);
-
-		memcpy(src->raw, raw + 8, 16);
-		memcpy(dst->raw, raw + 24, 16);
-		*tclass = (uint8_t)(vtf >> 20);
-		*flow = vtf & 0xfffff;
-		return 0;
-	}
-	if ((raw[20] >> 4) == 4) {
-		struct in_addr s, d;
-
-		memcpy(&s, raw + 20 + 12, 4);
-		memcpy(&d, raw + 20 + 16, 4);
-		ur_gid_from_v4(src, s);
-		ur_gid_from_v4(dst, d);
-		*tclass = raw[21];
-		*flow = 0;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 UR_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 				  struct ibv_wc *wc, struct ibv_grh *grh,
 				  struct ibv_ah_attr *ah_attr)
 {
-	union ibv_gid src, dst;
+	struct ur_grh_fields g;
 	struct ur_netdev nd;
-	uint8_t tclass;
-	uint32_t flow;
 	int sgid_index = -1;
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	/* A RoCE port routes by GID: without a GRH there is no address. */
-	if (!(wc->wc_flags & IBV_WC_GRH) || !grh ||
-	    addrs_from_grh(grh, &src, &dst, &tclass, &flow)) {
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || ur_grh_parse((const uint8_t *)grh, &g)) {
 		errno = EINVAL;
 		return -1;
 	}
 	ur_device_snapshot(to_uctx(context)->dev, &nd);
 	for (unsigned i = 0; i < nd.ngid; i++)
-		if (nd.gid[i].valid && !memcmp(&nd.gid[i].gid, &dst, sizeof(dst)))
+		if (nd.gid[i].valid && !memcmp(&nd.gid[i].gid, &g.dgid, sizeof(g.dgid)))
 			sgid_index = (int)i;
 	if (sgid_index < 0) {
 		errno = ENOENT;    /* the packet was not addressed to this device */
 		return -1;
 	}
 	ah_attr->is_global = 1;
-	ah_attr->grh.dgid = src;
+	ah_attr->grh.dgid = g.sgid;
 	ah_attr->grh.sgid_index = (uint8_t)sgid_index;
 	ah_attr->grh.hop_limit = 0xff;
-	ah_attr->grh.traffic_class = tclass;
-	ah_attr->grh.flow_label = flow;
+	ah_attr->grh.traffic_class = g.traffic_class;
+	ah_attr->grh.flow_label = g.flow_label;
 	ah_attr->sl = wc->sl;
 	ah_attr->port_num = port_num;
 	return 0;

@@ -33,6 +33,7 @@
 #define UR_ROCE_UDP_PORT	4791
 #define UR_DEFAULT_PKEY		0xffff
 #define UR_QPN_MASK		0xffffffu	/* QPNs, PSNs, MSNs, EECNs: 24 bits */
+#define UR_MCAST_QPN		0xffffffu	/* a UD datagram to a multicast group */
 
 /* ---- alignment-safe big/little-endian loads and stores ---- */
 

@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/netdev.h"
-#include "engine/mcast.h"
+#include "wire/gid.h"
 #include "util/log.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
 /* Membership is taken by the attaching process on its own socket, at once:

@@ -10,7 +10,7 @@
 
 #include "util/compiler.h"
 #include "wire/icrc.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp.h"
 
 #define UR_UDP_BATCH 8

@@ -25,7 +25,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
 #define UR_ELECTION_PERIOD_NS 200000000ull   /* 200 ms */

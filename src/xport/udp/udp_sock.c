@@ -11,12 +11,11 @@
 #include <unistd.h>
 
 #include "core/device.h"
-#include "core/netdev.h"
-#include "engine/mcast.h"
+#include "wire/gid.h"
 #include "engine/engine.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
 #define UR_SOCK_BUF (32 << 20)   /* only used while backlogged */

@@ -21,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/netdev.h"
+#include "wire/gid.h"
 #include "engine/engine.h"
 #include "util/clock.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
 #define UR_GSO_MAX_SEGS 64

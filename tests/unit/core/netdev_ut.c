@@ -13,7 +13,7 @@
 #include "ut_engine.h"
 
 #include "core/device.h"
-#include "core/netdev.h"
+#include "host/netdev.h"
 #include "core/route.h"
 #include "util/compiler.h"
 

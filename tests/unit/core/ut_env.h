@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
-#include "xport/registry.h"
+#include "host/registry.h"
 
 /* Sets or clears flags on an interface of the current namespace. */
 static inline int ut_if_flags(const char *ifname, short set, short clear)

@@ -51,7 +51,7 @@ static inline uint64_t ur_now_ns(void)
  * process's liveness is t_xrc_other_dead, and the owner's REPLYs go to the
  * fake transport too. */
 #include <signal.h>
-#include "xport/registry.h"
+#include "host/registry.h"
 static pid_t t_xrc_other_pid;
 static bool t_xrc_other_dead;
 static inline int t_registry_lookup(uint32_t qpn, struct ur_reg_owner *o)

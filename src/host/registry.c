@@ -1,4 +1,4 @@
-#include "xport/registry.h"
+#include "host/registry.h"
 
 #include <errno.h>
 #include <fcntl.h>

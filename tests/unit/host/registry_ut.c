@@ -13,7 +13,7 @@
 #include "ut.h"
 #include "ut_env.h"
 
-#include "xport/registry.c"
+#include "host/registry.c"
 
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)

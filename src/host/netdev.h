@@ -1,13 +1,15 @@
 /* Network interfaces as RoCE sees them: name, MTU, MAC, and the GID table
  * derived from their addresses the way Linux rxe derives it. */
-#ifndef UROCE_CORE_NETDEV_H
-#define UROCE_CORE_NETDEV_H
+#ifndef UROCE_HOST_NETDEV_H
+#define UROCE_HOST_NETDEV_H
 
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
+
+#include "wire/gid.h"
 
 #define UR_MAX_GID 16
 
@@ -42,15 +44,6 @@ int ur_netdev_get(const char *name, struct ur_netdev *out);
 /* Is this GID (IPv4-mapped or IPv6) an address of some interface of this
  * network namespace? */
 bool ur_gid_is_local_addr(const union ibv_gid *gid);
-
-/* GID <-> address helpers. */
-bool ur_gid_is_v4mapped(const union ibv_gid *gid);
-bool ur_gid_is_zero(const union ibv_gid *gid);
-bool ur_gid_is_link_local(const union ibv_gid *gid);
-void ur_gid_from_v4(union ibv_gid *gid, struct in_addr a);
-void ur_gid_eui64(union ibv_gid *gid, const uint8_t mac[6]);
-/* "::ffff:10.0.0.1" style text, as inet_ntop prints it. */
-const char *ur_gid_str(const union ibv_gid *gid, char *buf, size_t len);
 
 /* IB MTU enum from an interface MTU, as rxe derives it: minus 80 bytes of
  * Ethernet/IP/UDP/BTH/ICRC overhead, rounded down, capped at 4096. */
