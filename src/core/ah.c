@@ -8,30 +8,28 @@
 #include "core/route.h"
 #include "util/log.h"
 
-struct ur_ah *ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr)
+int ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr, struct ur_ah **out)
 {
 	struct ur_ah *ah;
 	char why[256];
 	int ret;
 
 	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ret = ur_route_resolve(pd->ctx->dev, attr, 0, &ah->path, why, sizeof(why));
+	if (!ah)
+		return -ENOMEM;
+	ret = ur_route_resolve(pd->ctx, attr, 0, &ah->path, why, sizeof(why));
 	if (ret) {
 		ur_err(pd->ctx->dev->ibdev.name, "cannot create address handle: %s", why);
 		free(ah);
-		errno = -ret;
-		return NULL;
+		return ret;
 	}
 	ah->pd = pd;
 	ah->attr = *attr;
 	ah->ibah.context = &pd->ctx->vctx.context;
 	ah->ibah.pd = &pd->ibpd;
 	atomic_fetch_add(&pd->users, 1);
-	return ah;
+	*out = ah;
+	return 0;
 }
 
 int ur_ah_destroy(struct ur_ah *ah)

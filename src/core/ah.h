@@ -21,7 +21,7 @@ static inline struct ur_ah *to_uah(struct ibv_ah *ibah)
 	return (struct ur_ah *)ibah;
 }
 
-struct ur_ah *ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr);
+int ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr, struct ur_ah **out);
 int ur_ah_destroy(struct ur_ah *ah);
 
 #endif

@@ -5,15 +5,14 @@
 
 #include "util/log.h"
 
-struct ur_context *ur_context_open(struct ur_device *dev)
+int ur_context_open(struct ur_device *dev, struct ur_context **out)
 {
 	struct ur_context *ctx = calloc(1, sizeof(*ctx));
 	int ret;
 
-	if (!ctx) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!ctx)
+		return -ENOMEM;
+	ctx->stack_err = -EIO;
 	ctx->dev = dev;
 	ret = ur_mr_table_init(&ctx->mrs);
 	if (ret)
@@ -43,14 +42,14 @@ struct ur_context *ur_context_open(struct ur_device *dev)
 	}
 	ur_list_add_tail(&dev->contexts, &ctx->dev_link);
 	pthread_mutex_unlock(&dev->ctx_lock);
-	return ctx;
+	*out = ctx;
+	return 0;
 
 err_mrs:
 	ur_mr_table_fini(&ctx->mrs);
 err_free:
 	free(ctx);
-	errno = -ret;
-	return NULL;
+	return ret;
 }
 
 int ur_context_close(struct ur_context *ctx)

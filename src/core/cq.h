@@ -1,9 +1,9 @@
-/* Completion queues and completion channels.
+/* Completion queues (cq.c, cq_ex.c) and completion channels (channel.c).
  *
- * The engine (or a posting thread) pushes completions under the CQ lock;
- * the application polls them with ibv_poll_cq or the ibv_cq_ex interface.
- * A CQ armed with ibv_req_notify_cq writes one event to its channel's pipe
- * at the next (solicited) completion.
+ * The protocol pushes completions under the CQ's spinlock; the application
+ * polls them with ibv_poll_cq or the ibv_cq_ex interface.  A CQ armed with
+ * ibv_req_notify_cq posts one event to its channel at the next (solicited)
+ * completion, after the spinlock is released.
  */
 #ifndef UROCE_CORE_CQ_H
 #define UROCE_CORE_CQ_H
@@ -62,6 +62,8 @@ struct ur_cq {
 	uint16_t mod_count;
 	uint16_t mod_period_us;
 	uint32_t mod_pending;
+	bool mod_timer_armed;          /* decided under the lock, armed after it */
+	bool mod_timer_ready;          /* registered with the reactor (ibcq.mutex) */
 	struct ur_timer mod_timer;
 };
 
@@ -70,15 +72,26 @@ static inline struct ur_cq *to_ucq(struct ibv_cq *ibcq)
 	return container_of((struct ibv_cq_ex *)ibcq, struct ur_cq, ibcq);
 }
 
-struct ur_comp_channel *ur_channel_create(struct ur_context *ctx);
+int ur_channel_create(struct ur_context *ctx, struct ur_comp_channel **out);
 int ur_channel_destroy(struct ur_comp_channel *ch);
 /* Reads one event: the CQ it is for.  Blocking unless O_NONBLOCK. */
 int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
+/* Queues an event for cq on its channel (no CQ lock held). */
+void ur_channel_post(struct ur_cq *cq);
+/* Drops the events of cq still queued on its channel, unread. */
+void ur_channel_forget(struct ur_cq *cq);
 
-struct ur_cq *ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr);
+int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
+		 struct ur_cq **out);
 int ur_cq_destroy(struct ur_cq *cq);
 int ur_cq_resize(struct ur_cq *cq, int cqe);
 int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc);
+/* The extended interface: its accessors, and the start of a poll, which
+ * holds the CQ lock until ibv_end_poll when it returns 0 (-ENOENT: empty). */
+void ur_cq_init_ex_ops(struct ur_cq *cq);
+int ur_cq_start_poll(struct ur_cq *cq);
+/* The next completion of a started poll; -ENOENT: none. */
+int ur_cq_next_poll(struct ur_cq *cq);
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
 int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr);
 

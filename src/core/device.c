@@ -145,7 +145,7 @@ static void auto_name(char *out, size_t len, unsigned pos)
 	while (name_taken(out));
 }
 
-struct ur_device **ur_device_list(int *num)
+int ur_device_list(struct ur_device ***out, int *num)
 {
 	struct dev_wish wish[UR_MAX_DEVICES];
 	const char *spec = getenv("UROCE_DEVICES");
@@ -156,10 +156,8 @@ struct ur_device **ur_device_list(int *num)
 
 	ur_log_init();
 	ret = ur_netdev_scan(&nds, &nnd);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		return ret;
 	if (spec && *spec)
 		nwish = parse_wishes(spec, wish, UR_MAX_DEVICES);
 	else
@@ -203,12 +201,11 @@ struct ur_device **ur_device_list(int *num)
 	}
 	pthread_mutex_unlock(&devices_lock);
 	free(nds);
-	if (!list) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!list)
+		return -ENOMEM;
+	*out = list;
 	*num = count;
-	return list;
+	return 0;
 }
 
 void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg)
@@ -226,11 +223,10 @@ void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg)
 
 struct ur_device *ur_device_by_name(const char *name)
 {
-	struct ur_device *found = NULL;
+	struct ur_device *found = NULL, **list;
 	int n;
-	struct ur_device **list = ur_device_list(&n);
 
-	if (!list)
+	if (ur_device_list(&list, &n))
 		return NULL;
 	for (int i = 0; i < n; i++)
 		if (!strcmp(list[i]->ibdev.name, name))

@@ -44,9 +44,9 @@ static inline struct ur_device *to_udev(struct ibv_device *ibdev)
 	return (struct ur_device *)ibdev;
 }
 
-/* Rescans the interfaces and returns the current devices (malloc'ed,
- * NULL-terminated); *num gets their count.  NULL with errno on failure. */
-struct ur_device **ur_device_list(int *num);
+/* Rescans the interfaces and returns the current devices in *out
+ * (malloc'ed, NULL-terminated), their count in *num.  0 or -errno. */
+int ur_device_list(struct ur_device ***out, int *num);
 struct ur_device *ur_device_by_name(const char *name);
 bool ur_device_is_ours(const struct ibv_device *ibdev);
 

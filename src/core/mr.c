@@ -6,6 +6,7 @@
 
 #include "core/limits.h"
 #include "core/pd.h"
+#include "util/copy.h"
 
 int ur_mr_table_init(struct ur_mr_table *t)
 {
@@ -162,4 +163,28 @@ void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd
 	if (mw->ibmw.type == IBV_MW_TYPE_1 ? mw->pd != pd : mw->qp != qp)
 		return NULL;
 	return mw->mr->host + (va - mw->mr->iova);
+}
+
+bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct ibv_sge *sge,
+		   uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint32_t take;
+		void *dst;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		take = ur_min(sge[i].length - off, len);
+		dst = ur_mr_check(t, sge[i].lkey, pd, sge[i].addr + off, take,
+				  IBV_ACCESS_LOCAL_WRITE);
+		if (!dst)
+			return false;
+		ur_memcpy(dst, src, take);
+		src += take;
+		len -= take;
+		off = 0;
+	}
+	return len == 0;
 }

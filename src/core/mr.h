@@ -106,4 +106,18 @@ void *ur_mr_check(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
 void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
 			 const void *qp, uint64_t va, uint64_t len, int access);
 
+/* Scatters len bytes into SGEs, starting at byte offset off of the list:
+ * every SGE's lkey must name an MR of pd granting local write.  False (and
+ * maybe some bytes placed) if one does not.  Read lock held. */
+bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct ibv_sge *sge,
+		   uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+
+/* Memory windows (mw.c), executed for a QP.  A BIND_MW or LOCAL_INV work
+ * request: its completion status. */
+struct ur_qp;
+struct ur_send_wqe;
+enum ibv_wc_status ur_mw_local_op(struct ur_qp *qp, struct ur_send_wqe *w);
+/* SEND with invalidate at the responder: false if rkey may not be. */
+bool ur_mw_remote_invalidate(struct ur_qp *qp, uint32_t rkey);
+
 #endif

@@ -5,20 +5,19 @@
 
 #include "core/context.h"
 
-struct ur_pd *ur_pd_alloc(struct ur_context *ctx)
+int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out)
 {
 	static atomic_uint next_handle = 1;
 	struct ur_pd *pd = calloc(1, sizeof(*pd));
 
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!pd)
+		return -ENOMEM;
 	pd->ctx = ctx;
 	pd->ibpd.context = &ctx->vctx.context;
 	pd->ibpd.handle = atomic_fetch_add(&next_handle, 1);
 	atomic_init(&pd->users, 0);
-	return pd;
+	*out = pd;
+	return 0;
 }
 
 int ur_pd_dealloc(struct ur_pd *pd)

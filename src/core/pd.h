@@ -18,7 +18,7 @@ static inline struct ur_pd *to_upd(struct ibv_pd *ibpd)
 	return (struct ur_pd *)ibpd;
 }
 
-struct ur_pd *ur_pd_alloc(struct ur_context *ctx);
+int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out);
 int ur_pd_dealloc(struct ur_pd *pd);
 
 #endif

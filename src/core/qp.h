@@ -1,6 +1,7 @@
-/* Queue pairs: the object, its work queues and WQE layouts.  State
- * transitions and attribute validation live in qp_modify.c; the protocol in
- * src/rel. */
+/* Queue pairs: the object, its work queues and WQE layouts, and the state
+ * the protocol keeps in it (qp_proto.h).  Attribute validation and the
+ * state table live in qp_modify.c and qp_state.c; the protocol that drives
+ * a QP, and its life cycle, in src/rel. */
 #ifndef UROCE_CORE_QP_H
 #define UROCE_CORE_QP_H
 
@@ -9,9 +10,11 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "core/context.h"
 #include "core/counters.h"
+#include "core/qp_proto.h"
 #include "core/wq.h"
-#include "rel/rel_state.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/list.h"
 #include "xport/xport.h"
@@ -60,13 +63,6 @@ struct ur_send_wqe {
 	};
 };
 
-struct ur_recv_wqe {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	uint32_t length;         /* sum of the SGE lengths */
-	struct ibv_sge sge[];
-};
-
 struct ur_qp {
 	struct ibv_qp_ex qpx;            /* qpx.qp_base is what applications see */
 	struct ur_context *ctx;
@@ -96,13 +92,11 @@ struct ur_qp {
 
 	/* ibv_wr_* builder: WQEs between sq.tail and wr_tail are being built */
 	uint32_t wr_tail;
-	int wr_err;
+	int wr_err;                      /* the batch's first error, -errno */
 
-	/* engine bookkeeping (engine locks) */
-	struct ur_list timer_link;       /* on the engine's armed-timer list */
-	uint64_t timer_min;              /* earliest deadline, under the timer lock */
-	struct ur_list blocked_link;     /* waiting for the transport to drain */
-	uint32_t async_events_reported;
+	struct ur_timer timer;           /* the earlier of comp's two deadlines */
+	struct ur_list wait_link;        /* on the stack's list of QPs waiting for room */
+	bool dying;                      /* being destroyed: nothing re-arms or re-queues it */
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */
@@ -137,15 +131,28 @@ static inline struct ur_send_wqe *ur_sq_wqe(struct ur_qp *qp, uint32_t idx)
 	return ur_wq_slot(&qp->sq, idx);
 }
 
-struct ur_qp *ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr);
-int ur_qp_destroy(struct ur_qp *qp);
-int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask);
+/* The device a QP is on, for log lines. */
+#define ur_qp_dev(qp) ((qp)->ctx->dev->ibdev.name)
+
+/* Allocates a QP and its queues for checked creation attributes (type,
+ * caps, CQs, PD); takes references on the objects it uses.  Numbering it
+ * and starting the protocol are the caller's (rel/qp_ops.c).  0 or -errno. */
+int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struct ur_qp **out);
+/* Drops the references and frees the QP and everything it holds. */
+void ur_qp_free(struct ur_qp *qp);
 int ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);
 
-int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-void ur_qp_init_wr_ops(struct ur_qp *qp);
+/* Posting into the queues (qp_post.c), qp->lock held: validated WQEs are
+ * added; 0 or -errno with *bad at the first one refused. */
+int ur_sq_post(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* Fills a receive WQE slot from a work request with at most max_sge SGEs
+ * (an SRQ's too); -EINVAL if it has more. */
+int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge);
+/* The ibv_wr_* builders (qp_wr.c); wr_start/complete/abort are the
+ * protocol's. */
+void ur_qp_init_wr_builders(struct ur_qp *qp);
 
 /* Work requests executed inside the device, never put on the wire. */
 static inline bool ur_wr_is_local(uint32_t op)
@@ -153,19 +160,23 @@ static inline bool ur_wr_is_local(uint32_t op)
 	return op == IBV_WR_BIND_MW || op == IBV_WR_LOCAL_INV;
 }
 
-/* Moves the QP to ERROR: flushes both queues and raises the async event
- * when fatal.  qp->lock held. */
-void ur_qp_to_error(struct ur_qp *qp, bool fatal);
-/* A QP whose completion could not be written (CQ overrun) goes to ERROR
- * with IBV_EVENT_QP_FATAL; called once the caller is done with its queues. */
-void ur_qp_check_overrun(struct ur_qp *qp);
+static inline bool ur_wr_is_rd_atomic(uint32_t op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /* Generates a completion for a send WQE (respecting signaling) and retires
  * it from the SQ head.  qp->lock held. */
 void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 			 enum ibv_wc_status status);
-
+/* Everything queued, and a receive in progress, completes in order with
+ * IBV_WC_WR_FLUSH_ERR.  qp->lock held. */
+void ur_qp_flush_queues(struct ur_qp *qp);
 /* Drops this QP's completions still queued in its CQs (reset, destroy). */
 void ur_qp_purge_completions(struct ur_qp *qp);
+/* Queues an asynchronous event about this QP on its context. */
+void ur_qp_event(struct ur_qp *qp, enum ibv_event_type type);
 
 /* State names for logs. */
 extern const char *const ur_qp_state_name[];

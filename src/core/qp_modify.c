@@ -9,16 +9,13 @@
 #include "core/cq.h"
 #include "core/qp.h"
 #include "core/route.h"
-#include "rel/psn.h"
-#include "rel/rel.h"
 #include "util/log.h"
-
-#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
+#include "wire/roce_hdr.h"
 
 /* Attribute values a device can refuse, checked before anything changes. */
 static int check_values(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
-	const char *dev = QP_DEV(qp);
+	const char *dev = ur_qp_dev(qp);
 	uint32_t qpn = ur_qp_num(qp);
 
 	if ((mask & IBV_QP_PORT) && a->port_num != 1) {
@@ -71,12 +68,12 @@ static int check_values(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 static int resolve_peer(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
 			struct ur_path *path, unsigned *mtu)
 {
-	const char *dev = QP_DEV(qp);
+	const char *dev = ur_qp_dev(qp);
 	struct ibv_port_attr port;
 	char why[256];
 	int ret;
 
-	ret = ur_route_resolve(qp->ctx->dev, &a->ah_attr,
+	ret = ur_route_resolve(qp->ctx, &a->ah_attr,
 			       (mask & IBV_QP_DEST_QPN) ? a->dest_qp_num : qp->attr.dest_qp_num,
 			       path, why, sizeof(why));
 	if (ret) {
@@ -119,17 +116,17 @@ static void apply(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 	if (mask & IBV_QP_RNR_RETRY)
 		qp->attr.rnr_retry = a->rnr_retry;
 	if (mask & IBV_QP_RQ_PSN)
-		qp->attr.rq_psn = a->rq_psn & UR_PSN_MASK;
+		qp->attr.rq_psn = a->rq_psn & UR_QPN_MASK;
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		qp->attr.max_rd_atomic = a->max_rd_atomic;
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
 	if (mask & IBV_QP_SQ_PSN)
-		qp->attr.sq_psn = a->sq_psn & UR_PSN_MASK;
+		qp->attr.sq_psn = a->sq_psn & UR_QPN_MASK;
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & IBV_QP_DEST_QPN)
-		qp->attr.dest_qp_num = a->dest_qp_num & UR_PSN_MASK;
+		qp->attr.dest_qp_num = a->dest_qp_num & UR_QPN_MASK;
 }
 
 static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
@@ -153,102 +150,71 @@ static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int ma
 	return 0;
 }
 
-int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
+int ur_qp_modify_check(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
+		       struct ur_qp_change *c)
 {
-	enum ibv_qp_state cur, next;
-	struct ur_path path;
-	unsigned mtu = 0;
 	int missing, extra, ret;
 	char m1[256], m2[256];
 
-	pthread_mutex_lock(&qp->lock);
-	cur = qp->state;
-	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur) {
-		ur_err(QP_DEV(qp), "QP 0x%06x: cur_qp_state %s but the QP is in %s",
+	memset(c, 0, sizeof(*c));
+	c->cur = qp->state;
+	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != c->cur) {
+		ur_err(ur_qp_dev(qp), "QP 0x%06x: cur_qp_state %s but the QP is in %s",
 		       ur_qp_num(qp), ur_qp_state_name[a->cur_qp_state],
-		       ur_qp_state_name[cur]);
-		ret = -EINVAL;
-		goto out;
+		       ur_qp_state_name[c->cur]);
+		return -EINVAL;
 	}
-	next = (mask & IBV_QP_STATE) ? a->qp_state : cur;
-	if (next < IBV_QPS_RESET || next > IBV_QPS_ERR) {
-		ret = -EINVAL;
-		goto out;
-	}
-	ret = ur_qp_check_mask(cur, next, qp->type, mask, &missing, &extra);
+	c->next = (mask & IBV_QP_STATE) ? a->qp_state : c->cur;
+	if (c->next < IBV_QPS_RESET || c->next > IBV_QPS_ERR)
+		return -EINVAL;
+	ret = ur_qp_check_mask(c->cur, c->next, qp->type, mask, &missing, &extra);
 	if (ret) {
-		if (!ur_qp_transition_rule(cur, next, qp->type).valid)
-			ur_err(QP_DEV(qp), "QP 0x%06x: no transition %s -> %s",
-			       ur_qp_num(qp), ur_qp_state_name[cur], ur_qp_state_name[next]);
+		if (!ur_qp_transition_rule(c->cur, c->next, qp->type).valid)
+			ur_err(ur_qp_dev(qp), "QP 0x%06x: no transition %s -> %s", ur_qp_num(qp),
+			       ur_qp_state_name[c->cur], ur_qp_state_name[c->next]);
 		else
-			ur_err(QP_DEV(qp), "QP 0x%06x: %s -> %s: missing attributes [%s], "
-			       "not allowed [%s]", ur_qp_num(qp), ur_qp_state_name[cur],
-			       ur_qp_state_name[next], ur_qp_mask_str(missing, m1, sizeof(m1)),
+			ur_err(ur_qp_dev(qp), "QP 0x%06x: %s -> %s: missing attributes [%s], "
+			       "not allowed [%s]", ur_qp_num(qp), ur_qp_state_name[c->cur],
+			       ur_qp_state_name[c->next], ur_qp_mask_str(missing, m1, sizeof(m1)),
 			       ur_qp_mask_str(extra, m2, sizeof(m2)));
-		goto out;
+		return ret;
 	}
 	ret = check_values(qp, a, mask);
 	if (ret)
-		goto out;
-	if (next == IBV_QPS_SQD) {
-		ur_err(QP_DEV(qp), "QP 0x%06x: the SQ drain state (SQD) is not supported",
+		return ret;
+	if (c->next == IBV_QPS_SQD) {
+		ur_err(ur_qp_dev(qp), "QP 0x%06x: the SQ drain state (SQD) is not supported",
 		       ur_qp_num(qp));
-		ret = -EOPNOTSUPP;
-		goto out;
+		return -EOPNOTSUPP;
 	}
 	if ((mask & IBV_QP_AV) && qp->type != IBV_QPT_UD) {
-		ret = resolve_peer(qp, a, mask, &path, &mtu);
+		ret = resolve_peer(qp, a, mask, &c->path, &c->mtu);
 		if (ret)
-			goto out;
+			return ret;
+		c->new_path = true;
 	} else if (mask & IBV_QP_PATH_MTU) {
-		mtu = ur_mtu_bytes(a->path_mtu);
+		c->mtu = ur_mtu_bytes(a->path_mtu);
 	}
-	ret = alloc_resources(qp, a, mask);
-	if (ret)
-		goto out;
+	return 0;
+}
 
+int ur_qp_modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
+		       const struct ur_qp_change *c)
+{
+	int ret = alloc_resources(qp, a, mask);
+
+	if (ret)
+		return ret;
 	apply(qp, a, mask);
-	if (mask & IBV_QP_AV)
-		qp->path = path;
-	if (mtu)
-		qp->mtu = mtu;
-	if (qp->type == IBV_QPT_UD && cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
+	if (c->new_path)
+		qp->path = c->path;
+	if (c->mtu)
+		qp->mtu = c->mtu;
+	if (qp->type == IBV_QPT_UD && c->cur == IBV_QPS_RESET && c->next == IBV_QPS_INIT) {
 		struct ibv_port_attr port;
 
 		ur_port_attr(qp->ctx->dev, &port);
 		qp->mtu = ur_mtu_bytes(port.active_mtu);
 	}
-
-	if (next != cur || next == IBV_QPS_RESET) {
-		qp->state = next;
-		qp->qpx.qp_base.state = next;
-		switch (next) {
-		case IBV_QPS_RESET:
-			ur_rel_abort(qp);
-			ur_rel_reset(qp);
-			qp->comm_est = false;
-			qp->cq_overrun = false;
-			ur_qp_purge_completions(qp);
-			qp->sq.head = qp->sq.tail = 0;
-			qp->rq.head = qp->rq.tail = 0;
-			break;
-		case IBV_QPS_RTR:
-			ur_rel_enter_rtr(qp);
-			break;
-		case IBV_QPS_RTS:
-			ur_rel_enter_rts(qp);
-			break;
-		case IBV_QPS_ERR:
-			qp->state = cur;   /* let ur_qp_to_error see the transition */
-			ur_qp_to_error(qp, false);
-			break;
-		default:
-			break;
-		}
-	}
-	ur_dbg(QP_DEV(qp), "QP 0x%06x: %s -> %s", ur_qp_num(qp),
-	       ur_qp_state_name[cur], ur_qp_state_name[next]);
-out:
-	pthread_mutex_unlock(&qp->lock);
-	return ret;
+	return 0;
 }

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <infiniband/verbs.h>
 
+#include "xport/xport.h"
+
 struct ur_qp_transition {
 	bool valid;
 	int required;      /* IBV_QP_* bits that must be in the mask */
@@ -22,6 +24,25 @@ struct ur_qp_transition ur_qp_transition_rule(enum ibv_qp_state cur,
  * name the offending attribute bits. */
 int ur_qp_check_mask(enum ibv_qp_state cur, enum ibv_qp_state next,
 		     enum ibv_qp_type type, int mask, int *missing, int *extra);
+
+struct ur_qp;
+
+/* What a modify is about to change, checked before anything does. */
+struct ur_qp_change {
+	enum ibv_qp_state cur, next;
+	bool new_path;
+	struct ur_path path;   /* resolved at RTR (IBV_QP_AV) */
+	unsigned mtu;          /* path MTU in bytes, 0: unchanged */
+};
+
+/* Checks a modify (qp->lock held): the transition, the mask, the values,
+ * the route to the peer.  Nothing changes.  0 or -errno, the reason logged. */
+int ur_qp_modify_check(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
+		       struct ur_qp_change *c);
+/* Applies a checked modify's attributes (not the state: that is the
+ * protocol's, rel/qp_ops.c).  0 or -ENOMEM. */
+int ur_qp_modify_apply(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
+		       const struct ur_qp_change *c);
 
 /* "IBV_QP_AV|IBV_QP_PATH_MTU" style text for a mask, for error messages. */
 const char *ur_qp_mask_str(int mask, char *buf, size_t len);

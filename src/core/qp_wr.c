@@ -1,14 +1,15 @@
-/* The ibv_qp_ex work-request builder (ibv_wr_start ... ibv_wr_complete).
- * WQEs are built in the SQ slots past sq.tail and become visible to the
- * requester only at ibv_wr_complete; an error in any builder call discards
- * the whole batch, as the verbs contract says. */
+/* The ibv_qp_ex work-request builders (ibv_wr_send, ibv_wr_set_sge, ...
+ * between ibv_wr_start and ibv_wr_complete).  WQEs are built in the SQ
+ * slots past sq.tail and become visible to the requester only at
+ * ibv_wr_complete (rel/qp_ops.c); an error in any builder call discards the
+ * whole batch, as the verbs contract says. */
 #include <errno.h>
 #include <string.h>
 
 #include "core/ah.h"
+#include "core/limits.h"
 #include "core/mr.h"
 #include "core/qp.h"
-#include "rel/rel.h"
 #include "util/log.h"
 
 static inline struct ur_qp *from_qpx(struct ibv_qp_ex *qpx)
@@ -31,7 +32,7 @@ static struct ur_send_wqe *new_wqe(struct ibv_qp_ex *qpx, uint32_t opcode)
 	if (qp->wr_err)
 		return NULL;
 	if (qp->wr_tail - qp->sq.head >= qp->sq.max) {
-		qp->wr_err = ENOMEM;
+		qp->wr_err = -ENOMEM;
 		return NULL;
 	}
 	w = ur_sq_wqe(qp, qp->wr_tail++);
@@ -41,41 +42,6 @@ static struct ur_send_wqe *new_wqe(struct ibv_qp_ex *qpx, uint32_t opcode)
 	w->opcode = opcode;
 	w->state = UR_WQE_POSTED;
 	return w;
-}
-
-static void wr_start(struct ibv_qp_ex *qpx)
-{
-	struct ur_qp *qp = from_qpx(qpx);
-
-	pthread_mutex_lock(&qp->lock);
-	qp->wr_tail = qp->sq.tail;
-	qp->wr_err = (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR) ? 0 : EINVAL;
-}
-
-static int wr_complete(struct ibv_qp_ex *qpx)
-{
-	struct ur_qp *qp = from_qpx(qpx);
-	int err = qp->wr_err;
-
-	if (!err) {
-		qp->sq.tail = qp->wr_tail;
-		if (qp->state == IBV_QPS_ERR)
-			ur_qp_to_error(qp, false);
-		else
-			ur_req_run(qp);
-		ur_qp_check_overrun(qp);
-	}
-	qp->wr_tail = qp->sq.tail;
-	pthread_mutex_unlock(&qp->lock);
-	return err;
-}
-
-static void wr_abort(struct ibv_qp_ex *qpx)
-{
-	struct ur_qp *qp = from_qpx(qpx);
-
-	qp->wr_tail = qp->sq.tail;
-	pthread_mutex_unlock(&qp->lock);
 }
 
 static void wr_send(struct ibv_qp_ex *qpx)
@@ -98,7 +64,7 @@ static void rdma(struct ibv_qp_ex *qpx, uint32_t op, uint32_t rkey, uint64_t add
 	if (!w)
 		return;
 	if (from_qpx(qpx)->type == IBV_QPT_UD) {
-		from_qpx(qpx)->wr_err = EINVAL;
+		from_qpx(qpx)->wr_err = -EINVAL;
 		return;
 	}
 	w->rkey = rkey;
@@ -119,7 +85,7 @@ static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t add
 static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr)
 {
 	if (from_qpx(qpx)->type == IBV_QPT_UC) {
-		from_qpx(qpx)->wr_err = EINVAL;
+		from_qpx(qpx)->wr_err = -EINVAL;
 		return;
 	}
 	rdma(qpx, IBV_WR_RDMA_READ, rkey, addr, 0);
@@ -133,7 +99,7 @@ static void atomic(struct ibv_qp_ex *qpx, uint32_t op, uint32_t rkey, uint64_t a
 
 	/* RC and XRC have atomics (XRC opcodes 0xB3, 0xB4), as post_send allows. */
 	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
-		from_qpx(qpx)->wr_err = EINVAL;
+		from_qpx(qpx)->wr_err = -EINVAL;
 		return;
 	}
 	w = new_wqe(qpx, op);
@@ -171,19 +137,19 @@ static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sg
 	if (!w)
 		return;
 	if (n > qp->cap.max_send_sge) {
-		qp->wr_err = EINVAL;
+		qp->wr_err = -EINVAL;
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 		len += sg[i].length;
 	if (atomic_op(w->opcode)) {
 		if (n != 1 || len < 8) {
-			qp->wr_err = EINVAL;
+			qp->wr_err = -EINVAL;
 			return;
 		}
 		len = 8;
 	} else if (len > UR_MAX_MSG_SZ || (qp->type == IBV_QPT_UD && len > qp->mtu)) {
-		qp->wr_err = EINVAL;
+		qp->wr_err = -EINVAL;
 		return;
 	}
 	memcpy(w->sge, sg, n * sizeof(*sg));
@@ -213,7 +179,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 		len += buf[i].length;
 	if (len > qp->cap.max_inline_data || atomic_op(w->opcode) ||
 	    w->opcode == IBV_WR_RDMA_READ) {
-		qp->wr_err = EINVAL;
+		qp->wr_err = -EINVAL;
 		return;
 	}
 	dst = w->inline_data;
@@ -242,7 +208,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 	if (!w)
 		return;
 	if (qp->type != IBV_QPT_UD || !ah) {
-		qp->wr_err = EINVAL;
+		qp->wr_err = -EINVAL;
 		return;
 	}
 	w->ah = to_uah(ah);
@@ -254,7 +220,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
  * fails with EOPNOTSUPP at ibv_wr_complete. */
 static void unsupported(struct ibv_qp_ex *qpx)
 {
-	from_qpx(qpx)->wr_err = EOPNOTSUPP;
+	from_qpx(qpx)->wr_err = -EOPNOTSUPP;
 }
 
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
@@ -263,7 +229,7 @@ static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 	struct ur_send_wqe *w;
 
 	if (!mw) {
-		from_qpx(qpx)->wr_err = EINVAL;
+		from_qpx(qpx)->wr_err = -EINVAL;
 		return;
 	}
 	w = new_wqe(qpx, IBV_WR_BIND_MW);
@@ -288,7 +254,7 @@ static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 	enum ibv_qp_type t = from_qpx(qpx)->type;
 
 	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
-		from_qpx(qpx)->wr_err = EINVAL;
+		from_qpx(qpx)->wr_err = -EINVAL;
 		return;
 	}
 	w = new_wqe(qpx, IBV_WR_SEND_WITH_INV);
@@ -309,7 +275,7 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 	if (!w)
 		return;
 	if (qp->type != IBV_QPT_XRC_SEND) {
-		qp->wr_err = EINVAL;
+		qp->wr_err = -EINVAL;
 		return;
 	}
 	w->remote_srqn = srqn & 0xffffff;
@@ -321,13 +287,10 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
 	unsupported(qpx);
 }
 
-void ur_qp_init_wr_ops(struct ur_qp *qp)
+void ur_qp_init_wr_builders(struct ur_qp *qp)
 {
 	struct ibv_qp_ex *x = &qp->qpx;
 
-	x->wr_start = wr_start;
-	x->wr_complete = wr_complete;
-	x->wr_abort = wr_abort;
 	x->wr_send = wr_send;
 	x->wr_send_imm = wr_send_imm;
 	x->wr_rdma_write = wr_rdma_write;

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/context.h"
 #include "core/device.h"
-#include "engine/engine.h"
 
 /* The first configured GID of the family the peer uses: the fix to
  * suggest when the chosen index cannot work. */
@@ -37,13 +37,13 @@ static void hint(char *why, size_t len, const struct ur_netdev *nd,
 		snprintf(why, len, "%s; interface %s has no usable address", what, nd->name);
 }
 
-int ur_route_resolve(struct ur_device *dev, const struct ibv_ah_attr *ah,
+int ur_route_resolve(struct ur_context *ctx, const struct ibv_ah_attr *ah,
 		     uint32_t dqpn, struct ur_path *path, char *why, size_t whylen)
 {
+	struct ur_device *dev = ctx->dev;
 	const struct ibv_global_route *grh = &ah->grh;
 	struct ur_netdev nd;
 	const struct ur_gid_entry *sg;
-	struct ur_engine *e;
 	char s1[64], s2[80];
 	int ret;
 
@@ -84,14 +84,12 @@ int ur_route_resolve(struct ur_device *dev, const struct ibv_ah_attr *ah,
 		hint(why, whylen, &nd, &grh->dgid, s2);
 		return -EINVAL;
 	}
-	e = ur_engine_get();
-	if (!e) {
+	if (!ctx->xports) {
 		snprintf(why, whylen, "the progress engine could not start: %s",
-			 strerror(errno));
-		return -errno;
+			 strerror(-ctx->stack_err));
+		return ctx->stack_err;
 	}
-	ret = ur_engine_xport(e)->ops->resolve(ur_engine_xport(e), &sg->gid,
-						nd.ifindex, &grh->dgid, dqpn, path);
+	ret = ur_xports_resolve(ctx->xports, &sg->gid, nd.ifindex, &grh->dgid, dqpn, path);
 	if (ret) {
 		snprintf(why, whylen, "no route from %s to %s: %s",
 			 ur_gid_str(&sg->gid, s1, sizeof(s1)),

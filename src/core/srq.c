@@ -5,56 +5,70 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "core/cq.h"
 #include "core/limits.h"
 #include "core/pd.h"
 #include "core/qp.h"
-#include "core/cq.h"
 #include "core/xrcd.h"
 #include "engine/engine.h"
-#include "rel/xrc.h"
 #include "host/registry.h"
 #include "util/log.h"
 
-struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
-			     struct ibv_srq_init_attr_ex *a)
+/* Sinks an SRQ keeps; idle ones beyond are forgotten oldest first. */
+#define UR_SRQ_MAX_SINKS 256u
+
+static int check_attr(struct ur_context *ctx, const struct ibv_srq_init_attr_ex *a,
+		      enum ibv_srq_type type)
 {
-	struct ur_srq *srq;
-	int ret;
-
-	enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type
-									  : IBV_SRQT_BASIC;
-
-	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
-		errno = EOPNOTSUPP;    /* tag matching SRQs */
-		return NULL;
-	}
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)
+		return -EOPNOTSUPP;    /* tag matching SRQs */
 	if (type == IBV_SRQT_XRC &&
 	    (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
-	     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq))
+		return -EINVAL;
 	if (a->attr.max_wr < 1 || a->attr.max_wr > UR_MAX_SRQ_WR ||
 	    a->attr.max_sge > UR_MAX_SRQ_SGE || a->attr.srq_limit > a->attr.max_wr) {
 		ur_err(ctx->dev->ibdev.name, "SRQ max_wr %u (1..%d), max_sge %u (<= %d), "
 		       "srq_limit %u (<= max_wr)", a->attr.max_wr, UR_MAX_SRQ_WR,
 		       a->attr.max_sge, UR_MAX_SRQ_SGE, a->attr.srq_limit);
-		errno = EINVAL;
-		return NULL;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/* An XRC SRQ is named on the wire by a number unique on the host. */
+static int attach_xrc(struct ur_srq *srq, struct ibv_srq_init_attr_ex *a)
+{
+	int ret = srq->ctx->stack ? ur_registry_alloc_qpn(&srq->srq_num) : srq->ctx->stack_err;
+
+	if (ret)
+		return ret;
+	srq->xrcd = to_uxrcd(a->xrcd);
+	srq->cq = to_ucq(a->cq);
+	__atomic_add_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
+	ur_xrcd_add_srq(srq->xrcd, srq);
+	return 0;
+}
+
+int ur_srq_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_attr_ex *a,
+		  struct ur_srq **out)
+{
+	enum ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type
+									  : IBV_SRQT_BASIC;
+	struct ur_srq *srq;
+	int ret;
+
+	ret = check_attr(ctx, a, type);
+	if (ret)
+		return ret;
 	srq = calloc(1, sizeof(*srq));
-	if (!srq) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!srq)
+		return -ENOMEM;
 	srq->max_sge = ur_max(a->attr.max_sge, 1u);
 	ret = ur_wq_init(&srq->rq, a->attr.max_wr,
 			 sizeof(struct ur_recv_wqe) + srq->max_sge * sizeof(struct ibv_sge));
-	if (ret) {
-		free(srq);
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		goto err_free;
 	srq->ctx = ctx;
 	srq->pd = pd;
 	srq->type = type;
@@ -62,17 +76,9 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	ur_list_init(&srq->xrcd_link);
 	ur_list_init(&srq->xrc_sinks);
 	if (type == IBV_SRQT_XRC) {
-		ret = ur_engine_get() ? ur_registry_alloc_qpn(&srq->srq_num) : -errno;
-		if (ret) {
-			ur_wq_fini(&srq->rq);
-			free(srq);
-			errno = -ret;
-			return NULL;
-		}
-		srq->xrcd = to_uxrcd(a->xrcd);
-		srq->cq = to_ucq(a->cq);
-		__atomic_add_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
-		ur_xrcd_add_srq(srq->xrcd, srq);
+		ret = attach_xrc(srq, a);
+		if (ret)
+			goto err_rq;
 	}
 	pthread_mutex_init(&srq->lock, NULL);
 	srq->ibsrq.context = &ctx->vctx.context;
@@ -82,7 +88,25 @@ struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
 	atomic_fetch_add(&pd->users, 1);
 	a->attr.max_sge = srq->max_sge;
-	return srq;
+	*out = srq;
+	return 0;
+
+err_rq:
+	ur_wq_fini(&srq->rq);
+err_free:
+	free(srq);
+	return ret;
+}
+
+static void sinks_fini(struct ur_srq *srq)
+{
+	struct ur_list *pos, *tmp;
+
+	ur_list_for_each_safe(pos, tmp, &srq->xrc_sinks) {
+		ur_list_del(pos);
+		free(ur_list_entry(pos, struct ur_srq_sink, link));
+	}
+	srq->nsinks = 0;
 }
 
 int ur_srq_destroy(struct ur_srq *srq)
@@ -91,10 +115,10 @@ int ur_srq_destroy(struct ur_srq *srq)
 		return -EBUSY;
 	if (srq->type == IBV_SRQT_XRC) {
 		ur_xrcd_del_srq(srq->xrcd, srq);
-		/* XRC targets find the SRQ by number while dispatching: let any
-		 * dispatch in progress finish before it goes away. */
-		ur_engine_quiesce(ur_engine_get());
-		ur_xrc_srq_fini(srq);
+		/* XRC targets find the SRQ by number from reactor callbacks:
+		 * let any callback in progress finish before it goes away. */
+		ur_engine_quiesce(srq->ctx->engine);
+		sinks_fini(srq);
 		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
 		ur_registry_free_qpn(srq->srq_num);
 	}
@@ -139,25 +163,13 @@ int ur_srq_post_recv(struct ur_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv
 
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
-		struct ur_recv_wqe *r;
-		uint64_t len = 0;
-
 		if (ur_wq_full(&srq->rq)) {
-			ret = ENOMEM;
+			ret = -ENOMEM;
 			break;
 		}
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
-			ret = EINVAL;
+		ret = ur_recv_wqe_fill(ur_wq_slot(&srq->rq, srq->rq.tail), wr, srq->max_sge);
+		if (ret)
 			break;
-		}
-		r = ur_wq_slot(&srq->rq, srq->rq.tail);
-		r->wr_id = wr->wr_id;
-		r->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			r->sge[i] = wr->sg_list[i];
-			len += wr->sg_list[i].length;
-		}
-		r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 		srq->rq.tail++;
 	}
 	if (ret)
@@ -191,4 +203,48 @@ bool ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out)
 		ur_async_post(&srq->ctx->async, &ev);
 	}
 	return true;
+}
+
+/* The least recently used sink with no message in progress goes. */
+static bool forget_idle_sink(struct ur_srq *srq)
+{
+	struct ur_list *pos, *tmp;
+
+	for (pos = srq->xrc_sinks.prev, tmp = pos->prev; pos != &srq->xrc_sinks;
+	     pos = tmp, tmp = pos->prev) {
+		struct ur_srq_sink *s = ur_list_entry(pos, struct ur_srq_sink, link);
+
+		if (!s->active) {
+			ur_list_del(pos);
+			free(s);
+			srq->nsinks--;
+			return true;
+		}
+	}
+	return false;
+}
+
+struct ur_srq_sink *ur_srq_sink_get(struct ur_srq *srq, pid_t pid, uint32_t qpn)
+{
+	struct ur_srq_sink *s;
+	struct ur_list *pos;
+
+	ur_list_for_each(pos, &srq->xrc_sinks) {
+		s = ur_list_entry(pos, struct ur_srq_sink, link);
+		if (s->pid == pid && s->tgt_qpn == qpn) {
+			ur_list_del(pos);
+			ur_list_add(&srq->xrc_sinks, pos);
+			return s;
+		}
+	}
+	if (srq->nsinks >= UR_SRQ_MAX_SINKS && !forget_idle_sink(srq))
+		return NULL;
+	s = calloc(1, sizeof(*s) + srq->max_sge * sizeof(struct ibv_sge));
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->tgt_qpn = qpn;
+	ur_list_add(&srq->xrc_sinks, &s->link);
+	srq->nsinks++;
+	return s;
 }

@@ -3,7 +3,9 @@
 #define UROCE_CORE_SRQ_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 #include "core/wq.h"
@@ -12,7 +14,6 @@
 
 struct ur_context;
 struct ur_pd;
-struct ur_recv_wqe;
 struct ur_xrcd;
 struct ur_cq;
 
@@ -31,9 +32,25 @@ struct ur_srq {
 	struct ur_cq *cq;              /* XRC: where its receive completions go */
 	struct ur_list xrcd_link;
 	/* XRC, shared domain: per target QP of another process feeding this
-	 * SRQ, the message in progress (rel/xrc.c).  Engine receive lock. */
+	 * SRQ, the message in progress (rel/xrc_owner.c places them).  Touched
+	 * only by reactor callbacks, which never run concurrently. */
 	struct ur_list xrc_sinks;
 	uint32_t nsinks;
+};
+
+/* What an XRC SRQ keeps per target QP of another process that feeds it:
+ * the receive WQE of the message in progress and the last PSN placed, so
+ * that a hand-over sent twice is answered without being placed twice. */
+struct ur_srq_sink {
+	struct ur_list link;         /* srq->xrc_sinks, most recently used first */
+	pid_t pid;                   /* the target QP's process */
+	uint32_t tgt_qpn;
+	uint32_t gen;                /* the target QP's incarnation */
+	bool have_last;
+	uint32_t last_psn;           /* the last PSN placed */
+	bool active;                 /* wqe holds the message in progress */
+	uint32_t offset;
+	struct ur_recv_wqe wqe;      /* sized for the SRQ's max_sge */
 };
 
 static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)
@@ -41,8 +58,8 @@ static inline struct ur_srq *to_usrq(struct ibv_srq *ibsrq)
 	return container_of(ibsrq, struct ur_srq, ibsrq);
 }
 
-struct ur_srq *ur_srq_create(struct ur_context *ctx, struct ur_pd *pd,
-			     struct ibv_srq_init_attr_ex *attr);
+int ur_srq_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_attr_ex *attr,
+		  struct ur_srq **out);
 int ur_srq_destroy(struct ur_srq *srq);
 int ur_srq_modify(struct ur_srq *srq, struct ibv_srq_attr *attr, int mask);
 int ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr);
@@ -50,5 +67,8 @@ int ur_srq_post_recv(struct ur_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv
 /* Takes the oldest receive WQE into *out (sized for max_sge); false when
  * empty.  Raises the SRQ limit event when the level drops below it. */
 bool ur_srq_take(struct ur_srq *srq, struct ur_recv_wqe *out);
+/* The sink for target QP qpn of process pid, made if need be (idle ones
+ * beyond a limit are forgotten, oldest first); NULL if none can be had. */
+struct ur_srq_sink *ur_srq_sink_get(struct ur_srq *srq, pid_t pid, uint32_t qpn);
 
 #endif

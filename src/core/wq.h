@@ -8,6 +8,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <infiniband/verbs.h>
+
+/* A receive WQE as posted (a QP's RQ, an SRQ). */
+struct ur_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;         /* sum of the SGE lengths */
+	struct ibv_sge sge[];
+};
 
 struct ur_wq {
 	uint8_t *buf;

@@ -26,48 +26,45 @@ static struct ur_xrcd *find_inode(struct ur_context *ctx, dev_t dev, ino_t ino)
 	return NULL;
 }
 
-struct ur_xrcd *ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr)
+/* An existing domain of the file (dev, ino) for these flags, or none:
+ * 0, or -EEXIST / -ENOENT as open(2) answers.  xrcds_lock held. */
+static int lookup(struct ur_context *ctx, const struct stat *st, int oflags, struct ur_xrcd **x)
+{
+	*x = find_inode(ctx, st->st_dev, st->st_ino);
+	if (*x && (oflags & O_EXCL) && (oflags & O_CREAT))
+		return -EEXIST;
+	if (!*x && !(oflags & O_CREAT))
+		return -ENOENT;
+	return 0;
+}
+
+int ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr,
+		 struct ur_xrcd **out)
 {
 	int fd = (attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) ? attr->fd : -1;
 	int oflags = (attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS) ? attr->oflags : 0;
 	struct ur_xrcd *x = NULL;
 	struct stat st;
+	int ret = 0;
 
 	if (attr->comp_mask & ~(uint32_t)(IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS |
-					  IBV_XRCD_INIT_ATTR_RESERVED)) {
-		errno = EINVAL;
-		return NULL;
-	}
+					  IBV_XRCD_INIT_ATTR_RESERVED))
+		return -EINVAL;
 	if (fd >= 0 && fstat(fd, &st))
-		return NULL;
-	if (fd < 0 && !(oflags & O_CREAT)) {
-		errno = EINVAL;    /* an anonymous domain can only be created */
-		return NULL;
-	}
+		return -errno;
+	if (fd < 0 && !(oflags & O_CREAT))
+		return -EINVAL;    /* an anonymous domain can only be created */
 	pthread_mutex_lock(&xrcds_lock);
-	if (fd >= 0) {
-		x = find_inode(ctx, st.st_dev, st.st_ino);
-		if (x && (oflags & O_EXCL) && (oflags & O_CREAT)) {
-			pthread_mutex_unlock(&xrcds_lock);
-			errno = EEXIST;
-			return NULL;
-		}
-		if (!x && !(oflags & O_CREAT)) {
-			pthread_mutex_unlock(&xrcds_lock);
-			errno = ENOENT;
-			return NULL;
-		}
-	}
-	if (x) {
+	if (fd >= 0)
+		ret = lookup(ctx, &st, oflags, &x);
+	if (!ret && x)
 		x->opens++;
-		pthread_mutex_unlock(&xrcds_lock);
-		return x;
-	}
+	if (ret || x)
+		goto out;
 	x = calloc(1, sizeof(*x));
 	if (!x) {
-		pthread_mutex_unlock(&xrcds_lock);
-		errno = ENOMEM;
-		return NULL;
+		ret = -ENOMEM;
+		goto out;
 	}
 	x->ctx = ctx;
 	x->ibxrcd.context = &ctx->vctx.context;
@@ -80,8 +77,11 @@ struct ur_xrcd *ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_
 	pthread_mutex_init(&x->lock, NULL);
 	ur_list_init(&x->srqs);
 	ur_list_add_tail(&xrcds, &x->link);
+out:
 	pthread_mutex_unlock(&xrcds_lock);
-	return x;
+	if (!ret)
+		*out = x;
+	return ret;
 }
 
 int ur_xrcd_close(struct ur_xrcd *x)

@@ -39,13 +39,14 @@ static inline struct ur_xrcd *to_uxrcd(struct ibv_xrcd *x)
 	return container_of(x, struct ur_xrcd, ibxrcd);
 }
 
-struct ur_xrcd *ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr);
+int ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr,
+		 struct ur_xrcd **out);
 int ur_xrcd_close(struct ur_xrcd *xrcd);
 /* The XRC SRQ with this number in the domain, or NULL. */
 struct ur_srq *ur_xrcd_find_srq(struct ur_xrcd *xrcd, uint32_t srq_num);
 /* The XRC SRQ numbered srq_num of this process in the domain of file
  * (dev, ino) on device ibdev, or NULL.  The SRQ stays valid while the
- * caller holds the engine's QP table read lock (destroy quiesces). */
+ * caller runs in a reactor callback (destroy quiesces). */
 struct ur_srq *ur_xrcd_find_shared_srq(const char *ibdev, uint64_t dev, uint64_t ino,
 				       uint32_t srq_num);
 void ur_xrcd_add_srq(struct ur_xrcd *xrcd, struct ur_srq *srq);

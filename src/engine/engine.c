@@ -1,8 +1,12 @@
+/* The reactor (engine.h).  Two epoll sets: the INLINE one, which polling
+ * threads may dispatch, sits inside the outer one, which only the engine
+ * thread waits on together with the ENGINE-class fds and its wake-up
+ * eventfd.  One dispatch lock makes callbacks run one batch at a time.
+ * Timers live in a binary heap ordered by deadline. */
 #include "engine/engine.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,114 +14,188 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/device.h"
-#include "core/qp.h"
-#include "engine/mcast.h"
-#include "engine/qp_table.h"
-#include "rel/rel.h"
-#include "rel/xrc.h"
 #include "util/clock.h"
+#include "util/compiler.h"
 #include "util/log.h"
-#include "wire/pkt_parse.h"
-#include "host/registry.h"
-#include "xport/udp/udp.h"
 
-#define UR_MAX_WATCH 96               /* sockets, timers, and up to 64 local peers */
-#define UR_TICK_NS 200000000ull          /* housekeeping at least this often */
+#define UR_MAX_WATCH 96            /* sockets, and up to 64 local peers */
+#define UR_BATCH 32                /* events taken per epoll_wait */
 
 struct watch {
-	int fd;
+	int fd;                        /* -1: a free slot */
 	ur_fd_handler fn;
 	void *arg;
+	enum ur_watch_class cls;
 };
 
 struct ur_engine {
 	pthread_t thread;
-	int epfd;                            /* every fd the engine serves */
-	int wake_fd;                         /* eventfd: new timers, shutdown */
-	struct ur_udp *udp;
+	bool threaded;
+	int epfd;                      /* ENGINE class, the inline set, the wake fd */
+	int inline_epfd;               /* INLINE class */
+	int wake_fd;                   /* eventfd: a timer earlier than the sleep */
 
-	pthread_mutex_t rx_lock;             /* one receiver at a time: keeps PSN order */
-	pthread_rwlock_t table_lock;         /* qps; read-held while dispatching */
-	struct ur_qp_table qps;
+	pthread_mutex_t dispatch_lock; /* one dispatcher at a time */
 
-	pthread_mutex_t watch_lock;
+	pthread_mutex_t watch_lock;    /* watches[] */
 	struct watch watches[UR_MAX_WATCH];
+	struct watch inline_set, wake; /* the outer set's own members */
 
-	pthread_mutex_t timer_lock;          /* timers lists, timer_min, sleep_until */
-	struct ur_list timers;               /* QPs with armed timers */
-	struct ur_list gtimers;              /* struct ur_timer */
-	uint64_t sleep_until;
-
-	pthread_mutex_t blocked_lock;
-	struct ur_list blocked;
-
-	uint64_t next_watch_ns;              /* port/GID events (engine thread) */
+	pthread_mutex_t timer_lock;    /* heap, nheap, reserved, sleep_until */
+	struct ur_timer **heap;        /* heap[1..nheap], earliest first */
+	unsigned nheap;
+	unsigned reserved;             /* timers initialised: the heap's room */
+	unsigned cap;                  /* heap[] entries allocated (heap[0] unused) */
+	uint64_t sleep_until;          /* the engine thread sleeps until then; 0: awake */
 };
 
-struct ur_engine_counters ur_engine_stats;
-
-static struct ur_engine *the_engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-static int engine_err;
+/* Set while this thread runs callbacks: quiesce must not wait for itself. */
+static _Thread_local bool in_dispatch;
 
 /* ---- fd watches --------------------------------------------------------- */
 
-int ur_engine_watch_fd(struct ur_engine *e, int fd, uint32_t events, ur_fd_handler fn, void *arg)
+static int epfd_of(struct ur_engine *e, enum ur_watch_class cls)
 {
-	struct epoll_event ev = { .events = events };
-	int slot = -1;
-
-	pthread_mutex_lock(&e->watch_lock);
-	for (int i = 0; i < UR_MAX_WATCH; i++)
-		if (!e->watches[i].fn) {
-			slot = i;
-			break;
-		}
-	if (slot < 0) {
-		pthread_mutex_unlock(&e->watch_lock);
-		return -ENOSPC;
-	}
-	e->watches[slot] = (struct watch){ fd, fn, arg };
-	ev.data.ptr = &e->watches[slot];
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev)) {
-		int err = errno;
-
-		e->watches[slot].fn = NULL;
-		pthread_mutex_unlock(&e->watch_lock);
-		return -err;
-	}
-	pthread_mutex_unlock(&e->watch_lock);
-	return 0;
+	return cls == UR_WATCH_INLINE ? e->inline_epfd : e->epfd;
 }
 
-int ur_engine_rewatch_fd(struct ur_engine *e, int fd, uint32_t events)
+int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
+		    ur_fd_handler fn, void *arg)
 {
+	struct epoll_event ev = { .events = events };
+	struct watch *w = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&e->watch_lock);
+	for (int i = 0; i < UR_MAX_WATCH && !w; i++)
+		if (e->watches[i].fd < 0)
+			w = &e->watches[i];
+	if (!w) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	*w = (struct watch){ fd, fn, arg, cls };
+	ev.data.ptr = w;
+	if (epoll_ctl(epfd_of(e, cls), EPOLL_CTL_ADD, fd, &ev)) {
+		ret = -errno;
+		w->fd = -1;
+	}
+out:
+	pthread_mutex_unlock(&e->watch_lock);
+	return ret;
+}
+
+static struct watch *find_watch(struct ur_engine *e, int fd)
+{
+	for (int i = 0; i < UR_MAX_WATCH; i++)
+		if (e->watches[i].fd == fd)
+			return &e->watches[i];
+	return NULL;
+}
+
+int ur_engine_rewatch(struct ur_engine *e, int fd, uint32_t events)
+{
+	struct watch *w;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&e->watch_lock);
-	for (int i = 0; i < UR_MAX_WATCH; i++) {
-		if (e->watches[i].fn && e->watches[i].fd == fd) {
-			struct epoll_event ev = { .events = events, .data.ptr = &e->watches[i] };
+	w = find_watch(e, fd);
+	if (w) {
+		struct epoll_event ev = { .events = events, .data.ptr = w };
 
-			ret = epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
-			break;
-		}
+		ret = epoll_ctl(epfd_of(e, w->cls), EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
 	}
 	pthread_mutex_unlock(&e->watch_lock);
 	return ret;
 }
 
-void ur_engine_unwatch_fd(struct ur_engine *e, int fd)
+void ur_engine_unwatch(struct ur_engine *e, int fd)
 {
+	struct watch *w;
+
 	pthread_mutex_lock(&e->watch_lock);
-	for (int i = 0; i < UR_MAX_WATCH; i++) {
-		if (e->watches[i].fn && e->watches[i].fd == fd) {
-			epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
-			e->watches[i].fn = NULL;
-		}
+	w = find_watch(e, fd);
+	if (w) {
+		epoll_ctl(epfd_of(e, w->cls), EPOLL_CTL_DEL, fd, NULL);
+		w->fd = -1;
 	}
 	pthread_mutex_unlock(&e->watch_lock);
+}
+
+/* ---- timers: a binary heap on deadline ----------------------------------- */
+
+static void heap_set(struct ur_engine *e, unsigned pos, struct ur_timer *t)
+{
+	e->heap[pos] = t;
+	t->heap_pos = pos;
+}
+
+static void sift_up(struct ur_engine *e, unsigned pos)
+{
+	struct ur_timer *t = e->heap[pos];
+
+	while (pos > 1 && e->heap[pos / 2]->deadline > t->deadline) {
+		heap_set(e, pos, e->heap[pos / 2]);
+		pos /= 2;
+	}
+	heap_set(e, pos, t);
+}
+
+static void sift_down(struct ur_engine *e, unsigned pos)
+{
+	struct ur_timer *t = e->heap[pos];
+
+	for (;;) {
+		unsigned c = pos * 2;
+
+		if (c > e->nheap)
+			break;
+		if (c + 1 <= e->nheap && e->heap[c + 1]->deadline < e->heap[c]->deadline)
+			c++;
+		if (e->heap[c]->deadline >= t->deadline)
+			break;
+		heap_set(e, pos, e->heap[c]);
+		pos = c;
+	}
+	heap_set(e, pos, t);
+}
+
+/* timer_lock held. */
+static void heap_remove(struct ur_engine *e, struct ur_timer *t)
+{
+	unsigned pos = t->heap_pos;
+	struct ur_timer *last = e->heap[e->nheap--];
+
+	t->heap_pos = 0;
+	if (last == t)
+		return;
+	heap_set(e, pos, last);
+	sift_up(e, pos);
+	sift_down(e, last->heap_pos);
+}
+
+int ur_engine_timer_init(struct ur_engine *e, struct ur_timer *t, void (*fire)(struct ur_timer *t))
+{
+	int ret = 0;
+
+	t->deadline = 0;
+	t->heap_pos = 0;
+	t->fire = fire;
+	pthread_mutex_lock(&e->timer_lock);
+	if (e->reserved + 2 > e->cap) {
+		struct ur_timer **h = realloc(e->heap, (size_t)e->cap * 2 * sizeof(*h));
+
+		if (h) {
+			e->heap = h;
+			e->cap *= 2;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		e->reserved++;
+	pthread_mutex_unlock(&e->timer_lock);
+	return ret;
 }
 
 static void wake(struct ur_engine *e)
@@ -128,334 +206,155 @@ static void wake(struct ur_engine *e)
 		ur_warn_ratelimited(NULL, "engine wake-up failed: %s", strerror(errno));
 }
 
-/* Set on the engine thread only. */
-static _Thread_local bool is_engine_thread;
-
-/* The wake-up tells the engine thread to recompute how long it sleeps.  An
- * application thread polling the same epoll set (ur_engine_poll) sees the
- * event too, and must leave it: had it read the eventfd, the engine would
- * sleep on to its old deadline (up to a tick, 200 ms) past a retransmit or
- * RNR timer armed meanwhile.  Level-triggered, the event stays pending
- * until the engine thread takes it. */
-static void on_wake(void *arg, uint32_t events)
+void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadline)
 {
-	struct ur_engine *e = arg;
-	uint64_t v;
-
-	if (!is_engine_thread)
-		return;
-	if (read(e->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		ur_warn_ratelimited(NULL, "engine wake-up read failed: %s", strerror(errno));
-}
-
-/* ---- QPs ---------------------------------------------------------------- */
-
-int ur_engine_qp_register(struct ur_engine *e, struct ur_qp *qp)
-{
-	uint32_t qpn;
-	int ret = ur_registry_alloc_qpn(&qpn);
-
-	if (ret)
-		return ret;
-	qp->qpx.qp_base.qp_num = qpn;
-	pthread_rwlock_wrlock(&e->table_lock);
-	ret = ur_qp_table_insert(&e->qps, qpn, qp);
-	pthread_rwlock_unlock(&e->table_lock);
-	if (ret)
-		ur_registry_free_qpn(qpn);
-	return ret;
-}
-
-void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp)
-{
-	/* The write lock waits for a dispatch in progress to finish. */
-	pthread_rwlock_wrlock(&e->table_lock);
-	ur_qp_table_remove(&e->qps, ur_qp_num(qp));
-	pthread_mutex_lock(&e->timer_lock);
-	ur_list_del(&qp->timer_link);
-	pthread_mutex_unlock(&e->timer_lock);
-	pthread_mutex_lock(&e->blocked_lock);
-	ur_list_del(&qp->blocked_link);
-	pthread_mutex_unlock(&e->blocked_lock);
-	pthread_rwlock_unlock(&e->table_lock);
-	ur_registry_free_qpn(ur_qp_num(qp));
-}
-
-void ur_engine_quiesce(struct ur_engine *e)
-{
-	pthread_rwlock_wrlock(&e->table_lock);
-	pthread_rwlock_unlock(&e->table_lock);
-}
-
-/* ---- timers ------------------------------------------------------------- */
-
-static uint64_t qp_deadline(const struct ur_qp *qp)
-{
-	uint64_t a = qp->comp.retrans_deadline, b = qp->comp.rnr_deadline;
-
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	return a < b ? a : b;
-}
-
-void ur_engine_timers_changed(struct ur_qp *qp)
-{
-	struct ur_engine *e = the_engine;
-	uint64_t d = qp_deadline(qp);
-	bool kick = false;
-
-	pthread_mutex_lock(&e->timer_lock);
-	qp->timer_min = d;
-	if (d) {
-		if (!ur_list_linked(&qp->timer_link))
-			ur_list_add_tail(&e->timers, &qp->timer_link);
-		kick = d < e->sleep_until;
-	}
-	pthread_mutex_unlock(&e->timer_lock);
-	if (kick)
-		wake(e);
-}
-
-void ur_engine_timer_arm(struct ur_timer *t, uint64_t deadline)
-{
-	struct ur_engine *e = the_engine;
 	bool kick;
 
+	if (!deadline)
+		deadline = 1;              /* 0 means "not armed" */
 	pthread_mutex_lock(&e->timer_lock);
 	t->deadline = deadline;
-	if (!ur_list_linked(&t->link))
-		ur_list_add_tail(&e->gtimers, &t->link);
+	if (t->heap_pos) {
+		sift_up(e, t->heap_pos);
+		sift_down(e, t->heap_pos);
+	} else {
+		e->heap[++e->nheap] = t;
+		sift_up(e, e->nheap);
+	}
 	kick = deadline < e->sleep_until;
 	pthread_mutex_unlock(&e->timer_lock);
 	if (kick)
 		wake(e);
 }
 
-void ur_engine_timer_cancel(struct ur_timer *t)
+void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t)
 {
-	struct ur_engine *e = the_engine;
-
 	pthread_mutex_lock(&e->timer_lock);
+	if (t->heap_pos)
+		heap_remove(e, t);
 	t->deadline = 0;
-	ur_list_del(&t->link);
 	pthread_mutex_unlock(&e->timer_lock);
 }
 
-static void run_gtimers(struct ur_engine *e, uint64_t now)
+void ur_engine_timer_fini(struct ur_engine *e, struct ur_timer *t)
 {
-	struct ur_list due, *pos, *tmp;
-
-	ur_list_init(&due);
 	pthread_mutex_lock(&e->timer_lock);
-	ur_list_for_each_safe(pos, tmp, &e->gtimers) {
-		struct ur_timer *t = ur_list_entry(pos, struct ur_timer, link);
+	if (t->heap_pos)
+		heap_remove(e, t);
+	t->deadline = 0;
+	e->reserved--;
+	pthread_mutex_unlock(&e->timer_lock);
+}
 
-		if (t->deadline <= now) {
-			ur_list_del(pos);
-			t->deadline = 0;
-			ur_list_add_tail(&due, pos);
-		}
+unsigned ur_engine_timers_armed(struct ur_engine *e)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&e->timer_lock);
+	n = e->nheap;
+	pthread_mutex_unlock(&e->timer_lock);
+	return n;
+}
+
+void ur_engine_run_timers(struct ur_engine *e, uint64_t now)
+{
+	pthread_mutex_lock(&e->timer_lock);
+	while (e->nheap && e->heap[1]->deadline <= now) {
+		struct ur_timer *t = e->heap[1];
+
+		heap_remove(e, t);
+		t->deadline = 0;
+		pthread_mutex_unlock(&e->timer_lock);
+		t->fire(t);
+		pthread_mutex_lock(&e->timer_lock);
 	}
 	pthread_mutex_unlock(&e->timer_lock);
-	ur_list_for_each_safe(pos, tmp, &due) {
-		ur_list_del(pos);
-		ur_list_entry(pos, struct ur_timer, link)->fire(ur_list_entry(pos, struct ur_timer, link));
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+/* dispatch_lock held. */
+static void run_events(struct ur_engine *e, const struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct watch *w = evs[i].data.ptr, copy;
+
+		/* Copied under the lock: a slot can be unwatched (and taken
+		 * again) by another thread meanwhile. */
+		pthread_mutex_lock(&e->watch_lock);
+		copy = *w;
+		pthread_mutex_unlock(&e->watch_lock);
+		if (copy.fd >= 0)
+			copy.fn(copy.arg, evs[i].events);
 	}
 }
 
-/* Table read lock held, so listed QPs cannot be freed under us. */
-static void run_timers(struct ur_engine *e)
+static void run_inline(struct ur_engine *e)
 {
-	struct ur_qp *due[64];
-	struct ur_list *pos, *tmp;
-	uint64_t now = ur_now_ns();
+	struct epoll_event evs[UR_BATCH];
+	int n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
+
+	if (n > 0)
+		run_events(e, evs, n);
+}
+
+bool ur_engine_poll(struct ur_engine *e)
+{
+	struct epoll_event evs[UR_BATCH];
 	int n;
 
-	do {
-		n = 0;
-		pthread_mutex_lock(&e->timer_lock);
-		ur_list_for_each_safe(pos, tmp, &e->timers) {
-			struct ur_qp *qp = ur_list_entry(pos, struct ur_qp, timer_link);
-
-			if (!qp->timer_min) {
-				ur_list_del(pos);
-			} else if (qp->timer_min <= now && n < (int)UR_ARRAY_SIZE(due)) {
-				ur_list_del(pos);
-				qp->timer_min = 0;
-				due[n++] = qp;
-			}
-		}
-		pthread_mutex_unlock(&e->timer_lock);
-		for (int i = 0; i < n; i++) {
-			pthread_mutex_lock(&due[i]->lock);
-			ur_comp_timers(due[i], now);
-			ur_engine_timers_changed(due[i]);
-			pthread_mutex_unlock(&due[i]->lock);
-		}
-	} while (n == (int)UR_ARRAY_SIZE(due));
-	run_gtimers(e, now);
+	/* Somebody is dispatching already: what arrives, they take. */
+	if (pthread_mutex_trylock(&e->dispatch_lock))
+		return false;
+	in_dispatch = true;
+	n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
+	if (n > 0)
+		run_events(e, evs, n);
+	in_dispatch = false;
+	pthread_mutex_unlock(&e->dispatch_lock);
+	return n > 0;
 }
 
-static uint64_t next_deadline(struct ur_engine *e, uint64_t now)
+void ur_engine_quiesce(struct ur_engine *e)
 {
-	uint64_t next = now + UR_TICK_NS;
-	struct ur_list *pos;
+	if (in_dispatch)
+		return;
+	pthread_mutex_lock(&e->dispatch_lock);
+	pthread_mutex_unlock(&e->dispatch_lock);
+}
+
+static void on_wake(void *arg, uint32_t events)
+{
+	struct ur_engine *e = arg;
+	uint64_t v;
+
+	if (read(e->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		ur_warn_ratelimited(NULL, "engine wake-up read failed: %s", strerror(errno));
+}
+
+static void on_inline_set(void *arg, uint32_t events)
+{
+	run_inline(arg);
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+/* How long the thread may sleep: until the earliest timer, at most forever. */
+static int sleep_for(struct ur_engine *e, uint64_t now, struct timespec *ts)
+{
+	uint64_t next;
 
 	pthread_mutex_lock(&e->timer_lock);
-	ur_list_for_each(pos, &e->timers) {
-		struct ur_qp *qp = ur_list_entry(pos, struct ur_qp, timer_link);
-
-		if (qp->timer_min && qp->timer_min < next)
-			next = qp->timer_min;
-	}
-	ur_list_for_each(pos, &e->gtimers) {
-		struct ur_timer *t = ur_list_entry(pos, struct ur_timer, link);
-
-		if (t->deadline < next)
-			next = t->deadline;
-	}
+	next = e->nheap ? e->heap[1]->deadline : UINT64_MAX;
 	e->sleep_until = next;
 	pthread_mutex_unlock(&e->timer_lock);
-	return next;
+	if (next == UINT64_MAX)
+		return -1;
+	next = next > now ? next - now : 0;
+	ts->tv_sec = (time_t)(next / 1000000000ull);
+	ts->tv_nsec = (long)(next % 1000000000ull);
+	return 0;
 }
-
-/* ---- stalled transmission ----------------------------------------------- */
-
-void ur_engine_tx_blocked(struct ur_qp *qp)
-{
-	struct ur_engine *e = the_engine;
-
-	pthread_mutex_lock(&e->blocked_lock);
-	if (!ur_list_linked(&qp->blocked_link))
-		ur_list_add_tail(&e->blocked, &qp->blocked_link);
-	pthread_mutex_unlock(&e->blocked_lock);
-	ur_udp_update_writable(e->udp, true);
-}
-
-void ur_engine_writable(struct ur_engine *e)
-{
-	struct ur_list todo, *pos, *tmp;
-	bool more;
-
-	/* Parked batches first: they are older than anything a QP would send.
-	 * Some may stay (their peer is still full); QPs sending elsewhere go
-	 * on, and those behind them block again. */
-	ur_udp_flush_pending(e->udp);
-	ur_list_init(&todo);
-	pthread_mutex_lock(&e->blocked_lock);
-	if (!ur_list_empty(&e->blocked)) {
-		todo = e->blocked;
-		todo.next->prev = &todo;
-		todo.prev->next = &todo;
-		ur_list_init(&e->blocked);
-	}
-	pthread_mutex_unlock(&e->blocked_lock);
-	ur_list_for_each_safe(pos, tmp, &todo) {
-		struct ur_qp *qp = ur_list_entry(pos, struct ur_qp, blocked_link);
-
-		pthread_mutex_lock(&e->blocked_lock);
-		ur_list_del(pos);
-		pthread_mutex_unlock(&e->blocked_lock);
-		pthread_mutex_lock(&qp->lock);
-		qp->req.blocked = false;
-		ur_qp_tx(qp);
-		pthread_mutex_unlock(&qp->lock);
-	}
-	pthread_mutex_lock(&e->blocked_lock);
-	more = !ur_list_empty(&e->blocked);
-	pthread_mutex_unlock(&e->blocked_lock);
-	ur_udp_update_writable(e->udp, more);
-}
-
-/* ---- receive dispatch --------------------------------------------------- */
-
-void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
-		  const struct ur_rx_meta *meta)
-{
-	struct ur_pkt_view v;
-	struct ur_qp *qp;
-
-	enum ur_parse_result pr = ur_pkt_parse(&v, pkt, len);
-
-	if (pr != UR_PARSE_OK) {
-		__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
-		ur_device_count_by_gid(&meta->dgid, UR_CNT_MALFORMED);
-		ur_dbg(NULL, "dropped a %zu byte packet: %s", len, ur_parse_result_name[pr]);
-		return;
-	}
-	if (v.qpn == UR_MCAST_QPN) {
-		ur_mcast_rx(&v, meta);
-		return;
-	}
-	qp = ur_qp_table_find(&e->qps, v.qpn);
-	if (!qp) {
-		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
-		ur_device_count_by_gid(&meta->dgid, UR_CNT_NO_QP);
-		ur_dbg(NULL, "dropped a packet for QP 0x%06x: no such QP here", v.qpn);
-		return;
-	}
-	pthread_mutex_lock(&qp->lock);
-	ur_rel_rx(qp, &v, meta);
-	pthread_mutex_unlock(&qp->lock);
-}
-
-struct ur_qp *ur_engine_find_qp(struct ur_engine *e, uint32_t qpn)
-{
-	return ur_qp_table_find(&e->qps, qpn);
-}
-
-void ur_engine_local_msg(struct ur_engine *e, const uint8_t *msg, size_t len)
-{
-	ur_xrc_local_rx(e, msg, len);
-}
-
-/* ---- the thread, and polling from application threads ------------------- */
-
-/* rx_lock held. */
-static void dispatch(struct ur_engine *e, struct epoll_event *evs, int n)
-{
-	pthread_rwlock_rdlock(&e->table_lock);
-	for (int i = 0; i < n; i++) {
-		struct watch *w = evs[i].data.ptr;
-
-		if (w->fn)
-			w->fn(w->arg, evs[i].events);
-	}
-	run_timers(e);
-	pthread_rwlock_unlock(&e->table_lock);
-}
-
-/* A thread that polls an empty CQ gives its core away now and then: when
- * more processes spin than there are cores (several busy-polling programs
- * on a small machine), the process that must forward or answer the packet
- * this one waits for gets to run within microseconds instead of after a
- * whole scheduler time slice.  With a core to itself the yield returns at
- * once. */
-#define UR_POLL_YIELD_EVERY 64
-
-void ur_engine_poll(struct ur_engine *e)
-{
-	static _Thread_local unsigned empty_polls;
-	struct epoll_event evs[16];
-	int n;
-
-	/* Somebody is already receiving: their completions will show. */
-	if (pthread_mutex_trylock(&e->rx_lock))
-		n = 0;
-	else {
-		n = epoll_wait(e->epfd, evs, 16, 0);
-		if (n > 0)
-			dispatch(e, evs, n);
-		pthread_mutex_unlock(&e->rx_lock);
-	}
-	if (n > 0)
-		empty_polls = 0;
-	else if (++empty_polls % UR_POLL_YIELD_EVERY == 0)
-		sched_yield();
-}
-
 
 /* UROCE_ENGINE_PRIO=idle puts the engine thread in SCHED_IDLE: it then
  * never takes a core from a busy-polling application, which helps latency
@@ -475,122 +374,88 @@ static void set_priority(void)
 static void *engine_main(void *arg)
 {
 	struct ur_engine *e = arg;
-	struct epoll_event evs[32];
+	struct epoll_event evs[UR_BATCH];
 	sigset_t all;
 
-	is_engine_thread = true;
 	/* Signals belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	set_priority();
 	for (;;) {
-		uint64_t now = ur_now_ns(), next = next_deadline(e, now);
-		struct timespec ts = { 0, 0 };
-		int n;
+		struct timespec ts;
+		int n = epoll_pwait2(e->epfd, evs, UR_BATCH,
+				     sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts, NULL);
 
-		if (next > now) {
-			ts.tv_sec = (time_t)((next - now) / 1000000000ull);
-			ts.tv_nsec = (long)((next - now) % 1000000000ull);
-		}
-		n = epoll_pwait2(e->epfd, evs, 32, &ts, NULL);
 		pthread_mutex_lock(&e->timer_lock);
-		e->sleep_until = 0;      /* awake: arming a timer needs no wake-up */
+		e->sleep_until = 0;        /* awake: arming a timer needs no wake-up */
 		pthread_mutex_unlock(&e->timer_lock);
-		if (pthread_mutex_trylock(&e->rx_lock)) {
-			/* An application thread is receiving right now: wait for
-			 * it rather than spin, then take what it left. */
-			pthread_mutex_lock(&e->rx_lock);
-			n = epoll_wait(e->epfd, evs, 32, 0);
-		}
-		dispatch(e, evs, n < 0 ? 0 : n);
-		pthread_mutex_unlock(&e->rx_lock);
-		ur_udp_tick(e->udp);
-		if (now >= e->next_watch_ns) {
-			e->next_watch_ns = now + UR_TICK_NS;
-			ur_device_watch();
-			ur_device_publish_counters();
-		}
+		/* A polling thread may hold the lock: wait for it, then take
+		 * what it left. */
+		pthread_mutex_lock(&e->dispatch_lock);
+		in_dispatch = true;
+		if (n > 0)
+			run_events(e, evs, n);
+		ur_engine_run_timers(e, ur_now_ns());
+		in_dispatch = false;
+		pthread_mutex_unlock(&e->dispatch_lock);
 	}
 	return NULL;
 }
 
-static void engine_atexit(void)
+/* ---- life ---------------------------------------------------------------- */
+
+static int add_own(struct ur_engine *e, struct watch *w, int fd, ur_fd_handler fn)
 {
-	if (the_engine && the_engine->udp)
-		ur_udp_drain(the_engine->udp, 500);
-	ur_device_publish_counters();
-	ur_registry_detach();
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
+
+	*w = (struct watch){ fd, fn, e, UR_WATCH_ENGINE };
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-static void engine_init(void)
+int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out)
 {
 	struct ur_engine *e = calloc(1, sizeof(*e));
 	int ret;
 
-	ur_log_init();
-	if (!e) {
-		engine_err = ENOMEM;
-		return;
-	}
-	pthread_mutex_init(&e->rx_lock, NULL);
-	pthread_rwlock_init(&e->table_lock, NULL);
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->dispatch_lock, NULL);
 	pthread_mutex_init(&e->watch_lock, NULL);
 	pthread_mutex_init(&e->timer_lock, NULL);
-	pthread_mutex_init(&e->blocked_lock, NULL);
-	ur_list_init(&e->timers);
-	ur_list_init(&e->gtimers);
-	ur_list_init(&e->blocked);
-	e->epfd = -1;
-	e->wake_fd = -1;
-	ret = ur_qp_table_init(&e->qps);
-	if (ret)
-		goto err;
-	ret = ur_registry_attach();
-	if (ret)
-		goto err;
-	atexit(engine_atexit);
+	for (int i = 0; i < UR_MAX_WATCH; i++)
+		e->watches[i].fd = -1;
+	e->cap = 2;
+	e->heap = calloc(e->cap, sizeof(*e->heap));
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->inline_epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (e->epfd < 0 || e->wake_fd < 0) {
-		ret = -errno;
+	if (!e->heap || e->epfd < 0 || e->inline_epfd < 0 || e->wake_fd < 0) {
+		ret = e->heap ? -errno : -ENOMEM;
 		goto err;
 	}
-	ret = ur_engine_watch_fd(e, e->wake_fd, EPOLLIN, on_wake, e);
+	ret = add_own(e, &e->wake, e->wake_fd, on_wake);
+	if (!ret)
+		ret = add_own(e, &e->inline_set, e->inline_epfd, on_inline_set);
 	if (ret)
 		goto err;
-	the_engine = e;
-	e->udp = ur_udp_create(e);
-	if (!e->udp) {
-		ret = -errno;
-		goto err;
+	if (!(flags & UR_ENGINE_NO_THREAD)) {
+		ret = -pthread_create(&e->thread, NULL, engine_main, e);
+		if (ret)
+			goto err;
+		pthread_setname_np(e->thread, thread_name);
+		e->threaded = true;
 	}
-	ret = -pthread_create(&e->thread, NULL, engine_main, e);
-	if (ret)
-		goto err;
-	pthread_setname_np(e->thread, "uroce-engine");
-	return;
+	*out = e;
+	return 0;
 
 err:
-	ur_err(NULL, "cannot start the uroce engine: %s", strerror(-ret));
-	engine_err = -ret;
-	the_engine = NULL;
-	/* The partial engine is deliberately kept: its fds may be watched. */
-}
-
-struct ur_engine *ur_engine_get(void)
-{
-	pthread_once(&engine_once, engine_init);
-	if (!the_engine)
-		errno = engine_err ? engine_err : EIO;
-	return the_engine;
-}
-
-struct ur_xport *ur_engine_xport(struct ur_engine *e)
-{
-	return ur_udp_xport(e->udp);
-}
-
-void ur_engine_counters(struct ur_engine *e, struct ur_engine_counters *out)
-{
-	*out = ur_engine_stats;
+	if (e->wake_fd >= 0)
+		close(e->wake_fd);
+	if (e->inline_epfd >= 0)
+		close(e->inline_epfd);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	free(e->heap);
+	free(e);
+	return ret;
 }

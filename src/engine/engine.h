@@ -1,91 +1,78 @@
-/* The progress engine: one per process, one thread.
+/* The reactor: file descriptors, timers and one thread that runs their
+ * callbacks (libuv's loop, redis's ae).  It knows no QP, no packet and no
+ * transport: whoever watches an fd or arms a timer says what runs.
  *
- * It owns the transports' file descriptors, dispatches received packets to
- * their QPs, fires retransmit and RNR timers, and resumes QPs whose
- * transmission stalled on a full socket.  Passive targets need it: an
- * ib_write_bw server sits in a TCP read while its memory is written.
- * Posting threads transmit on their own; the engine only takes over what
- * cannot be done right away.
+ * Threads.  The engine thread runs every callback.  An application thread
+ * that polls (ur_engine_poll, from a CQ poll that found nothing) runs the
+ * callbacks of the fds watched in the INLINE class only, and only when no
+ * other thread is dispatching: never a timer, never an ENGINE-class fd.
+ * Callbacks never run concurrently with each other (one dispatcher at a
+ * time), so a callback sees its fd's events in order and needs no lock
+ * against other callbacks.
+ *
+ * Nothing here allocates after a timer is initialised, and no lock of the
+ * engine is held while a callback runs.
  */
 #ifndef UROCE_ENGINE_ENGINE_H
 #define UROCE_ENGINE_ENGINE_H
 
-#include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-#include "util/list.h"
-#include "xport/xport.h"
-
-struct ur_qp;
 struct ur_engine;
 
-/* The process's engine, started on first use; NULL with errno set if its
- * thread, sockets or host registry cannot be set up. */
-struct ur_engine *ur_engine_get(void);
-
-/* Receive and run timers from the calling thread, if no other thread is at
- * it: a busy-polling application then needs no thread switch per packet
- * (which costs milliseconds when busy pollers fill every core). */
-void ur_engine_poll(struct ur_engine *e);
-
-/* QP numbers are unique on the host; registering makes the QP reachable. */
-int ur_engine_qp_register(struct ur_engine *e, struct ur_qp *qp);
-/* After this returns, no engine thread touches the QP. */
-void ur_engine_qp_unregister(struct ur_engine *e, struct ur_qp *qp);
-
-/* Returns once no receive dispatch that started before the call is still
- * running: objects found during dispatch can then be freed. */
-void ur_engine_quiesce(struct ur_engine *e);
-
-/* A one-shot timer for objects other than QPs (CQ moderation).  fire runs
- * on the engine thread with no lock of the engine held, during a dispatch:
- * an owner that cancels and then calls ur_engine_quiesce may free it. */
-struct ur_timer {
-	uint64_t deadline;          /* ns, CLOCK_MONOTONIC; 0 = not armed */
-	void (*fire)(struct ur_timer *t);
-	struct ur_list link;
+enum ur_watch_class {
+	UR_WATCH_ENGINE,       /* run on the engine thread only */
+	UR_WATCH_INLINE,       /* also by threads that poll (ur_engine_poll) */
 };
-void ur_engine_timer_arm(struct ur_timer *t, uint64_t deadline);
-void ur_engine_timer_cancel(struct ur_timer *t);
-
-/* The QP's timer deadlines changed (qp->lock held). */
-void ur_engine_timers_changed(struct ur_qp *qp);
-/* The transport said EAGAIN: run the QP's transmit side when it drains
- * (qp->lock held). */
-void ur_engine_tx_blocked(struct ur_qp *qp);
-
-/* A transport socket drained: resume QPs that stalled on it. */
-void ur_engine_writable(struct ur_engine *e);
-
-/* The transport that reaches peers (resolution picks the path). */
-struct ur_xport *ur_engine_xport(struct ur_engine *e);
-
-/* For transports: a received RoCE packet (BTH .. ICRC), integrity checked. */
-/* A control message from another process of the host (the transport's
- * local_msg), with the receive lock and the QP table's read lock held. */
-void ur_engine_local_msg(struct ur_engine *e, const uint8_t *msg, size_t len);
-/* The QP numbered qpn, or NULL.  Only where the table's read lock is held
- * (fd handlers and timers run so); qp->lock is not taken. */
-struct ur_qp *ur_engine_find_qp(struct ur_engine *e, uint32_t qpn);
-void ur_engine_rx(struct ur_engine *e, const uint8_t *pkt, size_t len,
-		  const struct ur_rx_meta *meta);
 
 typedef void (*ur_fd_handler)(void *arg, uint32_t events);
-int ur_engine_watch_fd(struct ur_engine *e, int fd, uint32_t events,
-		       ur_fd_handler fn, void *arg);
-int ur_engine_rewatch_fd(struct ur_engine *e, int fd, uint32_t events);
-void ur_engine_unwatch_fd(struct ur_engine *e, int fd);
 
-/* Device-wide counters, as rxe's hw_counters names them. */
-struct ur_engine_counters {
-	uint64_t rcvd_pkts, sent_pkts;
-	uint64_t icrc_errors;          /* dropped: ICRC mismatch */
-	uint64_t malformed;            /* dropped: failed to parse */
-	uint64_t no_qp;                /* dropped: no such QP here */
-	uint64_t forwarded;            /* demultiplexed to another process */
-	uint64_t tx_eagain;
+/* A one-shot timer, embedded in its owner.  fire runs on the engine thread
+ * (or in ur_engine_run_timers) with no lock of the engine held. */
+struct ur_timer {
+	uint64_t deadline;             /* ns, CLOCK_MONOTONIC; 0 = not armed */
+	unsigned heap_pos;             /* engine's: 1-based place in its heap, 0 = none */
+	void (*fire)(struct ur_timer *t);
 };
-void ur_engine_counters(struct ur_engine *e, struct ur_engine_counters *out);
-extern struct ur_engine_counters ur_engine_stats;
+
+enum {
+	UR_ENGINE_NO_THREAD = 1 << 0,  /* tests: callbacks run only when asked */
+};
+
+/* 0 or -errno.  thread_name names the engine thread (ps, gdb). */
+int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out);
+
+int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
+		    ur_fd_handler fn, void *arg);
+int ur_engine_rewatch(struct ur_engine *e, int fd, uint32_t events);
+void ur_engine_unwatch(struct ur_engine *e, int fd);
+
+/* Registers a timer: reserves its room so that arming never allocates.
+ * 0 or -ENOMEM.  fini cancels it and gives the room back. */
+int ur_engine_timer_init(struct ur_engine *e, struct ur_timer *t, void (*fire)(struct ur_timer *t));
+void ur_engine_timer_fini(struct ur_engine *e, struct ur_timer *t);
+/* Arms (or moves) a timer to an absolute deadline; a deadline already past
+ * fires at the next dispatch (deferred work). */
+void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadline);
+/* Disarms it.  A fire already running is not waited for: an owner that
+ * frees the timer's object quiesces first. */
+void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t);
+
+/* From a thread that waits for something an INLINE fd will bring: runs
+ * their callbacks if no other thread is dispatching.  Returns whether any
+ * callback ran. */
+bool ur_engine_poll(struct ur_engine *e);
+
+/* How many timers are armed (diagnostics, tests). */
+unsigned ur_engine_timers_armed(struct ur_engine *e);
+
+/* Fires the timers due at now (the engine thread does this itself; a
+ * NO_THREAD engine's owner calls it). */
+void ur_engine_run_timers(struct ur_engine *e, uint64_t now);
+
+/* Returns once no callback that started before the call is still running.
+ * From inside a callback it returns at once (nothing else can be running). */
+void ur_engine_quiesce(struct ur_engine *e);
 
 #endif

@@ -1,4 +1,5 @@
-/* Helpers shared by the requester, completer and responder. */
+/* What the requester, completer and responder share: the window and
+ * pacing constants, and the opcodes by their low bits. */
 #ifndef UROCE_REL_REL_PRIV_H
 #define UROCE_REL_REL_PRIV_H
 
@@ -9,7 +10,6 @@
 #include "rel/psn.h"
 #include "wire/opcode.h"
 #include "wire/roce_hdr.h"
-#include "xport/xport.h"
 
 /* Flow control: at most this many PSNs unacknowledged (rxe's limit), and a
  * congestion window that halves on loss and grows back by one packet per
@@ -61,52 +61,6 @@ static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
 	case IBV_QPT_XRC_RECV: return UR_OP_TYPE_XRC;
 	default: return UR_OP_TYPE_RC;
 	}
-}
-
-/* The BTH every packet of this QP carries. */
-static inline void ur_put_bth(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t opcode,
-			      bool se, uint32_t dqpn, bool ackreq, uint32_t psn)
-{
-	bth_init(p->hdr, opcode, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
-}
-
-/* Sends one packet on the QP's path (or a UD destination's). */
-int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p);
-
-/* Scatter len bytes at byte offset off of a receive WQE's SGEs; false if an
- * SGE's lkey does not grant local write.  MR read lock held by the caller. */
-bool ur_copy_to_sges(struct ur_qp *qp, const struct ibv_sge *sge, uint32_t nsge,
-		     uint32_t off, const uint8_t *src, uint32_t len);
-/* The same with the MR table and PD given (an XRC SRQ's, without a QP). */
-struct ur_mr_table;
-bool ur_copy_to_sges_pd(struct ur_mr_table *mrs, struct ur_pd *pd, const struct ibv_sge *sge,
-			uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
-
-/* The responder's answers, for xrc.c: an ACK/NAK/RNR NAK sent now, and a
- * request refused (NAK, then the QP enters ERROR). */
-void ur_resp_answer(struct ur_qp *qp, uint8_t syn, uint32_t psn);
-void ur_resp_fail(struct ur_qp *qp, uint8_t nak, const char *what);
-
-/* BIND_MW / LOCAL_INV, executed when the requester reaches them. */
-enum ibv_wc_status ur_local_op(struct ur_qp *qp, struct ur_send_wqe *w);
-/* SEND with invalidate at the responder: false if rkey may not be. */
-bool ur_remote_invalidate(struct ur_qp *qp, uint32_t rkey);
-/* Completes the WQEs at the SQ head that everything acknowledged so far
- * covers (local operations behind acknowledged requests). */
-void ur_comp_retire(struct ur_qp *qp);
-
-/* Sends what this thread staged for the transport; a transport without
- * room marks the QP blocked until it drains. */
-void ur_rel_flush(struct ur_qp *qp);
-
-/* Retransmission: go back to comp.psn. */
-void ur_req_rewind(struct ur_qp *qp);
-void ur_comp_arm_retrans(struct ur_qp *qp);
-
-static inline bool ur_wr_is_rd_atomic(uint32_t op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 static inline uint32_t ur_pad_of(uint32_t len)

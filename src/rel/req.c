@@ -4,15 +4,18 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/ah.h"
-#include "core/context.h"
-#include "core/mr.h"
-#include "engine/engine.h"
-#include "rel/rel.h"
-#include "rel/rel_priv.h"
-#include "util/log.h"
+#include "rel/req.h"
 
-#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
+#include "core/ah.h"
+#include "core/limits.h"
+#include "core/mr.h"
+#include "core/qp.h"
+#include "rel/ack.h"
+#include "rel/qp_error.h"
+#include "rel/rel_priv.h"
+#include "rel/timers.h"
+#include "rel/tx.h"
+#include "util/log.h"
 
 /* BTH opcode low bits for a work request, by position in the message;
  * the transport bits come from the QP type. */
@@ -43,28 +46,14 @@ static uint8_t req_opcode(uint32_t wr_op, bool first, bool last)
 	}
 }
 
-int ur_rel_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p)
-{
-	int ret = ur_xport_send(path, p);
-
-	if (ret == -EAGAIN)
-		return ret;
-	if (ret) {
-		/* Refused for good (no route, too big): on the wire that is a
-		 * lost packet, and retransmission or the peer decides. */
-		UR_QP_COUNT(qp, UR_CNT_DROPPED);
-		return 0;
-	}
-	UR_QP_COUNT(qp, UR_CNT_SENT_PKTS);
-	return 0;
-}
-
 /* A packet left: the high-water mark of PSNs sent moves with it. */
 static void note_sent(struct ur_qp *qp)
 {
 	if (psn_gt(qp->req.psn, qp->req.psn_max))
 		qp->req.psn_max = qp->req.psn;
 }
+
+_Static_assert(UR_MAX_SGE + 1 <= UR_TX_MAX_IOV, "a packet's pieces hold a WQE's SGEs");
 
 /* Gathers [off, off + len) of the WQE's data into p->iov.  MR read lock
  * held.  -EFAULT: an SGE's lkey is not valid for it. */
@@ -140,10 +129,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 
 		ackreq = last || qp->req.noack + 1 >= every || inflight >= window;
 	}
-	p.pad = (uint8_t)ur_pad_of(len);
-	p.hdr_len = info->length;
-	memset(p.hdr, 0, p.hdr_len);
-	ur_put_bth(qp, &p, op, last && (w->send_flags & IBV_SEND_SOLICITED), dqpn, ackreq,
+	ur_tx_init(qp, &p, op, len, last && (w->send_flags & IBV_SEND_SOLICITED), dqpn, ackreq,
 		   qp->req.psn);
 	if (info->mask & UR_OPF_RETH) {
 		uint8_t *r = p.hdr + info->offset[UR_HDR_RETH];
@@ -163,7 +149,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	ur_mr_read_lock(&qp->ctx->mrs);
 	ret = gather(qp, w, w->offset, len, &p);
 	if (!ret)
-		ret = ur_rel_send(qp, path, &p);
+		ret = ur_tx_send(qp, path, &p);
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (ret)
 		return ret;
@@ -195,18 +181,13 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 	uint8_t *r;
 	int ret;
 
-	p.pad = 0;
-	p.niov = 0;
-	p.paylen = 0;
-	p.hdr_len = info->length;
-	memset(p.hdr, 0, p.hdr_len);
-	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	ur_tx_init(qp, &p, op, 0, false, qp->attr.dest_qp_num, true, qp->req.psn);
 	put_xrceth(w, &p, info);
 	r = p.hdr + info->offset[UR_HDR_RETH];
 	reth_set_va(r, w->remote_addr + w->offset);
 	reth_set_rkey(r, w->rkey);
 	reth_set_len(r, len);
-	ret = ur_rel_send(qp, &qp->path, &p);
+	ret = ur_tx_send(qp, &qp->path, &p);
 	if (ret)
 		return ret;
 	if (w->offset == 0)
@@ -230,12 +211,7 @@ static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	uint8_t *a;
 	int ret;
 
-	p.pad = 0;
-	p.niov = 0;
-	p.paylen = 0;
-	p.hdr_len = info->length;
-	memset(p.hdr, 0, p.hdr_len);
-	ur_put_bth(qp, &p, op, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	ur_tx_init(qp, &p, op, 0, false, qp->attr.dest_qp_num, true, qp->req.psn);
 	put_xrceth(w, &p, info);
 	a = p.hdr + info->offset[UR_HDR_ATMETH];
 	atmeth_set_va(a, w->remote_addr);
@@ -247,7 +223,7 @@ static int send_atomic(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		atmeth_set_swap_add(a, w->compare_add);
 		atmeth_set_comp(a, 0);
 	}
-	ret = ur_rel_send(qp, &qp->path, &p);
+	ret = ur_tx_send(qp, &qp->path, &p);
 	if (ret)
 		return ret;
 	w->first_psn = w->last_psn = qp->req.psn;
@@ -267,7 +243,7 @@ static bool run_local(struct ur_qp *qp, struct ur_send_wqe *w)
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
 
 	if (w->state == UR_WQE_POSTED) {
-		status = ur_local_op(qp, w);
+		status = ur_mw_local_op(qp, w);
 		w->first_psn = w->last_psn = psn_add(qp->req.psn, UR_PSN_MASK);
 		w->state = UR_WQE_SENT;
 	}
@@ -278,7 +254,7 @@ static bool run_local(struct ur_qp *qp, struct ur_send_wqe *w)
 		return false;
 	}
 	if (ur_qp_is_reliable(qp))
-		ur_comp_retire(qp);
+		ur_ack_retire(qp);
 	else
 		ur_qp_complete_send(qp, w, IBV_WC_SUCCESS);
 	return true;
@@ -296,22 +272,12 @@ static bool rd_atomic_full(struct ur_qp *qp)
 	return qp->req.rd_atomic >= (uint32_t)ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
 }
 
-void ur_rel_flush(struct ur_qp *qp)
-{
-	struct ur_engine *e = ur_engine_get();
-
-	if (e && ur_xport_flush(ur_engine_xport(e)) == -EAGAIN && !qp->req.blocked) {
-		qp->req.blocked = true;
-		ur_engine_tx_blocked(qp);
-	}
-}
-
 static void req_run(struct ur_qp *qp);
 
 void ur_req_run(struct ur_qp *qp)
 {
 	req_run(qp);
-	ur_rel_flush(qp);
+	ur_tx_flush(qp);
 }
 
 static void req_run(struct ur_qp *qp)
@@ -346,12 +312,11 @@ static void req_run(struct ur_qp *qp)
 			ret = send_data_packet(qp, w, &done);
 
 		if (ret == -EAGAIN) {
-			qp->req.blocked = true;
-			ur_engine_tx_blocked(qp);
+			ur_tx_blocked(qp);
 			break;
 		}
 		if (ret == -EFAULT) {
-			ur_err(QP_DEV(qp), "QP 0x%06x: WR 0x%llx: an SGE is outside its "
+			ur_err(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx: an SGE is outside its "
 			       "memory region or its lkey is invalid", ur_qp_num(qp),
 			       (unsigned long long)w->wr_id);
 			qp->req.wqe++;
@@ -360,7 +325,7 @@ static void req_run(struct ur_qp *qp)
 			return;
 		}
 		if (ur_qp_is_reliable(qp) && !qp->comp.retrans_deadline)
-			ur_comp_arm_retrans(qp);
+			ur_timers_arm_retrans(qp);
 		if (!done)
 			continue;
 		w->state = UR_WQE_SENT;
@@ -370,8 +335,89 @@ static void req_run(struct ur_qp *qp)
 	}
 }
 
-void ur_qp_tx(struct ur_qp *qp)
+void ur_req_rewind(struct ur_qp *qp)
 {
-	ur_resp_tx(qp);
-	ur_req_run(qp);
+	uint32_t old_end = ur_ack_inflight_end(qp);
+	bool found = false, first_data = true;
+
+	qp->req.psn = qp->comp.psn;
+	qp->req.noack = 0;
+	qp->req.rd_atomic = 0;
+	qp->req.blocked = false;
+	for (uint32_t i = qp->sq.head; i != old_end; i++) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
+
+		if (w->state == UR_WQE_DONE)
+			continue;
+		if (ur_wr_is_local(w->opcode)) {
+			/* Already executed: never again; the requester steps over it. */
+			if (!found) {
+				found = true;
+				qp->req.wqe = i;
+			}
+			continue;
+		}
+		if (!found || first_data) {
+			first_data = false;
+			/* The oldest open WQE holds comp.psn: resume inside it. */
+			uint32_t done_pkts = psn_lt(qp->comp.psn, w->first_psn) ? 0 :
+					     (uint32_t)psn_diff(qp->comp.psn, w->first_psn);
+
+			if (!found) {
+				found = true;
+				qp->req.wqe = i;
+			}
+			if (w->opcode == IBV_WR_RDMA_READ)
+				w->offset = w->read_done;
+			else if (ur_wr_is_rd_atomic(w->opcode))
+				w->offset = 0;
+			else
+				w->offset = ur_min(done_pkts * qp->mtu, w->length);
+			if (w->offset == w->length && w->length)
+				w->offset = 0;   /* every packet acked but the WQE open: resend */
+		} else {
+			w->offset = 0;
+			w->read_done = 0;
+		}
+		w->state = UR_WQE_POSTED;
+	}
+	if (!found)
+		qp->req.wqe = old_end;
+}
+
+/* An ACK or NAK past what was resent since going back (go-back-N lowered
+ * req.psn; the first transmission had gone further, up to req.psn_max): the
+ * responder has every request before next.  The requester moves there as
+ * if it had resent them: WQEs are segmented the same way every time, so
+ * they get the PSNs of their first transmission. */
+void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
+{
+	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+		uint32_t left = w->length - w->offset, pkts, take;
+
+		if (ur_wr_is_local(w->opcode)) {
+			if (w->state == UR_WQE_POSTED)
+				break;          /* not executed yet: in order only */
+			qp->req.wqe++;
+			continue;
+		}
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			pkts = w->offset ? 0 : 1;
+		else
+			pkts = left ? (left + qp->mtu - 1) / qp->mtu : (w->offset ? 0 : 1);
+		if (w->offset == 0)
+			w->first_psn = qp->req.psn;
+		take = ur_min(pkts, (uint32_t)psn_diff(next, qp->req.psn));
+		if (take < pkts) {
+			w->offset += take * qp->mtu;
+			qp->req.psn = psn_add(qp->req.psn, take);
+			break;
+		}
+		w->offset = w->length;
+		w->last_psn = psn_add(qp->req.psn, pkts - 1);
+		w->state = UR_WQE_SENT;
+		qp->req.psn = psn_add(qp->req.psn, pkts);
+		qp->req.wqe++;
+	}
 }

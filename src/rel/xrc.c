@@ -1,24 +1,18 @@
-/* XRC domains shared by the processes of a host (rel/xrc.h).
+/* XRC domains shared by the processes of a host: the target's side
+ * (xrc.h).
  *
- * Target side (the process whose XRC target QP received the request): the
- * packet at the expected PSN names an SRQ another process owns.  It is
+ * The packet at the expected PSN names an SRQ another process owns.  It is
  * handed over in a DELIVER message and the responder parks: it executes
  * nothing newer until the REPLY comes, so PSN order holds across the two
- * processes.  The packets that follow in PSN order are held meanwhile
- * (up to UR_XRC_QUEUE of them) and executed when the REPLY is in; any
- * beyond are dropped, and one sequence NAK then asks the requester for
- * them again (go-back-N, as for any loss).  The PSN is acknowledged only when the owner says the
- * bytes are placed; RNR from the owner becomes an RNR NAK, an unknown SRQ
- * a NAK invalid request.  The engine never waits: a REPLY that does not
- * come (lost on a full socket, or the owner died) is asked for again when
- * the requester retransmits the parked packet, and an owner that is gone
- * makes the target NAK.
- *
- * Owner side: a DELIVER is placed as the responder would place a SEND
- * (receive WQE from the SRQ, scatter, completion on the SRQ's CQ with the
- * target QP's number).  Each SRQ keeps, per feeding target QP, a sink: the
- * receive WQE of the message in progress and the last PSN placed, so that
- * a DELIVER sent again is answered again without being placed twice.
+ * processes.  The packets that follow in PSN order are held meanwhile (up
+ * to UR_XRC_QUEUE of them) and executed when the REPLY is in; any beyond
+ * are dropped, and one sequence NAK then asks the requester for them again
+ * (go-back-N, as for any loss).  The PSN is acknowledged only when the
+ * owner says the bytes are placed; RNR from the owner becomes an RNR NAK,
+ * an unknown SRQ a NAK invalid request.  Nothing here waits: a REPLY that
+ * does not come (lost on a full socket, or the owner died) is asked for
+ * again when the requester retransmits the parked packet, and an owner
+ * that is gone makes the target NAK.
  */
 #include "rel/xrc.h"
 
@@ -29,23 +23,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/context.h"
-#include "core/cq.h"
-#include "core/device.h"
-#include "core/mr.h"
 #include "core/qp.h"
 #include "core/srq.h"
 #include "core/xrcd.h"
-#include "engine/engine.h"
+#include "host/registry.h"
 #include "rel/psn.h"
-#include "rel/rel.h"
 #include "rel/rel_priv.h"
+#include "rel/resp_out.h"
 #include "rel/xrc_msg.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "host/registry.h"
-
-#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
 /* A parked packet retransmitted sooner than this after its hand-over does
  * not hand it over again: the REPLY is probably on its way. */
 #define UR_XRC_RESEND_NS 5000000ull
@@ -60,9 +47,6 @@ struct ur_xrc_queue {
 		uint8_t buf[UR_XRC_PKT_MAX];
 	} pkt[UR_XRC_QUEUE];
 };
-
-/* Sinks an SRQ keeps; idle ones beyond are forgotten oldest first. */
-#define UR_XRC_MAX_SINKS 256u
 
 uint32_t ur_xrc_new_gen(void)
 {
@@ -92,7 +76,7 @@ static bool xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid)
 
 /* Every XRC request names the SRQ (hence PD and CQ) it is for; it must be
  * an XRC SRQ of the target QP's domain, in this process or another. */
-bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *foreign)
 {
 	const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
 	uint32_t srqn;
@@ -102,7 +86,7 @@ bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		return false;
 	}
 	srqn = xrceth_srqn(pkt->bth + info->offset[UR_HDR_XRCETH]);
-	qp->resp.xrc_foreign = false;
+	*foreign = false;
 	if (!qp->resp_srq || qp->resp_srq->srq_num != srqn ||
 	    (qp->resp.opcode >= 0 && qp->resp.xrc_msg_foreign)) {
 		struct ur_srq *srq = ur_xrcd_find_srq(qp->xrcd, srqn);
@@ -113,19 +97,19 @@ bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		if (!srq && xrc_owner(qp, srqn, &owner)) {
 			if (qp->resp.opcode >= 0 &&
 			    (!qp->resp.xrc_msg_foreign || qp->resp.xrc_srqn != srqn)) {
-				ur_resp_fail(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
+				ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
 				return false;
 			}
-			qp->resp.xrc_foreign = true;
+			*foreign = true;
 			qp->resp.xrc_pid = owner;
 			qp->resp.xrc_srqn = srqn;
 			return true;
 		}
 		if (!srq) {
-			ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+			ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
 					    "not in the QP's domain", ur_qp_num(qp), srqn);
 			if (qp->resp_srq) {
-				ur_resp_fail(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
+				ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
 			} else {
 				/* No SRQ to report on: refuse without touching state. */
 				ur_resp_answer(qp, UR_NAK_INVALID_REQ, pkt->psn);
@@ -134,7 +118,7 @@ bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 		}
 		/* A message in progress keeps its SRQ. */
 		if (qp->resp.opcode >= 0 && (qp->resp_srq || qp->resp.xrc_msg_foreign)) {
-			ur_resp_fail(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
+			ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "XRC SRQ changed mid-message");
 			return false;
 		}
 		qp->resp_srq = srq;
@@ -156,7 +140,7 @@ static int send_deliver(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	m.gen = qp->xrc_gen;
 	m.xrcd_dev = (uint64_t)qp->xrcd->dev;
 	m.xrcd_ino = (uint64_t)qp->xrcd->ino;
-	snprintf(m.ibdev, sizeof(m.ibdev), "%s", QP_DEV(qp));
+	snprintf(m.ibdev, sizeof(m.ibdev), "%s", ur_qp_dev(qp));
 	m.src_qpn = qp->attr.dest_qp_num;
 	m.flags = ((pkt->mask & UR_OPF_START) ? UR_XRC_F_FIRST : 0) |
 		  ((pkt->mask & UR_OPF_END) ? UR_XRC_F_LAST : 0) |
@@ -168,14 +152,14 @@ static int send_deliver(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	m.paylen = pkt->paylen;
 	iov[0] = (struct iovec){ &m, sizeof(m) };
 	iov[1] = (struct iovec){ (void *)pkt->payload, pkt->paylen };
-	return ur_xport_local_msg(qp->path.xport, qp->resp.xrc_pid, iov, pkt->paylen ? 2 : 1);
+	return ur_xports_local_msg(qp->ctx->xports, qp->resp.xrc_pid, iov, pkt->paylen ? 2 : 1);
 }
 
 /* The owner is gone, or the transport cannot reach it. */
 static void owner_lost(struct ur_qp *qp)
 {
 	qp->resp.xrc_wait = false;
-	ur_resp_fail(qp, UR_NAK_INVALID_REQ, "the process owning the XRC SRQ is gone");
+	ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "the process owning the XRC SRQ is gone");
 }
 
 void ur_xrc_handoff(struct ur_qp *qp, const struct ur_pkt_view *pkt)
@@ -185,12 +169,12 @@ void ur_xrc_handoff(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 
 	if (!(pkt->mask & UR_OPF_SEND)) {
 		/* The memory is the other process's: not reachable from here. */
-		ur_resp_fail(qp, UR_NAK_REM_ACCESS_ERR, "RDMA WRITE/READ/ATOMIC through an XRC "
+		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR, "RDMA WRITE/READ/ATOMIC through an XRC "
 			     "target into another process of the domain: not supported");
 		return;
 	}
 	if (pkt->mask & UR_OPF_IETH) {
-		ur_resp_fail(qp, UR_NAK_INVALID_REQ, "SEND with invalidate into another process "
+		ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "SEND with invalidate into another process "
 			     "of the XRC domain: not supported");
 		return;
 	}
@@ -238,21 +222,23 @@ static void hold(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d)
 	q->n++;
 }
 
-/* Unparked: execute the held packets in order, until one parks again. */
-static void replay(struct ur_qp *qp)
+bool ur_xrc_next_held(struct ur_qp *qp, struct ur_pkt_view *v)
 {
 	struct ur_xrc_queue *q = qp->xrc_q;
-	static const struct ur_rx_meta meta;   /* only UD reads it */
 
 	while (q && q->n && !qp->resp.xrc_wait && qp->state != IBV_QPS_ERR) {
 		uint32_t i = q->head;
-		struct ur_pkt_view v;
 
 		q->head = (q->head + 1) % UR_XRC_QUEUE;
 		q->n--;
-		if (ur_pkt_parse(&v, q->pkt[i].buf, q->pkt[i].len) == UR_PARSE_OK)
-			ur_resp_rx(qp, &v, &meta);
+		if (ur_pkt_parse(v, q->pkt[i].buf, q->pkt[i].len) == UR_PARSE_OK)
+			return true;
 	}
+	return false;
+}
+
+void ur_xrc_replayed(struct ur_qp *qp)
+{
 	if (qp->resp.xrc_wait || qp->state == IBV_QPS_ERR)
 		return;
 	if (qp->resp.xrc_dropped) {
@@ -305,7 +291,7 @@ void ur_xrc_parked_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	ur_resp_answer(qp, UR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), r->psn);
 }
 
-static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
+bool ur_xrc_on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 {
 	struct ur_resp_state *r = &qp->resp;
 	bool end;
@@ -313,7 +299,7 @@ static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 	if (qp->type != IBV_QPT_XRC_RECV || !r->xrc_wait || m->gen != qp->xrc_gen ||
 	    m->psn != r->psn || m->srqn != r->xrc_srqn ||
 	    qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
-		return;   /* stale: an answer to a DELIVER sent twice, or an old QP */
+		return false;   /* stale: an answer to a DELIVER sent twice, or an old QP */
 	r->xrc_wait = false;
 	switch (m->status) {
 	case UR_XRC_OK:
@@ -325,204 +311,26 @@ static void on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 			r->msn++;
 		r->nak_sent = false;
 		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, m->psn);
-		replay(qp);
-		return;
+		return true;
 	case UR_XRC_RNR:
 		UR_QP_COUNT(qp, UR_CNT_SEND_RNR_ERR);
 		ur_resp_answer(qp, UR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), m->psn);
 		break;
 	case UR_XRC_OP_ERR:
-		ur_resp_fail(qp, UR_NAK_REM_OP_ERR, "XRC SRQ receive buffer lkey invalid (other process)");
+		ur_resp_refuse(qp, UR_NAK_REM_OP_ERR, "XRC SRQ receive buffer lkey invalid (other process)");
 		break;
 	case UR_XRC_LEN_ERR:
-		ur_resp_fail(qp, UR_NAK_INVALID_REQ, "XRC SRQ receive buffer too small (other process)");
+		ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "XRC SRQ receive buffer too small (other process)");
 		break;
 	default:
-		ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
 				    "not in the QP's domain (process %d)", ur_qp_num(qp),
 				    m->srqn, (int)m->src_pid);
-		ur_resp_fail(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
+		ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
 		break;
 	}
 	/* What followed goes again after the RNR NAK, or not at all. */
 	r->xrc_dropped = false;
 	ur_xrc_queue_clear(qp);
-}
-
-/* ---- owner side --------------------------------------------------------- */
-
-struct xrc_sink {
-	struct ur_list link;         /* srq->xrc_sinks, most recently used first */
-	pid_t pid;                   /* the target QP's process */
-	uint32_t tgt_qpn;
-	uint32_t gen;
-	bool have_last;
-	uint32_t last_psn;           /* the last PSN placed */
-	bool active;                 /* wqe holds the message in progress */
-	uint32_t offset;
-	struct ur_recv_wqe wqe;      /* sized for the SRQ's max_sge */
-};
-
-static struct xrc_sink *sink_get(struct ur_srq *srq, pid_t pid, uint32_t qpn)
-{
-	struct xrc_sink *s;
-	struct ur_list *pos, *tmp;
-
-	ur_list_for_each(pos, &srq->xrc_sinks) {
-		s = ur_list_entry(pos, struct xrc_sink, link);
-		if (s->pid == pid && s->tgt_qpn == qpn) {
-			ur_list_del(pos);
-			ur_list_add(&srq->xrc_sinks, pos);
-			return s;
-		}
-	}
-	if (srq->nsinks >= UR_XRC_MAX_SINKS) {
-		for (pos = srq->xrc_sinks.prev, tmp = pos->prev; pos != &srq->xrc_sinks;
-		     pos = tmp, tmp = pos->prev) {
-			s = ur_list_entry(pos, struct xrc_sink, link);
-			if (!s->active) {
-				ur_list_del(pos);
-				free(s);
-				srq->nsinks--;
-				break;
-			}
-		}
-		if (srq->nsinks >= UR_XRC_MAX_SINKS)
-			return NULL;
-	}
-	s = calloc(1, sizeof(*s) + srq->max_sge * sizeof(struct ibv_sge));
-	if (!s)
-		return NULL;
-	s->pid = pid;
-	s->tgt_qpn = qpn;
-	ur_list_add(&srq->xrc_sinks, &s->link);
-	srq->nsinks++;
-	return s;
-}
-
-void ur_xrc_srq_fini(struct ur_srq *srq)
-{
-	struct ur_list *pos, *tmp;
-
-	ur_list_for_each_safe(pos, tmp, &srq->xrc_sinks) {
-		ur_list_del(pos);
-		free(ur_list_entry(pos, struct xrc_sink, link));
-	}
-	srq->nsinks = 0;
-}
-
-static void sink_complete(struct ur_srq *srq, struct xrc_sink *s, const struct ur_xrc_msg *m,
-			  enum ibv_wc_status status)
-{
-	struct ibv_wc wc = {
-		.wr_id = s->wqe.wr_id,
-		.status = status,
-		.opcode = IBV_WC_RECV,
-		.byte_len = status == IBV_WC_SUCCESS ? s->offset : 0,
-		.qp_num = m->tgt_qpn,
-		.src_qp = m->src_qpn,
-	};
-
-	if (status == IBV_WC_SUCCESS && (m->flags & UR_XRC_F_IMM)) {
-		wc.imm_data = m->imm;
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-	}
-	s->active = false;
-	s->offset = 0;
-	__atomic_add_fetch(&srq->ctx->dev->cnt[UR_CNT_RDMA_RECVS], 1, __ATOMIC_RELAXED);
-	ur_cq_push(srq->cq, &wc, status == IBV_WC_SUCCESS && (m->flags & UR_XRC_F_SE));
-}
-
-/* Places one DELIVER; returns the REPLY's status. */
-static enum ur_xrc_status place(const struct ur_xrc_msg *m, const uint8_t *payload)
-{
-	struct ur_srq *srq = ur_xrcd_find_shared_srq(m->ibdev, m->xrcd_dev, m->xrcd_ino, m->srqn);
-	struct xrc_sink *s;
-	bool ok;
-
-	if (!srq || srq->type != IBV_SRQT_XRC)
-		return UR_XRC_INVALID;
-	s = sink_get(srq, m->src_pid, m->tgt_qpn);
-	if (!s)
-		return UR_XRC_RNR;   /* no memory for now: the requester retries */
-	if (s->gen != m->gen) {
-		/* A new incarnation of the target QP: its old message is
-		 * abandoned (a WQE taken for it is reused). */
-		s->gen = m->gen;
-		s->have_last = false;
-		s->offset = 0;
-	}
-	if (s->have_last && psn_le(m->psn, s->last_psn))
-		return UR_XRC_OK;    /* placed already: the REPLY was lost */
-	if (m->flags & UR_XRC_F_FIRST) {
-		if (!s->active) {
-			if (!ur_srq_take(srq, &s->wqe))
-				return UR_XRC_RNR;
-			s->active = true;
-		}
-		s->offset = 0;
-	} else if (!s->active) {
-		return UR_XRC_INVALID;
-	}
-	if (s->offset + m->paylen > s->wqe.length) {
-		ur_warn_ratelimited(srq->ctx->dev->ibdev.name, "XRC SRQ 0x%06x: a %u+ byte message "
-				    "does not fit the %u byte receive buffer", srq->srq_num,
-				    s->offset + m->paylen, s->wqe.length);
-		sink_complete(srq, s, m, IBV_WC_LOC_LEN_ERR);
-		return UR_XRC_LEN_ERR;
-	}
-	ur_mr_read_lock(&srq->ctx->mrs);
-	ok = ur_copy_to_sges_pd(&srq->ctx->mrs, srq->pd, s->wqe.sge, s->wqe.num_sge, s->offset,
-				payload, m->paylen);
-	ur_mr_read_unlock(&srq->ctx->mrs);
-	if (!ok) {
-		sink_complete(srq, s, m, IBV_WC_LOC_PROT_ERR);
-		return UR_XRC_OP_ERR;
-	}
-	s->offset += m->paylen;
-	s->have_last = true;
-	s->last_psn = m->psn;
-	if (m->flags & UR_XRC_F_LAST)
-		sink_complete(srq, s, m, IBV_WC_SUCCESS);
-	return UR_XRC_OK;
-}
-
-static void on_deliver(struct ur_engine *e, const struct ur_xrc_msg *m, const uint8_t *payload)
-{
-	struct ur_xrc_msg rep;
-	struct iovec iov;
-
-	ur_xrc_msg_init(&rep, UR_XRC_REPLY, getpid());
-	rep.tgt_qpn = m->tgt_qpn;
-	rep.srqn = m->srqn;
-	rep.psn = m->psn;
-	rep.gen = m->gen;
-	rep.status = place(m, payload);
-	iov = (struct iovec){ &rep, sizeof(rep) };
-	/* Lost if the target's queue is full: it asks again when the
-	 * requester retransmits, and a duplicate is not placed twice. */
-	if (ur_xport_local_msg(ur_engine_xport(e), m->src_pid, &iov, 1))
-		__atomic_add_fetch(&ur_engine_stats.no_qp, 1, __ATOMIC_RELAXED);
-}
-
-void ur_xrc_local_rx(struct ur_engine *e, const uint8_t *buf, size_t len)
-{
-	const uint8_t *payload;
-	struct ur_xrc_msg m;
-	struct ur_qp *qp;
-
-	if (ur_xrc_msg_parse(buf, len, &m, &payload)) {
-		__atomic_add_fetch(&ur_engine_stats.malformed, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	if (m.kind == UR_XRC_DELIVER) {
-		on_deliver(e, &m, payload);
-		return;
-	}
-	qp = ur_engine_find_qp(e, m.tgt_qpn);
-	if (!qp)
-		return;
-	pthread_mutex_lock(&qp->lock);
-	on_reply(qp, &m);
-	pthread_mutex_unlock(&qp->lock);
+	return false;
 }

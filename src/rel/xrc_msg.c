@@ -20,16 +20,6 @@ void ur_xrc_msg_init(struct ur_xrc_msg *m, enum ur_xrc_kind kind, pid_t src_pid)
 	m->src_pid = (int32_t)src_pid;
 }
 
-int ur_xrc_msg_is(const uint8_t *buf, size_t len)
-{
-	uint32_t magic;
-
-	if (len < sizeof(magic))
-		return 0;
-	memcpy(&magic, buf, sizeof(magic));
-	return magic == UR_XRC_MAGIC;
-}
-
 int ur_xrc_msg_parse(const uint8_t *buf, size_t len, struct ur_xrc_msg *m,
 		     const uint8_t **payload)
 {

@@ -8,9 +8,9 @@
  * completes on the SRQ's CQ, then answers with a REPLY.  A acknowledges the
  * PSN only when the REPLY says the bytes are placed (docs/design.md, XRC).
  *
- * Both travel as one unix datagram to the other process's forwarding
- * socket (the one the 4791 router uses); the magic tells them from
- * forwarded packets.  Same host, so fields are in host byte order.
+ * Both travel as local messages of the transport (struct
+ * ur_xport_ops.local_msg), which tells them from packets by its own
+ * framing.  Same host, so fields are in host byte order.
  * Encoding and decoding are pure: tests/unit/rel/xrc_msg_ut.c.
  */
 #ifndef UROCE_REL_XRC_MSG_H
@@ -76,8 +76,6 @@ void ur_xrc_msg_init(struct ur_xrc_msg *m, enum ur_xrc_kind kind, pid_t src_pid)
  * version, bad kind, status or length: the caller counts it malformed). */
 int ur_xrc_msg_parse(const uint8_t *buf, size_t len, struct ur_xrc_msg *m,
 		     const uint8_t **payload);
-/* Whether buf starts like an XRC local message (cheap, for dispatch). */
-int ur_xrc_msg_is(const uint8_t *buf, size_t len);
 extern const char *const ur_xrc_status_name[UR_XRC_STATUS_NR];
 
 #endif

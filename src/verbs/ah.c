@@ -5,15 +5,16 @@
 #include "core/context.h"
 #include "core/pd.h"
 #include "core/qp.h"
-#include "engine/mcast.h"
+#include "rel/mcast.h"
 #include "wire/grh.h"
 #include "verbs/verbs_priv.h"
 
 UR_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct ur_ah *ah = ur_ah_create(to_upd(pd), attr);
+	struct ur_ah *ah = NULL;
+	int ret = ur_ah_create(to_upd(pd), attr, &ah);
 
-	return ah ? &ah->ibah : NULL;
+	return ur_ret_obj(ret, ret ? NULL : &ah->ibah);
 }
 
 UR_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)

@@ -1,15 +1,46 @@
-/* Completion channels and CQs at the ABI boundary. */
+/* Completion channels and CQs at the ABI boundary.  A poll that finds a
+ * CQ empty runs the process's receive path once (rel/progress.c) before
+ * it answers: a busy-polling application then needs no thread switch per
+ * packet. */
 #include "core/context.h"
 #include "core/cq.h"
-#include "engine/engine.h"
+#include "rel/progress.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
 
 UR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct ur_comp_channel *ch = ur_channel_create(to_uctx(context));
+	struct ur_comp_channel *ch = NULL;
+	int ret = ur_channel_create(to_uctx(context), &ch);
 
-	return ch ? &ch->ibch : NULL;
+	return ur_ret_obj(ret, ret ? NULL : &ch->ibch);
+}
+
+static void progress(struct ur_cq *cq)
+{
+	if (cq->ctx->stack)
+		ur_progress_poll(cq->ctx->stack);
+}
+
+/* The extended interface's calls that answer with an errno value. */
+static int start_poll(struct ibv_cq_ex *ex, struct ibv_poll_cq_attr *attr)
+{
+	struct ur_cq *cq = to_ucq(ibv_cq_ex_to_cq(ex));
+	int ret;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	ret = ur_cq_start_poll(cq);
+	if (ret == -ENOENT) {
+		progress(cq);
+		ret = ur_cq_start_poll(cq);
+	}
+	return -ret;
+}
+
+static int next_poll(struct ibv_cq_ex *ex)
+{
+	return -ur_cq_next_poll(to_ucq(ibv_cq_ex_to_cq(ex)));
 }
 
 UR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
@@ -20,14 +51,19 @@ UR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *context,
 					struct ibv_cq_init_attr_ex *attr)
 {
-	struct ur_cq *cq;
+	struct ur_cq *cq = NULL;
+	int ret;
 
 	if (attr->comp_vector >= (uint32_t)context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = ur_cq_create(to_uctx(context), attr);
-	return cq ? &cq->ibcq : NULL;
+	ret = ur_cq_create(to_uctx(context), attr, &cq);
+	if (ret)
+		return ur_ret_obj(ret, NULL);
+	cq->ibcq.start_poll = start_poll;
+	cq->ibcq.next_poll = next_poll;
+	return &cq->ibcq;
 }
 
 UR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
@@ -80,7 +116,7 @@ int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	int got = ur_cq_poll(to_ucq(cq), n, wc);
 
 	if (got == 0 && n > 0) {
-		ur_engine_poll(ur_engine_get());
+		progress(to_ucq(cq));
 		got = ur_cq_poll(to_ucq(cq), n, wc);
 	}
 	return got;

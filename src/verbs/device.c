@@ -5,7 +5,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/limits.h"
-#include "engine/engine.h"
+#include "rel/stack_open.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
 
@@ -13,11 +13,11 @@
 
 UR_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	int n = 0;
-	struct ur_device **list = ur_device_list(&n);
+	struct ur_device **list = NULL;
+	int n = 0, ret = ur_device_list(&list, &n);
 
-	if (!list)
-		return NULL;
+	if (ret)
+		return ur_ret_obj(ret, NULL);
 	if (num_devices)
 		*num_devices = n;
 	/* ur_device starts with its ibv_device, so the arrays coincide. */
@@ -46,18 +46,23 @@ UR_EXPORT int ibv_get_device_index(struct ibv_device *device)
 
 UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
+	struct ur_stack *stack = NULL;
 	struct ur_context *ctx;
+	int ret, err;
 
 	if (!device || !ur_device_is_ours(device)) {
 		errno = ENODEV;
 		return NULL;
 	}
-	ctx = ur_context_open(to_udev(device));
-	if (!ctx)
-		return NULL;
-	/* The engine also watches ports for async events; a device can still
-	 * be queried if it cannot start (the error is logged). */
-	ur_engine_get();
+	ret = ur_context_open(to_udev(device), &ctx);
+	if (ret)
+		return ur_ret_obj(ret, NULL);
+	/* The process's stack: the one place it is looked up.  It also
+	 * watches ports for async events; a device can still be queried if
+	 * it cannot start (the error is logged, and what needs the stack
+	 * fails with it). */
+	err = ur_stack_get(&stack);
+	ur_stack_bind(err ? NULL : stack, err, ctx);
 	ur_verbs_set_ops(&ctx->vctx);
 	return &ctx->vctx.context;
 }

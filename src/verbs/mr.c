@@ -15,9 +15,10 @@
 
 UR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
-	struct ur_pd *pd = ur_pd_alloc(to_uctx(context));
+	struct ur_pd *pd = NULL;
+	int ret = ur_pd_alloc(to_uctx(context), &pd);
 
-	return pd ? &pd->ibpd : NULL;
+	return ur_ret_obj(ret, ret ? NULL : &pd->ibpd);
 }
 
 UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)

@@ -3,15 +3,38 @@
 
 #include "core/context.h"
 #include "core/qp.h"
+#include "rel/qp_ops.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
+
+/* The ibv_wr_* batch calls (the builders in between are core's). */
+static void wr_start(struct ibv_qp_ex *qpx)
+{
+	ur_qp_wr_start(to_uqp(&qpx->qp_base));
+}
+
+static int wr_complete(struct ibv_qp_ex *qpx)
+{
+	return -ur_qp_wr_complete(to_uqp(&qpx->qp_base));
+}
+
+static void wr_abort(struct ibv_qp_ex *qpx)
+{
+	ur_qp_wr_abort(to_uqp(&qpx->qp_base));
+}
 
 struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *context,
 				     struct ibv_qp_init_attr_ex *attr)
 {
-	struct ur_qp *qp = ur_qp_create(to_uctx(context), attr);
+	struct ur_qp *qp = NULL;
+	int ret = ur_qp_create(to_uctx(context), attr, &qp);
 
-	return qp ? &qp->qpx.qp_base : NULL;
+	if (ret)
+		return ur_ret_obj(ret, NULL);
+	qp->qpx.wr_start = wr_start;
+	qp->qpx.wr_complete = wr_complete;
+	qp->qpx.wr_abort = wr_abort;
+	return &qp->qpx.qp_base;
 }
 
 UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
@@ -52,12 +75,12 @@ UR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 
 int ur_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	return ur_qp_post_send(to_uqp(qp), wr, bad);
+	return -ur_qp_post_send(to_uqp(qp), wr, bad);
 }
 
 int ur_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return ur_qp_post_recv(to_uqp(qp), wr, bad);
+	return -ur_qp_post_recv(to_uqp(qp), wr, bad);
 }
 
 UR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)

@@ -7,7 +7,8 @@
 struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 				       struct ibv_srq_init_attr_ex *attr)
 {
-	struct ur_srq *srq;
+	struct ur_srq *srq = NULL;
+	int ret;
 
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
 		errno = EINVAL;
@@ -18,8 +19,8 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	srq = ur_srq_create(to_uctx(context), to_upd(attr->pd), attr);
-	return srq ? &srq->ibsrq : NULL;
+	ret = ur_srq_create(to_uctx(context), to_upd(attr->pd), attr, &srq);
+	return ur_ret_obj(ret, ret ? NULL : &srq->ibsrq);
 }
 
 UR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
@@ -54,7 +55,7 @@ UR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 
 int ur_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return ur_srq_post_recv(to_usrq(srq), wr, bad);
+	return -ur_srq_post_recv(to_usrq(srq), wr, bad);
 }
 
 int ur_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num)

@@ -30,6 +30,17 @@ static inline int ur_ret_minus1(int ret)
 	return 0;
 }
 
+/* Verbs that return an object, or NULL and set errno (ibv_create_qp, ...):
+ * obj is what the internal call made when ret is 0. */
+static inline void *ur_ret_obj(int ret, void *obj)
+{
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return obj;
+}
+
 /* The context ops installed into every context. */
 void ur_verbs_set_ops(struct verbs_context *vctx);
 

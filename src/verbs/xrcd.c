@@ -5,9 +5,10 @@
 
 struct ibv_xrcd *ur_verbs_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
 {
-	struct ur_xrcd *x = ur_xrcd_open(to_uctx(context), attr);
+	struct ur_xrcd *x = NULL;
+	int ret = ur_xrcd_open(to_uctx(context), attr, &x);
 
-	return x ? &x->ibxrcd : NULL;
+	return ur_ret_obj(ret, ret ? NULL : &x->ibxrcd);
 }
 
 int ur_verbs_close_xrcd(struct ibv_xrcd *xrcd)

@@ -1,59 +1,60 @@
-/* The transport boundary.
+/* The transport boundary: the whole contract between the protocol and what
+ * carries its packets.
  *
- * Above this line, the protocol engine (src/rel) builds RoCE packets as
- * header bytes plus payload pieces and hands them to a path; below it, a
- * transport moves them.  The UDP transport puts them on the wire as RoCEv2
- * (adding the ICRC) to port 4791 or to a local process's socket; a
- * shared-memory transport can carry the same packets between processes of
- * one host without a socket.  Nothing above assumes that a packet crosses a
- * socket: it sees only ur_xport_send() results and ur_engine_rx() calls.
+ * Above it the protocol (src/rel) builds RoCE packets as header bytes plus
+ * payload pieces and hands them to a path; below it a transport moves them.
+ * The UDP transport puts them on the wire as RoCEv2 (adding the ICRC) to
+ * port 4791 or to a process of this host.  Everything the protocol does
+ * with a transport goes through struct ur_xport_ops; everything a transport
+ * tells the protocol goes through the hooks it was opened with.  A
+ * transport sees bytes, GIDs and process ids: it includes no object or
+ * protocol header, and a path's addresses are its own business.
+ *
+ * A process has a set of transports (struct ur_xports, xport.c): a path is
+ * resolved by the first one that can reach the peer, so a transport for
+ * processes of this host goes before UDP and falls back to it.
  */
 #ifndef UROCE_XPORT_XPORT_H
 #define UROCE_XPORT_XPORT_H
 
-#include <errno.h>
-#include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <infiniband/verbs.h>
 
-#include "core/limits.h"
-
+struct ur_engine;
 struct ur_xport;
 
 /* Largest header block a packet can have: BTH + DETH/XRCETH + RETH or
  * AtomicETH + ImmDt/IETH, rounded up. */
 #define UR_MAX_HDR_BYTES 64
+/* Payload pieces of one packet (a WQE's SGEs, plus one). */
+#define UR_TX_MAX_IOV 33
+/* What a transport may keep in a path. */
+#define UR_PATH_PRIV_BYTES 64
 
-/* A resolved route to a peer QP's host: where packets go and which of our
- * addresses they come from. */
+/* A resolved route to a peer: which transport carries it, and how. */
 struct ur_path {
 	struct ur_xport *xport;
-	int family;                     /* AF_INET or AF_INET6 */
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} dst;                          /* peer IP and UDP port */
-	union {
-		struct in_addr v4;
-		struct in6_addr v6;
-	} src;                          /* our address (the source GID) */
-	unsigned ifindex;
 	uint8_t traffic_class;
 	uint8_t hop_limit;
-	bool local;                     /* the peer is a process of this host */
-	bool mcast;                     /* a multicast group */
+	/* The transport's own view (addresses, ports): opaque above. */
+	union {
+		uint64_t align;
+		uint8_t bytes[UR_PATH_PRIV_BYTES];
+	} priv;
 };
 
+/* One packet to send: headers, then payload gathered from iov. */
 struct ur_tx_pkt {
 	uint8_t hdr[UR_MAX_HDR_BYTES];  /* BTH and extension headers */
 	uint16_t hdr_len;
 	uint8_t pad;                    /* 0..3 bytes to a 4-byte boundary */
 	uint32_t paylen;
 	int niov;
-	struct iovec iov[UR_MAX_SGE + 1];
+	struct iovec iov[UR_TX_MAX_IOV];
 };
 
 /* What a transport knows about a received packet besides its bytes. */
@@ -65,28 +66,61 @@ struct ur_rx_meta {
 	bool ipv6;                      /* for the GRH of UD receives */
 };
 
+enum ur_xport_drop {
+	UR_XPORT_DROP_ICRC,             /* the ICRC did not match */
+	UR_XPORT_DROP_MALFORMED,        /* truncated, or not this transport's framing */
+	UR_XPORT_DROP_NR
+};
+
+/* What a transport calls, from reactor callbacks (never concurrently). */
+struct ur_xport_hooks {
+	void *arg;
+	/* A received RoCE packet (BTH .. ICRC), its integrity checked. */
+	void (*rx)(void *arg, const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta);
+	/* A control message another process of this host sent with local_msg. */
+	void (*local_msg)(void *arg, const uint8_t *msg, size_t len);
+	/* There is room again (after want_writable(true)). */
+	void (*writable)(void *arg);
+	/* A packet dropped before anything could read it; dgid, if known,
+	 * is where it was going (the device it counts against). */
+	void (*dropped)(void *arg, enum ur_xport_drop why, const union ibv_gid *dgid);
+};
+
+struct ur_xport_stats {
+	uint64_t rcvd_pkts, sent_pkts;
+	uint64_t forwarded;             /* handed on to another process of the host */
+	uint64_t tx_eagain;             /* sends refused for lack of room */
+	uint64_t icrc_errors, malformed;
+	uint64_t lost;                  /* sent or forwarded into a peer that was gone */
+};
+
 struct ur_xport_ops {
 	const char *name;
+	/* Fills a path to (dgid, dqpn) from our address sgid on interface
+	 * ifindex: 0, -ENOENT (not this transport's kind of peer: ask the
+	 * next one), or another -errno (unreachable). */
+	int (*resolve)(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
+		       const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
 	/* Queues a packet (it may leave at once or at the next flush): 0,
-	 * -EAGAIN (not taken: retry when the engine says writable), or another
-	 * -errno (the packet is dropped and counted). */
-	int (*send)(struct ur_xport *x, const struct ur_path *path,
-		    const struct ur_tx_pkt *pkt);
-	/* Fills a path to (dgid, dqpn) from our source address sgid. */
-	int (*resolve)(struct ur_xport *x, const union ibv_gid *sgid,
-		       unsigned ifindex, const union ibv_gid *dgid,
-		       uint32_t dqpn, struct ur_path *path);
-	/* Sends what this thread queued with send.  0, or -EAGAIN: kept and
-	 * sent when the transport drains (the caller waits for writable). */
+	 * -EAGAIN (not taken: retry after writable), or another -errno (the
+	 * packet is refused for good: a loss). */
+	int (*send)(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt);
+	/* Sends what this thread queued.  0, or -EAGAIN: kept, and it leaves
+	 * when there is room (ask for writable to send more). */
 	int (*flush)(struct ur_xport *x);
-	/* Joins or leaves a multicast group (the first attach and the last
-	 * detach of this process). */
+	/* Somebody waits for room: call hooks.writable when there is. */
+	void (*want_writable)(struct ur_xport *x, bool waiting);
+	/* Joins or leaves a multicast group for this process. */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
-	/* Sends one control datagram (the iov pieces joined) to process pid
-	 * of this host (network namespace): 0, -EAGAIN (its queue is full:
-	 * try later), -ESRCH (it is gone) or another -errno.  The receiver's
-	 * engine hands it to ur_engine_local_msg().  Never blocks. */
+	/* One control datagram (the iov pieces joined) to process pid of
+	 * this host: 0, -EAGAIN (its queue is full: try later), -ESRCH (it is
+	 * gone) or another -errno.  Never blocks. */
 	int (*local_msg)(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt);
+	/* Housekeeping, from the engine thread a few times a second. */
+	void (*tick)(struct ur_xport *x, uint64_t now);
+	/* At exit: sends what is queued, waiting up to timeout_ms for room. */
+	void (*drain)(struct ur_xport *x, int timeout_ms);
+	void (*stats)(struct ur_xport *x, struct ur_xport_stats *out);
 };
 
 struct ur_xport {
@@ -98,15 +132,27 @@ static inline int ur_xport_send(const struct ur_path *path, const struct ur_tx_p
 	return path->xport->ops->send(path->xport, path, pkt);
 }
 
-static inline int ur_xport_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov,
-				     int iovcnt)
-{
-	return x && x->ops->local_msg ? x->ops->local_msg(x, pid, iov, iovcnt) : -EOPNOTSUPP;
-}
+/* ---- the process's transports (xport.c) ---------------------------------- */
 
-static inline int ur_xport_flush(struct ur_xport *x)
-{
-	return x->ops->flush ? x->ops->flush(x) : 0;
-}
+#define UR_XPORTS_MAX 4
+
+struct ur_xports {
+	struct ur_xport *x[UR_XPORTS_MAX];   /* in the order paths prefer them */
+	unsigned n;
+};
+
+/* Opens every transport this build has, watching their fds on e. */
+int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h);
+int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned ifindex,
+		      const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
+/* Flushes every transport: 0, or -EAGAIN if any kept something. */
+int ur_xports_flush(struct ur_xports *s);
+void ur_xports_want_writable(struct ur_xports *s, bool waiting);
+int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifindex, bool join);
+int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);
+void ur_xports_tick(struct ur_xports *s, uint64_t now);
+void ur_xports_drain(struct ur_xports *s, int timeout_ms);
+/* Summed over the transports. */
+void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out);
 
 #endif

@@ -3,7 +3,7 @@
  * One input = one selector byte + one RoCE packet (BTH .. ICRC).  The
  * packet is aimed at one of four live QPs (RC, UC, UD, XRC target; the
  * selector's low bits pick) in RTS, comes "from" that QP's peer, and goes through
- * ur_engine_rx exactly as a received datagram would: parser, dispatch,
+ * ur_recv_packet exactly as a received datagram would: parser, dispatch,
  * responder or completer.  The QPs' replies go to a transport that drops
  * them.  Memory the peer may write is an MR between PROT_NONE guard pages,
  * so a write outside the region faults even without ASan.  QPs that end in
@@ -13,7 +13,7 @@
  * or completer's window, where random PSNs would rarely land.
  *
  * Runs in a private network namespace when it can (root), so that the
- * engine's sockets and host registry touch nothing else. */
+ * stack's sockets and host registry touch nothing else. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -28,11 +28,12 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "core/context.h"
 #include "core/qp.h"
 #include "core/srq.h"
-#include "engine/engine.h"
+#include "rel/comp.h"
 #include "rel/psn.h"
-#include "rel/rel.h"
+#include "rel/recv.h"
 #include "util/clock.h"
 #include "wire/roce_hdr.h"
 
@@ -287,7 +288,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	meta.dgid = f.peer;
 	meta.hop_limit = 64;
 	meta.ipv6 = data[0] & 0x80;
-	ur_engine_rx(ur_engine_get(), pkt, size - 1, &meta);
+	ur_recv_packet(to_uctx(f.ctx)->stack, pkt, size - 1, &meta);
 	tidy();
 	return 0;
 }

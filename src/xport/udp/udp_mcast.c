@@ -1,5 +1,5 @@
-/* Multicast on the wire: group membership, and fan-out of each datagram
- * that reaches port 4791 to every member process of the host. */
+/* Multicast group membership.  The fan-out of each datagram that reaches
+ * port 4791 to the member processes of the host is udp_rx.c's. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
@@ -8,7 +8,6 @@
 
 #include "wire/gid.h"
 #include "util/log.h"
-#include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
 /* Membership is taken by the attaching process on its own socket, at once:
@@ -106,24 +105,4 @@ int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex,
 out:
 	pthread_mutex_unlock(&member_lock);
 	return ret;
-}
-
-void ur_udp_mcast_fanout(struct ur_udp *u, const uint8_t *pkt, size_t len,
-			 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
-{
-	struct ur_reg_owner members[64];
-	union ibv_gid dgid;
-	int n;
-
-	if (ip->family == AF_INET)
-		ur_gid_from_v4(&dgid, ip->v4.daddr);
-	else
-		memcpy(dgid.raw, &ip->v6.daddr, 16);
-	n = ur_registry_mcast_members(&dgid, members, (int)UR_ARRAY_SIZE(members));
-	for (int i = 0; i < n; i++) {
-		if (members[i].self)
-			ur_udp_deliver(u, pkt, len, ip, tclass, hop);
-		else
-			ur_udp_forward_to(u, members[i].pid, pkt, len, ip, tclass, hop);
-	}
 }

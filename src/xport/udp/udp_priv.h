@@ -1,24 +1,58 @@
-/* Internals shared by the UDP transport's files. */
+/* Internals shared by the UDP transport's files.  They call each other one
+ * way, from the top: udp.c (the ops, open) -> udp_host_port.c (port 4791)
+ * -> udp_tx.c (staging) -> udp_host_peers.c (this host's processes) ->
+ * udp_rx.c (receive) -> udp_send.c (a batch onto a socket, parking) ->
+ * udp_fwd.c (the unix socket's framing) -> udp_sock.c (sockets); beside
+ * them udp_route.c (resolve) and udp_mcast.c (groups). */
 #ifndef UROCE_XPORT_UDP_UDP_PRIV_H
 #define UROCE_XPORT_UDP_UDP_PRIV_H
 
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "host/registry.h"
 #include "util/compiler.h"
 #include "wire/icrc.h"
-#include "host/registry.h"
 #include "xport/udp/udp.h"
 
 #define UR_UDP_BATCH 8
 #define UR_UDP_BUF 65536           /* a UDP GRO buffer: many packets of one flow */
-#define UR_FWD_MAGIC 0x75465744u   /* "uFWD" */
-#define UR_FWD_VERSION 1
+#define UR_UDP_PEERS 64
+#define UR_LOCAL_MSG_IOV 4          /* pieces of one local message */
+#define UR_GSO_MAX_SEGS 64
+#define UR_GSO_MAX_BYTES 65000      /* a UDP datagram's payload limit, with room */
 
-#include <pthread.h>
+/* A UDP path, in struct ur_path's private room. */
+struct ur_udp_path {
+	int family;                     /* AF_INET or AF_INET6 */
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} dst;                          /* peer IP and UDP port */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} src;                          /* our address (the source GID) */
+	unsigned ifindex;
+	bool local;                     /* the peer is a process of this host */
+	bool mcast;                     /* a multicast group */
+};
+_Static_assert(sizeof(struct ur_udp_path) <= UR_PATH_PRIV_BYTES, "a UDP path fits a path");
+
+static inline const struct ur_udp_path *ur_udp_path_of(const struct ur_path *p)
+{
+	return (const struct ur_udp_path *)p->priv.bytes;
+}
+
+static inline struct ur_udp_path *ur_udp_path_mut(struct ur_path *p)
+{
+	return (struct ur_udp_path *)p->priv.bytes;
+}
 
 struct ur_udp;
 struct tx_batch;
@@ -31,15 +65,53 @@ struct ur_udp_sock {
 	bool stale;                    /* AF_UNIX: the peer went away; reconnect */
 	uint16_t port;                 /* host byte order */
 	bool roce_port;                /* bound to 4791: packets may be for others */
-	/* Batches the socket had no room for, oldest first (udp_tx.c). */
+	/* Batches the socket had no room for, oldest first (udp_send.c). */
 	pthread_mutex_t pending_lock;
 	struct tx_batch *pending, *pending_tail;
 };
 
-/* What the router puts before a packet it hands to the owning process. */
+/* Where a batch goes: everything but the payload a packet's send needs. */
+struct tx_dest {
+	int family;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} dst;
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} src;
+	unsigned ifindex;             /* multicast / link-local output */
+	uint16_t sport;               /* the UDP source port the ICRC covers */
+	struct ur_udp_sock *sock;     /* ours, or a local peer's (AF_UNIX) */
+};
+
+/* Packets laid out back to back, ICRC included: one GSO send. */
+struct tx_batch {
+	struct tx_dest d;
+	uint32_t seg;                 /* size of every segment but the last */
+	uint32_t nseg;
+	uint32_t len;
+	bool closed;                  /* a short last segment is in */
+	struct tx_batch *next;        /* on the pending list */
+	uint8_t buf[UR_GSO_MAX_BYTES + UR_UDP_BUF];
+};
+
+/* What travels on a process's unix socket: a packet the router hands to
+ * the owning process, a local peer's batch of packets, or a control
+ * message (struct ur_xport_ops.local_msg).  Same host: host byte order. */
+#define UR_FWD_MAGIC 0x75465744u   /* "uFWD" */
+#define UR_FWD_VERSION 2
+
+enum ur_fwd_kind {
+	UR_FWD_PACKETS = 1,            /* RoCE packets (seg: a batch) */
+	UR_FWD_MSG = 2,                /* a local message: the bytes after the header */
+};
+
 struct ur_fwd_hdr {
 	uint32_t magic;
-	uint16_t version;
+	uint8_t version;
+	uint8_t kind;                  /* enum ur_fwd_kind */
 	uint16_t family;
 	uint8_t saddr[16];
 	uint8_t daddr[16];
@@ -63,69 +135,96 @@ struct ur_udp_peer {
 	struct ur_udp_sock sock;
 };
 
-#define UR_UDP_PEERS 64
-
 struct ur_udp {
 	struct ur_xport xport;
 	struct ur_engine *engine;
+	struct ur_xport_hooks hooks;
+	struct ur_xport_stats stats;       /* atomic adds */
 	struct ur_udp_sock own4, own6;     /* direct sockets, ephemeral ports */
 	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
-	int fwd_fd;                        /* abstract unix socket: packets from the router */
+	int fwd_fd;                        /* abstract unix socket: packets and messages in */
 	int router_lock_fd;
 	bool router;
 	bool bind_warned;
 	uint64_t next_election_ns;
-	struct ur_rx_batch *batch;         /* engine thread only */
+	struct ur_rx_batch *batch;         /* reactor callbacks only */
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */
 	struct ur_udp_peer peers[UR_UDP_PEERS];
 };
 
+#define UR_UDP_COUNT(u, field, n) __atomic_add_fetch(&(u)->stats.field, (n), __ATOMIC_RELAXED)
+
+/* ---- udp_sock.c: sockets ------------------------------------------------- */
 int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port);
 void ur_udp_close_sock(struct ur_udp_sock *s);
-void ur_udp_on_readable(void *arg, uint32_t events);
-
-/* Router side. */
-int ur_udp_fwd_open(struct ur_udp *u);
-void ur_udp_on_fwd_readable(void *arg, uint32_t events);
-void ur_udp_router_elect(struct ur_udp *u);
-/* A packet that arrived on 4791 for a QP of another process. */
-void ur_udp_forward(struct ur_udp *u, uint32_t qpn, const uint8_t *pkt, size_t len,
-		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
-
-void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
-		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
-
-/* Local peers (udp_local.c): the connected unix socket to process PID,
- * or NULL (table full, or the process is gone) to fall back to UDP. */
-struct ur_udp_sock *ur_udp_peer_sock(struct ur_udp *u, pid_t pid);
-/* A send to the peer failed for good: reconnect before the next one. */
-void ur_udp_peer_gone(struct ur_udp_sock *s);
-void ur_udp_peers_init(struct ur_udp *u);
-/* A control datagram to process pid (struct ur_xport_ops.local_msg). */
-int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt);
-void ur_udp_peers_close(struct ur_udp *u);
+/* Arms or disarms EPOLLOUT on one socket (no system call if unchanged). */
+void ur_udp_sock_arm(struct ur_udp_sock *s, bool on);
+/* 0, 1: our own IPv4 and IPv6 sockets; then the peers'. */
+struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i);
 /* Every socket, own and peers', for the writability bookkeeping. */
 #define ur_udp_for_each_sock(u, s, i)                                              \
 	for ((i) = 0; (i) < 2 + UR_UDP_PEERS; (i)++)                               \
 		if (((s) = ur_udp_sock_at(u, i)) && (s)->fd >= 0)
-/* 0, 1: our own IPv4 and IPv6 sockets; then the peers'. */
-struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i);
-/* Arms or disarms EPOLLOUT on one socket (no system call if unchanged). */
-void ur_udp_sock_arm(struct ur_udp_sock *s, bool on);
-/* The abstract unix address of process PID's forwarding socket. */
+/* A send to a local peer failed for good: reconnect before the next one. */
+static inline void ur_udp_sock_stale(struct ur_udp_sock *s)
+{
+	__atomic_store_n(&s->stale, true, __ATOMIC_RELEASE);
+}
+
+/* ---- udp_fwd.c: a process's unix socket and what travels on it ---------- */
+/* The abstract unix address of process pid's socket. */
 socklen_t ur_udp_fwd_addr(struct sockaddr_un *sun, pid_t pid);
+/* Opens and binds ours (u->fwd_fd). */
+int ur_udp_fwd_open(struct ur_udp *u);
+/* The header of packets bound for process pid's socket. */
+void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, uint8_t tclass,
+			    uint8_t hop, uint16_t seg);
+void ur_udp_fwd_hdr_msg(struct ur_fwd_hdr *h);
+/* Checks a received header: 0, or -EINVAL (not ours, wrong version). */
+int ur_udp_fwd_hdr_check(const struct ur_fwd_hdr *h, struct ur_roce_ip *ip);
+/* Hands a packet that arrived on port 4791 to process pid. */
+void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
+		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
 
-/* Multicast: membership on our own socket, fan-out at the router. */
-int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
-void ur_udp_mcast_fanout(struct ur_udp *u, const uint8_t *pkt, size_t len,
-			 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+/* ---- udp_send.c: batches onto sockets ------------------------------------ */
+/* One batch, now: 0, -EAGAIN (no room), or another -errno (a loss). */
+int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b);
+/* Keeps a batch the socket had no room for, after those already kept. */
+int ur_udp_park(struct ur_udp *u, const struct tx_batch *b);
+bool ur_udp_has_pending(struct ur_udp_sock *s);
+/* Sends what one socket / every socket kept; -EAGAIN while some remain. */
+int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s);
+int ur_udp_flush_pending(struct ur_udp *u);
+/* Which sockets the engine watches for room: those with kept batches and,
+ * while somebody waits with nothing kept, our own (writable at once). */
+void ur_udp_update_writable(struct ur_udp *u, bool waiting);
 
-/* Transmit path (udp_tx.c). */
+/* ---- udp_rx.c: receive ---------------------------------------------------- */
+/* Any UDP socket of ours (own, port 4791, local peers' for EPOLLOUT). */
+void ur_udp_on_sock_event(void *arg, uint32_t events);
+/* Our unix socket: packets handed over, local peers' batches, messages. */
+void ur_udp_on_fwd_readable(void *arg, uint32_t events);
+
+/* ---- udp_host_peers.c: this host's other processes ----------------------- */
+/* The connected unix socket to process pid, or NULL (table full, or the
+ * process is gone) to fall back to UDP. */
+struct ur_udp_sock *ur_udp_peer_sock(struct ur_udp *u, pid_t pid);
+void ur_udp_peers_init(struct ur_udp *u);
+void ur_udp_peers_close(struct ur_udp *u);
+int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt);
+
+/* ---- udp_tx.c: staging ----------------------------------------------------- */
 int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt);
 int ur_udp_flush(struct ur_xport *x);
+void ur_udp_drain(struct ur_xport *x, int timeout_ms);
+void ur_udp_want_writable(struct ur_xport *x, bool waiting);
 
-/* Checks the ICRC and hands the packet to the engine. */
-void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len,
-		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+/* ---- udp_host_port.c: port 4791 for the host ----------------------------- */
+void ur_udp_router_elect(struct ur_udp *u);
+
+/* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
+int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
+		   const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
+int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
 
 #endif

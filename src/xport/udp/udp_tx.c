@@ -8,9 +8,8 @@
  * GSO needs every segment but the last to have the same size, so a packet
  * of another size (a WRITE's FIRST carries a RETH the MIDDLEs lack) closes
  * the batch.  A batch the socket has no room for is kept, whole and in
- * order, on the socket's pending list; nothing else is sent on that socket
- * until it has gone (ur_udp_flush_pending, when the engine sees the socket
- * writable).  Batches for a process of this host take the same path to a
+ * order, on the socket's pending list (udp_send.c); nothing else is sent on
+ * that socket until it has gone.  Batches for a process of this host take the same path to a
  * connected unix socket instead (udp_local.c), which pushes back rather
  * than drops.
  */
@@ -22,42 +21,12 @@
 #include <string.h>
 
 #include "wire/gid.h"
-#include "engine/engine.h"
 #include "util/clock.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
 #include "host/registry.h"
 #include "xport/udp/udp_priv.h"
-
-#define UR_GSO_MAX_SEGS 64
-#define UR_GSO_MAX_BYTES 65000      /* a UDP datagram's payload limit, with room */
-
-/* Where a batch goes: everything but the payload a packet's send needs. */
-struct tx_dest {
-	int family;
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} dst;
-	union {
-		struct in_addr v4;
-		struct in6_addr v6;
-	} src;
-	unsigned ifindex;             /* multicast / link-local output */
-	uint16_t sport;               /* the UDP source port the ICRC covers */
-	struct ur_udp_sock *sock;     /* ours, or a local peer's (AF_UNIX) */
-};
-
-struct tx_batch {
-	struct tx_dest d;
-	uint32_t seg;                 /* size of every segment but the last */
-	uint32_t nseg;
-	uint32_t len;
-	bool closed;                  /* a short last segment is in */
-	struct tx_batch *next;        /* on the pending list */
-	uint8_t buf[UR_GSO_MAX_BYTES + UR_UDP_BUF];
-};
 
 static pthread_key_t stage_key;
 static pthread_once_t stage_once = PTHREAD_ONCE_INIT;
@@ -95,221 +64,17 @@ static bool same_dest(const struct tx_dest *a, const struct tx_dest *b)
 	       !memcmp(&a->src.v6, &b->src.v6, 16);
 }
 
-static int send_error(const struct tx_batch *b, int err)
-{
-	if (err == EAGAIN || err == ENOBUFS) {
-		__atomic_add_fetch(&ur_engine_stats.tx_eagain, 1, __ATOMIC_RELAXED);
-		return -EAGAIN;
-	}
-	if (b->d.sock->family == AF_UNIX)
-		ur_udp_peer_gone(b->d.sock);    /* the process ended: a loss */
-	else
-		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
-				    strerror(err));
-	return -err;
-}
-
-/* A batch to a local peer: the forwarding header with what the receiver's
- * ICRC check needs (the addresses and ports UDP would have carried), then
- * the packets back to back. */
-static int transmit_local(const struct tx_batch *b)
-{
-	struct ur_fwd_hdr h = {
-		.magic = UR_FWD_MAGIC, .version = UR_FWD_VERSION, .family = (uint16_t)b->d.family,
-		.sport = b->d.sport, .hop_limit = 64,
-		.seg = b->nseg > 1 ? (uint16_t)b->seg : 0,
-	};
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)b->buf, b->len } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-
-	if (b->d.family == AF_INET) {
-		memcpy(h.saddr, &b->d.src.v4, 4);
-		memcpy(h.daddr, &b->d.dst.v4.sin_addr, 4);
-		h.dport = ntohs(b->d.dst.v4.sin_port);
-	} else {
-		memcpy(h.saddr, &b->d.src.v6, 16);
-		memcpy(h.daddr, &b->d.dst.v6.sin6_addr, 16);
-		h.dport = ntohs(b->d.dst.v6.sin6_port);
-	}
-	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
-		return send_error(b, errno);
-	__atomic_add_fetch(&ur_engine_stats.sent_pkts, b->nseg, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/* One sendmsg for the whole batch.  0, -EAGAIN, or another -errno. */
-static int transmit(const struct tx_batch *b)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
-		struct cmsghdr align;
-	} ctrl;
-	struct iovec iov = { (void *)b->buf, b->len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf };
-	struct cmsghdr *cm;
-	size_t clen = 0;
-
-	if (b->d.sock->family == AF_UNIX)
-		return transmit_local(b);
-	memset(ctrl.buf, 0, sizeof(ctrl.buf));
-	cm = (struct cmsghdr *)ctrl.buf;
-	if (b->d.family == AF_INET) {
-		struct in_pktinfo pi = { .ipi_spec_dst = b->d.src.v4, .ipi_ifindex = (int)b->d.ifindex };
-
-		msg.msg_name = (void *)&b->d.dst.v4;
-		msg.msg_namelen = sizeof(b->d.dst.v4);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		clen = CMSG_SPACE(sizeof(pi));
-	} else {
-		struct in6_pktinfo pi = { .ipi6_addr = b->d.src.v6, .ipi6_ifindex = b->d.ifindex };
-
-		msg.msg_name = (void *)&b->d.dst.v6;
-		msg.msg_namelen = sizeof(b->d.dst.v6);
-		cm->cmsg_level = IPPROTO_IPV6;
-		cm->cmsg_type = IPV6_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		clen = CMSG_SPACE(sizeof(pi));
-	}
-	if (b->nseg > 1) {
-		uint16_t seg = (uint16_t)b->seg;
-
-		cm = (struct cmsghdr *)(ctrl.buf + clen);
-		cm->cmsg_level = SOL_UDP;
-		cm->cmsg_type = UDP_SEGMENT;
-		cm->cmsg_len = CMSG_LEN(sizeof(seg));
-		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-		clen += CMSG_SPACE(sizeof(seg));
-	}
-	msg.msg_controllen = clen;
-	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
-		return send_error(b, errno);
-	__atomic_add_fetch(&ur_engine_stats.sent_pkts, b->nseg, __ATOMIC_RELAXED);
-	return 0;
-}
-
-static bool pending(struct ur_udp_sock *s)
-{
-	return __atomic_load_n(&s->pending, __ATOMIC_ACQUIRE) != NULL;
-}
-
-/* Sends what is pending on the socket, oldest first.  0 when all went. */
-static int flush_pending_sock(struct ur_udp_sock *s)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&s->pending_lock);
-	while (s->pending) {
-		struct tx_batch *b = s->pending;
-
-		ret = transmit(b);
-		if (ret == -EAGAIN)
-			break;
-		/* Sent, or refused for good (a loss the protocol recovers). */
-		s->pending = b->next;
-		if (!s->pending)
-			s->pending_tail = NULL;
-		free(b);
-		ret = 0;
-	}
-	pthread_mutex_unlock(&s->pending_lock);
-	return ret;
-}
-
-int ur_udp_flush_pending(struct ur_udp *u)
-{
-	struct ur_udp_sock *s;
-	int i, ret = 0;
-
-	ur_udp_for_each_sock(u, s, i)
-		if (pending(s) && flush_pending_sock(s))
-			ret = -EAGAIN;
-	return ret;
-}
-
-void ur_udp_drain(struct ur_udp *u, int timeout_ms)
-{
-	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000u;
-
-	ur_udp_flush(&u->xport);
-	while (ur_udp_flush_pending(u) == -EAGAIN && ur_now_ns() < end) {
-		struct pollfd pfd[2 + UR_UDP_PEERS];
-		struct ur_udp_sock *s;
-		nfds_t n = 0;
-		int i;
-
-		ur_udp_for_each_sock(u, s, i)
-			if (pending(s))
-				pfd[n++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
-		if (n)
-			poll(pfd, n, 10);
-	}
-}
-
-/* Arms S for EPOLLOUT when it has parked batches (or when FORCE), under
- * the lock park() takes, so that a batch parked meanwhile is never left
- * without a wake-up.  Returns whether S has parked batches. */
-static bool arm_if_pending(struct ur_udp_sock *s, bool force)
-{
-	bool p;
-
-	pthread_mutex_lock(&s->pending_lock);
-	p = s->pending != NULL;
-	ur_udp_sock_arm(s, p || force);
-	pthread_mutex_unlock(&s->pending_lock);
-	return p;
-}
-
-void ur_udp_update_writable(struct ur_udp *u, bool qps_blocked)
-{
-	struct ur_udp_sock *s;
-	bool any = false;
-	int i;
-
-	ur_udp_for_each_sock(u, s, i)
-		if (s != &u->own4)
-			any |= arm_if_pending(s, false);
-	/* QPs blocked while nothing is parked (it drained in between) need a
-	 * wake-up at once: our own socket, writable, gives it. */
-	arm_if_pending(&u->own4, qps_blocked && !any);
-}
-
-/* Keeps a batch the socket had no room for, after everything pending. */
-static int park(const struct tx_batch *st)
-{
-	struct ur_udp_sock *s = st->d.sock;
-	size_t size = offsetof(struct tx_batch, buf) + st->len;
-	struct tx_batch *b = malloc(size);
-
-	if (!b)
-		return -ENOMEM;    /* lost: retransmission recovers it */
-	memcpy(b, st, size);
-	b->next = NULL;
-	pthread_mutex_lock(&s->pending_lock);
-	if (s->pending_tail)
-		s->pending_tail->next = b;
-	else
-		__atomic_store_n(&s->pending, b, __ATOMIC_RELEASE);
-	s->pending_tail = b;
-	ur_udp_sock_arm(s, true);
-	pthread_mutex_unlock(&s->pending_lock);
-	return -EAGAIN;
-}
-
 /* Sends this thread's staged batch.  -EAGAIN: it is parked, will leave
  * when the socket drains, and the caller should wait for that too. */
-static int flush_stage(struct tx_batch *b)
+static int flush_stage(struct ur_udp *u, struct tx_batch *b)
 {
 	int ret;
 
 	if (!b->nseg)
 		return 0;
-	ret = pending(b->d.sock) ? -EAGAIN : transmit(b);
+	ret = ur_udp_has_pending(b->d.sock) ? -EAGAIN : ur_udp_transmit(u, b);
 	if (ret == -EAGAIN)
-		ret = park(b);
+		ret = ur_udp_park(u, b);
 	else
 		ret = 0;           /* sent, or a loss */
 	b->nseg = 0;
@@ -322,12 +87,39 @@ int ur_udp_flush(struct ur_xport *x)
 {
 	struct tx_batch *b = stage();
 
-	return b ? flush_stage(b) : 0;
+	return b ? flush_stage(container_of(x, struct ur_udp, xport), b) : 0;
 }
 
-static void dest_of(struct ur_udp *u, const struct ur_path *path, const struct ur_tx_pkt *pkt,
+void ur_udp_drain(struct ur_xport *x, int timeout_ms)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	ur_udp_flush(x);
+	while (ur_udp_flush_pending(u) == -EAGAIN && ur_now_ns() < end) {
+		struct pollfd pfd[2 + UR_UDP_PEERS];
+		struct ur_udp_sock *s;
+		nfds_t n = 0;
+		int i;
+
+		ur_udp_for_each_sock(u, s, i)
+			if (ur_udp_has_pending(s))
+				pfd[n++] = (struct pollfd){ .fd = s->fd, .events = POLLOUT };
+		if (n)
+			poll(pfd, n, 10);
+	}
+}
+
+void ur_udp_want_writable(struct ur_xport *x, bool waiting)
+{
+	ur_udp_update_writable(container_of(x, struct ur_udp, xport), waiting);
+}
+
+static void dest_of(struct ur_udp *u, const struct ur_path *up, const struct ur_tx_pkt *pkt,
 		    struct tx_dest *d)
 {
+	const struct ur_udp_path *path = ur_udp_path_of(up);
+
 	memset(d, 0, sizeof(*d));
 	d->family = path->family;
 	d->sock = path->family == AF_INET ? &u->own4 : &u->own6;
@@ -361,7 +153,7 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
 	uint32_t size = pkt->hdr_len + pkt->paylen + pkt->pad + UR_ICRC_BYTES;
-	struct ur_roce_ip ip = { .family = path->family, .ip_id = 0, .df = true };
+	struct ur_roce_ip ip = { .family = ur_udp_path_of(path)->family, .ip_id = 0, .df = true };
 	struct tx_batch *b = stage();
 	struct tx_dest d;
 	struct iovec iov;
@@ -375,12 +167,12 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 		return -EAFNOSUPPORT;
 	if (b->nseg && (b->closed || !same_dest(&b->d, &d) || size > b->seg ||
 			b->nseg == UR_GSO_MAX_SEGS || b->len + size > UR_GSO_MAX_BYTES)) {
-		ret = flush_stage(b);
+		ret = flush_stage(u, b);
 		if (ret)
 			return ret;
 	}
 	if (!b->nseg) {
-		if (pending(d.sock) && flush_pending_sock(d.sock))
+		if (ur_udp_has_pending(d.sock) && ur_udp_flush_pending_sock(u, d.sock))
 			return -EAGAIN;      /* order: nothing overtakes a parked batch */
 		b->d = d;
 		b->seg = size;

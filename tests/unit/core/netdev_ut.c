@@ -10,11 +10,12 @@
 
 #include "ut.h"
 #include "ut_env.h"
-#include "ut_engine.h"
+#include "ut_stack.h"
 
 #include "core/device.h"
 #include "host/netdev.h"
 #include "core/route.h"
+#include "xport/udp/udp_priv.h"
 #include "util/compiler.h"
 
 static union ibv_gid gid_of(const char *text)
@@ -322,13 +323,31 @@ static struct ibv_ah_attr av(const char *dgid, unsigned sgid_index)
 	return a;
 }
 
+/* A context on dev, for resolving routes as a QP on it would. */
+static struct ur_context *ctx_on(struct ur_device *dev)
+{
+	static struct ur_context *open[2];
+	static struct ur_device *devs[2];
+
+	for (int i = 0; i < 2; i++) {
+		if (devs[i] == dev)
+			return open[i];
+		if (!devs[i]) {
+			devs[i] = dev;
+			open[i] = ut_context_open(dev);
+			return open[i];
+		}
+	}
+	return NULL;
+}
+
 static void expect_why(struct ur_device *dev, struct ibv_ah_attr a, const char *part1,
 		       const char *part2)
 {
 	struct ur_path path;
 	char why[256] = "";
 
-	UT_EQ(ur_route_resolve(dev, &a, 0x123, &path, why, sizeof(why)), -EINVAL);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), -EINVAL);
 	if (!why[0]) fprintf(stderr, "  (expected: %s)\n", part1);
 	UT_CHECK(strstr(why, part1) != NULL);
 	if (part2)
@@ -340,6 +359,7 @@ static void expect_why(struct ur_device *dev, struct ibv_ah_attr a, const char *
 static void test_route_lo(void)
 {
 	struct ur_device *dev = ur_device_by_name("ut0");
+	const struct ur_udp_path *up;
 	struct ur_netdev nd;
 	struct ur_path path;
 	char why[256] = "";
@@ -357,19 +377,21 @@ static void test_route_lo(void)
 
 	/* Success: IPv4 to ourselves. */
 	a = av("127.0.0.1", 1);
-	UT_EQ(ur_route_resolve(dev, &a, 0x123, &path, why, sizeof(why)), 0);
-	UT_EQ(path.family, AF_INET);
-	UT_EQ(ntohs(path.dst.v4.sin_port), 4791);
-	UT_EQ(ntohl(path.dst.v4.sin_addr.s_addr), INADDR_LOOPBACK);
-	UT_EQ(ntohl(path.src.v4.s_addr), INADDR_LOOPBACK);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
+	/* The UDP transport resolved it: its view of the path, white-box. */
+	up = ur_udp_path_of(&path);
+	UT_CHECK(path.xport != NULL && !strcmp(path.xport->ops->name, "udp"));
+	UT_EQ(up->family, AF_INET);
+	UT_EQ(ntohs(up->dst.v4.sin_port), 4791);
+	UT_EQ(ntohl(up->dst.v4.sin_addr.s_addr), INADDR_LOOPBACK);
+	UT_EQ(ntohl(up->src.v4.s_addr), INADDR_LOOPBACK);
 	UT_EQ(path.traffic_class, 0x20);
 	UT_EQ(path.hop_limit, 64);
-	UT_CHECK(path.local);
-	UT_CHECK(!path.mcast);
-	UT_CHECK(path.xport != NULL);
+	UT_CHECK(up->local);
+	UT_CHECK(!up->mcast);
 	a = av("::1", 2);
-	UT_EQ(ur_route_resolve(dev, &a, 0x123, &path, why, sizeof(why)), 0);
-	UT_EQ(path.family, AF_INET6);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
+	UT_EQ(up->family, AF_INET6);
 
 	/* GID 0 on lo is listed but not an address: the message names the
 	 * index that works. */
@@ -411,16 +433,16 @@ static void test_route_tap(void)
 	UT_EQ(port.state, IBV_PORT_ACTIVE);
 	UT_EQ(port.link_layer, IBV_LINK_LAYER_ETHERNET);
 	a = av("10.11.12.77", 1);                /* on the tap's subnet */
-	UT_EQ(ur_route_resolve(dev, &a, 0x123, &path, why, sizeof(why)), 0);
-	UT_EQ(ntohl(path.src.v4.s_addr), 0x0a0b0c0d);
-	UT_CHECK(!path.local);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
+	UT_EQ(ntohl(ur_udp_path_of(&path)->src.v4.s_addr), 0x0a0b0c0d);
+	UT_CHECK(!ur_udp_path_of(&path)->local);
 	/* GID 0 is configured here: the kernel gave the tap that address. */
 	a = av("fe80::1", 0);
-	UT_EQ(ur_route_resolve(dev, &a, 0x123, &path, why, sizeof(why)), 0);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
 	if (why[0])
 		fprintf(stderr, "  got: %s\n", why);
-	UT_EQ(path.family, AF_INET6);
-	UT_EQ(path.dst.v6.sin6_scope_id, if_nametoindex("uttap0"));
+	UT_EQ(ur_udp_path_of(&path)->family, AF_INET6);
+	UT_EQ(ur_udp_path_of(&path)->dst.v6.sin6_scope_id, if_nametoindex("uttap0"));
 }
 
 /* The interface going down takes the port down (at the next refresh of

@@ -20,14 +20,14 @@ static int q_open(struct q_env *q, enum ibv_qp_type t)
 	memset(q, 0, sizeof(*q));
 	if (!q_dev)
 		q_dev = ur_device_by_name("ut0");
-	q->ctx = ur_context_open(q_dev);
-	q->pd = ur_pd_alloc(q->ctx);
-	q->cq = ur_cq_create(q->ctx, &ca);
+	q->ctx = ut_context_open(q_dev);
+	q->pd = ut_pd(q->ctx);
+	q->cq = ut_cq(q->ctx, &ca);
 	if (t == IBV_QPT_XRC_RECV) {
 		struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_OFLAGS,
 						 .oflags = O_CREAT };
 
-		q->xrcd = ur_xrcd_open(q->ctx, &xa);
+		q->xrcd = ut_xrcd(q->ctx, &xa);
 		a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
 		a.xrcd = &q->xrcd->ibxrcd;
 	} else {
@@ -37,7 +37,7 @@ static int q_open(struct q_env *q, enum ibv_qp_type t)
 		a.cap.max_send_wr = a.cap.max_recv_wr = 4;
 		a.cap.max_send_sge = a.cap.max_recv_sge = 1;
 	}
-	q->qp = ur_qp_create(q->ctx, &a);
+	q->qp = ut_qp(q->ctx, &a);
 	UT_CHECK(q->qp != NULL);
 	return q->qp ? 0 : -1;
 }
@@ -384,21 +384,21 @@ static void test_qp_create_limits(void)
 	a.send_cq = a.recv_cq = (struct ibv_cq *)&q.cq->ibcq;
 	a.cap.max_send_wr = UR_MAX_QP_WR + 1;
 	errno = 0;
-	UT_CHECK(ur_qp_create(q.ctx, &a) == NULL);
+	UT_CHECK(ut_qp(q.ctx, &a) == NULL);
 	UT_EQ(errno, EINVAL);
 	a.cap.max_send_wr = 1;
 	a.cap.max_recv_sge = UR_MAX_SGE + 1;
-	UT_CHECK(ur_qp_create(q.ctx, &a) == NULL);
+	UT_CHECK(ut_qp(q.ctx, &a) == NULL);
 	a.cap.max_recv_sge = 1;
 	a.cap.max_inline_data = UR_MAX_INLINE + 1;
-	UT_CHECK(ur_qp_create(q.ctx, &a) == NULL);
+	UT_CHECK(ut_qp(q.ctx, &a) == NULL);
 	a.cap.max_inline_data = 0;
 	a.qp_type = IBV_QPT_RAW_PACKET;
 	errno = 0;
-	UT_CHECK(ur_qp_create(q.ctx, &a) == NULL);
+	UT_CHECK(ut_qp(q.ctx, &a) == NULL);
 	UT_EQ(errno, EOPNOTSUPP);
 	a.qp_type = IBV_QPT_RC;
 	a.send_cq = NULL;
-	UT_CHECK(ur_qp_create(q.ctx, &a) == NULL);
+	UT_CHECK(ut_qp(q.ctx, &a) == NULL);
 	q_close(&q);
 }

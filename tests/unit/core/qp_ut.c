@@ -6,7 +6,7 @@
 
 #include "ut.h"
 #include "ut_env.h"
-#include "ut_engine.h"
+#include "ut_stack.h"
 
 #include "core/context.h"
 #include "core/cq.h"

@@ -57,7 +57,7 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 		va = UINT64_MAX - 7;
 		break;
 	case ACC_OTHER_PD:
-		other = ur_pd_alloc(p.b.ctx);
+		other = ut_pd(p.b.ctx);
 		other_mr = ibv_reg_mr_iova2(&other->ibpd, tb.buf, 1024, (uintptr_t)tb.buf, T_ALL_ACCESS);
 		rkey = other_mr->rkey;
 		break;

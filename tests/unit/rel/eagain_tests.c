@@ -14,7 +14,7 @@ static void t_writable(void)
 {
 	net.eagain = false;
 	net.eagain_after = -1;
-	ur_engine_writable(ur_engine_get());
+	ur_progress_resume(t_stack());
 }
 
 static void test_eagain_mid_message(void)
@@ -43,7 +43,7 @@ static void test_eagain_mid_message(void)
 	UT_CHECK(net.eagain_calls <= 2);
 	/* Still full when the engine tries: stays blocked, nothing lost. */
 	net.eagain_calls = 0;
-	ur_engine_writable(ur_engine_get());
+	ur_progress_resume(t_stack());
 	UT_EQ(t_count(), 3);
 	UT_CHECK(p.a.qp->req.blocked);
 	t_writable();
@@ -231,7 +231,7 @@ static void test_destroy_while_waiting(void)
 	t_mem_free(&sa);
 	t_pair_close(&p);             /* destroys both */
 	net.eagain = false;
-	ur_engine_writable(ur_engine_get());
+	ur_progress_resume(t_stack());
 	t_advance(T_TIMEOUT_NS);
-	UT_CHECK(ur_list_empty(&ur_engine_get()->blocked));
+	UT_CHECK(ur_list_empty(&t_stack()->waiting));
 }

@@ -112,7 +112,7 @@ static void test_edge_read_source_vanishes(void)
 	UT_EQ(ibv_dereg_mr(mr), 0);
 	net.eagain = false;
 	net.eagain_after = -1;
-	ur_engine_writable(ur_engine_get());
+	ur_progress_resume(t_stack());
 	UT_EQ(t_count(), 4);
 	UT_EQ(t_op(3), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(3), UR_NAK_REM_ACCESS_ERR);
@@ -150,7 +150,7 @@ static void test_edge_rd_atomic_overflow(void)
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
 	net.eagain = false;
 	net.eagain_after = -1;
-	ur_engine_writable(ur_engine_get());
+	ur_progress_resume(t_stack());
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
 	t_mem_free(&la);
@@ -296,7 +296,7 @@ static void test_edge_invalidate_errors(void)
 			qa.send_cq = qa.recv_cq = (struct ibv_cq *)&p.b.rcq->ibcq;
 			qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
 			qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-			q.b.qp = ur_qp_create(p.b.ctx, &qa);
+			q.b.qp = ut_qp(p.b.ctx, &qa);
 		}
 		UT_EQ(t_to_init(q.a.qp, T_ALL_ACCESS), 0);
 		UT_EQ(t_to_init(q.b.qp, T_ALL_ACCESS), 0);

@@ -127,7 +127,7 @@ static void test_err_comm_est(void)
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
 	/* B cannot send in RTR. */
-	UT_EQ(t_post_send(&p.b, 5, IBV_WR_SEND, rb.buf, 8, rb.mr->lkey, 0), EINVAL);
+	UT_EQ(t_post_send(&p.b, 5, IBV_WR_SEND, rb.buf, 8, rb.mr->lkey, 0), -EINVAL);
 	t_mem_free(&sa);
 	t_mem_free(&rb);
 	t_pair_close(&p);
@@ -212,9 +212,9 @@ static void test_err_post_states(void)
 	if (t_side_open(&s, &o, false))
 		return;
 	t_mem_reg(&sa, &s, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&s, 1, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), EINVAL);   /* RESET */
+	UT_EQ(t_post_send(&s, 1, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), -EINVAL);   /* RESET */
 	UT_EQ(t_to_init(s.qp, 0), 0);
-	UT_EQ(t_post_send(&s, 1, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), EINVAL);   /* INIT */
+	UT_EQ(t_post_send(&s, 1, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), -EINVAL);   /* INIT */
 	/* Receives may be posted from INIT on (and even in RESET). */
 	UT_EQ(t_post_recv(&s, 2, sa.buf, 8, sa.mr->lkey), 0);
 	UT_EQ(t_count(), 0);

@@ -2,10 +2,11 @@
  * lead to a fake transport.  Its send() records each packet (header bytes,
  * gathered payload, pad and a zero ICRC) in a queue instead of sending it;
  * the test then delivers, drops, duplicates or reorders packets by hand
- * through ur_engine_rx(), the engine's own dispatch (parse, QPN lookup, QP
- * lock, ur_rel_rx).  Nothing crosses a socket and the engine has no thread
- * (ut_engine.h); the protocol files are compiled in against a virtual
- * clock.  Every scenario is deterministic: timers fire only in t_advance().
+ * through ur_recv_packet(), the stack's own dispatch (parse, QPN lookup,
+ * QP lock, responder or completer).  Nothing crosses a socket and the
+ * stack's reactor has no thread (ut_stack.h); the files that read the
+ * clock are compiled in against a virtual one.  Every scenario is
+ * deterministic: timers fire only in t_advance().
  *
  * Debugging: T_TRACE=1 prints every packet delivered (and, in the random
  * loss test, every drop); T_SEED=n T_LOSS=per-mille T_DUP=.. T_REORDER=..
@@ -37,13 +38,10 @@ static inline uint64_t ur_now_ns(void)
 
 #include "ut.h"
 #include "ut_env.h"
-#include "ut_engine.h"
+#include "ut_stack.h"
 
-#include "rel/rel.c"
-#include "rel/req.c"
-#include "rel/comp.c"
-#include "rel/resp.c"
-#include "rel/mw_ops.c"
+#include "rel/timers.c"
+#include "rel/progress.c"
 
 /* The shared XRC domain (rel/xrc.c), white-box: one process plays both the
  * target QP's and the SRQ owner's, so the host registry is made to say
@@ -71,17 +69,15 @@ static inline int t_kill(pid_t pid, int sig)
 	}
 	return 0;
 }
-static inline struct ur_xport *t_local_xport(void);
 #define ur_registry_lookup t_registry_lookup
 #define kill t_kill
-#define ur_engine_xport(e) ((void)(e), t_local_xport())
 #include "rel/xrc.c"
 #undef ur_registry_lookup
 #undef kill
-#undef ur_engine_xport
 
 #include "core/ah.h"
 #include "core/context.h"
+#include "core/limits.h"
 #include "core/cq.h"
 #include "core/device.h"
 #include "core/mr.h"
@@ -89,10 +85,13 @@ static inline struct ur_xport *t_local_xport(void);
 #include "core/qp.h"
 #include "core/srq.h"
 #include "core/xrcd.h"
-#include "engine/mcast.h"
+#include "rel/comp.h"
+#include "rel/mcast.h"
 #include "rel/psn.h"
-#include "rel/rel.h"
+#include "rel/qp_ops.h"
+#include "rel/recv.h"
 #include "rel/rel_priv.h"
+#include "rel/stack.h"
 #include "verbs/verbs_priv.h"
 #include "wire/opcode.h"
 #include "wire/pkt_parse.h"
@@ -177,11 +176,7 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 static inline int t_xport_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
 			   const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path)
 {
-	memset(path, 0, sizeof(*path));
-	path->xport = x;
-	path->family = AF_INET;
-	path->ifindex = ifindex;
-	return 0;
+	return 0;   /* the set fills in path->xport */
 }
 
 static inline int t_xport_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join)
@@ -238,9 +233,16 @@ static const struct ur_xport_ops t_xport_ops = {
 	.local_msg = t_xport_local_msg,
 };
 
-static inline struct ur_xport *t_local_xport(void)
+/* The test's transports: the fake alone.  The stack is made with them at
+ * the first reset. */
+static struct ur_xports t_xports;
+
+static inline struct ur_stack *t_stack(void)
 {
-	return &net.x;
+	t_xports.x[0] = &net.x;
+	t_xports.n = 1;
+	net.x.ops = &t_xport_ops;
+	return ut_stack_with(&t_xports);
 }
 
 /* Local message i, parsed (a message uroce sent must parse). */
@@ -265,10 +267,9 @@ static inline void t_lmsg_drop(unsigned i)
 	lnet.n--;
 }
 
-/* Hands local message i to the engine, as the receiving process's would. */
+/* Hands local message i to the stack, as the receiving process's would. */
 static inline void t_lmsg_deliver(unsigned i)
 {
-	struct ur_engine *e = ur_engine_get();
 	struct t_lmsg *m;
 
 	if (i >= lnet.n)
@@ -276,9 +277,7 @@ static inline void t_lmsg_deliver(unsigned i)
 	m = lnet.q[i];
 	memmove(&lnet.q[i], &lnet.q[i + 1], (lnet.n - i - 1) * sizeof(lnet.q[0]));
 	lnet.n--;
-	pthread_rwlock_rdlock(&e->table_lock);
-	ur_engine_local_msg(e, m->buf, m->len);
-	pthread_rwlock_unlock(&e->table_lock);
+	ur_recv_local_msg(t_stack(), m->buf, m->len);
 	free(m);
 }
 
@@ -294,7 +293,7 @@ static inline void t_net_reset(void)
 	net.eagain_calls = 0;
 	net.fail_errno = 0;
 	net.on_send = NULL;
-	net.x.ops = &t_xport_ops;
+	t_stack();
 	while (lnet.n)
 		t_lmsg_drop(0);
 	lnet.fail = 0;
@@ -404,7 +403,7 @@ static inline void t_meta(struct ur_rx_meta *m)
 	m->hop_limit = 64;
 }
 
-/* Hands a packet to the engine's dispatch, as a transport would; frees it. */
+/* Hands a packet to the stack's dispatch, as a transport would; frees it. */
 static inline void t_inject(struct t_pkt *k)
 {
 	struct ur_rx_meta m;
@@ -412,7 +411,7 @@ static inline void t_inject(struct t_pkt *k)
 	if (!k)
 		return;
 	t_meta(&m);
-	ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
 }
 
@@ -491,28 +490,59 @@ static inline struct ibv_ah_attr t_av(void)
 	return av;
 }
 
+static inline void t_wr_start(struct ibv_qp_ex *qpx)
+{
+	ur_qp_wr_start(to_uqp(&qpx->qp_base));
+}
+
+static inline int t_wr_complete(struct ibv_qp_ex *qpx)
+{
+	return -ur_qp_wr_complete(to_uqp(&qpx->qp_base));
+}
+
+static inline void t_wr_abort(struct ibv_qp_ex *qpx)
+{
+	ur_qp_wr_abort(to_uqp(&qpx->qp_base));
+}
+
+/* Installs the batch calls src/verbs installs around core's builders. */
+static inline struct ur_qp *t_wr_ops(struct ur_qp *qp)
+{
+	if (qp) {
+		qp->qpx.wr_start = t_wr_start;
+		qp->qpx.wr_complete = t_wr_complete;
+		qp->qpx.wr_abort = t_wr_abort;
+	}
+	return qp;
+}
+
 static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use_srq)
 {
 	struct ibv_cq_init_attr_ex ca = { .cqe = o->cqe ? o->cqe : 256 };
 	struct ibv_qp_init_attr_ex qa = { 0 };
 
+	int ret;
+
 	memset(s, 0, sizeof(*s));
-	s->ctx = ur_context_open(t_device());
+	t_stack();
+	s->ctx = ut_context_open(t_device());
 	if (!s->ctx)
-		return -errno;
-	s->pd = ur_pd_alloc(s->ctx);
-	s->scq = ur_cq_create(s->ctx, &ca);
-	s->rcq = ur_cq_create(s->ctx, &ca);
-	if (!s->pd || !s->scq || !s->rcq)
-		return -ENOMEM;
+		return -ENODEV;
+	ret = ur_pd_alloc(s->ctx, &s->pd);
+	if (!ret)
+		ret = ur_cq_create(s->ctx, &ca, &s->scq);
+	if (!ret)
+		ret = ur_cq_create(s->ctx, &ca, &s->rcq);
+	if (ret)
+		return ret;
 	if (use_srq) {
 		struct ibv_srq_init_attr_ex sa = { 0 };
 
 		sa.attr.max_wr = 64;
 		sa.attr.max_sge = 4;
-		s->srq = ur_srq_create(s->ctx, s->pd, &sa);
-		if (!s->srq)
-			return -errno;
+		ret = ur_srq_create(s->ctx, s->pd, &sa, &s->srq);
+		if (ret)
+			return ret;
 	}
 	qa.qp_type = o->type ? o->type : IBV_QPT_RC;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -526,8 +556,10 @@ static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use
 	qa.cap.max_send_sge = o->max_sge ? o->max_sge : 4;
 	qa.cap.max_recv_sge = o->max_sge ? o->max_sge : 4;
 	qa.cap.max_inline_data = o->max_inline;
-	s->qp = ur_qp_create(s->ctx, &qa);
-	return s->qp ? 0 : -errno;
+	ret = ur_qp_create(s->ctx, &qa, &s->qp);
+	if (!ret)
+		t_wr_ops(s->qp);
+	return ret;
 }
 
 static inline void t_side_close(struct t_side *s)
@@ -583,7 +615,6 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	ret = ur_qp_modify(qp, &a, mask);
 	if (ret)
 		return ret;
-	qp->path.xport = &net.x;
 	if (qp->type == IBV_QPT_XRC_RECV || o->rtr_only)
 		return 0;
 	memset(&a, 0, sizeof(a));
@@ -795,7 +826,7 @@ static inline bool t_cq_empty(struct ur_cq *cq)
 static inline void t_advance(uint64_t ns)
 {
 	t_clock_ns += ns;
-	ut_engine_run_timers_at(t_clock_ns);
+	ur_engine_run_timers(t_stack()->engine, t_clock_ns);
 }
 
 /* Next async event on a context, without blocking; false if none. */

@@ -1,4 +1,4 @@
-/* The engine's receive dispatch, multicast fan-out to attached UD QPs, the
+/* The stack's receive dispatch, multicast fan-out to attached UD QPs, the
  * SRQ limit event, and the ibv_wr_* builder (qp_wr.c) producing the same
  * packets as ibv_post_send. */
 
@@ -8,7 +8,7 @@ static void test_dispatch_drops(void)
 	struct t_opts o = { 0 };
 	struct t_pair p;
 	struct t_mem rb;
-	struct ur_engine_counters before = ur_engine_stats;
+	uint64_t malformed = t_stack()->malformed, no_qp = t_stack()->no_qp;
 	uint8_t junk[5] = { 0 }, pl[8] = { 0 };
 	struct t_pkt *k;
 	struct ur_rx_meta m;
@@ -19,11 +19,11 @@ static void test_dispatch_drops(void)
 	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
 	t_meta(&m);
 	/* Too short to parse. */
-	ur_engine_rx(ur_engine_get(), junk, sizeof(junk), &m);
-	UT_EQ(ur_engine_stats.malformed, before.malformed + 1);
+	ur_recv_packet(t_stack(), junk, sizeof(junk), &m);
+	UT_EQ(t_stack()->malformed, malformed + 1);
 	/* A QPN nobody here has. */
 	t_inject(t_build(UR_OP_RC_SEND_ONLY, 0x00ff00, 0, true, pl, 8));
-	UT_EQ(ur_engine_stats.no_qp, before.no_qp + 1);
+	UT_EQ(t_stack()->no_qp, no_qp + 1);
 	/* Another P_Key, another transport, another peer: dropped, counted,
 	 * not answered, not executed. */
 	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
@@ -32,7 +32,7 @@ static void test_dispatch_drops(void)
 	t_inject(t_build(UR_OP_UC_SEND_ONLY, ur_qp_num(p.b.qp), 0, false, pl, 8));
 	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
 	m.sgid.raw[15] = 2;            /* 127.0.0.2: not the peer */
-	ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DROPPED], 3);
 	UT_EQ(t_count(), 0);
@@ -91,7 +91,7 @@ static void test_mcast_fanout(void)
 
 		deth_set_qkey(t_hdr(k, UR_HDR_DETH), T_QKEY);
 		deth_set_sqp(t_hdr(k, UR_HDR_DETH), ur_qp_num(u.a.qp));
-		ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+		ur_recv_packet(t_stack(), k->buf, k->len, &m);
 		t_expect_wc(u.b.rcq, &wc, 10, IBV_WC_SUCCESS);
 		UT_EQ(wc.byte_len, 40 + 16);
 		t_expect_wc(v.b.rcq, &wc, 20, IBV_WC_SUCCESS);
@@ -99,12 +99,12 @@ static void test_mcast_fanout(void)
 		/* Detached: only the other one. */
 		UT_EQ(ur_mcast_detach(u.b.qp, &grp), 0);
 		UT_EQ(ur_mcast_detach(u.b.qp, &grp), -EINVAL);
-		ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+		ur_recv_packet(t_stack(), k->buf, k->len, &m);
 		UT_CHECK(t_cq_empty(u.b.rcq));
 		t_expect_wc(v.b.rcq, &wc, 21, IBV_WC_SUCCESS);
 		/* Another group: nobody. */
 		m.dgid.raw[15] ^= 1;
-		ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+		ur_recv_packet(t_stack(), k->buf, k->len, &m);
 		UT_CHECK(t_cq_empty(v.b.rcq));
 		free(k);
 	}
@@ -292,7 +292,7 @@ static void test_post_validation(void)
 		w[i].next = i < 2 ? &w[i + 1] : NULL;
 	}
 	w[1].num_sge = 3;                         /* more than max_send_sge */
-	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), EINVAL);
+	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), -EINVAL);
 	UT_EQ(bad, &w[1]);
 	UT_EQ(p.a.qp->sq.tail - p.a.qp->sq.head, 1);
 	t_run();
@@ -300,7 +300,7 @@ static void test_post_validation(void)
 	UT_CHECK(t_cq_empty(p.a.scq));
 	w[1].num_sge = 1;
 	/* Depth: two fit, the third is refused with ENOMEM. */
-	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), ENOMEM);
+	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), -ENOMEM);
 	UT_EQ(bad, &w[2]);
 	while (t_count())
 		t_drop(0);
@@ -310,12 +310,12 @@ static void test_post_validation(void)
 					 .num_sge = 1 };
 
 		sge[0].length = 4;
-		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
 		sge[0].length = 8;
 		a.opcode = (enum ibv_wr_opcode)77;
-		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
 		a.opcode = IBV_WR_TSO;
-		UT_EQ(t_post(p.b.qp, &a), EINVAL);
+		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
 	}
 	/* Receives: SGE count, depth. */
 	memset(r, 0, sizeof(r));
@@ -326,10 +326,10 @@ static void test_post_validation(void)
 		r[i].next = i < 2 ? &r[i + 1] : NULL;
 	}
 	r[0].num_sge = 3;
-	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), EINVAL);
+	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), -EINVAL);
 	UT_EQ(rbad, &r[0]);
 	r[0].num_sge = 1;
-	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), ENOMEM);
+	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), -ENOMEM);
 	UT_EQ(rbad, &r[2]);
 	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 2);
 	t_mem_free(&la);

@@ -339,7 +339,7 @@ static void check_bind_error(enum bind_case c)
 		rkey += 0x100;
 		break;
 	case BIND_OTHER_PD_MR:
-		other = ur_pd_alloc(e.p.b.ctx);
+		other = ut_pd(e.p.b.ctx);
 		mr = ibv_reg_mr_iova2(&other->ibpd, e.tb.buf, MW_REGION, (uintptr_t)e.tb.buf, MR_MW);
 		break;
 	case BIND_ZERO_BASED:

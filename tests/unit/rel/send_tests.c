@@ -172,7 +172,7 @@ static void test_send_sge_inline(void)
 		t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 		/* Too long for max_inline_data: refused at post. */
 		is.length = 65;
-		UT_EQ(t_post(p.a.qp, &iw), EINVAL);
+		UT_EQ(t_post(p.a.qp, &iw), -EINVAL);
 	}
 	t_mem_free(&sa);
 	t_mem_free(&rb);

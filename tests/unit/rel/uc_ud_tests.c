@@ -32,7 +32,7 @@ static void test_uc_send(void)
 	UT_EQ(wc.src_qp, ur_qp_num(p.a.qp));
 	UT_MEMEQ(rb.buf, sa.buf, 600);
 	/* Read and atomics do not exist on UC. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, sa.buf, 8, sa.mr->lkey, 0, 0), EINVAL);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, sa.buf, 8, sa.mr->lkey, 0, 0), -EINVAL);
 	t_mem_free(&sa);
 	t_mem_free(&rb);
 	t_pair_close(&p);
@@ -232,7 +232,7 @@ static int t_ud_open(struct t_ud *u, bool srq_b)
 			ret = ur_qp_modify(s[i]->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
 	if (!ret) {
-		u->ah = ur_ah_create(u->a.pd, &av);
+		u->ah = ut_ah(u->a.pd, &av);
 		if (u->ah)
 			u->ah->path.xport = &net.x;
 		else
@@ -341,7 +341,7 @@ static void test_ud_grh_ipv6(void)
 	m.traffic_class = 0xb8;
 	m.hop_limit = 7;
 	k = t_take(0);
-	ur_engine_rx(ur_engine_get(), k->buf, k->len, &m);
+	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
 	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 40 + 33);
@@ -414,7 +414,7 @@ static void test_ud_drops(void)
 	t_run();
 	t_expect_wc(u.b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	/* A datagram cannot exceed the MTU: refused at post. */
-	UT_EQ(t_ud_send(&u, 6, sa.buf, u.a.qp->mtu + 1, sa.mr->lkey, T_QKEY, false), EINVAL);
+	UT_EQ(t_ud_send(&u, 6, sa.buf, u.a.qp->mtu + 1, sa.mr->lkey, T_QKEY, false), -EINVAL);
 	UT_EQ(t_ud_send(&u, 7, sa.buf, u.a.qp->mtu, sa.mr->lkey, T_QKEY, false), 0);
 	UT_EQ(t_count(), 1);
 	/* RC opcodes mean nothing to a UD QP. */

@@ -24,7 +24,7 @@ static int t_xs_open(struct t_xs *s)
 	memset(s, 0, sizeof(*s));
 	if (t_xrc_open(&s->x))
 		return -1;
-	s->owner = ur_xrcd_open(s->x.bctx, &xa);
+	s->owner = ut_xrcd(s->x.bctx, &xa);
 	if (!s->owner)
 		return -1;
 	/* Both domain objects stand for the file (dev 1, inode 0xabc). */
@@ -36,7 +36,7 @@ static int t_xs_open(struct t_xs *s)
 	a.pd = &s->x.bpd->ibpd;
 	a.attr.max_wr = 8;
 	a.attr.max_sge = 2;
-	s->srq = ur_srq_create(s->x.bctx, s->x.bpd, &a);
+	s->srq = ut_srq(s->x.bctx, s->x.bpd, &a);
 	if (!s->srq)
 		return -1;
 	t_xrc_other_pid = T_OTHER_PID;

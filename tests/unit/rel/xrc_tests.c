@@ -23,14 +23,14 @@ static int t_xrc_open(struct t_xrc *x)
 
 	memset(x, 0, sizeof(*x));
 	t_net_reset();
-	x->actx = ur_context_open(t_device());
-	x->bctx = ur_context_open(t_device());
-	x->apd = ur_pd_alloc(x->actx);
-	x->bpd = ur_pd_alloc(x->bctx);
-	x->acq = ur_cq_create(x->actx, &ca);
-	x->bcq[0] = ur_cq_create(x->bctx, &ca);
-	x->bcq[1] = ur_cq_create(x->bctx, &ca);
-	x->xrcd = ur_xrcd_open(x->bctx, &xa);
+	x->actx = ut_context_open(t_device());
+	x->bctx = ut_context_open(t_device());
+	x->apd = ut_pd(x->actx);
+	x->bpd = ut_pd(x->bctx);
+	x->acq = ut_cq(x->actx, &ca);
+	x->bcq[0] = ut_cq(x->bctx, &ca);
+	x->bcq[1] = ut_cq(x->bctx, &ca);
+	x->xrcd = ut_xrcd(x->bctx, &xa);
 	if (!x->xrcd)
 		return -1;
 	for (int i = 0; i < 2; i++) {
@@ -45,7 +45,7 @@ static int t_xrc_open(struct t_xrc *x)
 
 		s.attr.max_wr = 16;
 		s.attr.max_sge = 2;
-		x->srq[i] = ur_srq_create(x->bctx, x->bpd, &s);
+		x->srq[i] = ut_srq(x->bctx, x->bpd, &s);
 		if (!x->srq[i])
 			return -1;
 	}
@@ -56,12 +56,12 @@ static int t_xrc_open(struct t_xrc *x)
 	qa.send_cq = (struct ibv_cq *)&x->acq->ibcq;
 	qa.cap.max_send_wr = 16;
 	qa.cap.max_send_sge = 2;
-	x->ini = ur_qp_create(x->actx, &qa);
+	x->ini = t_wr_ops(ut_qp(x->actx, &qa));
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = IBV_QPT_XRC_RECV;
 	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
 	qa.xrcd = &x->xrcd->ibxrcd;
-	x->tgt = ur_qp_create(x->bctx, &qa);
+	x->tgt = ut_qp(x->bctx, &qa);
 	if (!x->ini || !x->tgt)
 		return -1;
 	ret = t_to_init(x->ini, T_ALL_ACCESS);
@@ -231,12 +231,12 @@ static void test_xrc_other_domain(void)
 
 	if (t_xrc_open(&x))
 		goto out;
-	other = ur_xrcd_open(x.bctx, &xa);
+	other = ut_xrcd(x.bctx, &xa);
 	UT_CHECK(other && other != x.xrcd);
 	s.xrcd = &other->ibxrcd;
 	s.cq = (struct ibv_cq *)&x.bcq[0]->ibcq;
 	s.attr.max_wr = 4;
-	srq = ur_srq_create(x.bctx, x.bpd, &s);
+	srq = ut_srq(x.bctx, x.bpd, &s);
 	UT_CHECK(srq != NULL);
 	UT_EQ(t_xrc_send(&x, 1, IBV_WR_SEND, 0, 10, srq->srq_num), 0);
 	t_run();

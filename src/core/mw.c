@@ -1,14 +1,11 @@
-/* Memory-window operations: BIND_MW and LOCAL_INV run inside the device
- * when the requester reaches them; SEND_WITH_INV invalidates at the
- * responder. */
+/* Memory-window operations on the key table: BIND_MW and LOCAL_INV run
+ * inside the device when the requester reaches them; SEND_WITH_INV
+ * invalidates at the responder. */
 #include "core/context.h"
 #include "core/mr.h"
 #include "core/pd.h"
-#include "rel/rel.h"
-#include "rel/rel_priv.h"
+#include "core/qp.h"
 #include "util/log.h"
-
-#define QP_DEV(qp) ((qp)->ctx->dev->ibdev.name)
 #define MW_REMOTE_ACCESS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 static bool range_inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
@@ -85,7 +82,7 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 	}
 	pthread_rwlock_unlock(&t->lock);
 	if (why) {
-		ur_err(QP_DEV(qp), "QP 0x%06x: bind of memory window 0x%x failed: %s",
+		ur_err(ur_qp_dev(qp), "QP 0x%06x: bind of memory window 0x%x failed: %s",
 		       ur_qp_num(qp), mw->ibmw.rkey, why);
 		return IBV_WC_MW_BIND_ERR;
 	}
@@ -122,7 +119,7 @@ static const char *invalidate(struct ur_qp *qp, uint32_t rkey, const struct ur_q
 	return why;
 }
 
-enum ibv_wc_status ur_local_op(struct ur_qp *qp, struct ur_send_wqe *w)
+enum ibv_wc_status ur_mw_local_op(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	const char *why;
 
@@ -130,19 +127,19 @@ enum ibv_wc_status ur_local_op(struct ur_qp *qp, struct ur_send_wqe *w)
 		return do_bind(qp, w);
 	why = invalidate(qp, w->imm, NULL);
 	if (why) {
-		ur_err(QP_DEV(qp), "QP 0x%06x: local invalidate of 0x%x failed: %s",
+		ur_err(ur_qp_dev(qp), "QP 0x%06x: local invalidate of 0x%x failed: %s",
 		       ur_qp_num(qp), w->imm, why);
 		return IBV_WC_MW_BIND_ERR;
 	}
 	return IBV_WC_SUCCESS;
 }
 
-bool ur_remote_invalidate(struct ur_qp *qp, uint32_t rkey)
+bool ur_mw_remote_invalidate(struct ur_qp *qp, uint32_t rkey)
 {
 	const char *why = invalidate(qp, rkey, qp);
 
 	if (why)
-		ur_warn_ratelimited(QP_DEV(qp), "QP 0x%06x: SEND with invalidate of 0x%x: %s",
+		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: SEND with invalidate of 0x%x: %s",
 				    ur_qp_num(qp), rkey, why);
 	return !why;
 }

@@ -4,7 +4,7 @@
  * datagrams dropped at its socket, which RC pays for with go-back-N and UC
  * and UD with lost messages.  A connected unix datagram socket pushes back
  * instead: when the receiver's queue is full the send fails with EAGAIN,
- * the batch is parked (udp_tx.c) and the QP waits for the socket to drain,
+ * the batch is parked (udp_send.c) and the QP waits for the socket to drain,
  * as it would for a full NIC queue.  So packets to a local QP go, as whole
  * GSO-style batches, to its process's forwarding socket (the one the 4791
  * router also uses) over one connected socket per peer process.  Only the
@@ -26,32 +26,6 @@
 
 #define UR_PEER_SNDBUF (4 << 20)   /* room for max_dgram_qlen full batches */
 
-struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i)
-{
-	if (i == 0)
-		return &u->own4;
-	if (i == 1)
-		return &u->own6;
-	return u->peers[i - 2].pid ? &u->peers[i - 2].sock : NULL;
-}
-
-void ur_udp_sock_arm(struct ur_udp_sock *s, bool on)
-{
-	if (__atomic_load_n(&s->armed, __ATOMIC_ACQUIRE) == on)
-		return;
-	__atomic_store_n(&s->armed, on, __ATOMIC_RELEASE);
-	ur_engine_rewatch_fd(s->u->engine, s->fd,
-			     (s->family == AF_UNIX ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0));
-}
-
-static void on_peer_event(void *arg, uint32_t events)
-{
-	struct ur_udp_sock *s = arg;
-
-	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-		ur_engine_writable(s->u->engine);
-}
-
 static int peer_connect(struct ur_udp_sock *s, pid_t pid)
 {
 	struct sockaddr_un sun;
@@ -59,11 +33,13 @@ static int peer_connect(struct ur_udp_sock *s, pid_t pid)
 
 	if (connect(s->fd, (struct sockaddr *)&sun, len))
 		return -errno;
-	s->stale = false;
+	__atomic_store_n(&s->stale, false, __ATOMIC_RELEASE);
 	return 0;
 }
 
-static struct ur_udp_peer *peer_new(struct ur_udp *u, pid_t pid)
+/* A table entry for pid: a free one, or that of a process that died.
+ * *why: -errno when there is none. */
+static struct ur_udp_peer *peer_new(struct ur_udp *u, pid_t pid, int *why)
 {
 	struct ur_udp_peer *free_p = NULL, *dead_p = NULL;
 	int sz = UR_PEER_SNDBUF, fd;
@@ -73,27 +49,35 @@ static struct ur_udp_peer *peer_new(struct ur_udp *u, pid_t pid)
 
 		if (!p->pid && p->sock.fd < 0)
 			free_p = p;
-		else if (!dead_p && p->pid && !p->sock.pending && kill(p->pid, 0) &&
+		else if (!dead_p && p->pid && !ur_udp_has_pending(&p->sock) && kill(p->pid, 0) &&
 			 errno == ESRCH)
 			dead_p = p;
 	}
 	if (!free_p && dead_p) {
 		/* The socket stays: connect() points it at the new peer. */
-		if (peer_connect(&dead_p->sock, pid))
+		*why = peer_connect(&dead_p->sock, pid);
+		if (*why)
 			return NULL;
 		__atomic_store_n(&dead_p->pid, pid, __ATOMIC_RELEASE);
 		return dead_p;
 	}
-	if (!free_p)
+	if (!free_p) {
+		*why = -ENOSPC;
 		return NULL;
+	}
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		*why = -errno;
 		return NULL;
+	}
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	free_p->sock.fd = fd;
-	if (peer_connect(&free_p->sock, pid) ||
-	    ur_engine_watch_fd(u->engine, fd, 0, on_peer_event, &free_p->sock)) {
+	*why = peer_connect(&free_p->sock, pid);
+	if (!*why)
+		*why = ur_engine_watch(u->engine, fd, 0, UR_WATCH_INLINE, ur_udp_on_sock_event,
+				       &free_p->sock);
+	if (*why) {
 		close(fd);
 		free_p->sock.fd = -1;
 		return NULL;
@@ -102,34 +86,36 @@ static struct ur_udp_peer *peer_new(struct ur_udp *u, pid_t pid)
 	return free_p;
 }
 
-struct ur_udp_sock *ur_udp_peer_sock(struct ur_udp *u, pid_t pid)
+static struct ur_udp_sock *peer_sock(struct ur_udp *u, pid_t pid, int *why)
 {
 	struct ur_udp_sock *s = NULL;
+	struct ur_udp_peer *p;
 
+	*why = 0;
 	pthread_mutex_lock(&u->peers_lock);
-	for (int i = 0; i < UR_UDP_PEERS; i++) {
-		struct ur_udp_peer *p = &u->peers[i];
-
-		if (p->pid == pid) {
-			s = &p->sock;
-			if (s->stale && peer_connect(s, pid))
+	for (int i = 0; i < UR_UDP_PEERS && !s; i++) {
+		if (u->peers[i].pid != pid)
+			continue;
+		s = &u->peers[i].sock;
+		if (__atomic_load_n(&s->stale, __ATOMIC_ACQUIRE)) {
+			*why = peer_connect(s, pid);
+			if (*why)
 				s = NULL;   /* still gone */
-			goto out;
 		}
+		goto out;
 	}
-	{
-		struct ur_udp_peer *p = peer_new(u, pid);
-
-		s = p ? &p->sock : NULL;
-	}
+	p = peer_new(u, pid, why);
+	s = p ? &p->sock : NULL;
 out:
 	pthread_mutex_unlock(&u->peers_lock);
 	return s;
 }
 
-void ur_udp_peer_gone(struct ur_udp_sock *s)
+struct ur_udp_sock *ur_udp_peer_sock(struct ur_udp *u, pid_t pid)
 {
-	__atomic_store_n(&s->stale, true, __ATOMIC_RELEASE);
+	int why;
+
+	return peer_sock(u, pid, &why);
 }
 
 void ur_udp_peers_init(struct ur_udp *u)
@@ -155,18 +141,26 @@ void ur_udp_peers_close(struct ur_udp *u)
 	}
 }
 
+/* A control message: our forwarding header, then the caller's pieces. */
 int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int iovcnt)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
-	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	struct iovec all[1 + UR_LOCAL_MSG_IOV];
+	struct msghdr msg = { .msg_iov = all, .msg_iovlen = (size_t)iovcnt + 1 };
+	struct ur_fwd_hdr h;
 	struct ur_udp_sock *s;
+	int why = 0;
 
-	errno = 0;
-	s = ur_udp_peer_sock(u, pid);
+	if (iovcnt < 0 || iovcnt > UR_LOCAL_MSG_IOV)
+		return -EINVAL;
+	ur_udp_fwd_hdr_msg(&h);
+	all[0] = (struct iovec){ &h, sizeof(h) };
+	memcpy(all + 1, iov, (size_t)iovcnt * sizeof(*iov));
+	s = peer_sock(u, pid, &why);
 	if (!s) {
 		/* No socket by that name: the process is gone, or a zombie
 		 * (kill() would still find it). */
-		if (errno == ECONNREFUSED || errno == ENOENT)
+		if (why == -ECONNREFUSED || why == -ENOENT)
 			return -ESRCH;
 		return kill(pid, 0) && errno == ESRCH ? -ESRCH : -EAGAIN;
 	}
@@ -175,7 +169,7 @@ int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
 		return -EAGAIN;
 	if (errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT) {
-		ur_udp_peer_gone(s);
+		ur_udp_sock_stale(s);
 		return -ESRCH;
 	}
 	return -errno;

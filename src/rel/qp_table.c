@@ -1,4 +1,4 @@
-#include "engine/qp_table.h"
+#include "rel/qp_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

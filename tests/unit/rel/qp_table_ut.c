@@ -8,7 +8,7 @@
 #include "ut.h"
 #include "util/compiler.h"
 
-#include "engine/qp_table.c"
+#include "rel/qp_table.c"
 
 /* Deterministic xorshift64*. */
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;

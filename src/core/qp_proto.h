@@ -1,9 +1,11 @@
 /* Per-QP state of the three protocol roles (the split Linux rxe uses):
  * the requester turns send WQEs into request packets, the completer turns
  * responses into completions and drives retransmission, the responder
- * executes incoming requests and answers them. */
-#ifndef UROCE_REL_REL_STATE_H
-#define UROCE_REL_REL_STATE_H
+ * executes incoming requests and answers them.  The state is the QP
+ * object's (as rxe keeps it in struct rxe_qp); the protocol that runs it
+ * is src/rel's. */
+#ifndef UROCE_CORE_QP_PROTO_H
+#define UROCE_CORE_QP_PROTO_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -105,7 +107,6 @@ struct ur_resp_state {
 	uint32_t atomic_next;
 
 	/* XRC target, a packet for another process's SRQ (xrc.c) */
-	bool xrc_foreign;        /* the packet at hand is such a packet */
 	bool xrc_msg_foreign;    /* the message in progress (opcode >= 0) is */
 	pid_t xrc_pid;           /* the SRQ's owner */
 	uint32_t xrc_srqn;

@@ -1,7 +1,7 @@
 /* QP number -> QP, for this process's QPs: open addressing with linear
- * probing and backward-shift deletion; the engine's table lock guards it. */
-#ifndef UROCE_ENGINE_QP_TABLE_H
-#define UROCE_ENGINE_QP_TABLE_H
+ * probing and backward-shift deletion; the stack's qps_lock guards it. */
+#ifndef UROCE_REL_QP_TABLE_H
+#define UROCE_REL_QP_TABLE_H
 
 #include <stdint.h>
 

@@ -1,0 +1,25 @@
+/* A QP's transmission when no post drives it: the one order it transmits
+ * in (responses first, then requests), its timer firing, resuming the QPs
+ * a full transport stopped, and an application thread polling for
+ * completions. */
+#ifndef UROCE_REL_PROGRESS_H
+#define UROCE_REL_PROGRESS_H
+
+struct ur_qp;
+struct ur_stack;
+struct ur_timer;
+
+/* Everything the QP has to send: responses and ACKs, then requests.
+ * qp->lock held. */
+void ur_qp_tx(struct ur_qp *qp);
+/* The QP's timer (a reactor timer callback). */
+void ur_progress_timer(struct ur_timer *t);
+/* A transport has room again: the QPs waiting for it go on (a reactor
+ * callback). */
+void ur_progress_resume(struct ur_stack *s);
+/* From an application thread whose CQ poll found nothing: this process's
+ * receive path runs inline if no other thread is at it, and now and then
+ * the thread gives its core away. */
+void ur_progress_poll(struct ur_stack *s);
+
+#endif

@@ -1,0 +1,43 @@
+#include "rel/qp_error.h"
+
+#include "core/qp.h"
+#include "rel/rel_priv.h"
+#include "rel/timers.h"
+
+void ur_rel_abort(struct ur_qp *qp)
+{
+	qp->comp.retrans_deadline = 0;
+	qp->comp.rnr_deadline = 0;
+	qp->req.rnr_wait = false;
+	qp->req.blocked = false;
+	/* A responder reports an error by NAK, then enters ERROR.  A NAK the
+	 * transport had no room for yet still goes out when it drains (the QP
+	 * stays on the stack's waiting list); without it the requester would
+	 * only time out, with RETRY_EXC_ERR instead of the real cause. */
+	if (qp->state != IBV_QPS_ERR || ur_aeth_type(qp->resp.ack_syn) != UR_AETH_NAK)
+		qp->resp.ack_pending = false;
+	qp->resp.res_tx = qp->resp.res_next;
+	ur_timers_update(qp);
+}
+
+void ur_qp_to_error(struct ur_qp *qp, bool fatal)
+{
+	bool was_err = qp->state == IBV_QPS_ERR;
+
+	qp->state = IBV_QPS_ERR;
+	qp->qpx.qp_base.state = IBV_QPS_ERR;
+	ur_rel_abort(qp);
+	ur_qp_flush_queues(qp);
+	if (was_err)
+		return;
+	if (fatal)
+		ur_qp_event(qp, IBV_EVENT_QP_FATAL);
+	if (qp->srq)
+		ur_qp_event(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+void ur_qp_check_overrun(struct ur_qp *qp)
+{
+	if (qp->cq_overrun && qp->state != IBV_QPS_ERR)
+		ur_qp_to_error(qp, true);
+}

@@ -1,0 +1,20 @@
+/* A QP entering ERROR, from the protocol's side: what was in flight is
+ * forgotten, the queues flush, the events go out.  qp->lock held. */
+#ifndef UROCE_REL_QP_ERROR_H
+#define UROCE_REL_QP_ERROR_H
+
+#include <stdbool.h>
+
+struct ur_qp;
+
+/* Drops the protocol state that refers to queued WQEs and stops the
+ * timers (entering ERROR, RESET, or being destroyed). */
+void ur_rel_abort(struct ur_qp *qp);
+/* Moves the QP to ERROR: flushes both queues, raises IBV_EVENT_QP_FATAL
+ * when fatal and IBV_EVENT_QP_LAST_WQE_REACHED for an SRQ's QP. */
+void ur_qp_to_error(struct ur_qp *qp, bool fatal);
+/* A completion found its CQ full (CQ overrun): the QP goes to ERROR with
+ * IBV_EVENT_QP_FATAL, once the caller is done with its queues. */
+void ur_qp_check_overrun(struct ur_qp *qp);
+
+#endif

@@ -1,0 +1,131 @@
+#include "rel/recv.h"
+
+#include <string.h>
+
+#include "core/device.h"
+#include "core/qp.h"
+#include "rel/comp.h"
+#include "rel/qp_error.h"
+#include "rel/rel_priv.h"
+#include "rel/resp.h"
+#include "rel/stack.h"
+#include "rel/xrc.h"
+#include "rel/xrc_owner.h"
+#include "util/log.h"
+#include "wire/pkt_parse.h"
+
+/* The QP numbered qpn, locked; NULL if this process has none.  Found
+ * under the table's lock, so it cannot go away before it is locked: a QP
+ * being destroyed leaves the table first and then waits (quiesce) for the
+ * callback in progress. */
+static struct ur_qp *lock_qp(struct ur_stack *s, uint32_t qpn)
+{
+	struct ur_qp *qp;
+
+	pthread_rwlock_rdlock(&s->qps_lock);
+	qp = ur_qp_table_find(&s->qps, qpn);
+	if (qp)
+		pthread_mutex_lock(&qp->lock);
+	pthread_rwlock_unlock(&s->qps_lock);
+	return qp;
+}
+
+static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
+{
+	return (opcode & UR_OP_TYPE_MASK) == ur_qp_op_base(qp);
+}
+
+/* One packet for one QP (locked).  Requests go to the responder,
+ * responses to the completer. */
+static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
+{
+	UR_QP_COUNT(qp, UR_CNT_RCVD_PKTS);
+	if (qp->dying || !transport_matches(qp, pkt->opcode) ||
+	    bth_pkey(pkt->bth) != UR_DEFAULT_PKEY) {
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return;
+	}
+	/* A connected QP hears only its peer. */
+	if (qp->type != IBV_QPT_UD &&
+	    memcmp(&meta->sgid, &qp->attr.ah_attr.grh.dgid, sizeof(meta->sgid))) {
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return;
+	}
+	/* The first packet on a QP in RTR establishes communication. */
+	if (qp->state == IBV_QPS_RTR && !qp->comm_est) {
+		qp->comm_est = true;
+		ur_qp_event(qp, IBV_EVENT_COMM_EST);
+	}
+	if (pkt->mask & UR_OPF_REQ)
+		ur_resp_rx(qp, pkt, meta);
+	else
+		ur_comp_rx(qp, pkt);
+	ur_qp_check_overrun(qp);
+}
+
+/* A datagram to a group: every QP of this process attached to it. */
+static void to_group(struct ur_stack *s, const struct ur_pkt_view *pkt,
+		     const struct ur_rx_meta *meta)
+{
+	struct ur_qp *targets[64];
+	unsigned n = ur_mcast_members(&s->mcast, &meta->dgid, targets, UR_ARRAY_SIZE(targets));
+
+	if (!n)
+		ur_dbg(NULL, "multicast datagram for a group with no QP attached here");
+	for (unsigned i = 0; i < n; i++) {
+		pthread_mutex_lock(&targets[i]->lock);
+		to_qp(targets[i], pkt, meta);
+		pthread_mutex_unlock(&targets[i]->lock);
+	}
+}
+
+void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
+		    const struct ur_rx_meta *meta)
+{
+	struct ur_pkt_view v;
+	enum ur_parse_result pr = ur_pkt_parse(&v, pkt, len);
+	struct ur_qp *qp;
+
+	if (pr != UR_PARSE_OK) {
+		__atomic_add_fetch(&s->malformed, 1, __ATOMIC_RELAXED);
+		ur_device_count_by_gid(&meta->dgid, UR_CNT_MALFORMED);
+		ur_dbg(NULL, "dropped a %zu byte packet: %s", len, ur_parse_result_name[pr]);
+		return;
+	}
+	if (v.qpn == UR_MCAST_QPN) {
+		to_group(s, &v, meta);
+		return;
+	}
+	qp = lock_qp(s, v.qpn);
+	if (!qp) {
+		__atomic_add_fetch(&s->no_qp, 1, __ATOMIC_RELAXED);
+		ur_device_count_by_gid(&meta->dgid, UR_CNT_NO_QP);
+		ur_dbg(NULL, "dropped a packet for QP 0x%06x: no such QP here", v.qpn);
+		return;
+	}
+	to_qp(qp, &v, meta);
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void ur_recv_local_msg(struct ur_stack *s, const uint8_t *msg, size_t len)
+{
+	const uint8_t *payload;
+	struct ur_xrc_msg m;
+	struct ur_qp *qp;
+
+	if (ur_xrc_msg_parse(msg, len, &m, &payload)) {
+		__atomic_add_fetch(&s->malformed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (m.kind == UR_XRC_DELIVER) {
+		ur_xrc_on_deliver(&s->xports, &s->replies_lost, &m, payload);
+		return;
+	}
+	qp = lock_qp(s, m.tgt_qpn);
+	if (!qp)
+		return;
+	if (!qp->dying && ur_xrc_on_reply(qp, &m))
+		ur_resp_replay_held(qp);
+	ur_qp_check_overrun(qp);
+	pthread_mutex_unlock(&qp->lock);
+}

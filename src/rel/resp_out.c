@@ -1,0 +1,202 @@
+#include "rel/resp_out.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/cq.h"
+#include "core/mr.h"
+#include "rel/qp_error.h"
+#include "rel/rel_priv.h"
+#include "rel/tx.h"
+#include "util/log.h"
+
+void ur_resp_queue_ack(struct ur_qp *qp, uint8_t syn, uint32_t psn)
+{
+	qp->resp.ack_pending = true;
+	qp->resp.ack_syn = syn;
+	qp->resp.ack_psn = psn;
+	qp->resp.ack_msn = qp->resp.msn;
+}
+
+static int send_ack(struct ur_qp *qp)
+{
+	struct ur_tx_pkt p;
+	uint8_t *a;
+
+	ur_tx_init(qp, &p, ur_qp_op_base(qp) | UR_OPL_ACKNOWLEDGE, 0, false, qp->attr.dest_qp_num,
+		   false, qp->resp.ack_psn);
+	a = ur_tx_hdr(&p, UR_HDR_AETH);
+	aeth_set_syn(a, qp->resp.ack_syn);
+	aeth_set_msn(a, qp->resp.ack_msn);
+	return ur_tx_send(qp, &qp->path, &p);
+}
+
+/* One READ response packet from resource res. */
+static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
+{
+	uint32_t len = ur_min(res->resid, qp->mtu);
+	bool first = res->resid == res->length, last = res->resid <= qp->mtu;
+	uint8_t low = first ? (last ? UR_OPL_RDMA_READ_RESPONSE_ONLY : UR_OPL_RDMA_READ_RESPONSE_FIRST)
+			    : (last ? UR_OPL_RDMA_READ_RESPONSE_LAST : UR_OPL_RDMA_READ_RESPONSE_MIDDLE);
+	uint8_t op = ur_qp_op_base(qp) | low;
+	struct ur_tx_pkt p;
+	void *src = NULL;
+	int ret;
+
+	ur_tx_init(qp, &p, op, len, false, qp->attr.dest_qp_num, false, res->cur_psn);
+	if (ur_opcode[op].mask & UR_OPF_AETH) {
+		uint8_t *a = ur_tx_hdr(&p, UR_HDR_AETH);
+
+		aeth_set_syn(a, UR_AETH_ACK_UNLIMITED);
+		aeth_set_msn(a, res->msn);
+	}
+	ur_mr_read_lock(&qp->ctx->mrs);
+	if (len) {
+		src = ur_mr_check_remote(&qp->ctx->mrs, res->rkey, res->pd, qp, res->va, len,
+				  IBV_ACCESS_REMOTE_READ);
+		if (!src) {
+			/* Deregistered while the read was being answered. */
+			ur_mr_read_unlock(&qp->ctx->mrs);
+			return -EFAULT;
+		}
+		p.iov[0] = (struct iovec){ src, len };
+		p.niov = 1;
+	}
+	p.paylen = len;
+	ret = ur_tx_send(qp, &qp->path, &p);
+	ur_mr_read_unlock(&qp->ctx->mrs);
+	if (ret)
+		return ret;
+	res->cur_psn = psn_inc(res->cur_psn);
+	res->va += len;
+	res->resid -= len;
+	if (last)
+		res->pending = false;
+	return 0;
+}
+
+static int send_atomic_ack(struct ur_qp *qp, struct ur_resp_res *res)
+{
+	struct ur_tx_pkt p;
+	int ret;
+
+	ur_tx_init(qp, &p, ur_qp_op_base(qp) | UR_OPL_ATOMIC_ACKNOWLEDGE, 0, false,
+		   qp->attr.dest_qp_num, false, res->first_psn);
+	aeth_set_syn(ur_tx_hdr(&p, UR_HDR_AETH), UR_AETH_ACK_UNLIMITED);
+	aeth_set_msn(ur_tx_hdr(&p, UR_HDR_AETH), res->msn);
+	atmack_set_orig(ur_tx_hdr(&p, UR_HDR_ATMACK), res->atomic_orig);
+	ret = ur_tx_send(qp, &qp->path, &p);
+	if (!ret)
+		res->pending = false;
+	return ret;
+}
+
+void ur_resp_tx(struct ur_qp *qp)
+{
+	struct ur_resp_state *r = &qp->resp;
+	bool failed = false;
+	int ret = 0;
+
+	if (!ur_qp_is_reliable(qp) || qp->req.blocked)
+		return;
+	/* READ/ATOMIC answers leave in PSN order, then the newest ACK (an ACK
+	 * must not overtake the responses to earlier requests). */
+	while (r->res_tx != r->res_next) {
+		struct ur_resp_res *res = &r->res[r->res_tx % r->nres];
+
+		while (res->pending && !ret)
+			ret = res->type == UR_RES_READ ? send_read_response(qp, res)
+						       : send_atomic_ack(qp, res);
+		if (ret == -EFAULT) {
+			/* The region was deregistered while the READ was being
+			 * answered: a remote access error like any other (NAK,
+			 * then ERROR), and nothing after it goes out. */
+			res->pending = false;
+			ur_resp_queue_ack(qp, UR_NAK_REM_ACCESS_ERR, res->cur_psn);
+			failed = true;
+			ret = 0;
+			break;
+		}
+		if (ret)
+			break;
+		r->res_tx++;
+	}
+	if (!ret && r->ack_pending) {
+		ret = send_ack(qp);
+		if (!ret)
+			r->ack_pending = false;
+	}
+	if (ret == -EAGAIN)
+		ur_tx_blocked(qp);
+	ur_tx_flush(qp);
+	if (failed && qp->state != IBV_QPS_ERR)
+		ur_qp_to_error(qp, false);
+}
+
+struct ur_resp_res *ur_resp_take_res(struct ur_qp *qp)
+{
+	struct ur_resp_state *r = &qp->resp;
+	struct ur_resp_res *res;
+
+	if (!r->nres || r->res_next - r->res_tx >= r->nres)
+		return NULL;     /* every slot still has output: over the limit */
+	res = &r->res[r->res_next % r->nres];
+	r->res_next++;
+	memset(res, 0, sizeof(*res));
+	return res;
+}
+
+void ur_resp_complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
+			   const struct ur_pkt_view *pkt, uint32_t byte_len, bool write_imm)
+{
+	struct ibv_wc wc = {
+		.wr_id = qp->resp.rwqe->wr_id,
+		.status = status,
+		.opcode = write_imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		.byte_len = byte_len,
+		.qp_num = ur_qp_num(qp),
+		.src_qp = qp->attr.dest_qp_num,
+	};
+	bool se = false;
+
+	if (pkt && status == IBV_WC_SUCCESS) {
+		const struct ur_opcode_info *info = &ur_opcode[pkt->opcode];
+
+		if (info->mask & UR_OPF_IMMDT) {
+			wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
+			wc.wc_flags |= IBV_WC_WITH_IMM;
+		}
+		if (info->mask & UR_OPF_IETH) {
+			wc.invalidated_rkey = ieth_rkey(pkt->bth + info->offset[UR_HDR_IETH]);
+			wc.wc_flags |= IBV_WC_WITH_INV;
+		}
+		se = bth_se(pkt->bth);
+	}
+	qp->resp.recv_active = false;
+	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
+	if (ur_cq_push(ur_resp_cq(qp), &wc, se) == -ENOSPC)
+		qp->cq_overrun = true;
+}
+
+void ur_resp_refuse(struct ur_qp *qp, uint8_t nak, const char *what)
+{
+	if (!ur_qp_is_reliable(qp)) {
+		qp->resp.drop_msg = true;
+		qp->resp.opcode = -1;
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return;
+	}
+	ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: %s: NAK 0x%02x", ur_qp_num(qp), what, nak);
+	ur_resp_queue_ack(qp, nak, qp->resp.psn);
+	ur_resp_tx(qp);
+	if (qp->resp.recv_active)
+		ur_resp_complete_recv(qp, nak == UR_NAK_INVALID_REQ ? IBV_WC_REM_INV_REQ_ERR
+							     : IBV_WC_REM_ACCESS_ERR, NULL, 0, false);
+	ur_qp_to_error(qp, false);
+}
+
+void ur_resp_answer(struct ur_qp *qp, uint8_t syn, uint32_t psn)
+{
+	ur_resp_queue_ack(qp, syn, psn);
+	ur_resp_tx(qp);
+}

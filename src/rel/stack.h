@@ -1,0 +1,42 @@
+/* The protocol's per-process state: one per process, shared by every
+ * context and QP of it (a context's ->stack).
+ *
+ * Its parts are defined here, below every file of src/rel that uses them:
+ * the reactor and the transports (also lent to contexts for src/core's
+ * use), the table of this process's QPs, the QPs a full transport stopped.
+ * stack_open.c assembles it at the first open and wires the transports'
+ * hooks to the protocol.
+ */
+#ifndef UROCE_REL_STACK_H
+#define UROCE_REL_STACK_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "rel/mcast.h"
+#include "rel/qp_table.h"
+#include "util/list.h"
+#include "xport/xport.h"
+
+struct ur_stack {
+	struct ur_engine *engine;
+	struct ur_xports xports;
+
+	pthread_rwlock_t qps_lock;          /* qps */
+	struct ur_qp_table qps;             /* this process's QPs by number */
+
+	struct ur_mcast mcast;              /* multicast groups -> attached QPs */
+
+	pthread_mutex_t waiting_lock;       /* waiting, and every QP's wait_link */
+	struct ur_list waiting;             /* QPs a full transport stopped */
+
+	struct ur_timer housekeeping;       /* transports' ticks, port events, counters */
+
+	/* Dropped before any QP saw them (atomic adds). */
+	uint64_t malformed;                 /* not a RoCE packet */
+	uint64_t no_qp;                     /* for a QP number nobody here has */
+	uint64_t replies_lost;              /* XRC REPLYs that could not be sent */
+};
+
+#endif

@@ -1,0 +1,170 @@
+/* Assembling the stack: the reactor and its thread, the transports with
+ * their hooks wired to the protocol, the host registry, housekeeping, and
+ * what is left to send at exit. */
+#include "rel/stack_open.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/device.h"
+#include "host/registry.h"
+#include "rel/progress.h"
+#include "rel/recv.h"
+#include "rel/stack.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define UR_HOUSEKEEPING_NS 200000000ull   /* 200 ms */
+
+/* ---- the transports' hooks ---------------------------------------------- */
+
+static void on_rx(void *arg, const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta)
+{
+	ur_recv_packet(arg, pkt, len, meta);
+}
+
+static void on_local_msg(void *arg, const uint8_t *msg, size_t len)
+{
+	ur_recv_local_msg(arg, msg, len);
+}
+
+static void on_writable(void *arg)
+{
+	ur_progress_resume(arg);
+}
+
+static void on_dropped(void *arg, enum ur_xport_drop why, const union ibv_gid *dgid)
+{
+	if (dgid)
+		ur_device_count_by_gid(dgid, why == UR_XPORT_DROP_ICRC ? UR_CNT_ICRC_ERRORS
+									: UR_CNT_MALFORMED);
+}
+
+/* ---- housekeeping (engine thread) ---------------------------------------- */
+
+/* Port-4791 elections, port and GID events, counters published for other
+ * processes to read: a few times a second. */
+static void housekeeping(struct ur_timer *t)
+{
+	struct ur_stack *s = container_of(t, struct ur_stack, housekeeping);
+	uint64_t now = ur_now_ns();
+
+	ur_xports_tick(&s->xports, now);
+	ur_device_watch();
+	ur_device_publish_counters();
+	ur_engine_timer_arm(s->engine, t, now + UR_HOUSEKEEPING_NS);
+}
+
+/* ---- assembly ------------------------------------------------------------ */
+
+static struct ur_stack *alloc_stack(void)
+{
+	struct ur_stack *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (ur_qp_table_init(&s->qps)) {
+		free(s);
+		return NULL;
+	}
+	pthread_rwlock_init(&s->qps_lock, NULL);
+	pthread_mutex_init(&s->waiting_lock, NULL);
+	ur_list_init(&s->waiting);
+	ur_mcast_init(&s->mcast);
+	return s;
+}
+
+/* The one stack that ends with the process. */
+static struct ur_stack *exiting;
+
+/* The last ACKs of a finished run must not be lost in a queue. */
+static void stack_atexit(void)
+{
+	if (exiting)
+		ur_xports_drain(&exiting->xports, 500);
+	ur_device_publish_counters();
+	ur_registry_detach();
+}
+
+static int open_stack(const struct ur_xports *given, unsigned engine_flags,
+		      struct ur_stack **out)
+{
+	const struct ur_xport_hooks hooks = {
+		.rx = on_rx, .local_msg = on_local_msg, .writable = on_writable,
+		.dropped = on_dropped,
+	};
+	struct ur_xport_hooks h = hooks;
+	struct ur_stack *s;
+	int ret;
+
+	ur_log_init();
+	s = alloc_stack();
+	if (!s)
+		return -ENOMEM;
+	h.arg = s;
+	ret = ur_registry_attach();
+	if (ret)
+		goto err;
+	exiting = s;
+	atexit(stack_atexit);
+	ret = ur_engine_create(engine_flags, "uroce-engine", &s->engine);
+	if (ret)
+		goto err;
+	if (given)
+		s->xports = *given;
+	else
+		ret = ur_xports_open(&s->xports, s->engine, &h);
+	if (ret)
+		goto err;
+	ret = ur_engine_timer_init(s->engine, &s->housekeeping, housekeeping);
+	if (ret)
+		goto err;
+	if (!(engine_flags & UR_ENGINE_NO_THREAD))
+		ur_engine_timer_arm(s->engine, &s->housekeeping, ur_now_ns());
+	*out = s;
+	return 0;
+
+err:
+	/* What was started stays: the engine's thread may be running, its
+	 * fds watched.  The stack is simply not used. */
+	ur_err(NULL, "cannot start the uroce engine: %s", strerror(-ret));
+	return ret;
+}
+
+static struct ur_stack *the_stack;
+static int the_err;
+static pthread_once_t the_once = PTHREAD_ONCE_INIT;
+
+static void open_the_stack(void)
+{
+	the_err = open_stack(NULL, 0, &the_stack);
+}
+
+int ur_stack_get(struct ur_stack **out)
+{
+	pthread_once(&the_once, open_the_stack);
+	if (the_err)
+		return the_err;
+	*out = the_stack;
+	return 0;
+}
+
+int ur_stack_create_threadless(const struct ur_xports *xports, struct ur_stack **out)
+{
+	return open_stack(xports, UR_ENGINE_NO_THREAD, out);
+}
+
+void ur_stack_bind(struct ur_stack *s, int err, struct ur_context *ctx)
+{
+	if (!s) {
+		ctx->stack_err = err ? err : -EIO;
+		return;
+	}
+	ctx->stack = s;
+	ctx->engine = s->engine;
+	ctx->xports = &s->xports;
+	ctx->stack_err = 0;
+}

@@ -1,0 +1,55 @@
+#include "rel/tx.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/qp.h"
+#include "rel/rel_priv.h"
+#include "rel/stack.h"
+
+void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t paylen, bool se,
+		uint32_t dqpn, bool ackreq, uint32_t psn)
+{
+	p->hdr_len = ur_opcode[op].length;
+	p->pad = (uint8_t)ur_pad_of(paylen);
+	p->paylen = 0;
+	p->niov = 0;
+	memset(p->hdr, 0, p->hdr_len);
+	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
+}
+
+int ur_tx_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p)
+{
+	int ret = ur_xport_send(path, p);
+
+	if (ret == -EAGAIN)
+		return ret;
+	if (ret) {
+		/* Refused for good (no route, too big): on the wire that is a
+		 * lost packet, and retransmission or the peer decides. */
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return 0;
+	}
+	UR_QP_COUNT(qp, UR_CNT_SENT_PKTS);
+	return 0;
+}
+
+void ur_tx_blocked(struct ur_qp *qp)
+{
+	struct ur_stack *s = qp->ctx->stack;
+
+	if (qp->req.blocked)
+		return;
+	qp->req.blocked = true;
+	pthread_mutex_lock(&s->waiting_lock);
+	if (!qp->dying && !ur_list_linked(&qp->wait_link))
+		ur_list_add_tail(&s->waiting, &qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+	ur_xports_want_writable(&s->xports, true);
+}
+
+void ur_tx_flush(struct ur_qp *qp)
+{
+	if (ur_xports_flush(qp->ctx->xports) == -EAGAIN)
+		ur_tx_blocked(qp);
+}

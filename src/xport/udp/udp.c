@@ -1,0 +1,114 @@
+/* The UDP transport's face: its ops, opening it, its housekeeping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "host/registry.h"
+#include "util/log.h"
+#include "xport/udp/udp_priv.h"
+
+#define UR_ELECTION_PERIOD_NS 200000000ull   /* 200 ms */
+
+static void udp_tick(struct ur_xport *x, uint64_t now)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+
+	if (now < u->next_election_ns)
+		return;
+	u->next_election_ns = now + UR_ELECTION_PERIOD_NS;
+	ur_udp_router_elect(u);
+}
+
+static void udp_stats(struct ur_xport *x, struct ur_xport_stats *out)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	const uint64_t *in = (const uint64_t *)&u->stats;
+	uint64_t *o = (uint64_t *)out;
+
+	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+}
+
+static const struct ur_xport_ops udp_ops = {
+	.name = "udp",
+	.resolve = ur_udp_resolve,
+	.send = ur_udp_send,
+	.flush = ur_udp_flush,
+	.want_writable = ur_udp_want_writable,
+	.mcast = ur_udp_mcast,
+	.local_msg = ur_udp_local_msg,
+	.tick = udp_tick,
+	.drain = ur_udp_drain,
+	.stats = udp_stats,
+};
+
+/* Our own sockets and our unix socket bring packets for this process's
+ * QPs only: a polling application thread may read them (INLINE). */
+static int watch_own(struct ur_udp *u)
+{
+	int ret = ur_engine_watch(u->engine, u->own4.fd, EPOLLIN, UR_WATCH_INLINE,
+				  ur_udp_on_sock_event, &u->own4);
+
+	if (!ret && u->own6.fd >= 0)
+		ret = ur_engine_watch(u->engine, u->own6.fd, EPOLLIN, UR_WATCH_INLINE,
+				      ur_udp_on_sock_event, &u->own6);
+	if (!ret)
+		ret = ur_udp_fwd_open(u);
+	if (!ret)
+		ret = ur_engine_watch(u->engine, u->fwd_fd, EPOLLIN, UR_WATCH_INLINE,
+				      ur_udp_on_fwd_readable, u);
+	return ret;
+}
+
+int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
+{
+	struct ur_udp *u = calloc(1, sizeof(*u));
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->batch = calloc(1, sizeof(*u->batch));
+	if (!u->batch) {
+		free(u);
+		return -ENOMEM;
+	}
+	u->xport.ops = &udp_ops;
+	u->engine = e;
+	u->hooks = *h;
+	u->fwd_fd = -1;
+	u->router_lock_fd = -1;
+	u->roce4.fd = u->roce6.fd = -1;
+	ur_udp_peers_init(u);
+	ret = ur_udp_open_sock(&u->own4, u, AF_INET, 0);
+	if (ret) {
+		ur_err(NULL, "cannot open a UDP socket: %s", strerror(-ret));
+		goto err_free;
+	}
+	if (ur_udp_open_sock(&u->own6, u, AF_INET6, 0))
+		u->own6.fd = -1;         /* IPv6 disabled: IPv4 GIDs still work */
+	ret = watch_own(u);
+	if (!ret)
+		ret = ur_registry_set_ports(u->own4.port, u->own6.fd >= 0 ? u->own6.port : 0);
+	if (ret) {
+		ur_err(NULL, "cannot set up the UDP transport: %s", strerror(-ret));
+		goto err_socks;
+	}
+	ur_udp_router_elect(u);
+	*out = &u->xport;
+	return 0;
+
+err_socks:
+	if (u->fwd_fd >= 0) {
+		ur_engine_unwatch(e, u->fwd_fd);
+		close(u->fwd_fd);
+	}
+	ur_udp_close_sock(&u->own6);
+	ur_udp_close_sock(&u->own4);
+err_free:
+	free(u->batch);
+	free(u);
+	return ret;
+}

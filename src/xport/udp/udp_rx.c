@@ -1,0 +1,260 @@
+/* The receive side: UDP sockets (our own, and port 4791 while this process
+ * serves it) and our unix socket.  Every packet has its ICRC checked here
+ * and goes to the hooks; on port 4791, packets for another process's QP
+ * are handed to it instead, and multicast datagrams to every member.  A
+ * socket that becomes writable releases what it kept and tells the hooks. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "host/registry.h"
+#include "util/log.h"
+#include "wire/gid.h"
+#include "wire/roce_hdr.h"
+#include "xport/udp/udp_priv.h"
+
+static void read_cmsgs(struct msghdr *m, int family, struct ur_roce_ip *ip,
+		       uint8_t *tclass, uint8_t *hop, size_t *gro_seg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			*gro_seg = v > 0 ? (size_t)v : 0;
+			continue;
+		}
+		if (family == AF_INET && c->cmsg_level == IPPROTO_IP) {
+			if (c->cmsg_type == IP_PKTINFO) {
+				struct in_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				ip->v4.daddr = pi.ipi_addr;
+			} else if (c->cmsg_type == IP_TOS) {
+				*tclass = *(uint8_t *)CMSG_DATA(c);
+			} else if (c->cmsg_type == IP_TTL) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				*hop = (uint8_t)v;
+			}
+		} else if (family == AF_INET6 && c->cmsg_level == IPPROTO_IPV6) {
+			if (c->cmsg_type == IPV6_PKTINFO) {
+				struct in6_pktinfo pi;
+
+				memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+				ip->v6.daddr = pi.ipi6_addr;
+			} else if (c->cmsg_type == IPV6_TCLASS) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				*tclass = (uint8_t)v;
+			} else if (c->cmsg_type == IPV6_HOPLIMIT) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				*hop = (uint8_t)v;
+			}
+		}
+	}
+}
+
+/* Checks the ICRC and hands the packet up. */
+static void deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		    uint8_t tclass, uint8_t hop)
+{
+	struct ur_rx_meta meta = { .traffic_class = tclass, .hop_limit = hop };
+
+	UR_UDP_COUNT(u, rcvd_pkts, 1);
+	if (ip->family == AF_INET) {
+		ur_gid_from_v4(&meta.sgid, ip->v4.saddr);
+		ur_gid_from_v4(&meta.dgid, ip->v4.daddr);
+	} else {
+		memcpy(meta.sgid.raw, &ip->v6.saddr, 16);
+		memcpy(meta.dgid.raw, &ip->v6.daddr, 16);
+		meta.ipv6 = true;
+	}
+	if (ur_icrc_check(ip, pkt, len, NULL)) {
+		UR_UDP_COUNT(u, icrc_errors, 1);
+		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
+		u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_ICRC, &meta.dgid);
+		return;
+	}
+	u->hooks.rx(u->hooks.arg, pkt, len, &meta);
+}
+
+static void malformed(struct ur_udp *u)
+{
+	UR_UDP_COUNT(u, malformed, 1);
+	u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_MALFORMED, NULL);
+}
+
+/* A multicast datagram on port 4791: every member process of the host
+ * gets it, this one directly. */
+static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		    uint8_t tclass, uint8_t hop)
+{
+	struct ur_reg_owner members[64];
+	union ibv_gid dgid;
+	int n;
+
+	if (ip->family == AF_INET)
+		ur_gid_from_v4(&dgid, ip->v4.daddr);
+	else
+		memcpy(dgid.raw, &ip->v6.daddr, 16);
+	n = ur_registry_mcast_members(&dgid, members, (int)UR_ARRAY_SIZE(members));
+	for (int i = 0; i < n; i++) {
+		if (members[i].self)
+			deliver(u, pkt, len, ip, tclass, hop);
+		else
+			ur_udp_forward_to(u, members[i].pid, pkt, len, ip, tclass, hop);
+	}
+}
+
+static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
+			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
+{
+	struct ur_udp *u = s->u;
+
+	if (s->roce_port && len >= UR_BTH_BYTES) {
+		struct ur_reg_owner o;
+		uint32_t qpn = bth_qpn(buf);
+
+		if (qpn == UR_MCAST_QPN) {
+			fan_out(u, buf, len, ip, tclass, hop);
+			return;
+		}
+		/* Another process's QP: hand it over. */
+		if (ur_registry_lookup(qpn, &o) == 0 && !o.self) {
+			ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
+			return;
+		}
+	}
+	deliver(u, buf, len, ip, tclass, hop);
+}
+
+static void handle_datagram(struct ur_udp_sock *s, struct mmsghdr *mm, uint8_t *buf)
+{
+	struct ur_roce_ip ip = { .family = s->family, .dport = s->port };
+	uint8_t tclass = 0, hop = 0;
+	size_t len = mm->msg_len, seg = 0;
+
+	if (mm->msg_hdr.msg_flags & MSG_TRUNC) {
+		malformed(s->u);
+		return;
+	}
+	if (s->family == AF_INET) {
+		struct sockaddr_in *from = mm->msg_hdr.msg_name;
+
+		ip.v4.saddr = from->sin_addr;
+		ip.sport = ntohs(from->sin_port);
+	} else {
+		struct sockaddr_in6 *from = mm->msg_hdr.msg_name;
+
+		ip.v6.saddr = from->sin6_addr;
+		ip.sport = ntohs(from->sin6_port);
+	}
+	read_cmsgs(&mm->msg_hdr, s->family, &ip, &tclass, &hop, &seg);
+	if (!seg || seg >= len) {
+		handle_packet(s, buf, len, &ip, tclass, hop);
+		return;
+	}
+	/* Coalesced by UDP GRO: equal segments, the last maybe shorter. */
+	for (size_t off = 0; off < len; off += seg)
+		handle_packet(s, buf + off, ur_min(seg, len - off), &ip, tclass, hop);
+}
+
+void ur_udp_on_sock_event(void *arg, uint32_t events)
+{
+	struct ur_udp_sock *s = arg;
+	struct ur_udp *u = s->u;
+	struct ur_rx_batch *b = u->batch;
+
+	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+		/* What was kept is older than anything a QP would send now. */
+		ur_udp_flush_pending(u);
+		u->hooks.writable(u->hooks.arg);
+	}
+	if (!(events & EPOLLIN))
+		return;
+	for (;;) {
+		int n;
+
+		for (int i = 0; i < UR_UDP_BATCH; i++) {
+			b->iov[i] = (struct iovec){ b->buf[i], UR_UDP_BUF };
+			b->msgs[i].msg_hdr = (struct msghdr){
+				.msg_name = &b->from[i], .msg_namelen = sizeof(b->from[i]),
+				.msg_iov = &b->iov[i], .msg_iovlen = 1,
+				.msg_control = b->ctrl[i], .msg_controllen = sizeof(b->ctrl[i]),
+			};
+		}
+		n = recvmmsg(s->fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++)
+			handle_datagram(s, &b->msgs[i], b->buf[i]);
+		if (n < UR_UDP_BATCH)
+			return;
+	}
+}
+
+/* One datagram from our unix socket. */
+static void handle_fwd(struct ur_udp *u, const uint8_t *buf, size_t len)
+{
+	struct ur_fwd_hdr h;
+	struct ur_roce_ip ip;
+
+	if (len < sizeof(h)) {
+		malformed(u);
+		return;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (ur_udp_fwd_hdr_check(&h, &ip)) {
+		malformed(u);
+		return;
+	}
+	buf += sizeof(h);
+	len -= sizeof(h);
+	if (h.kind == UR_FWD_MSG) {
+		u->hooks.local_msg(u->hooks.arg, buf, len);
+		return;
+	}
+	if (!h.seg || h.seg >= len) {
+		deliver(u, buf, len, &ip, h.tclass, h.hop_limit);
+		return;
+	}
+	/* A local peer's batch, cut as UDP GSO would have cut it. */
+	for (size_t off = 0; off < len; off += h.seg)
+		deliver(u, buf + off, ur_min((size_t)h.seg, len - off), &ip, h.tclass, h.hop_limit);
+}
+
+void ur_udp_on_fwd_readable(void *arg, uint32_t events)
+{
+	struct ur_udp *u = arg;
+	struct ur_rx_batch *b = u->batch;
+
+	for (;;) {
+		int n;
+
+		for (int i = 0; i < UR_UDP_BATCH; i++) {
+			b->iov[i] = (struct iovec){ b->buf[i], sizeof(b->buf[i]) };
+			b->msgs[i].msg_hdr = (struct msghdr){
+				.msg_iov = &b->iov[i], .msg_iovlen = 1,
+			};
+		}
+		n = recvmmsg(u->fwd_fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+				malformed(u);
+			else
+				handle_fwd(u, b->buf[i], b->msgs[i].msg_len);
+		}
+		if (n < UR_UDP_BATCH)
+			return;
+	}
+}

@@ -1,0 +1,194 @@
+/* A staged batch onto its socket: one sendmsg (UDP GSO, or the unix
+ * socket of a process of this host), and the batches a socket had no room
+ * for, kept in order until it drains.  Nothing else leaves on a socket
+ * while it keeps a batch, so packets never overtake each other. */
+#include <errno.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "xport/udp/udp_priv.h"
+
+static int send_error(struct ur_udp *u, const struct tx_batch *b, int err)
+{
+	if (err == EAGAIN || err == ENOBUFS) {
+		UR_UDP_COUNT(u, tx_eagain, 1);
+		return -EAGAIN;
+	}
+	if (b->d.sock->family == AF_UNIX) {
+		ur_udp_sock_stale(b->d.sock);    /* the process ended: a loss */
+		UR_UDP_COUNT(u, lost, b->nseg);
+	} else {
+		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
+				    strerror(err));
+	}
+	return -err;
+}
+
+/* A batch to a local peer: the forwarding header, then the packets back
+ * to back. */
+static int transmit_local(struct ur_udp *u, const struct tx_batch *b)
+{
+	struct ur_roce_ip ip = { .family = b->d.family, .sport = b->d.sport };
+	struct ur_fwd_hdr h;
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)b->buf, b->len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (b->d.family == AF_INET) {
+		ip.v4.saddr = b->d.src.v4;
+		ip.v4.daddr = b->d.dst.v4.sin_addr;
+		ip.dport = ntohs(b->d.dst.v4.sin_port);
+	} else {
+		ip.v6.saddr = b->d.src.v6;
+		ip.v6.daddr = b->d.dst.v6.sin6_addr;
+		ip.dport = ntohs(b->d.dst.v6.sin6_port);
+	}
+	ur_udp_fwd_hdr_packets(&h, &ip, 0, 64, b->nseg > 1 ? (uint16_t)b->seg : 0);
+	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
+		return send_error(u, b, errno);
+	UR_UDP_COUNT(u, sent_pkts, b->nseg);
+	return 0;
+}
+
+int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctrl;
+	struct iovec iov = { (void *)b->buf, b->len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf };
+	struct cmsghdr *cm;
+	size_t clen = 0;
+
+	if (b->d.sock->family == AF_UNIX)
+		return transmit_local(u, b);
+	memset(ctrl.buf, 0, sizeof(ctrl.buf));
+	cm = (struct cmsghdr *)ctrl.buf;
+	if (b->d.family == AF_INET) {
+		struct in_pktinfo pi = { .ipi_spec_dst = b->d.src.v4, .ipi_ifindex = (int)b->d.ifindex };
+
+		msg.msg_name = (void *)&b->d.dst.v4;
+		msg.msg_namelen = sizeof(b->d.dst.v4);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+		clen = CMSG_SPACE(sizeof(pi));
+	} else {
+		struct in6_pktinfo pi = { .ipi6_addr = b->d.src.v6, .ipi6_ifindex = b->d.ifindex };
+
+		msg.msg_name = (void *)&b->d.dst.v6;
+		msg.msg_namelen = sizeof(b->d.dst.v6);
+		cm->cmsg_level = IPPROTO_IPV6;
+		cm->cmsg_type = IPV6_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+		clen = CMSG_SPACE(sizeof(pi));
+	}
+	if (b->nseg > 1) {
+		uint16_t seg = (uint16_t)b->seg;
+
+		cm = (struct cmsghdr *)(ctrl.buf + clen);
+		cm->cmsg_level = SOL_UDP;
+		cm->cmsg_type = UDP_SEGMENT;
+		cm->cmsg_len = CMSG_LEN(sizeof(seg));
+		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+		clen += CMSG_SPACE(sizeof(seg));
+	}
+	msg.msg_controllen = clen;
+	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
+		return send_error(u, b, errno);
+	UR_UDP_COUNT(u, sent_pkts, b->nseg);
+	return 0;
+}
+
+bool ur_udp_has_pending(struct ur_udp_sock *s)
+{
+	return __atomic_load_n(&s->pending, __ATOMIC_ACQUIRE) != NULL;
+}
+
+int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&s->pending_lock);
+	while (s->pending) {
+		struct tx_batch *b = s->pending;
+
+		ret = ur_udp_transmit(u, b);
+		if (ret == -EAGAIN)
+			break;
+		/* Sent, or refused for good (a loss the protocol recovers). */
+		s->pending = b->next;
+		if (!s->pending)
+			s->pending_tail = NULL;
+		free(b);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->pending_lock);
+	return ret;
+}
+
+int ur_udp_flush_pending(struct ur_udp *u)
+{
+	struct ur_udp_sock *s;
+	int i, ret = 0;
+
+	ur_udp_for_each_sock(u, s, i)
+		if (ur_udp_has_pending(s) && ur_udp_flush_pending_sock(u, s))
+			ret = -EAGAIN;
+	return ret;
+}
+
+/* Arms S for EPOLLOUT when it keeps batches (or when FORCE), under the
+ * lock ur_udp_park takes, so that a batch kept meanwhile is never left
+ * without a wake-up.  Returns whether S keeps batches. */
+static bool arm_if_pending(struct ur_udp_sock *s, bool force)
+{
+	bool p;
+
+	pthread_mutex_lock(&s->pending_lock);
+	p = s->pending != NULL;
+	ur_udp_sock_arm(s, p || force);
+	pthread_mutex_unlock(&s->pending_lock);
+	return p;
+}
+
+void ur_udp_update_writable(struct ur_udp *u, bool waiting)
+{
+	struct ur_udp_sock *s;
+	bool any = false;
+	int i;
+
+	ur_udp_for_each_sock(u, s, i)
+		if (s != &u->own4)
+			any |= arm_if_pending(s, false);
+	/* Somebody waits while nothing is kept (it drained in between): our
+	 * own socket, writable, wakes them at once. */
+	arm_if_pending(&u->own4, waiting && !any);
+}
+
+int ur_udp_park(struct ur_udp *u, const struct tx_batch *st)
+{
+	struct ur_udp_sock *s = st->d.sock;
+	size_t size = offsetof(struct tx_batch, buf) + st->len;
+	struct tx_batch *b = malloc(size);
+
+	if (!b) {
+		UR_UDP_COUNT(u, lost, st->nseg);
+		return -ENOMEM;    /* lost: retransmission recovers it */
+	}
+	memcpy(b, st, size);
+	b->next = NULL;
+	pthread_mutex_lock(&s->pending_lock);
+	if (s->pending_tail)
+		s->pending_tail->next = b;
+	else
+		__atomic_store_n(&s->pending, b, __ATOMIC_RELEASE);
+	s->pending_tail = b;
+	ur_udp_sock_arm(s, true);
+	pthread_mutex_unlock(&s->pending_lock);
+	return -EAGAIN;
+}

@@ -1,0 +1,109 @@
+/* The process's transports: which ones this build has, and the calls that
+ * go to all of them or to the first that serves. */
+#include "xport/xport.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/compiler.h"
+#include "xport/udp/udp.h"
+
+/* In the order paths prefer them: a transport that reaches fewer peers
+ * (this host's) goes first and answers -ENOENT for the others. */
+static int (*const kinds[])(struct ur_engine *e, const struct ur_xport_hooks *h,
+			     struct ur_xport **out) = {
+	ur_udp_open,
+};
+
+int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < UR_ARRAY_SIZE(kinds); i++) {
+		int ret = kinds[i](e, h, &s->x[s->n]);
+
+		if (ret)
+			return ret;
+		s->n++;
+	}
+	return 0;
+}
+
+int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned ifindex,
+		      const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path)
+{
+	int ret = -ENOENT;
+
+	for (unsigned i = 0; i < s->n && ret == -ENOENT; i++) {
+		memset(path, 0, sizeof(*path));
+		ret = s->x[i]->ops->resolve(s->x[i], sgid, ifindex, dgid, dqpn, path);
+		if (!ret)
+			path->xport = s->x[i];
+	}
+	return ret == -ENOENT ? -ENETUNREACH : ret;
+}
+
+int ur_xports_flush(struct ur_xports *s)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->flush && s->x[i]->ops->flush(s->x[i]) == -EAGAIN)
+			ret = -EAGAIN;
+	return ret;
+}
+
+void ur_xports_want_writable(struct ur_xports *s, bool waiting)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->want_writable)
+			s->x[i]->ops->want_writable(s->x[i], waiting);
+}
+
+int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifindex, bool join)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->mcast)
+			return s->x[i]->ops->mcast(s->x[i], gid, ifindex, join);
+	return -EOPNOTSUPP;
+}
+
+int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->local_msg)
+			return s->x[i]->ops->local_msg(s->x[i], pid, iov, iovcnt);
+	return -EOPNOTSUPP;
+}
+
+void ur_xports_tick(struct ur_xports *s, uint64_t now)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->tick)
+			s->x[i]->ops->tick(s->x[i], now);
+}
+
+void ur_xports_drain(struct ur_xports *s, int timeout_ms)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->drain)
+			s->x[i]->ops->drain(s->x[i], timeout_ms);
+}
+
+void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < s->n; i++) {
+		struct ur_xport_stats one;
+
+		if (!s->x[i]->ops->stats)
+			continue;
+		s->x[i]->ops->stats(s->x[i], &one);
+		out->rcvd_pkts += one.rcvd_pkts;
+		out->sent_pkts += one.sent_pkts;
+		out->forwarded += one.forwarded;
+		out->tx_eagain += one.tx_eagain;
+		out->icrc_errors += one.icrc_errors;
+		out->malformed += one.malformed;
+		out->lost += one.lost;
+	}
+}
