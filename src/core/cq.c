@@ -53,7 +53,7 @@ static void act(struct ur_cq *cq, enum notify_action a)
 		if (cq->mod_timer_ready)
 			ur_engine_timer_cancel(cq->ctx->engine, &cq->mod_timer);
 		if (cq->ibcq.channel)
-			ur_channel_post(cq);
+			ur_channel_post(to_uchan(cq->ibcq.channel), cq);
 		break;
 	case NOTIFY_ARM_TIMER:
 		ur_engine_timer_arm(cq->ctx->engine, &cq->mod_timer,
@@ -77,7 +77,28 @@ static void moderation_expired(struct ur_timer *t)
 		a = fire(cq);
 	pthread_spin_unlock(&cq->lock);
 	if (a == NOTIFY_FIRE && cq->ibcq.channel)
-		ur_channel_post(cq);
+		ur_channel_post(to_uchan(cq->ibcq.channel), cq);
+}
+
+/* Under the channel's lock: the CQ cannot be destroyed meanwhile, and from
+ * now on its destroy waits for this event's acknowledgement. */
+static void event_taken(void *owner)
+{
+	struct ur_cq *cq = owner;
+
+	pthread_mutex_lock(&cq->ibcq.mutex);
+	cq->events_reported++;
+	pthread_mutex_unlock(&cq->ibcq.mutex);
+}
+
+int ur_cq_get_event(struct ur_comp_channel *ch, struct ur_cq **cq)
+{
+	void *owner;
+	int ret = ur_channel_get(ch, event_taken, &owner);
+
+	if (!ret)
+		*cq = owner;
+	return ret;
 }
 
 int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr)
@@ -175,7 +196,7 @@ int ur_cq_destroy(struct ur_cq *cq)
 	 * destroy waits until every event the application did read has been
 	 * acknowledged with ibv_ack_cq_events. */
 	if (cq->ibcq.channel)
-		ur_channel_forget(cq);
+		ur_channel_forget(to_uchan(cq->ibcq.channel), cq);
 	pthread_mutex_lock(&cq->ibcq.mutex);
 	while (cq->ibcq.comp_events_completed != cq->events_reported)
 		pthread_cond_wait(&cq->ibcq.cond, &cq->ibcq.mutex);

@@ -1,4 +1,5 @@
-/* Completion queues (cq.c, cq_ex.c) and completion channels (channel.c).
+/* Completion queues (cq.c, cq_ex.c), their events on completion channels
+ * (channel.h).
  *
  * The protocol pushes completions under the CQ's spinlock; the application
  * polls them with ibv_poll_cq or the ibv_cq_ex interface.  A CQ armed with
@@ -13,27 +14,12 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "core/channel.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/list.h"
 
 struct ur_context;
-
-/* A channel queues its events (the CQ each is for) on a list; the pipe
- * carries one byte per event so that the fd polls readable like the
- * kernel's.  An event leaves the list when ibv_get_cq_event reads it, or
- * when its CQ is destroyed unread (its byte is then skipped). */
-struct ur_comp_channel {
-	struct ibv_comp_channel ibch;  /* ibch.fd is the pipe's read end */
-	int wfd;
-	pthread_mutex_t lock;          /* events */
-	struct ur_list events;         /* struct ur_chan_event, oldest first */
-};
-
-static inline struct ur_comp_channel *to_uchan(struct ibv_comp_channel *c)
-{
-	return (struct ur_comp_channel *)c;
-}
 
 struct ur_cqe {
 	struct ibv_wc wc;
@@ -72,14 +58,10 @@ static inline struct ur_cq *to_ucq(struct ibv_cq *ibcq)
 	return container_of((struct ibv_cq_ex *)ibcq, struct ur_cq, ibcq);
 }
 
-int ur_channel_create(struct ur_context *ctx, struct ur_comp_channel **out);
-int ur_channel_destroy(struct ur_comp_channel *ch);
-/* Reads one event: the CQ it is for.  Blocking unless O_NONBLOCK. */
-int ur_channel_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
-/* Queues an event for cq on its channel (no CQ lock held). */
-void ur_channel_post(struct ur_cq *cq);
-/* Drops the events of cq still queued on its channel, unread. */
-void ur_channel_forget(struct ur_cq *cq);
+/* Reads one event from a completion channel: the CQ it is for, counted
+ * as reported (destroy waits for its acknowledgement).  Blocking unless
+ * the fd is O_NONBLOCK.  0 or -errno. */
+int ur_cq_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
 
 int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 		 struct ur_cq **out);

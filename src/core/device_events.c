@@ -5,6 +5,7 @@
 
 #include "core/context.h"
 #include "core/device.h"
+#include "core/names.h"
 #include "util/log.h"
 
 static void post_all(struct ur_device *dev, enum ibv_event_type type)
@@ -18,7 +19,7 @@ static void post_all(struct ur_device *dev, enum ibv_event_type type)
 
 		ur_async_post(&ctx->async, &ev);
 	}
-	ur_info(dev->ibdev.name, "event: %s", ibv_event_type_str(type));
+	ur_info(dev->ibdev.name, "event: %s", ur_event_type_name(type));
 }
 
 static void watch_one(struct ur_device *dev, void *arg)

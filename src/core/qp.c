@@ -200,7 +200,6 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	pthread_mutex_init(&qp->qpx.qp_base.mutex, NULL);
 	pthread_cond_init(&qp->qpx.qp_base.cond, NULL);
 	qp->state = IBV_QPS_RESET;
-	ur_qp_init_wr_builders(qp);
 	take_refs(qp, 1);
 	a->cap = qp->cap;
 	*out = qp;

@@ -147,11 +147,8 @@ int ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask,
  * added; 0 or -errno with *bad at the first one refused. */
 int ur_sq_post(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-/* Fills a receive WQE slot from a work request with at most max_sge SGEs
- * (an SRQ's too); -EINVAL if it has more. */
-int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge);
-/* The ibv_wr_* builders (qp_wr.c); wr_start/complete/abort are the
- * protocol's. */
+/* Installs the ibv_wr_* builders (qp_wr.c) in qpx; wr_start, wr_complete
+ * and wr_abort are the protocol's. */
 void ur_qp_init_wr_builders(struct ur_qp *qp);
 
 /* Work requests executed inside the device, never put on the wire. */

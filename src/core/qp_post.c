@@ -159,22 +159,6 @@ int ur_sq_post(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **ba
 	return ret;
 }
 
-int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge)
-{
-	uint64_t len = 0;
-
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
-		return -EINVAL;
-	r->wr_id = wr->wr_id;
-	r->num_sge = (uint32_t)wr->num_sge;
-	for (int i = 0; i < wr->num_sge; i++) {
-		r->sge[i] = wr->sg_list[i];
-		len += wr->sg_list[i].length;
-	}
-	r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-	return 0;
-}
-
 int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	int ret = 0;

@@ -24,3 +24,19 @@ void ur_wq_fini(struct ur_wq *q)
 	free(q->buf);
 	q->buf = NULL;
 }
+
+int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge)
+{
+	uint64_t len = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return -EINVAL;
+	r->wr_id = wr->wr_id;
+	r->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++) {
+		r->sge[i] = wr->sg_list[i];
+		len += wr->sg_list[i].length;
+	}
+	r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	return 0;
+}

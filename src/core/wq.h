@@ -30,6 +30,10 @@ struct ur_wq {
 int ur_wq_init(struct ur_wq *q, uint32_t max, size_t slot_size);
 void ur_wq_fini(struct ur_wq *q);
 
+/* Fills a receive WQE slot from a work request with at most max_sge SGEs
+ * (a QP's RQ or an SRQ); -EINVAL if it has more. */
+int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge);
+
 static inline void *ur_wq_slot(const struct ur_wq *q, uint32_t idx)
 {
 	return q->buf + (size_t)(idx & (q->size - 1)) * q->slot_size;

@@ -6,6 +6,7 @@
 #include "rel/comp.h"
 
 #include "core/mr.h"
+#include "core/names.h"
 #include "core/qp.h"
 #include "rel/ack.h"
 #include "rel/qp_error.h"
@@ -272,7 +273,7 @@ static enum comp_state fail(struct comp_ctx *c)
 	struct ur_qp *qp = c->qp;
 
 	ur_err(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx failed: %s", ur_qp_num(qp),
-	       (unsigned long long)(c->w ? c->w->wr_id : 0), ibv_wc_status_str(c->status));
+	       (unsigned long long)(c->w ? c->w->wr_id : 0), ur_wc_status_name(c->status));
 	if (c->w)
 		ur_qp_complete_send(qp, c->w, c->status);
 	ur_qp_to_error(qp, false);

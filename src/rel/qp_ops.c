@@ -144,6 +144,7 @@ int ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struc
 	ret = ur_qp_alloc(ctx, attr, &qp);
 	if (ret)
 		return ret;
+	ur_qp_init_wr_builders(qp);
 	reset_state(qp);
 	ret = ur_engine_timer_init(ctx->engine, &qp->timer, ur_progress_timer);
 	if (ret)

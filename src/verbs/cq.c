@@ -11,7 +11,7 @@
 UR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
 	struct ur_comp_channel *ch = NULL;
-	int ret = ur_channel_create(to_uctx(context), &ch);
+	int ret = ur_channel_create(context, &ch);
 
 	return ur_ret_obj(ret, ret ? NULL : &ch->ibch);
 }
@@ -94,7 +94,7 @@ UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 			       void **cq_context)
 {
 	struct ur_cq *ucq;
-	int ret = ur_channel_get_event(to_uchan(channel), &ucq);
+	int ret = ur_cq_get_event(to_uchan(channel), &ucq);
 
 	if (ret)
 		return ur_ret_minus1(ret);

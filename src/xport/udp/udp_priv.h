@@ -1,5 +1,5 @@
 /* Internals shared by the UDP transport's files.  They call each other one
- * way, from the top: udp.c (the ops, open) -> udp_host_port.c (port 4791)
+ * way, from the top: udp_open.c (the ops, opening) -> udp_host_port.c (port 4791)
  * -> udp_tx.c (staging) -> udp_host_peers.c (this host's processes) ->
  * udp_rx.c (receive) -> udp_send.c (a batch onto a socket, parking) ->
  * udp_fwd.c (the unix socket's framing) -> udp_sock.c (sockets); beside
