@@ -1,5 +1,6 @@
 #include "util/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ static const char *const level_name[] = {
 void ur_log_emit(int level, const char *dev, const char *func,
 		 const char *fmt, ...)
 {
+	int saved_errno = errno;   /* the caller may still read it */
 	char msg[512];
 	va_list ap;
 
@@ -47,6 +49,7 @@ void ur_log_emit(int level, const char *dev, const char *func,
 	else
 		fprintf(stderr, "uroce %s: %s: %s\n", level_name[level], func,
 			msg);
+	errno = saved_errno;
 }
 
 bool ur_log_ratelimit_ok(unsigned *last_sec, unsigned *count)

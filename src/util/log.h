@@ -1,7 +1,9 @@
 /* Logging: one macro family, level from UROCE_LOG (error|warn|info|debug).
  *
- * Every macro adds the function name and preserves errno, so a log line can
- * sit between a failing call and the code that reports its errno.  Data-path
+ * Every macro adds the function name, and leaves errno as it found it (the
+ * one place below src/verbs that writes errno is log.c, restoring it), so
+ * a log line can sit between a failing call and the code that reads its
+ * errno.  Data-path
  * debug logs (ur_dbg) vanish from Release builds; per-packet warnings go
  * through ur_warn_ratelimited.
  */
@@ -27,11 +29,8 @@ bool ur_log_ratelimit_ok(unsigned *last_sec, unsigned *count);
 
 #define ur_log(level, dev, fmt, ...)                                        \
 	do {                                                                \
-		if ((level) <= ur_log_level) {                              \
-			int _saved_errno = errno;                           \
+		if ((level) <= ur_log_level)                                \
 			ur_log_emit(level, dev, __func__, fmt, ##__VA_ARGS__); \
-			errno = _saved_errno;                               \
-		}                                                           \
 	} while (0)
 
 #define ur_err(dev, fmt, ...) ur_log(UR_LOG_ERR, dev, fmt, ##__VA_ARGS__)
