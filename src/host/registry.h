@@ -17,7 +17,7 @@
 #include <infiniband/verbs.h>
 
 #define UR_REG_MAGIC 0x75524547u      /* "uREG" */
-#define UR_REG_VERSION 3u            /* part of the file name: versions never meet */
+#define UR_REG_VERSION 4u            /* part of the file name: versions never meet */
 #define UR_REG_SLOTS 1024u
 #define UR_REG_BLOCK_SHIFT 8u
 #define UR_REG_BLOCK_QPNS (1u << UR_REG_BLOCK_SHIFT)
