@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/array.h"
 #include "util/log.h"
 #include "wire/gid.h"
 
@@ -79,15 +80,8 @@ static struct ur_netdev *find_or_add(struct ur_netdev **arr, unsigned *n,
 	for (unsigned i = 0; i < *n; i++)
 		if (!strcmp((*arr)[i].name, name))
 			return &(*arr)[i];
-	if (*n == *cap) {
-		unsigned ncap = *cap ? *cap * 2 : 8;
-		struct ur_netdev *na = realloc(*arr, ncap * sizeof(*na));
-
-		if (!na)
-			return NULL;
-		*arr = na;
-		*cap = ncap;
-	}
+	if (UR_ARRAY_ROOM(*arr, *cap, *n, 8))
+		return NULL;
 	nd = &(*arr)[(*n)++];
 	memset(nd, 0, sizeof(*nd));
 	snprintf(nd->name, sizeof(nd->name), "%s", name);
@@ -194,17 +188,9 @@ static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
 				local = addr;   /* as getifaddrs: IFA_LOCAL first */
 			if (!local)
 				continue;
-			if (n == cap) {
-				unsigned ncap = cap ? cap * 2 : 16;
-				struct v4_addr *na = realloc(arr, ncap * sizeof(*na));
-
-				if (!na) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				arr = na;
-				cap = ncap;
-			}
+			ret = UR_ARRAY_ROOM(arr, cap, n, 16);
+			if (ret)
+				goto out;
 			arr[n].ifindex = ifa->ifa_index;
 			memcpy(&arr[n].addr, local, 4);
 			n++;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "wire/gid.h"
+#include "util/array.h"
 #include "util/log.h"
 #include "xport/udp/udp_priv.h"
 
@@ -78,17 +79,9 @@ int ur_udp_mcast(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex,
 
 	pthread_mutex_lock(&member_lock);
 	if (on) {
-		if (njoined == joined_cap) {
-			unsigned ncap = joined_cap ? joined_cap * 2 : 16;
-			struct membership *nm = realloc(joined, ncap * sizeof(*nm));
-
-			if (!nm) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			joined = nm;
-			joined_cap = ncap;
-		}
+		ret = UR_ARRAY_ROOM(joined, joined_cap, njoined, 16);
+		if (ret)
+			goto out;
 		ret = join(u, gid, ifindex, &fd);
 		if (!ret)
 			joined[njoined++] = (struct membership){ *gid, ifindex, fd };
