@@ -74,8 +74,8 @@ int srv_open_device(struct srv *s, int fd)
 		ur_tcp_peer_ip(fd, peer, sizeof(peer));
 	}
 	if (ur_dev_setup(&s->d, &(struct ur_dev_opts){
-		    .dev_name = s->o.dev_name, .ib_port = s->o.ib_port,
-		    .gid_index = s->o.gid_index, .peer = peer[0] ? peer : NULL,
+		    .dev_name = s->o.conn.dev_name, .ib_port = s->o.conn.ib_port,
+		    .gid_index = s->o.conn.gid_index, .peer = peer[0] ? peer : NULL,
 		    .local_ip = local[0] ? local : NULL, .events = true, .gid_flag = "-g" }))
 		return UR_EXIT_FAIL;
 	s->dev_open = true;
@@ -257,7 +257,7 @@ int cmd_srq_server(int argc, char **argv)
 	s.conns = calloc(s.o.max_clients, sizeof(*s.conns));
 	if (!s.conns || srq_qpmap_init(&s.map, s.o.max_clients))
 		return UR_EXIT_FAIL;
-	s.lfd = ur_tcp_listen(s.o.tcp_port);
+	s.lfd = ur_tcp_listen(s.o.conn.tcp_port);
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (s.lfd < 0 || s.ep < 0) {
 		teardown(&s);
@@ -267,7 +267,7 @@ int cmd_srq_server(int argc, char **argv)
 	epoll_ctl(s.ep, EPOLL_CTL_ADD, s.lfd,
 		  &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &s.listen_tag });
 	printf("srq-server: waiting for %u clients on TCP port %d\n", s.o.max_clients,
-	       s.o.tcp_port);
+	       s.o.conn.tcp_port);
 	fflush(stdout);
 	rc = serve(&s);
 	s.t_end = srv_now();

@@ -8,11 +8,11 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "opts.h"
 #include "srq.h"
 
 struct srv_opts {
-	const char *dev_name;
-	int ib_port, gid_index, tcp_port;
+	struct ur_conn_opts conn;       /* -d -i -g -p */
 	uint32_t max_clients;   /* -q: serve this many, then exit */
 	uint32_t depth;         /* -r: SRQ depth */
 	uint32_t max_size;      /* -s: receive buffer size */
