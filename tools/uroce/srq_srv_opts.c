@@ -1,6 +1,6 @@
-/* uroce srq-server: options, help, and the per-client table. */
+/* uroce srq-server: options and help. */
 #include "opts.h"
-#include "srq_server.h"
+#include "srq_srv.h"
 #include "uroce.h"
 
 #include <stdlib.h>
@@ -97,35 +97,4 @@ int srv_parse(int argc, char **argv, struct srv_opts *o)
 		return ur_opt_error(&p, "unexpected argument '%s' (the server takes no address)",
 				    argv[optind]);
 	return 0;
-}
-
-int srv_report(struct srv *s)
-{
-	uint32_t count[CS_REJECTED + 1] = { 0 }, cut = 0;
-	double secs = s->t0 ? s->t_end - s->t0 : 0;
-
-	printf("\n %6s  %-22s  %-8s  %10s  %14s  %s\n", "client", "peer", "QPN", "msgs", "bytes",
-	       "state");
-	for (uint32_t i = 0; i < s->nconns; i++) {
-		struct srv_conn *c = s->conns[i];
-
-		count[c->state]++;
-		cut += c->cut;
-		printf(" %6u  %-22s  0x%06x  %10llu  %14llu  %s%s%s%s\n", c->id, c->peer, c->qpn,
-		       (unsigned long long)c->msgs, (unsigned long long)c->bytes,
-		       srv_state_name(c->state), c->cut ? " (cut short by the stop)" : "",
-		       c->error[0] ? ": " : "", c->error);
-	}
-	printf("total: %u clients (%u done, %u aborted, %u bad, %u refused, %u still running); "
-	       "%llu messages, %llu bytes in %.2f seconds = %.2f Mbit/sec\n",
-	       s->nconns, count[CS_DONE], count[CS_ABORTED], count[CS_BAD], count[CS_REJECTED],
-	       cut, (unsigned long long)s->msgs, (unsigned long long)s->bytes, secs,
-	       secs > 0 ? (double)s->bytes * 8 / secs / 1e6 : 0.0);
-	printf("SRQ: depth %u, %llu receives reposted, %llu completions of QPs already gone",
-	       s->o.depth, (unsigned long long)s->reposted, (unsigned long long)s->stray);
-	if (s->stopped_by)
-		printf("; stopped by %s", s->stopped_by);
-	printf("\n");
-	fflush(stdout);
-	return count[CS_ABORTED] || count[CS_BAD] || count[CS_REJECTED] ? UR_EXIT_FAIL : UR_EXIT_OK;
 }
