@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "core/limits.h"
 #include "util/compiler.h"
 #include "util/clock.h"
+#include "util/config_path.h"
 #include "util/log.h"
 
 #define UR_MAX_DEVICES 64
@@ -56,22 +58,12 @@ static int parse_wishes(const char *spec, struct dev_wish *w, int max)
  * every interface gets a device. */
 static int read_devices_file(struct dev_wish *w, int max)
 {
-	const char *path = getenv("UROCE_DEVICES_FILE");
-	char buf[512], line[256];
+	char path[PATH_MAX], line[256];
 	FILE *f;
 	int n = 0;
 
-	if (!path || !*path) {
-		const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-
-		if (xdg && *xdg)
-			snprintf(buf, sizeof(buf), "%s/uroce/devices", xdg);
-		else if (home && *home)
-			snprintf(buf, sizeof(buf), "%s/.config/uroce/devices", home);
-		else
-			return -1;
-		path = buf;
-	}
+	if (ur_devices_file_path(path, sizeof(path)))
+		return -1;
 	f = fopen(path, "re");
 	if (!f)
 		return -1;

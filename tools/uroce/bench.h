@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "conn.h"
+#include "opts.h"
 
 enum bench_op { BENCH_WRITE, BENCH_READ, BENCH_SEND, BENCH_ATOMIC };
 enum bench_atomic { BENCH_FAA, BENCH_CAS };
@@ -29,8 +30,7 @@ struct bench_opts {
 	enum bench_op op;
 	bool lat;                       /* --lat, else --bw */
 	const char *server;             /* NULL: this is the server */
-	const char *dev_name;
-	int ib_port, gid_index, tcp_port;
+	struct ur_conn_opts conn;       /* -d -i -x -p -m */
 	enum ibv_qp_type qpt;
 	uint32_t sizes[BENCH_MAX_SIZES];
 	unsigned nsizes;
@@ -38,7 +38,6 @@ struct bench_opts {
 	uint32_t iters;                 /* per QP (bw) or per thread (lat) */
 	unsigned qps, threads;
 	bool bidir, gbits, events;
-	enum ibv_mtu mtu;               /* 0: automatic */
 	uint32_t tx_depth;
 	uint32_t inline_size;
 	enum bench_atomic atomic;
@@ -105,8 +104,8 @@ struct bench {
 const char *bench_op_name(enum bench_op op);       /* "write" */
 const char *bench_qpt_name(enum ibv_qp_type t);    /* "RC" */
 const char *bench_title(const struct bench_opts *o);   /* "RDMA_Write BW Test" */
-/* Parses argv (after "bench"); 0, UR_CONTINUE-style -1 after --help, or an
- * exit code. */
+/* Parses argv (after "bench"); 0, UR_OPT_HELP after --help, or an exit
+ * code. */
 int bench_parse(int argc, char **argv, struct bench_opts *o);
 
 /* bench_setup.c */

@@ -1,10 +1,9 @@
 /* uroce bench: options (perftest's flags where they exist), help, and which
  * QP types each operation allows. */
 #include "bench.h"
+#include "opts.h"
 #include "uroce.h"
 
-#include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -97,28 +96,6 @@ static const char bench_help[] =
 	"  uroce bench write -a -n 100 --json - --plot sweep.svg 10.0.0.1\n"
 	"  uroce bench atomic -A CMP_AND_SWAP --lat 10.0.0.1\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "uroce bench: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see `uroce bench --help`)\n");
-	return UR_EXIT_USAGE;
-}
-
-static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	v = strtoul(s, &end, 0);
-	if (*end || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* Which QP types each operation runs on (perftest's rules). */
 static const char *qpt_refused(enum bench_op op, enum ibv_qp_type t)
 {
@@ -129,30 +106,27 @@ static const char *qpt_refused(enum bench_op op, enum ibv_qp_type t)
 	return NULL;
 }
 
-static int check_combination(struct bench_opts *o, bool size_given, bool iters_given,
-			     bool depth_given)
+static int check_combination(struct ur_optparse *p, struct bench_opts *o,
+			     bool size_given, bool iters_given, bool depth_given)
 {
 	const char *why = qpt_refused(o->op, o->qpt);
-	char msg[200];
 
-	if (why) {
-		snprintf(msg, sizeof(msg), "%s over %s: %s", bench_op_name(o->op),
-			 bench_qpt_name(o->qpt), why);
-		return usage_error("%s", msg);
-	}
+	if (why)
+		return ur_opt_error(p, "%s over %s: %s", bench_op_name(o->op),
+				    bench_qpt_name(o->qpt), why);
 	if (o->bidir && o->lat)
-		return usage_error("%s: -b (bidirectional) applies to --bw; latency tests are "
-				   "ping-pongs already", "-b with --lat");
+		return ur_opt_error(p, "-b with --lat: -b (bidirectional) applies to --bw; latency "
+				    "tests are ping-pongs already");
 	if (o->op == BENCH_ATOMIC) {
 		if (size_given && o->sizes[0] != 8)
-			return usage_error("%s: atomics operate on 8 bytes; drop -s", "-s");
+			return ur_opt_error(p, "-s: atomics operate on 8 bytes; drop -s");
 		o->sizes[0] = 8;
 		o->nsizes = 1;
 	} else if (o->all_sizes) {
 		uint32_t max = BENCH_MAX_SIZE;
 
-		if (o->qpt == IBV_QPT_UD)
-			max = o->mtu ? (uint32_t)ur_mtu_bytes(o->mtu) : 4096; /* cut at the path MTU */
+		if (o->qpt == IBV_QPT_UD)   /* cut at the path MTU */
+			max = o->conn.mtu ? (uint32_t)ur_mtu_bytes(o->conn.mtu) : 4096;
 		o->nsizes = 0;
 		for (uint32_t s = 2; s <= max; s <<= 1)
 			o->sizes[o->nsizes++] = s;
@@ -161,36 +135,34 @@ static int check_combination(struct bench_opts *o, bool size_given, bool iters_g
 		o->nsizes = 1;
 	}
 	if (o->qpt == IBV_QPT_UD && !o->all_sizes && o->sizes[0] > 4096)
-		return usage_error("%s: a UD message is one packet, at most the path MTU: use "
-				   "-s 4096 or less (1024 on a 1500-byte Ethernet MTU)", "-s");
+		return ur_opt_error(p, "-s: a UD message is one packet, at most the path MTU: use "
+				    "-s 4096 or less (1024 on a 1500-byte Ethernet MTU)");
 	if (!iters_given)
 		o->iters = o->lat ? 1000 : 5000;
 	if (!depth_given)
 		o->tx_depth = o->lat ? 1 : 128;
 	if (o->inline_size && (o->op == BENCH_READ || o->op == BENCH_ATOMIC))
-		return usage_error("-I: inline data applies to write and send, not %s",
-				   bench_op_name(o->op));
+		return ur_opt_error(p, "-I: inline data applies to write and send, not %s",
+				    bench_op_name(o->op));
 	return 0;
 }
 
-static int parse_op(const char *word, struct bench_opts *o)
+static int parse_op(struct ur_optparse *p, const char *word, struct bench_opts *o)
 {
 	for (unsigned i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++)
 		if (!strcmp(word, op_names[i])) {
 			o->op = (enum bench_op)i;
 			return 0;
 		}
-	return usage_error("'%s': the operation is one of write, read, send, atomic", word);
+	return ur_opt_error(p, "'%s': the operation is one of write, read, send, atomic", word);
 }
 
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
 	enum { OPT_BW = 256, OPT_LAT, OPT_GBITS, OPT_JSON, OPT_CSV, OPT_PLOT };
 	static const struct option longs[] = {
-		{ "ib-dev", required_argument, NULL, 'd' },
-		{ "ib-port", required_argument, NULL, 'i' },
+		UR_OPT_LONGS_SHARED,
 		{ "gid-index", required_argument, NULL, 'x' },
-		{ "port", required_argument, NULL, 'p' },
 		{ "size", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "iters", required_argument, NULL, 'n' },
@@ -210,54 +182,31 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "csv", required_argument, NULL, OPT_CSV },
 		{ "plot", required_argument, NULL, OPT_PLOT },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	/* argv[1] is the operation; the options follow it. */
+	struct ur_optparse p = { .cmd = "bench", .help = bench_help, .argc = argc - 1,
+				 .argv = argv + 1, .shorts = ":d:i:x:p:s:an:q:bc:m:t:I:eA:FT:h",
+				 .longs = longs, .conn = &o->conn, .gid_hint = true };
 	bool size_given = false, iters_given = false, depth_given = false;
-	unsigned long v;
-	int c, rc;
+	int c;
 
-	*o = (struct bench_opts){ .ib_port = 1, .gid_index = -1, .tcp_port = UR_CONN_DEFAULT_PORT,
-				  .qpt = IBV_QPT_RC, .qps = 1, .threads = 1 };
+	*o = (struct bench_opts){ .conn = UR_CONN_OPTS_DEFAULT, .qpt = IBV_QPT_RC, .qps = 1,
+				  .threads = 1 };
 	if (argc < 2) {
 		fputs(bench_help, stderr);
 		return UR_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		fputs(bench_help, stdout);
-		return -1;
+		return UR_OPT_HELP;
 	}
-	rc = parse_op(argv[1], o);
-	if (rc)
-		return rc;
-	argc--;
-	argv++;
-	optind = 0;             /* 0: glibc's getopt forgets any earlier parse */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:i:x:p:s:an:q:bc:m:t:I:eA:FT:h", longs, NULL)) != -1) {
+	if (parse_op(&p, argv[1], o))
+		return UR_EXIT_USAGE;
+	while ((c = ur_opt_next(&p)) != -1) {
 		switch (c) {
-		case 'd':
-			o->dev_name = optarg;
-			break;
-		case 'i':
-			if (!parse_uint(optarg, 1, 255, &v))
-				return usage_error("-i %s: a port number, 1 to 255", optarg);
-			o->ib_port = (int)v;
-			break;
-		case 'x':
-			if (!parse_uint(optarg, 0, 255, &v))
-				return usage_error("-x %s: a GID index, 0 to 255 (see `uroce gid`)", optarg);
-			o->gid_index = (int)v;
-			break;
-		case 'p':
-			if (!parse_uint(optarg, 1, 65535, &v))
-				return usage_error("-p %s: a TCP port, 1 to 65535", optarg);
-			o->tcp_port = (int)v;
-			break;
 		case 's':
-			if (!parse_uint(optarg, 1, BENCH_MAX_SIZE, &v))
-				return usage_error("-s %s: a size in bytes, 1 to 8388608", optarg);
-			o->sizes[0] = (uint32_t)v;
+			ur_opt_range(&p, "a size in bytes", 1, BENCH_MAX_SIZE, &o->sizes[0]);
 			o->nsizes = 1;
 			size_given = true;
 			break;
@@ -265,20 +214,14 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			o->all_sizes = true;
 			break;
 		case 'n':
-			if (!parse_uint(optarg, 1, 1u << 30, &v))
-				return usage_error("-n %s: a number of iterations, at least 1", optarg);
-			o->iters = (uint32_t)v;
+			ur_opt_count(&p, "a number of iterations", 1, 1u << 30, &o->iters);
 			iters_given = true;
 			break;
 		case 'q':
-			if (!parse_uint(optarg, 1, BENCH_MAX_QPS, &v))
-				return usage_error("-q %s: a number of QPs, 1 to 64", optarg);
-			o->qps = (unsigned)v;
+			ur_opt_range(&p, "a number of QPs", 1, BENCH_MAX_QPS, &o->qps);
 			break;
 		case 'T':
-			if (!parse_uint(optarg, 1, BENCH_MAX_THREADS, &v))
-				return usage_error("-T %s: a number of threads, 1 to 16", optarg);
-			o->threads = (unsigned)v;
+			ur_opt_range(&p, "a number of threads", 1, BENCH_MAX_THREADS, &o->threads);
 			break;
 		case 'b':
 			o->bidir = true;
@@ -294,23 +237,14 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			else if (!strcasecmp(optarg, "UD"))
 				o->qpt = IBV_QPT_UD;
 			else
-				return usage_error("-c %s: one of RC, UC, UD", optarg);
-			break;
-		case 'm':
-			if (!parse_uint(optarg, 256, 4096, &v) || !ur_mtu_from_bytes((int)v))
-				return usage_error("-m %s: one of 256, 512, 1024, 2048, 4096", optarg);
-			o->mtu = ur_mtu_from_bytes((int)v);
+				return ur_opt_error(&p, "-c %s: one of RC, UC, UD", optarg);
 			break;
 		case 't':
-			if (!parse_uint(optarg, 1, 8192, &v))
-				return usage_error("-t %s: a queue depth, 1 to 8192", optarg);
-			o->tx_depth = (uint32_t)v;
+			ur_opt_range(&p, "a queue depth", 1, 8192, &o->tx_depth);
 			depth_given = true;
 			break;
 		case 'I':
-			if (!parse_uint(optarg, 0, 4096, &v))
-				return usage_error("-I %s: an inline size in bytes, 0 to 4096", optarg);
-			o->inline_size = (uint32_t)v;
+			ur_opt_range(&p, "an inline size in bytes", 0, 4096, &o->inline_size);
 			break;
 		case 'e':
 			o->events = true;
@@ -321,7 +255,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 			else if (!strcmp(optarg, "CMP_AND_SWAP"))
 				o->atomic = BENCH_CAS;
 			else
-				return usage_error("-A %s: FETCH_AND_ADD or CMP_AND_SWAP", optarg);
+				return ur_opt_error(&p, "-A %s: FETCH_AND_ADD or CMP_AND_SWAP", optarg);
 			break;
 		case 'F':
 			break;
@@ -340,23 +274,16 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 		case OPT_PLOT:
 			o->plot = optarg;
 			break;
-		case 'h':
-			fputs(bench_help, stdout);
-			return -1;
-		case ':':
-			return usage_error("%s needs a value", argv[optind - 1]);
-		default: {
-			char opt[3] = { '-', (char)optopt, 0 };
-
-			return usage_error("unknown option %s", optopt ? opt : argv[optind - 1]);
-		}
 		}
 	}
-	if (optind < argc)
-		o->server = argv[optind++];
-	if (optind < argc)
-		return usage_error("unexpected argument '%s': one SERVERNAME at most", argv[optind]);
+	if (p.rc)       /* help printed, or a usage error */
+		return p.rc;
+	if (optind < p.argc)
+		o->server = p.argv[optind++];
+	if (optind < p.argc)
+		return ur_opt_error(&p, "unexpected argument '%s': one SERVERNAME at most",
+				    p.argv[optind]);
 	if (o->op != BENCH_ATOMIC && o->atomic == BENCH_CAS)
-		return usage_error("-A applies to `bench atomic`, not %s", bench_op_name(o->op));
-	return check_combination(o, size_given, iters_given, depth_given);
+		return ur_opt_error(&p, "-A applies to `bench atomic`, not %s", bench_op_name(o->op));
+	return check_combination(&p, o, size_given, iters_given, depth_given);
 }

@@ -21,10 +21,10 @@ static int open_tcp(struct bench *b)
 	if (!b->server) {
 		snprintf(hint, sizeof(hint), "start `uroce bench %s` (same options, no server name) "
 			 "on %s first, or give its -p", bench_op_name(b->o.op), b->o.server);
-		b->fd = ur_tcp_connect(b->o.server, b->o.tcp_port, hint);
+		b->fd = ur_tcp_connect(b->o.server, b->o.conn.tcp_port, hint);
 		return b->fd < 0 ? UR_EXIT_FAIL : 0;
 	}
-	lfd = ur_tcp_listen(b->o.tcp_port);
+	lfd = ur_tcp_listen(b->o.conn.tcp_port);
 	if (lfd < 0)
 		return UR_EXIT_FAIL;
 	fprintf(b->out, "\n************************************\n"
@@ -45,9 +45,9 @@ static int open_device(struct bench *b)
 		ur_tcp_peer_ip(b->fd, client_ip, sizeof(client_ip));
 	}
 	return ur_dev_setup(&b->d, &(struct ur_dev_opts){
-		.dev_name = b->o.dev_name,
-		.ib_port = b->o.ib_port,
-		.gid_index = b->o.gid_index,
+		.dev_name = b->o.conn.dev_name,
+		.ib_port = b->o.conn.ib_port,
+		.gid_index = b->o.conn.gid_index,
 		.peer = b->server ? (client_ip[0] ? client_ip : NULL) : b->o.server,
 		.local_ip = local_ip[0] ? local_ip : NULL,
 		.gid_flag = "-x",
@@ -218,7 +218,8 @@ int bench_setup(struct bench *b)
 		if (b->o.sizes[i] > b->max_size)
 			b->max_size = b->o.sizes[i];
 	if (b->server) {
-		rc = ur_dev_check(b->o.dev_name, b->o.ib_port, b->o.gid_index) ? UR_EXIT_FAIL : 0;
+		rc = ur_dev_check(b->o.conn.dev_name, b->o.conn.ib_port, b->o.conn.gid_index) ?
+			     UR_EXIT_FAIL : 0;
 		if (!rc)
 			rc = open_tcp(b);
 		if (!rc)
@@ -248,7 +249,7 @@ int bench_setup(struct bench *b)
 	rc = exchange(b);
 	if (rc)
 		return rc;
-	b->path_mtu = ur_path_mtu(&b->d, &b->th[0].remote[0], b->o.mtu);
+	b->path_mtu = ur_path_mtu(&b->d, &b->th[0].remote[0], b->o.conn.mtu);
 	if (!b->path_mtu)
 		return UR_EXIT_FAIL;
 	rc = check_sizes(b);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../src/util/config_path.h"   /* the library's own rule, compiled in */
 #include "dev_open.h"
 #include "devinfo.h"
 #include "uroce.h"
@@ -25,7 +26,8 @@ static const char link_help[] =
 	"delete  remove software device NAME\n"
 	"\n"
 	"add and delete edit uroce's devices file, %s\n"
-	"(UROCE_DEVICES_FILE overrides the path), one \"NAME NETDEV\" per line.\n"
+	"($UROCE_DEVICES_FILE, else $XDG_CONFIG_HOME/uroce/devices, else\n"
+	"~/.config/uroce/devices), one \"NAME NETDEV\" per line.\n"
 	"Programs started afterwards see the change. While the file lists devices,\n"
 	"only those exist; with no file (or an empty one) every interface with an\n"
 	"address has a device named uroce<N>. UROCE_DEVICES=NETDEV,NAME:NETDEV,...\n"
@@ -36,20 +38,6 @@ static const char link_help[] =
 	"  uroce link\n"
 	"  uroce link add roce0 netdev eth0\n"
 	"  uroce link delete roce0\n";
-
-static const char *devices_file(char *buf, size_t len)
-{
-	const char *p = getenv("UROCE_DEVICES_FILE"), *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-
-	if (p && *p)
-		return p;
-	if (xdg && *xdg)
-		snprintf(buf, len, "%s/uroce/devices", xdg);
-	else
-		snprintf(buf, len, "%s/.config/uroce/devices", home ? home : ".");
-	return buf;
-}
 
 static int link_show(const char *only)
 {
@@ -242,22 +230,48 @@ static int link_delete(const char *name, const char *path)
 	return UR_EXIT_OK;
 }
 
+/* The devices file, as the library finds it (ur_devices_file_path); NULL,
+ * with the reason in WHY, when there is none. */
+static const char *devices_file(char *buf, size_t len, const char **why)
+{
+	int rc = ur_devices_file_path(buf, len);
+
+	*why = rc == -ENOENT ? "UROCE_DEVICES_FILE, XDG_CONFIG_HOME and HOME are unset or empty; "
+			       "set UROCE_DEVICES_FILE=PATH" :
+			       "its path would be longer than PATH_MAX";
+	return rc ? NULL : buf;
+}
+
 int cmd_link(int argc, char **argv)
 {
-	char buf[PATH_MAX];
-	const char *path = devices_file(buf, sizeof(buf));
+	char buf[PATH_MAX], shown[PATH_MAX + 16];
+	const char *why, *path = devices_file(buf, sizeof(buf), &why);
+	bool edit;
 
+	if (path)
+		snprintf(shown, sizeof(shown), "%s", path);
+	else
+		snprintf(shown, sizeof(shown), "(none: %s)", why);
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 			  !strcmp(argv[1], "help"))) {
-		printf(link_help, path);
+		printf(link_help, shown);
 		return UR_EXIT_OK;
 	}
 	if (argc == 1 || (!strcmp(argv[1], "show") && argc <= 3))
 		return link_show(argc == 3 ? argv[2] : NULL);
-	if (!strcmp(argv[1], "add") && argc == 5 && !strcmp(argv[3], "netdev"))
+	edit = (!strcmp(argv[1], "add") && argc == 5 && !strcmp(argv[3], "netdev")) ||
+	       ((!strcmp(argv[1], "delete") || !strcmp(argv[1], "del")) && argc == 3);
+	if (!edit) {
+		fprintf(stderr, link_help, shown);
+		return UR_EXIT_USAGE;
+	}
+	if (!path) {
+		/* The library would read no file either: writing one elsewhere
+		 * (the current directory, say) would change nothing. */
+		fprintf(stderr, "uroce link %s: no devices file: %s\n", argv[1], why);
+		return UR_EXIT_FAIL;
+	}
+	if (!strcmp(argv[1], "add"))
 		return link_add(argv[2], argv[4], path);
-	if ((!strcmp(argv[1], "delete") || !strcmp(argv[1], "del")) && argc == 3)
-		return link_delete(argv[2], path);
-	fprintf(stderr, link_help, path);
-	return UR_EXIT_USAGE;
+	return link_delete(argv[2], path);
 }

@@ -8,20 +8,17 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "opts.h"
 
 enum pp_op { PP_SEND, PP_SEND_IMM, PP_WRITE, PP_WRITE_IMM, PP_READ, PP_CAS, PP_FAA, PP_NOPS };
 
 struct pp_opts {
-	const char *dev_name;
+	struct ur_conn_opts conn;       /* -d -i -g -p -m */
 	const char *server;     /* NULL: this is the server */
-	int ib_port;
-	int gid_index;          /* -1: choose */
-	int tcp_port;
 	enum pp_op op;
 	enum ibv_qp_type qpt;
 	uint32_t size;
 	uint32_t iters;
-	enum ibv_mtu mtu;       /* 0: automatic */
 	bool events, validate, use_inline;
 };
 
@@ -48,8 +45,8 @@ const char *pp_qpt_name(enum ibv_qp_type t);
 bool pp_op_one_sided(enum pp_op op);  /* read, cas, faa: the server stays passive */
 bool pp_op_atomic(enum pp_op op);
 
-/* Parses argv into O; returns -1 after printing help (exit 0), or the exit
- * code for bad arguments, or 0. */
+/* Parses argv into O; returns UR_OPT_HELP after printing help (exit 0), or
+ * the exit code for bad arguments, or 0. */
 int pp_parse(int argc, char **argv, struct pp_opts *o);
 
 /* Connect, create, exchange, move to RTS (pp_setup.c). 0 or an exit code. */

@@ -1,9 +1,8 @@
 /* uroce pingpong: options, help, and which operations each QP type allows. */
+#include "opts.h"
 #include "pp.h"
 #include "uroce.h"
 
-#include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const op_names[PP_NOPS] = {
@@ -82,28 +81,6 @@ static const char pp_help[] =
 	"  uroce pingpong --qp ud --op send-imm -s 1024 -e 10.0.0.1\n"
 	"  uroce pingpong --op cas -n 10000 --validate 10.0.0.1\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "uroce pingpong: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see `uroce pingpong --help`)\n");
-	return UR_EXIT_USAGE;
-}
-
-static bool parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	v = strtoul(s, &end, 0);
-	if (*end || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* Why OP cannot run on QPT, or NULL. */
 static const char *op_refused(enum pp_op op, enum ibv_qp_type qpt)
 {
@@ -114,43 +91,47 @@ static const char *op_refused(enum pp_op op, enum ibv_qp_type qpt)
 	return NULL;
 }
 
-static int check_combination(struct pp_opts *o, bool size_given)
+static int check_combination(struct ur_optparse *p, struct pp_opts *o, bool size_given)
 {
 	const char *why = op_refused(o->op, o->qpt);
-	char msg[256];
 
-	if (why) {
-		snprintf(msg, sizeof(msg), "--op %s is not possible on a %s QP: %s",
-			 pp_op_name(o->op), o->qpt == IBV_QPT_UC ? "UC" : "UD", why);
-		return usage_error("%s", msg);
-	}
+	if (why)
+		return ur_opt_error(p, "--op %s is not possible on a %s QP: %s", pp_op_name(o->op),
+				    o->qpt == IBV_QPT_UC ? "UC" : "UD", why);
 	if (pp_op_atomic(o->op)) {
 		if (size_given && o->size != 8)
-			return usage_error("%s: atomics operate on 8 bytes; drop -s",
-					   pp_op_name(o->op));
+			return ur_opt_error(p, "%s: atomics operate on 8 bytes; drop -s",
+					    pp_op_name(o->op));
 		o->size = 8;
 	}
 	if (o->use_inline && pp_op_one_sided(o->op))
-		return usage_error("--inline applies to sends and writes, not to --op %s",
-				   pp_op_name(o->op));
+		return ur_opt_error(p, "--inline applies to sends and writes, not to --op %s",
+				    pp_op_name(o->op));
 	if (o->qpt == IBV_QPT_UD && o->size > 4096)
-		return usage_error("%s: a UD message is one packet, at most the path MTU (4096 at "
-				   "most, 1024 on a 1500-byte Ethernet MTU): use -s 4096 or less",
-				   "-s too large");
-	if (o->mtu && o->qpt == IBV_QPT_UD && o->size > (uint32_t)ur_mtu_bytes(o->mtu))
-		return usage_error("%s: a UD message must fit in the MTU (-m): use a smaller -s",
-				   "-s larger than -m");
+		return ur_opt_error(p, "-s too large: a UD message is one packet, at most the path "
+				    "MTU (4096 at most, 1024 on a 1500-byte Ethernet MTU): use -s 4096 "
+				    "or less");
+	if (o->conn.mtu && o->qpt == IBV_QPT_UD && o->size > (uint32_t)ur_mtu_bytes(o->conn.mtu))
+		return ur_opt_error(p, "-s larger than -m: a UD message must fit in the MTU (-m): "
+				    "use a smaller -s");
 	return 0;
+}
+
+/* --op's word; -1 when it names no operation. */
+static int op_from_name(const char *name)
+{
+	for (int i = 0; i < PP_NOPS; i++)
+		if (!strcmp(name, op_names[i]))
+			return i;
+	return -1;
 }
 
 int pp_parse(int argc, char **argv, struct pp_opts *o)
 {
 	enum { OPT_OP = 256, OPT_QP, OPT_INLINE };
 	static const struct option longs[] = {
-		{ "ib-dev", required_argument, NULL, 'd' },
-		{ "ib-port", required_argument, NULL, 'i' },
+		UR_OPT_LONGS_SHARED,
 		{ "gid-idx", required_argument, NULL, 'g' },
-		{ "port", required_argument, NULL, 'p' },
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "qp", required_argument, NULL, OPT_QP },
 		{ "size", required_argument, NULL, 's' },
@@ -160,49 +141,25 @@ int pp_parse(int argc, char **argv, struct pp_opts *o)
 		{ "validate", no_argument, NULL, 'c' },
 		{ "chk", no_argument, NULL, 'c' },
 		{ "inline", no_argument, NULL, OPT_INLINE },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct ur_optparse p = { .cmd = "pingpong", .help = pp_help, .argc = argc, .argv = argv,
+				 .shorts = ":d:i:g:p:s:n:m:ech", .longs = longs, .conn = &o->conn,
+				 .gid_hint = true };
 	bool size_given = false;
-	unsigned long v;
-	int c;
+	int c, op;
 
-	*o = (struct pp_opts){ .ib_port = 1, .gid_index = -1, .tcp_port = UR_CONN_DEFAULT_PORT,
-			       .op = PP_SEND, .qpt = IBV_QPT_RC, .size = 4096, .iters = 1000 };
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:i:g:p:s:n:m:ech", longs, NULL)) != -1) {
+	*o = (struct pp_opts){ .conn = UR_CONN_OPTS_DEFAULT, .op = PP_SEND, .qpt = IBV_QPT_RC,
+			       .size = 4096, .iters = 1000 };
+	while ((c = ur_opt_next(&p)) != -1) {
 		switch (c) {
-		case 'd':
-			o->dev_name = optarg;
+		case OPT_OP:
+			op = op_from_name(optarg);
+			if (op < 0)
+				return ur_opt_error(&p, "--op %s: one of send, send-imm, write, "
+						    "write-imm, read, cas, faa", optarg);
+			o->op = (enum pp_op)op;
 			break;
-		case 'i':
-			if (!parse_uint(optarg, 1, 255, &v))
-				return usage_error("-i %s: a port number, 1 to 255", optarg);
-			o->ib_port = (int)v;
-			break;
-		case 'g':
-			if (!parse_uint(optarg, 0, 255, &v))
-				return usage_error("-g %s: a GID index, 0 to 255 (see `uroce gid`)",
-						   optarg);
-			o->gid_index = (int)v;
-			break;
-		case 'p':
-			if (!parse_uint(optarg, 1, 65535, &v))
-				return usage_error("-p %s: a TCP port, 1 to 65535", optarg);
-			o->tcp_port = (int)v;
-			break;
-		case OPT_OP: {
-			int i;
-
-			for (i = 0; i < PP_NOPS && strcmp(optarg, op_names[i]); i++)
-				;
-			if (i == PP_NOPS)
-				return usage_error("--op %s: one of send, send-imm, write, write-imm, "
-						   "read, cas, faa", optarg);
-			o->op = (enum pp_op)i;
-			break;
-		}
 		case OPT_QP:
 			if (!strcmp(optarg, "rc"))
 				o->qpt = IBV_QPT_RC;
@@ -211,23 +168,14 @@ int pp_parse(int argc, char **argv, struct pp_opts *o)
 			else if (!strcmp(optarg, "ud"))
 				o->qpt = IBV_QPT_UD;
 			else
-				return usage_error("--qp %s: one of rc, uc, ud", optarg);
+				return ur_opt_error(&p, "--qp %s: one of rc, uc, ud", optarg);
 			break;
 		case 's':
-			if (!parse_uint(optarg, 1, 1u << 30, &v))
-				return usage_error("-s %s: a size in bytes, 1 to 1073741824", optarg);
-			o->size = (uint32_t)v;
+			ur_opt_range(&p, "a size in bytes", 1, 1u << 30, &o->size);
 			size_given = true;
 			break;
 		case 'n':
-			if (!parse_uint(optarg, 1, 1u << 31, &v))
-				return usage_error("-n %s: a number of iterations, at least 1", optarg);
-			o->iters = (uint32_t)v;
-			break;
-		case 'm':
-			if (!parse_uint(optarg, 256, 4096, &v) || !ur_mtu_from_bytes((int)v))
-				return usage_error("-m %s: one of 256, 512, 1024, 2048, 4096", optarg);
-			o->mtu = ur_mtu_from_bytes((int)v);
+			ur_opt_count(&p, "a number of iterations", 1, 1u << 31, &o->iters);
 			break;
 		case 'e':
 			o->events = true;
@@ -238,18 +186,14 @@ int pp_parse(int argc, char **argv, struct pp_opts *o)
 		case OPT_INLINE:
 			o->use_inline = true;
 			break;
-		case 'h':
-			fputs(pp_help, stdout);
-			return -1;
-		case ':':
-			return usage_error("%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option %s", argv[optind - 1]);
 		}
 	}
+	if (p.rc)       /* help printed, or a usage error */
+		return p.rc;
 	if (optind < argc)
 		o->server = argv[optind++];
 	if (optind < argc)
-		return usage_error("unexpected argument '%s': one SERVERNAME at most", argv[optind]);
-	return check_combination(o, size_given);
+		return ur_opt_error(&p, "unexpected argument '%s': one SERVERNAME at most",
+				    argv[optind]);
+	return check_combination(&p, o, size_given);
 }

@@ -17,12 +17,12 @@ static int open_tcp(struct pp *p)
 	int lfd;
 
 	if (!p->server) {
-		p->fd = ur_tcp_connect(p->o.server, p->o.tcp_port,
+		p->fd = ur_tcp_connect(p->o.server, p->o.conn.tcp_port,
 				       "start `uroce pingpong` with the same options and without a "
 				       "server name on the peer first");
 		return p->fd < 0 ? UR_EXIT_FAIL : 0;
 	}
-	lfd = ur_tcp_listen(p->o.tcp_port);
+	lfd = ur_tcp_listen(p->o.conn.tcp_port);
 	if (lfd < 0)
 		return UR_EXIT_FAIL;
 	p->fd = ur_tcp_accept(lfd, NULL, 0);
@@ -89,7 +89,7 @@ static int exchange(struct pp *p)
 	lh.word[W_SIZE] = p->o.size;
 	lh.word[W_ITERS] = p->o.iters;
 	lh.word[W_VALIDATE] = p->o.validate;
-	lh.word[W_MTU] = p->o.mtu;
+	lh.word[W_MTU] = p->o.conn.mtu;
 	ur_ep_fill(&p->local, &p->d, p->qp, p->mr);
 	if (ur_exchange(p->fd, p->server, &lh, &p->local, &rh, &p->remote, 1))
 		return UR_EXIT_FAIL;
@@ -128,9 +128,9 @@ static int open_device(struct pp *p)
 		ur_tcp_peer_ip(p->fd, client_ip, sizeof(client_ip));
 	}
 	return ur_dev_setup(&p->d, &(struct ur_dev_opts){
-		.dev_name = p->o.dev_name,
-		.ib_port = p->o.ib_port,
-		.gid_index = p->o.gid_index,
+		.dev_name = p->o.conn.dev_name,
+		.ib_port = p->o.conn.ib_port,
+		.gid_index = p->o.conn.gid_index,
 		.peer = p->server ? (client_ip[0] ? client_ip : NULL) : p->o.server,
 		.local_ip = local_ip[0] ? local_ip : NULL,
 		.events = p->o.events,
@@ -145,7 +145,8 @@ int pp_setup(struct pp *p)
 
 	p->fd = -1;
 	if (p->server) {
-		rc = ur_dev_check(p->o.dev_name, p->o.ib_port, p->o.gid_index) ? UR_EXIT_FAIL : 0;
+		rc = ur_dev_check(p->o.conn.dev_name, p->o.conn.ib_port, p->o.conn.gid_index) ?
+			     UR_EXIT_FAIL : 0;
 		if (!rc)
 			rc = open_tcp(p);
 		if (!rc)
@@ -169,7 +170,7 @@ int pp_setup(struct pp *p)
 	ur_ep_print(stdout, "remote", &p->remote, rdma);
 	fflush(stdout);
 
-	p->path_mtu = ur_path_mtu(&p->d, &p->remote, p->o.mtu);
+	p->path_mtu = ur_path_mtu(&p->d, &p->remote, p->o.conn.mtu);
 	if (!p->path_mtu)
 		return UR_EXIT_FAIL;
 	if (p->o.qpt == IBV_QPT_UD && p->o.size > (uint32_t)ur_mtu_bytes(p->path_mtu)) {

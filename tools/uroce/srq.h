@@ -23,6 +23,10 @@ enum {
 	SRQ_W_ID,             /* server: the id it gives this connection */
 };
 
+struct ur_optparse;
+/* -s, on either side: a message size from the header's 16 bytes to 16 MiB. */
+void srq_opt_size(struct ur_optparse *p, uint32_t *size);
+
 /* Writes message SEQ of client ID, LEN bytes (>= SRQ_HDR_BYTES), into BUF. */
 void srq_msg_fill(uint8_t *buf, uint32_t len, uint32_t id, uint32_t seq);
 

@@ -3,11 +3,11 @@
  * of sends in flight, then tell the server how many (DONE) and wait for its
  * count (the verdict). */
 #include "conn.h"
+#include "opts.h"
 #include "srq.h"
 #include "uroce.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +18,8 @@
 #define VERDICT_TIMEOUT_S 30
 
 struct cli_opts {
-	const char *dev_name, *server;
-	int ib_port, gid_index, tcp_port;
+	struct ur_conn_opts conn;       /* -d -i -g -p */
+	const char *server;
 	uint32_t nconn, msgs, size, window, inflight;
 	bool verbose;
 };
@@ -73,107 +73,52 @@ static const char cli_help[] =
 	"  uroce srq-client 10.0.0.1\n"
 	"  uroce srq-client -c 250 -n 100 -s 512 10.0.0.1\n";
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "uroce srq-client: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see `uroce srq-client --help`)\n");
-	return UR_EXIT_USAGE;
-}
-
-static bool num(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	*out = strtoul(s, &end, 0);
-	return !*end && *out >= min && *out <= max;
-}
-
 static int cli_parse(int argc, char **argv, struct cli_opts *o)
 {
 	static const struct option longs[] = {
-		{ "ib-dev", required_argument, NULL, 'd' },
-		{ "ib-port", required_argument, NULL, 'i' },
+		UR_OPT_LONGS_SHARED,
 		{ "gid-idx", required_argument, NULL, 'g' },
-		{ "port", required_argument, NULL, 'p' },
 		{ "connections", required_argument, NULL, 'c' },
 		{ "msgs", required_argument, NULL, 'n' },
 		{ "size", required_argument, NULL, 's' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "inflight", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	unsigned long v;
+	struct ur_optparse p = { .cmd = "srq-client", .help = cli_help, .argc = argc,
+				 .argv = argv, .shorts = ":d:i:g:p:c:n:s:w:vh", .longs = longs,
+				 .conn = &o->conn };
 	int c;
 
-	*o = (struct cli_opts){ .ib_port = 1, .gid_index = -1, .tcp_port = UR_CONN_DEFAULT_PORT,
-				.nconn = 1, .msgs = 1000, .size = 64, .window = 8, .inflight = 256 };
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":d:i:g:p:c:n:s:w:vh", longs, NULL)) != -1) {
+	*o = (struct cli_opts){ .conn = UR_CONN_OPTS_DEFAULT, .nconn = 1, .msgs = 1000, .size = 64,
+				.window = 8, .inflight = 256 };
+	while ((c = ur_opt_next(&p)) != -1) {
 		switch (c) {
-		case 'd':
-			o->dev_name = optarg;
-			break;
-		case 'i':
-			if (!num(optarg, 1, 255, &v))
-				return usage_error("-i %s: a port number, 1 to 255", optarg);
-			o->ib_port = (int)v;
-			break;
-		case 'g':
-			if (!num(optarg, 0, 255, &v))
-				return usage_error("-g %s: a GID index, 0 to 255", optarg);
-			o->gid_index = (int)v;
-			break;
-		case 'p':
-			if (!num(optarg, 1, 65535, &v))
-				return usage_error("-p %s: a TCP port, 1 to 65535", optarg);
-			o->tcp_port = (int)v;
-			break;
-		case 'c':
-			if (!num(optarg, 1, 1u << 20, &v))
-				return usage_error("-c %s: a number of connections, at least 1", optarg);
-			o->nconn = (uint32_t)v;
-			break;
-		case 'n':
-			if (!num(optarg, 1, UINT32_MAX, &v))
-				return usage_error("-n %s: a number of messages, at least 1", optarg);
-			o->msgs = (uint32_t)v;
-			break;
-		case 's':
-			if (!num(optarg, SRQ_HDR_BYTES, 1u << 24, &v))
-				return usage_error("-s %s: a size from 16 (the message header) to 16 MiB",
-						   optarg);
-			o->size = (uint32_t)v;
-			break;
-		case 'w':
-			if (!num(optarg, 1, 4096, &v))
-				return usage_error("-w %s: sends in flight, 1 to 4096", optarg);
-			o->window = (uint32_t)v;
-			break;
-		case 'I':
-			if (!num(optarg, 1, 1u << 20, &v))
-				return usage_error("--inflight %s: sends in flight, at least 1", optarg);
-			o->inflight = (uint32_t)v;
-			break;
 		case 'v':
 			o->verbose = true;
 			break;
-		case 'h':
-			fputs(cli_help, stdout);
-			return -1;
-		case ':':
-			return usage_error("%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option %s", argv[optind - 1]);
+		case 'c':
+			ur_opt_count(&p, "a number of connections", 1, 1u << 20, &o->nconn);
+			break;
+		case 'n':
+			ur_opt_count(&p, "a number of messages", 1, UINT32_MAX, &o->msgs);
+			break;
+		case 's':
+			srq_opt_size(&p, &o->size);
+			break;
+		case 'w':
+			ur_opt_range(&p, "sends in flight", 1, 4096, &o->window);
+			break;
+		case 'I':
+			ur_opt_count(&p, "sends in flight", 1, 1u << 20, &o->inflight);
+			break;
 		}
 	}
+	if (p.rc)       /* help printed, or a usage error */
+		return p.rc;
 	if (optind != argc - 1)
-		return usage_error("%s", optind < argc ? "one SERVER, no more" : "SERVER missing");
+		return ur_opt_error(&p, "%s", optind < argc ? "one SERVER, no more" : "SERVER missing");
 	o->server = argv[optind];
 	return 0;
 }
@@ -185,8 +130,8 @@ static int setup(struct cli *c)
 	uint32_t depth;
 
 	if (ur_dev_setup(&c->d, &(struct ur_dev_opts){
-		    .dev_name = c->o.dev_name, .ib_port = c->o.ib_port,
-		    .gid_index = c->o.gid_index, .peer = c->o.server, .gid_flag = "-g" }))
+		    .dev_name = c->o.conn.dev_name, .ib_port = c->o.conn.ib_port,
+		    .gid_index = c->o.conn.gid_index, .peer = c->o.server, .gid_flag = "-g" }))
 		return UR_EXIT_FAIL;
 	/* One CQ for every connection's sends: shrink the window to fit it. */
 	if ((uint64_t)c->o.nconn * c->o.window + 16 > (uint64_t)c->d.attr.max_cqe) {
@@ -221,7 +166,7 @@ static int connect_one(struct cli *c, struct cli_conn *k)
 	struct ur_ep local, remote;
 	uint32_t id;
 
-	k->fd = ur_tcp_connect(c->o.server, c->o.tcp_port,
+	k->fd = ur_tcp_connect(c->o.server, c->o.conn.tcp_port,
 			       "start `uroce srq-server` on the server first");
 	if (k->fd < 0)
 		return UR_EXIT_FAIL;

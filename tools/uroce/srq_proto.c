@@ -1,5 +1,6 @@
-/* uroce srq-server / srq-client: message layout, closing records, and the
- * QPN -> connection map. */
+/* uroce srq-server / srq-client: message layout, the -s both sides check
+ * against it, closing records, and the QPN -> connection map. */
+#include "opts.h"
 #include "srq.h"
 
 #include <errno.h>
@@ -83,6 +84,16 @@ bool srq_msg_check(const uint8_t *buf, uint32_t len, uint32_t id, uint32_t seq, 
 			return false;
 		}
 	return true;
+}
+
+void srq_opt_size(struct ur_optparse *p, uint32_t *size)
+{
+	unsigned long v;
+
+	if (!ur_parse_uint(optarg, SRQ_HDR_BYTES, 1u << 24, &v))
+		ur_opt_error(p, "-s %s: a size from 16 (the message header) to 16 MiB", optarg);
+	else
+		*size = (uint32_t)v;
 }
 
 void srq_done_pack(uint8_t *b, uint32_t msgs, uint64_t bytes)

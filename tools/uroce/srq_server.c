@@ -1,10 +1,14 @@
 /* uroce srq-server: accept RC clients over TCP (epoll), give each its own
  * QP, all receiving from ONE SRQ into ONE CQ; map every completion back to
  * its connection by wc.qp_num, check every message, refill the SRQ, and
- * print a per-client table at the end (and on SIGINT/SIGTERM). */
+ * print a per-client table at the end (and on SIGINT/SIGTERM).
+ *
+ * This file is the command and its loop; below it, srq_srv_conn.c (each
+ * connection), srq_srv_recv.c (the SRQ, the CQ, each completion) and
+ * srq_srv_opts.c (see srq_srv.h). */
 #include "conn.h"
 #include "srq.h"
-#include "srq_server.h"
+#include "srq_srv.h"
 #include "uroce.h"
 
 #include <errno.h>
@@ -13,163 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
-
-#define POLL_BATCH 64
 
 static volatile sig_atomic_t stop_signal;
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-double srv_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* --- the SRQ and its buffers ---------------------------------------------------- */
-
-/* Puts buffer IDX back on the SRQ, in a chain posted by srq_flush. */
-static void srq_queue(struct srv *s, uint32_t idx)
-{
-	struct ibv_recv_wr *wr = &s->rwr[idx];
-
-	wr->next = s->pending;
-	s->pending = wr;
-}
-
-static int srq_flush(struct srv *s)
-{
-	struct ibv_recv_wr *bad;
-	int rc;
-
-	if (!s->pending)
-		return 0;
-	for (struct ibv_recv_wr *w = s->pending; w; w = w->next)
-		s->reposted++;
-	rc = ibv_post_srq_recv(s->srq, s->pending, &bad);
-	s->pending = NULL;
-	if (rc) {
-		fprintf(stderr, "refilling the SRQ failed: %s\n", strerror(rc));
-		return UR_EXIT_FAIL;
-	}
-	return 0;
-}
-
-/* Opened with the first client: its address chooses the device and GID. */
-int srv_open_device(struct srv *s, int fd)
-{
-	char local[64] = "", peer[64] = "";
-	uint32_t depth = s->o.depth;
-
-	if (fd >= 0) {
-		ur_tcp_local_ip(fd, local, sizeof(local));
-		ur_tcp_peer_ip(fd, peer, sizeof(peer));
-	}
-	if (ur_dev_setup(&s->d, &(struct ur_dev_opts){
-		    .dev_name = s->o.dev_name, .ib_port = s->o.ib_port,
-		    .gid_index = s->o.gid_index, .peer = peer[0] ? peer : NULL,
-		    .local_ip = local[0] ? local : NULL, .events = true, .gid_flag = "-g" }))
-		return UR_EXIT_FAIL;
-	s->dev_open = true;
-	if (depth > (uint32_t)s->d.attr.max_srq_wr || depth + 64 > (uint32_t)s->d.attr.max_cqe) {
-		fprintf(stderr, "-r %u exceeds what %s allows (max_srq_wr %d, max_cqe %d): use -r %d "
-				"or less\n", depth, ur_dev_name(&s->d), s->d.attr.max_srq_wr,
-			s->d.attr.max_cqe,
-			s->d.attr.max_srq_wr < s->d.attr.max_cqe - 64 ? s->d.attr.max_srq_wr :
-									 s->d.attr.max_cqe - 64);
-		return UR_EXIT_FAIL;
-	}
-	/* Every completion is a receive from the SRQ (the QPs send nothing),
-	 * so the CQ never holds more than the SRQ's depth. */
-	s->cq = ur_cq_new(&s->d, (int)depth + 64);
-	if (!s->cq)
-		return UR_EXIT_FAIL;
-	s->srq = ibv_create_srq(s->d.pd, &(struct ibv_srq_init_attr){
-		.attr = { .max_wr = depth, .max_sge = 1 } });
-	if (!s->srq) {
-		fprintf(stderr, "cannot create an SRQ of %u entries on %s: %s (max_srq %d, "
-				"max_srq_wr %d)\n", depth, ur_dev_name(&s->d), strerror(errno),
-			s->d.attr.max_srq, s->d.attr.max_srq_wr);
-		return UR_EXIT_FAIL;
-	}
-	s->bufs = ur_buf_alloc((size_t)depth * s->o.max_size);
-	s->rwr = calloc(depth, sizeof(*s->rwr));
-	s->rsge = calloc(depth, sizeof(*s->rsge));
-	if (!s->bufs || !s->rwr || !s->rsge)
-		return UR_EXIT_FAIL;
-	s->mr = ur_mr_new(&s->d, s->bufs, (size_t)depth * s->o.max_size, IBV_ACCESS_LOCAL_WRITE);
-	if (!s->mr)
-		return UR_EXIT_FAIL;
-	for (uint32_t i = 0; i < depth; i++) {
-		s->rsge[i] = (struct ibv_sge){ .addr = (uintptr_t)(s->bufs + (size_t)i * s->o.max_size),
-					      .length = s->o.max_size, .lkey = s->mr->lkey };
-		s->rwr[i] = (struct ibv_recv_wr){ .wr_id = i, .sg_list = &s->rsge[i], .num_sge = 1 };
-		srq_queue(s, i);
-	}
-	s->reposted -= depth;   /* the first fill is no refill */
-	if (srq_flush(s))
-		return UR_EXIT_FAIL;
-	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, s->d.channel->fd,
-		      &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &s->channel_tag })) {
-		fprintf(stderr, "epoll: %s\n", strerror(errno));
-		return UR_EXIT_FAIL;
-	}
-	return 0;
-}
-
-/* --- completions --------------------------------------------------------------------- */
-
-static void one_completion(struct srv *s, const struct ibv_wc *wc)
-{
-	struct srv_conn *c = srq_qpmap_find(&s->map, wc->qp_num);
-	const uint8_t *buf = s->bufs + wc->wr_id * s->o.max_size;
-	char why[160];
-
-	s->completions++;
-	srq_queue(s, (uint32_t)wc->wr_id);
-	if (!c) {
-		s->stray++;     /* a QP already destroyed: just reuse the buffer */
-		return;
-	}
-	if (wc->status != IBV_WC_SUCCESS) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR && c->state == CS_ACTIVE)
-			srv_conn_fail(c, "receive completed with %s", ibv_wc_status_str(wc->status));
-		return;
-	}
-	if (c->state != CS_BAD && !srq_msg_check(buf, wc->byte_len, c->id, (uint32_t)c->msgs, why,
-						 sizeof(why)))
-		srv_conn_fail(c, "%s", why);
-	c->msgs++;
-	c->bytes += wc->byte_len;
-	s->msgs++;
-	s->bytes += wc->byte_len;
-}
-
-int srv_drain_cq(struct srv *s)
-{
-	struct ibv_wc wc[POLL_BATCH];
-	int n;
-
-	if (!s->cq)
-		return 0;
-	do {
-		n = ibv_poll_cq(s->cq, POLL_BATCH, wc);
-		if (n < 0) {
-			fprintf(stderr, "polling the CQ failed\n");
-			return UR_EXIT_FAIL;
-		}
-		for (int i = 0; i < n; i++)
-			one_completion(s, &wc[i]);
-	} while (n == POLL_BATCH);
-	return srq_flush(s);
 }
 
 /* --- the loop ------------------------------------------------------------------------- */
@@ -216,6 +70,38 @@ static int serve(struct srv *s)
 	return srv_drain_cq(s);
 }
 
+/* The per-client table and the totals; the exit code they mean. */
+static int report(struct srv *s)
+{
+	uint32_t count[CS_REJECTED + 1] = { 0 }, cut = 0;
+	double secs = s->t0 ? s->t_end - s->t0 : 0;
+
+	printf("\n %6s  %-22s  %-8s  %10s  %14s  %s\n", "client", "peer", "QPN", "msgs", "bytes",
+	       "state");
+	for (uint32_t i = 0; i < s->nconns; i++) {
+		struct srv_conn *c = s->conns[i];
+
+		count[c->state]++;
+		cut += c->cut;
+		printf(" %6u  %-22s  0x%06x  %10llu  %14llu  %s%s%s%s\n", c->id, c->peer, c->qpn,
+		       (unsigned long long)c->msgs, (unsigned long long)c->bytes,
+		       srv_state_name(c->state), c->cut ? " (cut short by the stop)" : "",
+		       c->error[0] ? ": " : "", c->error);
+	}
+	printf("total: %u clients (%u done, %u aborted, %u bad, %u refused, %u still running); "
+	       "%llu messages, %llu bytes in %.2f seconds = %.2f Mbit/sec\n",
+	       s->nconns, count[CS_DONE], count[CS_ABORTED], count[CS_BAD], count[CS_REJECTED],
+	       cut, (unsigned long long)s->msgs, (unsigned long long)s->bytes, secs,
+	       secs > 0 ? (double)s->bytes * 8 / secs / 1e6 : 0.0);
+	printf("SRQ: depth %u, %llu receives reposted, %llu completions of QPs already gone",
+	       s->o.depth, (unsigned long long)s->reposted, (unsigned long long)s->stray);
+	if (s->stopped_by)
+		printf("; stopped by %s", s->stopped_by);
+	printf("\n");
+	fflush(stdout);
+	return count[CS_ABORTED] || count[CS_BAD] || count[CS_REJECTED] ? UR_EXIT_FAIL : UR_EXIT_OK;
+}
+
 static void teardown(struct srv *s)
 {
 	for (uint32_t i = 0; i < s->nconns; i++) {
@@ -224,17 +110,7 @@ static void teardown(struct srv *s)
 	}
 	free(s->conns);
 	srq_qpmap_fini(&s->map);
-	if (s->srq)
-		ibv_destroy_srq(s->srq);
-	if (s->mr)
-		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->dev_open)
-		ur_dev_teardown(&s->d);
-	free(s->bufs);
-	free(s->rwr);
-	free(s->rsge);
+	srv_close_device(s);
 	if (s->lfd >= 0)
 		close(s->lfd);
 	if (s->ep >= 0)
@@ -257,7 +133,7 @@ int cmd_srq_server(int argc, char **argv)
 	s.conns = calloc(s.o.max_clients, sizeof(*s.conns));
 	if (!s.conns || srq_qpmap_init(&s.map, s.o.max_clients))
 		return UR_EXIT_FAIL;
-	s.lfd = ur_tcp_listen(s.o.tcp_port);
+	s.lfd = ur_tcp_listen(s.o.conn.tcp_port);
 	s.ep = epoll_create1(EPOLL_CLOEXEC);
 	if (s.lfd < 0 || s.ep < 0) {
 		teardown(&s);
@@ -267,7 +143,7 @@ int cmd_srq_server(int argc, char **argv)
 	epoll_ctl(s.ep, EPOLL_CTL_ADD, s.lfd,
 		  &(struct epoll_event){ .events = EPOLLIN, .data.ptr = &s.listen_tag });
 	printf("srq-server: waiting for %u clients on TCP port %d\n", s.o.max_clients,
-	       s.o.tcp_port);
+	       s.o.conn.tcp_port);
 	fflush(stdout);
 	rc = serve(&s);
 	s.t_end = srv_now();
@@ -275,7 +151,7 @@ int cmd_srq_server(int argc, char **argv)
 		if (s.conns[i]->state == CS_ACTIVE || s.conns[i]->state == CS_DRAINING)
 			s.conns[i]->cut = true;
 	if (!rc)
-		rc = srv_report(&s);
+		rc = report(&s);
 	teardown(&s);
 	return rc;
 }

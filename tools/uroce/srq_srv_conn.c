@@ -1,11 +1,10 @@
 /* uroce srq-server: one connection's life -- handshake (QP on the shared
  * SRQ and CQ), the DONE record, the verdict, and its end (the QP flushed
  * and destroyed, the others undisturbed). */
-#include "srq_server.h"
+#include "srq_srv.h"
 #include "uroce.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -22,18 +21,6 @@ static const char *const state_names[] = {
 const char *srv_state_name(enum conn_state st)
 {
 	return state_names[st];
-}
-
-void srv_conn_fail(struct srv_conn *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->state == CS_BAD)
-		return;   /* the first error is the one worth reading */
-	va_start(ap, fmt);
-	vsnprintf(c->error, sizeof(c->error), fmt, ap);
-	va_end(ap);
-	c->state = CS_BAD;
 }
 
 void srv_conn_end(struct srv *s, struct srv_conn *c, enum conn_state st)

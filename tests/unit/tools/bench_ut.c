@@ -4,11 +4,12 @@
 #include "ut.h"
 
 #include "../../../tools/uroce/bench_stats.c"
+#include "../../../tools/uroce/opts.c"
 #include "../../../tools/uroce/bench_opts.c"
 #include "../../../tools/uroce/bench_export.c"
 #include "../../../tools/uroce/bench_plot.c"
 
-/* The connection layer's helpers bench_opts.c and bench_export.c call. */
+/* The connection layer's helpers opts.c, bench_opts.c and bench_export.c call. */
 int ur_mtu_bytes(enum ibv_mtu mtu)
 {
 	return mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 ? 128 << mtu : 0;

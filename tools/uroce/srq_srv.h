@@ -1,18 +1,22 @@
-/* uroce srq-server internals, shared by its files: srq_server.c (SRQ, CQ,
- * the loop), srq_srv_conn.c (accepting and ending connections),
- * srq_srv_opts.c (options and the final table). */
-#ifndef UROCE_TOOLS_SRQ_SERVER_H
-#define UROCE_TOOLS_SRQ_SERVER_H
+/* uroce srq-server internals, shared by its files.  Calls go one way, down
+ * this list:
+ *   srq_server.c     the command: signals, the epoll loop, the final table
+ *   srq_srv_conn.c   one connection's life: handshake, DONE, verdict, end
+ *   srq_srv_recv.c   the device, the shared SRQ and CQ, each completion
+ *   srq_srv_opts.c   options and help */
+#ifndef UROCE_TOOLS_SRQ_SRV_H
+#define UROCE_TOOLS_SRQ_SRV_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "conn.h"
+#include "opts.h"
 #include "srq.h"
 
 struct srv_opts {
-	const char *dev_name;
-	int ib_port, gid_index, tcp_port;
+	struct ur_conn_opts conn;       /* -d -i -g -p */
 	uint32_t max_clients;   /* -q: serve this many, then exit */
 	uint32_t depth;         /* -r: SRQ depth */
 	uint32_t max_size;      /* -s: receive buffer size */
@@ -61,21 +65,33 @@ struct srv {
 	const char *stopped_by;
 };
 
-double srv_now(void);
-int srv_drain_cq(struct srv *s);
-/* Opens the device, CQ, SRQ and buffers with the first client (on FD). */
-int srv_open_device(struct srv *s, int fd);
-const char *srv_state_name(enum conn_state st);
+static inline double srv_now(void)
+{
+	struct timespec t;
 
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* srq_srv_conn.c */
 int srv_accept(struct srv *s);
 void srv_conn_readable(struct srv *s, struct srv_conn *c);
 void srv_check_draining(struct srv *s);
-void srv_conn_fail(struct srv_conn *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 /* Destroys the connection's QP and closes its socket; its row stays. */
 void srv_conn_end(struct srv *s, struct srv_conn *c, enum conn_state st);
+const char *srv_state_name(enum conn_state st);
 
+/* srq_srv_recv.c */
+/* Opens the device, CQ, SRQ and buffers with the first client (on FD). */
+int srv_open_device(struct srv *s, int fd);
+void srv_close_device(struct srv *s);
+/* Counts and checks every completion the CQ holds, then refills the SRQ. */
+int srv_drain_cq(struct srv *s);
+/* Marks C bad with its first error (later ones add nothing). */
+void srv_conn_fail(struct srv_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* srq_srv_opts.c */
 int srv_parse(int argc, char **argv, struct srv_opts *o);
-int srv_report(struct srv *s);
 
 #endif
