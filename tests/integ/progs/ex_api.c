@@ -111,6 +111,9 @@ static void case_cq_ex(struct vt_dev *d)
 	if (!scq || !rcq)
 		return;
 	vt_check(ibv_start_poll(rcq, &pa) == ENOENT, "ibv_start_poll on an empty CQ: ENOENT");
+	pa.comp_mask = 1;
+	vt_check(ibv_start_poll(rcq, &pa) == EINVAL, "ibv_start_poll with unknown comp_mask bits: EINVAL");
+	pa.comp_mask = 0;
 	o = (struct vt_qp_opts){ .send_cq = ibv_cq_ex_to_cq(scq), .recv_cq = ibv_cq_ex_to_cq(rcq) };
 	vt_rc_pair(d, &a, &o, &b, &o);
 	vt_buf_init(&src, d, 8192, ALL, 1);
