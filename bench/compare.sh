@@ -3,12 +3,15 @@
 # compare ratios, not absolutes): uroce (unmodified perftest on the software
 # device) next to kernel TCP/UDP (qperf), UCX (ucx_perftest) and memcpy.
 #
-#   bench/compare.sh [BUILD_DIR]        (default: build)
+#   bench/compare.sh [BUILD_DIR [BASELINE_BUILD_DIR]]    (default: build)
 #
+# With a baseline (another build of uroce, say the last release's), every
+# uroce figure is taken for both, alternately, and their ratio printed.
 # Everything runs on loopback.  Prints a markdown table.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
+base=${2:-}
 uroce=$build/bin/uroce
 port=$((30000 + RANDOM % 20000))
 tmp=$(mktemp -d)
@@ -27,18 +30,20 @@ row() { printf '| %-44s | %14s | %s |\n' "$1" "$2" "$3"; }
 
 gid=$("$uroce" run -- ibv_devinfo -v -d uroce0 | sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*/\1/p' | head -n 1)
 
-# perftest pair on uroce0; prints the client's result line.
+# perftest pair on uroce0 with the library of build dir $1; prints the
+# client's result line.
 perf_pair() {
-	local prog=$1
-	shift
+	local lib=$1/lib prog=$2
+	shift 2
 	port=$((port + 1))
-	timeout 120 "$uroce" run -- "$prog" -d uroce0 -x "$gid" -p "$port" "$@" >"$tmp/srv" 2>&1 &
+	LD_LIBRARY_PATH=$lib timeout 120 "$prog" -d uroce0 -x "$gid" -p "$port" "$@" >"$tmp/srv" 2>&1 &
 	local spid=$!
 	for _ in $(seq 100); do
 		ss -ltn "sport = :$port" | grep -q LISTEN && break
 		sleep 0.1
 	done
-	timeout 120 "$uroce" run -- "$prog" -d uroce0 -x "$gid" -p "$port" "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || true
+	LD_LIBRARY_PATH=$lib timeout 120 "$prog" -d uroce0 -x "$gid" -p "$port" "$@" 127.0.0.1 \
+		>"$tmp/cli" 2>&1 || true
 	wait "$spid" || true
 	grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/cli" | tail -n 1
 }
@@ -82,16 +87,26 @@ row "UCX shared memory latency, 8 B (one way)" "${u_lat:-?} us" "ucx_perftest -t
 row "UCX shared memory put bandwidth, 64 KiB" "${u_bw:-?} MB/s" "ucx_perftest -t ucp_put_bw"
 row "UCX TCP latency, 8 B (one way)" "${ut_lat:-?} us" "ucx_perftest -t tag_lat, UCX_TLS=tcp,self"
 
-# uroce
-w64=$(perf_pair ib_write_bw -s 65536 -n 5000)
-w1m=$(perf_pair ib_write_bw -s 1048576 -n 500)
-r64=$(perf_pair ib_read_bw -s 65536 -n 5000)
-s64=$(perf_pair ib_send_bw -s 65536 -n 5000)
-lat=$(perf_pair ib_send_lat -s 2 -n 5000)
-wlat=$(perf_pair ib_write_lat -s 2 -n 5000)
-row "uroce RDMA WRITE bandwidth, 64 KiB" "$(awk '{print $4}' <<<"$w64") MB/s" "ib_write_bw, two processes"
-row "uroce RDMA WRITE bandwidth, 1 MiB" "$(awk '{print $4}' <<<"$w1m") MB/s" "ib_write_bw"
-row "uroce RDMA READ bandwidth, 64 KiB" "$(awk '{print $4}' <<<"$r64") MB/s" "ib_read_bw"
-row "uroce SEND bandwidth, 64 KiB" "$(awk '{print $4}' <<<"$s64") MB/s" "ib_send_bw"
-row "uroce SEND latency, 2 B (one way, typical)" "$(awk '{print $5}' <<<"$lat") us" "ib_send_lat"
-row "uroce WRITE latency, 2 B (one way, typical)" "$(awk '{print $5}' <<<"$wlat") us" "ib_write_lat"
+# uroce: each figure of this build, and of the baseline right after it.
+# field: the perftest column (4 = average bandwidth, 5 = typical latency).
+uroce_row() {
+	local what=$1 unit=$2 how=$3 field=$4 prog=$5 a b
+	shift 5
+	a=$(perf_pair "$build" "$prog" "$@" | awk -v f="$field" '{print $f}')
+	if [ -z "$base" ]; then
+		row "uroce $what" "$a $unit" "$how"
+		return
+	fi
+	b=$(perf_pair "$base" "$prog" "$@" | awk -v f="$field" '{print $f}')
+	row "uroce $what" "$a $unit" "$how"
+	row "  baseline build" "$b $unit" "ratio this/baseline $(awk -v a="$a" -v b="$b" \
+		'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "?" }')"
+}
+
+uroce_row "RDMA WRITE bandwidth, 64 KiB" MB/s "ib_write_bw, two processes" 4 ib_write_bw -s 65536 -n 5000
+uroce_row "RDMA WRITE bandwidth, 1 MiB" MB/s "ib_write_bw" 4 ib_write_bw -s 1048576 -n 500
+uroce_row "RDMA READ bandwidth, 64 KiB" MB/s "ib_read_bw" 4 ib_read_bw -s 65536 -n 5000
+uroce_row "SEND bandwidth, 64 KiB" MB/s "ib_send_bw" 4 ib_send_bw -s 65536 -n 5000
+uroce_row "SEND message rate, 8 B" Mpps "ib_send_bw -s 8" 5 ib_send_bw -s 8 -n 20000
+uroce_row "SEND latency, 2 B (one way, typical)" us "ib_send_lat" 5 ib_send_lat -s 2 -n 5000
+uroce_row "WRITE latency, 2 B (one way, typical)" us "ib_write_lat" 5 ib_write_lat -s 2 -n 5000
