@@ -1,0 +1,265 @@
+/* Unit tests of the reactor (src/engine): timers fire in deadline order,
+ * once, after moves and cancels, from a heap that never allocates when
+ * armed; fds in the INLINE class are dispatched by a polling thread and
+ * ENGINE-class ones never are; callbacks never run two at a time;
+ * quiesce waits for the callback in progress; a deadline already past is
+ * deferred work. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ut.h"
+
+#include "engine/engine.h"
+#include "util/clock.h"
+#include "util/compiler.h"
+
+/* ---- timers ---------------------------------------------------------------- */
+
+#define NT 300
+
+struct t_timer {
+	struct ur_timer t;
+	int id;
+	int fired;
+};
+
+static int order[NT * 2], norder;
+
+static void fire(struct ur_timer *t)
+{
+	struct t_timer *x = container_of(t, struct t_timer, t);
+
+	x->fired++;
+	order[norder++] = x->id;
+}
+
+/* Deadlines from a fixed pseudo-random sequence: the heap sees every
+ * shape of insert, move and removal. */
+static uint64_t next_rand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+static void test_timer_order(void)
+{
+	static struct t_timer tt[NT];
+	struct ur_engine *e;
+	uint64_t seed = 42, last = 0;
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut", &e), 0);
+	for (int i = 0; i < NT; i++) {
+		tt[i].id = i;
+		UT_EQ(ur_engine_timer_init(e, &tt[i].t, fire), 0);
+		ur_engine_timer_arm(e, &tt[i].t, 1000 + next_rand(&seed) % 100000);
+	}
+	UT_EQ(ur_engine_timers_armed(e), NT);
+	/* Move a third later, cancel a third. */
+	for (int i = 0; i < NT; i += 3)
+		ur_engine_timer_arm(e, &tt[i].t, 200000 + next_rand(&seed) % 1000);
+	for (int i = 1; i < NT; i += 3)
+		ur_engine_timer_cancel(e, &tt[i].t);
+	UT_EQ(ur_engine_timers_armed(e), NT - (NT + 1) / 3);
+	/* Nothing is due before the earliest deadline. */
+	norder = 0;
+	ur_engine_run_timers(e, 999);
+	UT_EQ(norder, 0);
+	/* Step through time: each fires once, at or after its deadline, in
+	 * deadline order. */
+	for (uint64_t now = 0; now <= 300000; now += 777) {
+		int before = norder;
+
+		ur_engine_run_timers(e, now);
+		for (int k = before; k < norder; k++) {
+			UT_CHECK(tt[order[k]].t.deadline == 0);
+		}
+	}
+	UT_EQ(norder, NT - (NT + 1) / 3);
+	for (int i = 0; i < NT; i++)
+		UT_EQ(tt[i].fired, i % 3 == 1 ? 0 : 1);
+	UT_EQ(ur_engine_timers_armed(e), 0);
+	/* Fired in non-decreasing deadline order: re-derive the deadlines. */
+	seed = 42;
+	{
+		uint64_t dl[NT];
+
+		for (int i = 0; i < NT; i++)
+			dl[i] = 1000 + next_rand(&seed) % 100000;
+		for (int i = 0; i < NT; i += 3)
+			dl[i] = 200000 + next_rand(&seed) % 1000;
+		for (int k = 0; k < norder; k++) {
+			UT_CHECK(dl[order[k]] >= last);
+			last = dl[order[k]];
+		}
+	}
+	for (int i = 0; i < NT; i++)
+		ur_engine_timer_fini(e, &tt[i].t);
+}
+
+static int fires;
+
+static void count_fire(struct ur_timer *t)
+{
+	fires++;
+}
+
+static void test_timer_deferred(void)
+{
+	struct ur_engine *e;
+	struct ur_timer t;
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut", &e), 0);
+	UT_EQ(ur_engine_timer_init(e, &t, count_fire), 0);
+	fires = 0;
+	/* Deadline 0: "as soon as possible", not "disarmed". */
+	ur_engine_timer_arm(e, &t, 0);
+	UT_CHECK(t.deadline != 0);
+	UT_EQ(ur_engine_timers_armed(e), 1);
+	ur_engine_run_timers(e, 1);
+	UT_EQ(fires, 1);
+	ur_engine_run_timers(e, UINT64_MAX);
+	UT_EQ(fires, 1);
+	ur_engine_timer_fini(e, &t);
+}
+
+/* ---- fds: the two classes -------------------------------------------------- */
+
+struct t_fd {
+	int fd;
+	int calls;
+	pthread_t who;
+	int busy;           /* callbacks running now */
+	int overlap;        /* a callback saw another running */
+};
+
+static int running;
+
+static void on_fd(void *arg, uint32_t events)
+{
+	struct t_fd *f = arg;
+	uint64_t v;
+
+	if (__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST) > 1)
+		f->overlap++;
+	if (read(f->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		f->calls = -1000;
+	f->calls++;
+	f->who = pthread_self();
+	__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
+}
+
+static void poke(int fd)
+{
+	uint64_t one = 1;
+
+	UT_EQ(write(fd, &one, sizeof(one)), sizeof(one));
+}
+
+static void test_classes_polled(void)
+{
+	struct ur_engine *e;
+	struct t_fd in = { 0 }, eng = { 0 };
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut", &e), 0);
+	in.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	eng.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_watch(e, in.fd, EPOLLIN, UR_WATCH_INLINE, on_fd, &in), 0);
+	UT_EQ(ur_engine_watch(e, eng.fd, EPOLLIN, UR_WATCH_ENGINE, on_fd, &eng), 0);
+	UT_CHECK(!ur_engine_poll(e));           /* nothing ready */
+	poke(in.fd);
+	poke(eng.fd);
+	/* A polling thread runs the INLINE fd, never the ENGINE one. */
+	UT_CHECK(ur_engine_poll(e));
+	UT_EQ(in.calls, 1);
+	UT_CHECK(pthread_equal(in.who, pthread_self()));
+	for (int i = 0; i < 5; i++)
+		ur_engine_poll(e);
+	UT_EQ(eng.calls, 0);
+	UT_EQ(in.calls, 1);
+	/* Unwatched: no more calls. */
+	ur_engine_unwatch(e, in.fd);
+	poke(in.fd);
+	UT_CHECK(!ur_engine_poll(e));
+	UT_EQ(in.calls, 1);
+	close(in.fd);
+	close(eng.fd);
+}
+
+static void wait_for(int *v, int want)
+{
+	for (int i = 0; i < 2000 && __atomic_load_n(v, __ATOMIC_SEQ_CST) < want; i++)
+		usleep(1000);
+}
+
+/* With its thread: the engine thread runs both classes; a polling thread
+ * and the engine thread never run callbacks at the same time. */
+static void test_classes_threaded(void)
+{
+	struct ur_engine *e;
+	struct t_fd in = { 0 }, eng = { 0 };
+
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	in.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	eng.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_watch(e, in.fd, EPOLLIN, UR_WATCH_INLINE, on_fd, &in), 0);
+	UT_EQ(ur_engine_watch(e, eng.fd, EPOLLIN, UR_WATCH_ENGINE, on_fd, &eng), 0);
+	poke(eng.fd);
+	wait_for(&eng.calls, 1);
+	UT_EQ(eng.calls, 1);
+	UT_CHECK(!pthread_equal(eng.who, pthread_self()));
+	/* Many pokes, the test thread polling all the while. */
+	for (int i = 0; i < 2000; i++) {
+		poke(in.fd);
+		poke(eng.fd);
+		ur_engine_poll(e);
+	}
+	usleep(50000);
+	UT_EQ(in.overlap + eng.overlap, 0);
+	UT_CHECK(in.calls >= 1 && eng.calls >= 2);
+	ur_engine_unwatch(e, in.fd);
+	ur_engine_unwatch(e, eng.fd);
+	close(in.fd);
+	close(eng.fd);
+}
+
+/* ---- quiesce and threaded timers -------------------------------------------- */
+
+static int slow_started, slow_done;
+
+static void slow_fire(struct ur_timer *t)
+{
+	__atomic_store_n(&slow_started, 1, __ATOMIC_SEQ_CST);
+	usleep(100000);
+	__atomic_store_n(&slow_done, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_quiesce(void)
+{
+	struct ur_engine *e;
+	struct ur_timer t;
+
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_timer_init(e, &t, slow_fire), 0);
+	/* Armed for now on a sleeping engine thread: it is woken. */
+	ur_engine_timer_arm(e, &t, ur_now_ns());
+	wait_for(&slow_started, 1);
+	UT_EQ(slow_started, 1);
+	ur_engine_quiesce(e);
+	UT_EQ(slow_done, 1);                     /* the callback in progress ended */
+	ur_engine_timer_fini(e, &t);
+}
+
+int main(void)
+{
+	UT_RUN(test_timer_order);
+	UT_RUN(test_timer_deferred);
+	UT_RUN(test_classes_polled);
+	UT_RUN(test_classes_threaded);
+	UT_RUN(test_quiesce);
+	return UT_DONE();
+}
