@@ -378,12 +378,14 @@ static void case_srq(struct vt_dev *d)
 		vt_fail("connecting QPs with an SRQ: %s", strerror(errno));
 		return;
 	}
-	vt_buf_init(&buf, d, 4096, LW, 1);
+	/* Four receive buffers of 1 KiB, and the SENDs' source after them
+	 * (sending from a receive buffer would race with the receive). */
+	vt_buf_init(&buf, d, 5 * 1024, LW, 1);
 	for (int i = 0; i < 4; i++) {
 		s = vt_sge(&buf, 1024 * (size_t)i, 1024);
 		vt_post_recv(&b1, 0x60 + (uint64_t)i, &s, 1);   /* into the SRQ */
 	}
-	s = vt_sge(&buf, 0, 16);
+	s = vt_sge(&buf, 4096, 16);
 	for (int i = 0; i < 2; i++) {
 		wr = vt_wr(1, IBV_WR_SEND, &s);
 		vt_post_send(&a1, &wr);
