@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ctest-timeout: 600
+# ctest-labels: tsan
 # Protocol errors end the way IBA and rxe say, through the public verbs API
 # (tests/integ/progs, two QPs of one process connected through the device):
 #  - remote_access: RDMA WRITE/READ/atomics with a bad or stale rkey, out of

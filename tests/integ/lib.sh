@@ -25,7 +25,8 @@
 # uninstrumented clients get gcc's ASan and UBSan runtimes preloaded, since
 # the library needs them first in the process.  Leak checking is off for
 # third-party programs (their leaks are not ours) and left as the caller set
-# it for the test programs built here.
+# it for the test programs built here.  Under a TSan build they get gcc's
+# TSan runtime preloaded the same way, and TSAN_OPTIONS is the caller's.
 
 set -u
 set -o pipefail
@@ -180,15 +181,16 @@ ur_report() {
 	[ $n -gt 0 ] || ur_fail "$prefix: $1 checked nothing"
 }
 
-# ur_sanitizer_clean NAME: no ASan/UBSan report in the output of run NAME.
+# ur_sanitizer_clean NAME: no ASan/UBSan/TSan report in the output of run NAME.
+UR_SANITIZER_ERE='ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|FATAL: ThreadSanitizer'
 ur_sanitizer_clean() {
-	ur_expect_no_grep "$1" 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' \
-		"${2:-$1}: no sanitizer report"
+	ur_expect_no_grep "$1" "$UR_SANITIZER_ERE" "${2:-$1}: no sanitizer report"
 }
 
 # --- running programs -------------------------------------------------------
 
 ur_is_asan() { grep -q '^CMAKE_BUILD_TYPE:STRING=ASan$' "$UR_BUILD/CMakeCache.txt" 2>/dev/null; }
+ur_is_tsan() { grep -q '^CMAKE_BUILD_TYPE:STRING=TSan$' "$UR_BUILD/CMakeCache.txt" 2>/dev/null; }
 
 # ur_cmd PROG ARGS...: fills UR_CMD with the command line that runs PROG on
 # uroce in UR_NS with UR_ENV.
@@ -205,6 +207,14 @@ ur_cmd() {
 		esac
 		env+=("LD_PRELOAD=$asan $ubsan" "ASAN_OPTIONS=$asan_opts"
 		      "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+	elif ur_is_tsan; then
+		# The library needs the TSan runtime loaded first: programs
+		# built here link it, third-party ones get it preloaded.
+		# TSAN_OPTIONS come from the caller (scripts/test).
+		case $path in
+		"$UR_BUILD"/*) ;;
+		*) env+=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so)") ;;
+		esac
 	fi
 	UR_CMD=()
 	[ -n "$UR_NS" ] && UR_CMD+=(ip netns exec "$UR_NS")

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: tsan
 # Asynchronous events, with qpt_async (tests/integ/qptypes/qpt_async.c) and
 # the unmodified ibv_asyncwatch:
 #  - in one process on lo and on a veth device: COMM_EST for the first

@@ -18,7 +18,8 @@
 #
 # Programs from the build tree (tests/integ/qptypes/*) are found by name in
 # $UROCE_BUILD/bin.  Under an ASan build the third-party clients get gcc's
-# ASan runtime preloaded (the library needs it first), leak checks off.
+# ASan runtime preloaded (the library needs it first), leak checks off;
+# under a TSan build, gcc's TSan runtime.
 
 set -u
 set -o pipefail
@@ -138,7 +139,8 @@ qt_expect_pair() {
 }
 
 qt_sanitizer_report() {
-	grep -Eq 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$QT_TMP/$1.out" 2>/dev/null
+	grep -Eq 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer|FATAL: ThreadSanitizer' \
+		"$QT_TMP/$1.out" 2>/dev/null
 }
 
 # qt_expect_prog NAME [WHAT]: a test program of ours exited 0; its own
@@ -160,6 +162,7 @@ qt_expect_prog() {
 # --- running programs -------------------------------------------------------
 
 qt_is_asan() { grep -q '^CMAKE_BUILD_TYPE:STRING=ASan$' "$QT_BUILD/CMakeCache.txt" 2>/dev/null; }
+qt_is_tsan() { grep -q '^CMAKE_BUILD_TYPE:STRING=TSan$' "$QT_BUILD/CMakeCache.txt" 2>/dev/null; }
 
 # qt_cmd PROG ARGS...: QT_CMD is the command line running PROG on uroce in
 # QT_NS, with QT_ENV.
@@ -177,6 +180,11 @@ qt_cmd() {
 			 "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0") ;;
 		esac
 		env+=("UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+	elif qt_is_tsan; then
+		case $path in
+		"$QT_BUILD"/*) ;;      # ours: linked with the TSan runtime
+		*) env+=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so)") ;;
+		esac
 	fi
 	QT_CMD=()
 	[ -n "$QT_NS" ] && QT_CMD+=(ip netns exec "$QT_NS")

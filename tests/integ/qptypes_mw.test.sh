@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: tsan
 # Memory windows with qpt_mw (tests/integ/qptypes/qpt_mw.c), two processes
 # on one host and across namespaces: type 1 windows bound with ibv_bind_mw
 # and type 2 with IBV_WR_BIND_MW; remote WRITE/READ inside a window work,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ctest-timeout: 600
+# ctest-labels: tsan
 # The verbs API beyond what the Debian clients use, through test programs
 # of tests/integ/progs (two QPs of one process connected through the device):
 #  - datapath: inline data, multi-SGE gather/scatter, unsignaled WRs, the

@@ -209,16 +209,19 @@ static void unsignaled(struct vt_dev *d, int sig_all)
 	struct vt_qp a, b;
 	struct vt_qp_opts o = { .sq_sig_all = sig_all };
 	struct vt_buf buf;
-	struct ibv_sge s;
+	struct ibv_sge s, r;
 	struct ibv_send_wr wr;
 	struct ibv_wc wc[32];
 	int n;
 
 	vt_rc_pair(d, &a, &o, &b, NULL);
 	vt_buf_init(&buf, d, 4096, LW, 1);
-	s = vt_sge(&buf, 0, 64);
+	/* Received into [0, 64), sent from [1024, 1088): sending from where
+	 * a receive lands would race with it. */
+	r = vt_sge(&buf, 0, 64);
+	s = vt_sge(&buf, 1024, 64);
 	for (int i = 0; i < 20; i++)
-		vt_post_recv(&b, 100 + (uint64_t)i, &s, 1);
+		vt_post_recv(&b, 100 + (uint64_t)i, &r, 1);
 	for (int i = 1; i <= 20; i++) {
 		wr = vt_wr((uint64_t)i, IBV_WR_SEND, &s);
 		wr.send_flags = (i % 10 == 0) ? IBV_SEND_SIGNALED : 0;
@@ -378,12 +381,14 @@ static void case_srq(struct vt_dev *d)
 		vt_fail("connecting QPs with an SRQ: %s", strerror(errno));
 		return;
 	}
-	vt_buf_init(&buf, d, 4096, LW, 1);
+	/* Four receive buffers of 1 KiB, and the SENDs' source after them
+	 * (sending from a receive buffer would race with the receive). */
+	vt_buf_init(&buf, d, 5 * 1024, LW, 1);
 	for (int i = 0; i < 4; i++) {
 		s = vt_sge(&buf, 1024 * (size_t)i, 1024);
 		vt_post_recv(&b1, 0x60 + (uint64_t)i, &s, 1);   /* into the SRQ */
 	}
-	s = vt_sge(&buf, 0, 16);
+	s = vt_sge(&buf, 4096, 16);
 	for (int i = 0; i < 2; i++) {
 		wr = vt_wr(1, IBV_WR_SEND, &s);
 		vt_post_send(&a1, &wr);

@@ -48,16 +48,20 @@ static void atomics(const struct ibv_device_attr *da)
 		CHECK(ret != 0 || (qpt_poll(cq, &wc, 1, 10000) == 1 && wc.status != IBV_WC_SUCCESS),
 		      "atomic_cap NONE: an atomic fails");
 	} else {
-		CHECK(ret == 0 && qpt_poll(cq, &wc, 1, 10000) == 1 && wc.status == IBV_WC_SUCCESS &&
-		      *result == 40 && *target == 42,
+		/* Polled before *result and *target are read: the message's
+		 * arguments may be evaluated before the condition. */
+		bool done = ret == 0 && qpt_poll(cq, &wc, 1, 10000) == 1 &&
+			    wc.status == IBV_WC_SUCCESS;
+
+		CHECK(done && *result == 40 && *target == 42,
 		      "atomic_cap %d: FETCH_AND_ADD returns the old value and adds (%llu, now %llu)",
 		      da->atomic_cap, (unsigned long long)*result, (unsigned long long)*target);
 		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 		wr.wr.atomic.compare_add = 42;
 		wr.wr.atomic.swap = 7;
 		ret = ibv_post_send(a, &wr, &bad);
-		CHECK(ret == 0 && qpt_poll(cq, &wc, 1, 10000) == 1 && wc.status == IBV_WC_SUCCESS &&
-		      *result == 42 && *target == 7,
+		done = ret == 0 && qpt_poll(cq, &wc, 1, 10000) == 1 && wc.status == IBV_WC_SUCCESS;
+		CHECK(done && *result == 42 && *target == 7,
 		      "CMP_AND_SWP swaps on a match (%llu, now %llu)", (unsigned long long)*result,
 		      (unsigned long long)*target);
 	}
