@@ -156,8 +156,11 @@ int ur_device_list(struct ur_device ***out, int *num)
 		nwish = read_devices_file(wish, UR_MAX_DEVICES);
 
 	pthread_mutex_lock(&devices_lock);
-	for (unsigned i = 0; i < ndevices; i++)
+	for (unsigned i = 0; i < ndevices; i++) {
+		pthread_mutex_lock(&devices[i]->lock);
 		devices[i]->present = 0;
+		pthread_mutex_unlock(&devices[i]->lock);
+	}
 	for (unsigned i = 0; i < nnd; i++) {
 		struct ur_device *dev = find_by_netdev(nds[i].name);
 		char name[UR_DEV_NAME_MAX];
@@ -188,7 +191,7 @@ int ur_device_list(struct ur_device ***out, int *num)
 	list = calloc(ndevices + 1, sizeof(*list));
 	if (list) {
 		for (unsigned i = 0; i < ndevices; i++)
-			if (devices[i]->present)
+			if (ur_device_snapshot_present(devices[i]))
 				list[count++] = devices[i];
 	}
 	pthread_mutex_unlock(&devices_lock);
@@ -239,9 +242,20 @@ bool ur_device_is_ours(const struct ibv_device *ibdev)
 	return ours;
 }
 
-void ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
+bool ur_device_snapshot_present(struct ur_device *dev)
+{
+	bool present;
+
+	pthread_mutex_lock(&dev->lock);
+	present = dev->present;
+	pthread_mutex_unlock(&dev->lock);
+	return present;
+}
+
+bool ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
 {
 	uint64_t now = ur_now_ns();
+	bool present;
 
 	pthread_mutex_lock(&dev->lock);
 	if (now - dev->refreshed_ns > UR_NETDEV_REFRESH_NS) {
@@ -259,7 +273,9 @@ void ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
 		dev->refreshed_ns = now;
 	}
 	*out = dev->nd;
+	present = dev->present;
 	pthread_mutex_unlock(&dev->lock);
+	return present;
 }
 
 uint64_t ur_device_guid(struct ur_device *dev)
@@ -359,8 +375,7 @@ void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *p)
 	struct ur_netdev nd;
 	bool up;
 
-	ur_device_snapshot(dev, &nd);
-	up = (nd.flags & IFF_UP) && (nd.flags & IFF_RUNNING) && dev->present;
+	up = ur_device_snapshot(dev, &nd) && (nd.flags & IFF_UP) && (nd.flags & IFF_RUNNING);
 	memset(p, 0, sizeof(*p));
 	p->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	p->max_mtu = UR_MAX_MTU;

@@ -22,7 +22,7 @@ struct ur_device {
 	struct ibv_device ibdev;   /* applications get &ibdev: keep first */
 	unsigned index;            /* ibv_get_device_index */
 	char netdev_name[IF_NAMESIZE];
-	pthread_mutex_t lock;      /* guards nd and refreshed_ns */
+	pthread_mutex_t lock;      /* guards nd, refreshed_ns and present */
 	struct ur_netdev nd;
 	uint64_t refreshed_ns;
 	int present;
@@ -50,8 +50,11 @@ int ur_device_list(struct ur_device ***out, int *num);
 struct ur_device *ur_device_by_name(const char *name);
 bool ur_device_is_ours(const struct ibv_device *ibdev);
 
-/* A fresh-enough copy of the device's interface and GID table. */
-void ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out);
+/* A fresh-enough copy of the device's interface and GID table; returns
+ * whether the interface is there (taken with the copy). */
+bool ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out);
+/* Whether the interface was there at the last look (no refresh). */
+bool ur_device_snapshot_present(struct ur_device *dev);
 
 void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
 /* Fills the full ibv_port_attr; callers with the 48-byte compat struct

@@ -38,14 +38,19 @@ void ur_device_count_by_gid(const union ibv_gid *dgid, enum ur_counter c)
 static void publish_one(struct ur_device *dev, void *arg)
 {
 	uint64_t snap[UR_CNT_NR];
+	unsigned ifindex;
 	bool any = false;
 
 	for (int i = 0; i < UR_CNT_NR; i++) {
 		snap[i] = __atomic_load_n(&dev->cnt[i], __ATOMIC_RELAXED);
 		any |= snap[i] != 0;
 	}
-	if (any)
-		ur_registry_publish_counters(dev->nd.ifindex, snap, UR_CNT_NR);
+	if (!any)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	ifindex = dev->nd.ifindex;
+	pthread_mutex_unlock(&dev->lock);
+	ur_registry_publish_counters(ifindex, snap, UR_CNT_NR);
 }
 
 void ur_device_publish_counters(void)

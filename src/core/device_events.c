@@ -26,7 +26,7 @@ static void watch_one(struct ur_device *dev, void *arg)
 {
 	struct ibv_port_attr port;
 	struct ur_netdev nd;
-	bool gids_changed;
+	bool gids_changed, present;
 
 	pthread_mutex_lock(&dev->ctx_lock);
 	if (!dev->watched || ur_list_empty(&dev->contexts)) {
@@ -34,15 +34,15 @@ static void watch_one(struct ur_device *dev, void *arg)
 		return;
 	}
 	ur_port_attr(dev, &port);
-	ur_device_snapshot(dev, &nd);
-	if (!dev->present && dev->last_state != IBV_PORT_NOP) {
+	present = ur_device_snapshot(dev, &nd);
+	if (!present && dev->last_state != IBV_PORT_NOP) {
 		/* The interface is gone: so is the device. */
 		post_all(dev, IBV_EVENT_DEVICE_FATAL);
 		dev->last_state = IBV_PORT_NOP;
 		pthread_mutex_unlock(&dev->ctx_lock);
 		return;
 	}
-	if (port.state != dev->last_state && dev->present) {
+	if (port.state != dev->last_state && present) {
 		post_all(dev, port.state == IBV_PORT_ACTIVE ? IBV_EVENT_PORT_ACTIVE
 							     : IBV_EVENT_PORT_ERR);
 		dev->last_state = port.state;
@@ -50,7 +50,7 @@ static void watch_one(struct ur_device *dev, void *arg)
 	gids_changed = nd.ngid != dev->last_ngid;
 	for (unsigned i = 0; i < nd.ngid && !gids_changed; i++)
 		gids_changed = memcmp(&nd.gid[i].gid, &dev->last_gid[i], sizeof(union ibv_gid));
-	if (gids_changed && dev->present) {
+	if (gids_changed && present) {
 		post_all(dev, IBV_EVENT_GID_CHANGE);
 		dev->last_ngid = nd.ngid;
 		for (unsigned i = 0; i < nd.ngid; i++)

@@ -245,14 +245,15 @@ static int map_file(void)
 	if (p == MAP_FAILED)
 		goto err_errno;
 	reg.shm = p;
-	if (reg.shm->magic == 0) {
+	if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) == 0) {
 		reg.shm->version = UR_REG_VERSION;
 		reg.shm->layout_size = sizeof(struct ur_reg_shm);
 		reg.shm->nslots = UR_REG_SLOTS;
 		reg.shm->nblocks = UR_REG_BLOCKS;
-		atomic_thread_fence(memory_order_release);
-		reg.shm->magic = UR_REG_MAGIC;
-	} else if (reg.shm->magic != UR_REG_MAGIC || reg.shm->version != UR_REG_VERSION ||
+		/* The fields above are seen by whoever sees the magic. */
+		__atomic_store_n(&reg.shm->magic, UR_REG_MAGIC, __ATOMIC_RELEASE);
+	} else if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) != UR_REG_MAGIC ||
+		   reg.shm->version != UR_REG_VERSION ||
 		   reg.shm->layout_size != sizeof(struct ur_reg_shm)) {
 		munmap(p, sizeof(struct ur_reg_shm));
 		reg.shm = NULL;

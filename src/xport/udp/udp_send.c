@@ -120,8 +120,9 @@ int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s)
 		ret = ur_udp_transmit(u, b);
 		if (ret == -EAGAIN)
 			break;
-		/* Sent, or refused for good (a loss the protocol recovers). */
-		s->pending = b->next;
+		/* Sent, or refused for good (a loss the protocol recovers).
+		 * Published atomically: ur_udp_has_pending peeks unlocked. */
+		__atomic_store_n(&s->pending, b->next, __ATOMIC_RELEASE);
 		if (!s->pending)
 			s->pending_tail = NULL;
 		free(b);
