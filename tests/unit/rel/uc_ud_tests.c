@@ -233,9 +233,7 @@ static int t_ud_open(struct t_ud *u, bool srq_b)
 	}
 	if (!ret) {
 		u->ah = ut_ah(u->a.pd, &av);
-		if (u->ah)
-			u->ah->path.xport = &net.x;
-		else
+		if (!u->ah)
 			ret = -errno;
 	}
 	UT_EQ(ret, 0);
