@@ -47,8 +47,29 @@ echo "host: $dev GID index $hidx ($VM_HOST_IP); guest: rxe0 GID index $gidx ($VM
 
 port=18600
 # pair NAME GUEST_SERVER(0|1) PROG ARGS...: run PROG as server on one side
-# and client on the other; both must exit 0.
+# and client on the other; both must exit 0.  perftest measures the CPU's
+# clock before it reports, and inside the emulated guest of a busy machine
+# that measurement can fail ("Correlation coefficient r^2 ... < 0.9 / Can't
+# produce a report"): the exchange itself went through, so such a run is
+# tried once more, and said so.
 pair() {
+	local out_first
+	try_pair "$@"
+	if [ "$TRY_RC" != 0 ] && grep -q 'Correlation coefficient r^2' <<<"$TRY_OUT$TRY_SRV"; then
+		out_first=$TRY_OUT
+		echo "note: $1: perftest could not calibrate the guest's clock; once more"
+		try_pair "$@"
+		[ "$TRY_RC" = 0 ] || TRY_OUT="$out_first"$'\n--- second try:\n'"$TRY_OUT"
+	fi
+	if [ "$TRY_RC" = 0 ]; then
+		ok "$1: $(grep -E 'usec/iter|^ [0-9]+ +[0-9]+ ' <<<"$TRY_OUT" | tail -n 1)"
+	else
+		bad "$1 (exit $TRY_RC)"
+		echo "--- client:"; echo "$TRY_OUT"; echo "--- server:"; echo "$TRY_SRV"
+	fi
+}
+
+try_pair() {
 	local name=$1 guest_server=$2 prog=$3
 	shift 3
 	local args=("$@") out rc=0
@@ -71,12 +92,7 @@ pair() {
 		wait "$spid" || rc=$((rc ? rc : $?))
 		srv=$(cat "$VM_DIR/$name.host")
 	fi
-	if [ "$rc" = 0 ]; then
-		ok "$name: $(grep -E 'usec/iter|^ [0-9]+ +[0-9]+ ' <<<"$out" | tail -n 1)"
-	else
-		bad "$name (exit $rc)"
-		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
-	fi
+	TRY_RC=$rc TRY_OUT=$out TRY_SRV=$srv
 }
 
 vm_capture_start "$build/interop-artifacts/uroce_rxe.pcap"

@@ -10,7 +10,7 @@
  * the batch.  A batch the socket has no room for is kept, whole and in
  * order, on the socket's pending list (udp_send.c); nothing else is sent on
  * that socket until it has gone.  Batches for a process of this host take the same path to a
- * connected unix socket instead (udp_local.c), which pushes back rather
+ * connected unix socket instead (udp_host_peers.c), which pushes back rather
  * than drops.
  */
 #include <errno.h>
