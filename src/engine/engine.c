@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -31,6 +32,7 @@ struct watch {
 struct ur_engine {
 	pthread_t thread;
 	bool threaded;
+	_Atomic bool stopping;         /* ur_engine_destroy: the thread leaves */
 	int epfd;                      /* ENGINE class, the inline set, the wake fd */
 	int inline_epfd;               /* INLINE class */
 	int wake_fd;                   /* eventfd: a timer earlier than the sleep */
@@ -381,7 +383,7 @@ static void *engine_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	set_priority();
-	for (;;) {
+	while (!atomic_load(&e->stopping)) {
 		struct timespec ts;
 		int n = epoll_pwait2(e->epfd, evs, UR_BATCH,
 				     sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts, NULL);
@@ -419,6 +421,7 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 
 	if (!e)
 		return -ENOMEM;
+	e->epfd = e->inline_epfd = e->wake_fd = -1;
 	pthread_mutex_init(&e->dispatch_lock, NULL);
 	pthread_mutex_init(&e->watch_lock, NULL);
 	pthread_mutex_init(&e->timer_lock, NULL);
@@ -449,13 +452,28 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 	return 0;
 
 err:
+	ur_engine_destroy(e);
+	return ret;
+}
+
+void ur_engine_destroy(struct ur_engine *e)
+{
+	if (!e)
+		return;
+	if (e->threaded) {
+		atomic_store(&e->stopping, true);
+		wake(e);
+		pthread_join(e->thread, NULL);
+	}
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
 	if (e->inline_epfd >= 0)
 		close(e->inline_epfd);
 	if (e->epfd >= 0)
 		close(e->epfd);
+	pthread_mutex_destroy(&e->timer_lock);
+	pthread_mutex_destroy(&e->watch_lock);
+	pthread_mutex_destroy(&e->dispatch_lock);
 	free(e->heap);
 	free(e);
-	return ret;
 }

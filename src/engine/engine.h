@@ -42,6 +42,9 @@ enum {
 
 /* 0 or -errno.  thread_name names the engine thread (ps, gdb). */
 int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out);
+/* Stops the thread and frees the engine; nothing may be watched or armed
+ * any more, and no other thread may be polling it. */
+void ur_engine_destroy(struct ur_engine *e);
 
 int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
 		    ur_fd_handler fn, void *arg);

@@ -99,6 +99,7 @@ static void test_timer_order(void)
 	}
 	for (int i = 0; i < NT; i++)
 		ur_engine_timer_fini(e, &tt[i].t);
+	ur_engine_destroy(e);
 }
 
 static int fires;
@@ -125,6 +126,7 @@ static void test_timer_deferred(void)
 	ur_engine_run_timers(e, UINT64_MAX);
 	UT_EQ(fires, 1);
 	ur_engine_timer_fini(e, &t);
+	ur_engine_destroy(e);
 }
 
 /* ---- fds: the two classes -------------------------------------------------- */
@@ -188,6 +190,7 @@ static void test_classes_polled(void)
 	UT_EQ(in.calls, 1);
 	close(in.fd);
 	close(eng.fd);
+	ur_engine_destroy(e);
 }
 
 static void wait_for(int *v, int want)
@@ -225,6 +228,7 @@ static void test_classes_threaded(void)
 	ur_engine_unwatch(e, eng.fd);
 	close(in.fd);
 	close(eng.fd);
+	ur_engine_destroy(e);          /* the thread stops and is joined */
 }
 
 /* ---- quiesce and threaded timers -------------------------------------------- */
@@ -252,6 +256,7 @@ static void test_quiesce(void)
 	ur_engine_quiesce(e);
 	UT_EQ(slow_done, 1);                     /* the callback in progress ended */
 	ur_engine_timer_fini(e, &t);
+	ur_engine_destroy(e);
 }
 
 int main(void)
