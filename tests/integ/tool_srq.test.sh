@@ -5,8 +5,9 @@
 #  - 100 connections (4 processes x 25) send 500 messages each: every client
 #    exits 0, the server exits 0 and its table has 100 rows, each with
 #    exactly 500 messages and 500 x size bytes, state done;
-#  - one client process killed (kill -9) mid-run while three others
-#    complete: the others' 75 rows are done with exact counts, the killed
+#  - one client process killed (kill -9) mid-run (it declared more
+#    messages than it can send by then) while three others complete:
+#    the others' 75 rows are done with exact counts, the killed
 #    process's 25 rows are aborted, the server exits 1 and says so;
 #  - 1000 connections (4 processes x 250, 20 messages each), all counted;
 #  - across two namespaces: 10 connections counted exactly;
@@ -54,7 +55,18 @@ ur_expect_eq "c100: rows with exactly 500 messages, 32000 bytes" 100 "$(srq_exac
 ur_expect_grep c100.server "^total: 100 clients \(100 done, 0 aborted, 0 bad, 0 refused, 0 still running\); 50000 messages, 3200000 bytes" "c100: totals"
 
 # --- one client process killed mid-run ------------------------------------------------
-srq_run kill 4 25 3000 64
+# The server takes the count each client declares (no -n): the victim
+# declares far more messages than it can send before it is killed, so its
+# 25 connections are mid-run whenever the kill lands, however fast the
+# machine.
+port=$(ur_port)
+ur_start kill.server "$U" srq-server -p "$port" -q 100
+ur_wait_listen "$port" "${UR_PID[kill.server]}" || { ur_fail "kill: server did not listen"; ur_show kill.server; }
+for i in 1 2 3 4; do
+	n=3000
+	[ "$i" = 2 ] && n=100000000
+	ur_start "kill.client$i" "$U" srq-client -p "$port" -c 25 -n "$n" -s 64 127.0.0.1
+done
 victim=$(ur_prog_pid kill.client2)
 # Once it has sent something (the server's table is printed only at the end,
 # so wait for the other side: its QPs exist once the client is connected).
