@@ -187,7 +187,13 @@ port2=$(ur_port)
 UR_NS=$ns_b ur_start r2.server ibv_rc_pingpong -d uroce1 -g 1 -p "$port2" -n 40000 -s 1024
 UR_NS=$ns_b ur_wait_listen "$port2" "${UR_PID[r2.server]}" || ur_fail "r2: server did not listen"
 UR_NS=$ns_a ur_start r2.client ibv_rc_pingpong -d uroce1 -g 1 -p "$port2" -n 40000 -s 1024 "$ip_b"
-sleep 2
+# The server stops listening once the client has exchanged its address:
+# from then on r2 runs, and the kill lands mid-run on a machine of any speed.
+for _ in $(seq 200); do
+	ip netns exec "$ns_b" ss -Htln "sport = :$port2" 2>/dev/null | grep -q . || break
+	sleep 0.05
+done
+sleep 0.3
 if kill -0 "${UR_PID[r2.client]}" 2>/dev/null; then
 	mp_kill9 r1.server
 	ur_wait r1.server
