@@ -7,20 +7,18 @@
 #include "core/limits.h"
 #include "core/pd.h"
 #include "util/copy.h"
+#include "util/random.h"
+
+/* Slots for every region and window at half load, plus reservations. */
+#define MAX_SLOTS (4u * (UR_MAX_MR + UR_MAX_MW))
 
 int ur_mr_table_init(struct ur_mr_table *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->size = 64;
+	t->size = 128;
 	t->slot = calloc(t->size, sizeof(*t->slot));
-	t->tag = calloc(t->size, 1);
-	if (!t->slot || !t->tag) {
-		free(t->slot);
-		free(t->tag);
+	if (!t->slot)
 		return -ENOMEM;
-	}
-	/* Index 0 is never used, so key 0 is never valid. */
-	t->free_hint = 1;
 	pthread_rwlock_init(&t->lock, NULL);
 	return 0;
 }
@@ -29,88 +27,175 @@ void ur_mr_table_fini(struct ur_mr_table *t)
 {
 	pthread_rwlock_destroy(&t->lock);
 	free(t->slot);
-	free(t->tag);
+}
+
+/* The slot holding index, or the empty slot where it would go. */
+static uint32_t probe(const struct ur_mr_table *t, uint32_t index)
+{
+	uint32_t mask = t->size - 1, i = index & mask;
+
+	while (t->slot[i].index && t->slot[i].index != index)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Backward-shift deletion: the slots after i that probed past it move up,
+ * so that no probe stops early at the hole. */
+static void slot_clear(struct ur_mr_table *t, uint32_t i)
+{
+	uint32_t mask = t->size - 1, j = i;
+
+	for (;;) {
+		uint32_t home;
+
+		j = (j + 1) & mask;
+		if (!t->slot[j].index)
+			break;
+		home = t->slot[j].index & mask;
+		/* Slot j stays if its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		t->slot[i] = t->slot[j];
+		i = j;
+	}
+	t->slot[i].index = 0;
+	t->slot[i].e = NULL;
+	t->used--;
 }
 
 static int grow(struct ur_mr_table *t)
 {
-	uint32_t nsize = t->size * 2;
-	struct ur_key_entry **ns;
-	uint8_t *ntag;
+	struct ur_key_slot *old = t->slot;
+	uint32_t osize = t->size;
 
-	if (t->size >= UR_MAX_MR + UR_MAX_MW + 1)
+	if (t->size >= MAX_SLOTS)
 		return -ENOMEM;
-	ns = realloc(t->slot, nsize * sizeof(*ns));
-	if (!ns)
+	t->slot = calloc(osize * 2, sizeof(*t->slot));
+	if (!t->slot) {
+		t->slot = old;
 		return -ENOMEM;
-	t->slot = ns;
-	ntag = realloc(t->tag, nsize);
-	if (!ntag)
-		return -ENOMEM;
-	t->tag = ntag;
-	memset(&t->slot[t->size], 0, (nsize - t->size) * sizeof(*ns));
-	memset(&t->tag[t->size], 0, nsize - t->size);
-	t->free_hint = t->size;
-	t->size = nsize;
+	}
+	t->size = osize * 2;
+	for (uint32_t i = 0; i < osize; i++)
+		if (old[i].index)
+			t->slot[probe(t, old[i].index)] = old[i];
+	free(old);
+	return 0;
+}
+
+/* Takes a fresh index for e (write lock held) and returns a fresh key
+ * with it. */
+static int take_key(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t *key)
+{
+	uint32_t r, i;
+	int ret;
+
+	if ((t->used + 1) * 2 > t->size && (ret = grow(t)))
+		return ret;
+	do {
+		ret = ur_random_bytes(&r, sizeof(r));
+		if (ret)
+			return ret;
+		i = probe(t, r >> 8);
+	} while (!(r >> 8) || t->slot[i].index);
+	t->slot[i].index = r >> 8;
+	t->slot[i].e = e;
+	t->used++;
+	*key = r;
 	return 0;
 }
 
 int ur_mr_table_insert(struct ur_mr_table *t, struct ur_key_entry *e)
 {
-	uint32_t i;
-	int ret = 0;
+	int ret = -ENOMEM;
 
 	pthread_rwlock_wrlock(&t->lock);
-	if (t->count >= UR_MAX_MR + UR_MAX_MW) {
-		ret = -ENOMEM;
-		goto out;
+	if (t->count < UR_MAX_MR + UR_MAX_MW)
+		ret = take_key(t, e, &e->key);
+	if (!ret) {
+		e->index = e->key >> 8;
+		e->reserved = 0;
+		t->count++;
 	}
-	for (;;) {
-		for (i = t->free_hint; i < t->size; i++)
-			if (!t->slot[i])
-				break;
-		if (i < t->size)
-			break;
-		for (i = 1; i < t->free_hint; i++)
-			if (!t->slot[i])
-				break;
-		if (i < t->free_hint)
-			break;
-		ret = grow(t);
-		if (ret)
-			goto out;
-	}
-	t->slot[i] = e;
-	t->free_hint = i + 1;
-	t->count++;
-	e->index = i;
-	e->key = (i << 8) | t->tag[i];
-	t->tag[i]++;
-out:
 	pthread_rwlock_unlock(&t->lock);
 	return ret;
+}
+
+/* Frees index if it is held for e (write lock held). */
+static bool release(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t index)
+{
+	uint32_t i = probe(t, index);
+
+	if (!index || t->slot[i].index != index || t->slot[i].e != e)
+		return false;
+	slot_clear(t, i);
+	return true;
 }
 
 void ur_mr_table_remove(struct ur_mr_table *t, struct ur_key_entry *e)
 {
 	pthread_rwlock_wrlock(&t->lock);
-	if (e->index < t->size && t->slot[e->index] == e) {
-		t->slot[e->index] = NULL;
+	if (release(t, e, e->index)) {
 		t->count--;
-		if (e->index < t->free_hint)
-			t->free_hint = e->index;
+		/* Reservations of binds that never ran (flushed): rare, so a
+		 * scan; each clear may move a later slot up, hence the rescan. */
+		for (uint32_t i = 0; e->reserved && i < t->size; i++)
+			if (t->slot[i].e == e) {
+				slot_clear(t, i);
+				e->reserved--;
+				i--;
+			}
+		e->index = 0;
 	}
 	pthread_rwlock_unlock(&t->lock);
 }
 
+int ur_key_reserve(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t *key)
+{
+	int ret;
+
+	pthread_rwlock_wrlock(&t->lock);
+	ret = take_key(t, e, key);
+	if (!ret)
+		e->reserved++;
+	pthread_rwlock_unlock(&t->lock);
+	return ret;
+}
+
+void ur_key_unreserve(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t key)
+{
+	pthread_rwlock_wrlock(&t->lock);
+	if ((key >> 8) != e->index && release(t, e, key >> 8))
+		e->reserved--;
+	pthread_rwlock_unlock(&t->lock);
+}
+
+int ur_key_rebind(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t key)
+{
+	uint32_t index = key >> 8;
+
+	if (index != e->index) {
+		uint32_t i = probe(t, index);
+
+		if (!index || t->slot[i].index != index || t->slot[i].e != e)
+			return -EINVAL;
+		release(t, e, e->index);
+		e->reserved--;
+		e->index = index;
+	}
+	e->key = key;
+	return 0;
+}
+
 struct ur_key_entry *ur_key_lookup(struct ur_mr_table *t, uint32_t key)
 {
-	uint32_t i = key >> 8;
 	struct ur_key_entry *e;
+	uint32_t i;
 
-	if (i == 0 || i >= t->size)
+	if (!(key >> 8))
 		return NULL;
-	e = t->slot[i];
+	i = probe(t, key >> 8);
+	e = t->slot[i].e;
 	if (!e || e->key != key)
 		return NULL;
 	return e;

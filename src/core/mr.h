@@ -1,11 +1,15 @@
 /* Memory regions, memory windows, and the key table that maps lkeys and
  * rkeys to them.
  *
- * A key is (table index << 8) | 8-bit tag; the tag changes each time an
- * index is reused (and, for a memory window, at every bind), so a stale
- * key held by a peer stops matching.  Lookups happen on the data path
- * under a read lock that also keeps the region registered while its bytes
- * are being copied.
+ * A key is, as the IBA names its parts, a 24-bit index and an 8-bit key.
+ * Both are drawn from the kernel's CSPRNG at every registration, window
+ * allocation and type 1 bind, so a peer that was not given a key hits one
+ * of N valid keys with probability N / 2^32 per guess, and a stale key
+ * stops matching.  A type 2 bind keeps the window's index and takes the
+ * 8-bit key the consumer chose (the IBA leaves that byte to the consumer).
+ * The table is open addressing on the index.  Lookups happen on the data
+ * path under a read lock that also keeps the region registered while its
+ * bytes are being copied.
  */
 #ifndef UROCE_CORE_MR_H
 #define UROCE_CORE_MR_H
@@ -27,8 +31,9 @@ enum ur_key_kind {
 /* What a key table slot points to, embedded in an MR or an MW. */
 struct ur_key_entry {
 	uint8_t kind;
-	uint32_t index;
+	uint32_t index;        /* key >> 8: where the table finds it */
 	uint32_t key;          /* the valid key (an MW's changes at each bind) */
+	uint32_t reserved;     /* indexes held for type 1 binds not yet run */
 };
 
 struct ur_mr {
@@ -64,20 +69,37 @@ static inline struct ur_mw *to_umw(struct ibv_mw *ibmw)
 	return container_of(ibmw, struct ur_mw, ibmw);
 }
 
+/* One index in use: an entry's own, or one reserved for a type 1 bind. */
+struct ur_key_slot {
+	uint32_t index;        /* 0: empty (index 0 is never drawn) */
+	struct ur_key_entry *e;
+};
+
 struct ur_mr_table {
 	pthread_rwlock_t lock;
-	struct ur_key_entry **slot;
-	uint8_t *tag;          /* next tag per slot */
-	uint32_t size;
-	uint32_t free_hint;
-	uint32_t count;
+	struct ur_key_slot *slot;   /* linear probing; at most half full */
+	uint32_t size;              /* a power of two */
+	uint32_t used;              /* slots taken */
+	uint32_t count;             /* entries (regions and windows) */
 };
 
 int ur_mr_table_init(struct ur_mr_table *t);
 void ur_mr_table_fini(struct ur_mr_table *t);
-/* Takes a free index and sets e->index and e->key. */
+/* Draws a fresh key for e and sets e->index and e->key; -ENOMEM past the
+ * limits, or the CSPRNG's error. */
 int ur_mr_table_insert(struct ur_mr_table *t, struct ur_key_entry *e);
+/* Takes e and every index reserved for it out of the table. */
 void ur_mr_table_remove(struct ur_mr_table *t, struct ur_key_entry *e);
+
+/* A type 1 bind's new key: a fresh index is reserved for e now (no other
+ * key can take it) but matches nothing until the bind runs and calls
+ * ur_key_rebind; ur_key_unreserve gives it back if the bind is never
+ * posted. */
+int ur_key_reserve(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t *key);
+void ur_key_unreserve(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t key);
+/* Makes key e's valid key (write lock held): its index is e's own or one
+ * reserved for e, which then becomes e's own.  -EINVAL otherwise. */
+int ur_key_rebind(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t key);
 
 /* Data-path lookups: call between ur_mr_read_lock/unlock. */
 static inline void ur_mr_read_lock(struct ur_mr_table *t)

@@ -31,7 +31,8 @@ static const char *bind_check(struct ur_qp *qp, struct ur_send_wqe *w, struct ur
 	*mrp = mr;
 	if (mw->pd != qp->pd)
 		return "the window belongs to another PD";
-	if ((w->rkey >> 8) != mw->ke.index)
+	/* Type 1: the key ibv_bind_mw reserved (or the window's index). */
+	if (mw->ibmw.type == IBV_MW_TYPE_2 && (w->rkey >> 8) != mw->ke.index)
 		return "the new rkey does not keep the window's index bits";
 	if (mw->ibmw.type == IBV_MW_TYPE_2 && mw->bound)
 		return "a type 2 window must be invalidated before it is bound again";
@@ -66,6 +67,8 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 
 	pthread_rwlock_wrlock(&t->lock);
 	why = bind_check(qp, w, &mr);
+	if (!why && ur_key_rebind(t, &mw->ke, w->rkey))
+		why = "the new rkey is not one ibv_bind_mw gave";
 	if (!why) {
 		unbind(mw);
 		if (mr && w->bind.length) {
@@ -77,11 +80,11 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 			mw->bound = true;
 			__atomic_add_fetch(&mr->windows, 1, __ATOMIC_RELEASE);
 		}
-		mw->ke.key = w->rkey;
 		mw->ibmw.rkey = w->rkey;
 	}
 	pthread_rwlock_unlock(&t->lock);
 	if (why) {
+		ur_key_unreserve(t, &mw->ke, w->rkey);
 		ur_err(ur_qp_dev(qp), "QP 0x%06x: bind of memory window 0x%x failed: %s",
 		       ur_qp_num(qp), mw->ibmw.rkey, why);
 		return IBV_WC_MW_BIND_ERR;

@@ -269,9 +269,11 @@ int ur_verbs_dealloc_mw(struct ibv_mw *ibmw)
 }
 
 /* Type 1 binds go through the send queue like every bind, so that they are
- * ordered with the QP's other work requests. */
+ * ordered with the QP's other work requests.  Each gets a whole new key,
+ * reserved now and valid once the bind has run. */
 int ur_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
+	struct ur_mr_table *t = &to_umw(mw)->pd->ctx->mrs;
 	struct ibv_send_wr wr = {
 		.wr_id = bind->wr_id,
 		.opcode = IBV_WR_BIND_MW,
@@ -279,11 +281,18 @@ int ur_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b
 	}, *bad;
 	int ret;
 
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;     /* type 2 windows are bound with IBV_WR_BIND_MW */
+	ret = ur_key_reserve(t, &to_umw(mw)->ke, &wr.bind_mw.rkey);
+	if (ret)
+		return -ret;
 	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
 	wr.bind_mw.bind_info = bind->bind_info;
 	ret = qp->context->ops.post_send(qp, &wr, &bad);
-	if (!ret)
-		mw->rkey = wr.bind_mw.rkey;
-	return ret;
+	if (ret) {
+		ur_key_unreserve(t, &to_umw(mw)->ke, wr.bind_mw.rkey);
+		return ret;
+	}
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
 }

@@ -10,7 +10,9 @@
  * ERROR are reset and reconnected; completions are drained.  The RC QP
  * keeps a SEND, WRITE, READ and atomic outstanding, so responses reach the
  * completer; selector bits 0x40 / 0x20 move the PSN into the responder's
- * or completer's window, where random PSNs would rarely land.
+ * or completer's window, where random PSNs would rarely land, and 0x10
+ * writes the region's rkey into a RETH or AtomicETH (keys are drawn at
+ * random in every process, so a saved input could not name it).
  *
  * Runs in a private network namespace when it can (root), so that the
  * stack's sockets and host registry touch nothing else. */
@@ -35,6 +37,7 @@
 #include "rel/psn.h"
 #include "rel/recv.h"
 #include "util/clock.h"
+#include "wire/opcode.h"
 #include "wire/roce_hdr.h"
 
 #define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "fuzz_rx: %s\n", #c); abort(); } } while (0)
@@ -262,6 +265,18 @@ static void tidy(void)
 		post_recvs(NULL);
 }
 
+/* Names the live region in the packet's RETH or AtomicETH, if it has one
+ * and is long enough to hold it. */
+static void aim_rkey(uint8_t *pkt, size_t len)
+{
+	const struct ur_opcode_info *op = &ur_opcode[bth_opcode(pkt)];
+	unsigned at = op->offset[UR_HDR_RETH] ? op->offset[UR_HDR_RETH] :
+		      op->offset[UR_HDR_ATMETH];
+
+	if (at && at + 12 <= len)
+		reth_set_rkey(pkt + at, f.mr->rkey);   /* the AtomicETH's R_Key sits alike */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -284,6 +299,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bth_set_psn(pkt, psn_add(qp->comp.psn, bth_psn(pkt) %
 					 (uint32_t)psn_diff(qp->req.psn, qp->comp.psn)));
 	pthread_mutex_unlock(&qp->lock);
+	if (data[0] & 0x10)
+		aim_rkey(pkt, size - 1);
 	meta.sgid = f.peer;
 	meta.dgid = f.peer;
 	meta.hop_limit = 64;

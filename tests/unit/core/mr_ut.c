@@ -1,5 +1,6 @@
 /* Unit tests of the MR key table and access checks (mr.c), white-box:
- * unique keys, a new tag on every reuse of an index, growth, the bounds
+ * unique keys drawn from the CSPRNG with no pattern, type 1 binds' reserved
+ * keys, growth and the limit, the bounds
  * checks at their edges (start, end, zero length, wrap-around of va + len),
  * PD and access bits, and remote access through memory windows of both
  * types. */
@@ -32,88 +33,179 @@ static void rm(struct ur_mr_table *t, struct ur_mr *mr)
 	free(mr);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Live keys are unique and found; their neighbours (another key byte,
+ * another index bit) are not; a removed key stops matching. */
 static void test_keys_unique(void)
 {
+	enum { N = 3000 };
 	struct ur_mr_table t;
-	struct ur_key_entry e[300];
+	struct ur_key_entry *e = calloc(N, sizeof(*e));
+	uint32_t *k = calloc(N, sizeof(*k));
 
 	UT_EQ(ur_mr_table_init(&t), 0);
 	UT_EQ(ur_key_lookup(&t, 0), NULL);
-	for (unsigned i = 0; i < 300; i++) {
-		memset(&e[i], 0, sizeof(e[i]));
+	for (unsigned i = 0; i < N; i++) {
 		e[i].kind = UR_KEY_MR;
 		UT_EQ(ur_mr_table_insert(&t, &e[i]), 0);
-		UT_CHECK(e[i].index != 0);               /* key 0 is never valid */
+		UT_CHECK(e[i].index != 0);               /* index 0 is never drawn */
 		UT_EQ(e[i].key >> 8, e[i].index);
-		for (unsigned j = 0; j < i; j++)
-			if (e[j].key == e[i].key || e[j].index == e[i].index) {
-				UT_CHECK(e[j].key != e[i].key);
-				UT_CHECK(e[j].index != e[i].index);
-			}
+		k[i] = e[i].index;
 	}
-	UT_EQ(t.count, 300);
-	UT_CHECK(t.size >= 301);
+	UT_EQ(t.count, N);
+	UT_CHECK(t.size >= 2 * N);
 	UT_EQ(t.size & (t.size - 1), 0);
-	/* Every key finds its entry after the growth; other tags do not. */
-	for (unsigned i = 0; i < 300; i++) {
-		UT_EQ(ur_key_lookup(&t, e[i].key), &e[i]);
+	qsort(k, N, sizeof(*k), cmp_u32);
+	for (unsigned i = 1; i < N; i++)
+		if (k[i] == k[i - 1])
+			UT_CHECK(k[i] != k[i - 1]);      /* no two live indexes alike */
+	for (unsigned i = 0; i < N; i++) {
+		if (ur_key_lookup(&t, e[i].key) != &e[i])
+			UT_EQ(ur_key_lookup(&t, e[i].key), &e[i]);
 		UT_EQ(ur_key_lookup(&t, e[i].key ^ 1), NULL);
 		UT_EQ(ur_key_lookup(&t, e[i].key ^ 0x80), NULL);
 	}
-	/* Indexes past the table, and index 0 with any tag. */
-	UT_EQ(ur_key_lookup(&t, t.size << 8), NULL);
-	UT_EQ(ur_key_lookup(&t, 0xffffffff), NULL);
-	UT_EQ(ur_key_lookup(&t, 0x7f), NULL);
+	UT_EQ(ur_key_lookup(&t, 0x7f), NULL);      /* index 0, any key byte */
 	/* Removing twice, or something never inserted, changes nothing. */
 	ur_mr_table_remove(&t, &e[10]);
 	ur_mr_table_remove(&t, &e[10]);
-	UT_EQ(t.count, 299);
+	UT_EQ(t.count, N - 1);
 	UT_EQ(ur_key_lookup(&t, e[10].key), NULL);
 	{
 		struct ur_key_entry stranger = { .kind = UR_KEY_MR, .index = e[11].index };
 
 		ur_mr_table_remove(&t, &stranger);
-		UT_EQ(t.count, 299);
+		UT_EQ(t.count, N - 1);
 		UT_EQ(ur_key_lookup(&t, e[11].key), &e[11]);
 	}
-	/* The freed index is reused first, under a new tag. */
-	{
-		struct ur_key_entry n = { .kind = UR_KEY_MR };
-		uint32_t old = e[10].key;
-
-		UT_EQ(ur_mr_table_insert(&t, &n), 0);
-		UT_EQ(n.index, e[10].index);
-		UT_CHECK(n.key != old);
-		UT_EQ(ur_key_lookup(&t, old), NULL);
-		UT_EQ(ur_key_lookup(&t, n.key), &n);
-	}
+	/* Every other key survives the removals' slot moves. */
+	for (unsigned i = 0; i < N; i += 2)
+		ur_mr_table_remove(&t, &e[i]);
+	for (unsigned i = 1; i < N; i += 2)
+		if (ur_key_lookup(&t, e[i].key) != &e[i])
+			UT_EQ(ur_key_lookup(&t, e[i].key), &e[i]);
+	for (unsigned i = 0; i < N; i += 2)
+		if (ur_key_lookup(&t, e[i].key))
+			UT_EQ(ur_key_lookup(&t, e[i].key), NULL);
+	UT_EQ(t.used, t.count);
 	ur_mr_table_fini(&t);
+	free(e);
+	free(k);
 }
 
-/* Reusing one index: 256 different keys before a tag comes back (an 8-bit
- * tag: the 257th registration of the same slot can match a 256-times stale
- * key, the limit of this key format). */
-static void test_key_tags_cycle(void)
+/* Keys follow no pattern: 20 000 registrations, each region deregistered
+ * after the next few (slots are reused all the time), as a process that
+ * registers and re-registers would.  Every bit of the key is set in about
+ * half of them (20 000 draws: 45-55 % is 14 standard deviations), two
+ * keys in a row differ in about 16 bits, neither the difference between
+ * consecutive keys nor the index repeats the way a counter's would, and a
+ * whole key comes back at most as often as chance allows for 32 random
+ * bits (expected 0.05 times in 20 000; 3 or more has odds below 1e-4). */
+static void test_keys_unpredictable(void)
+{
+	enum { N = 20000, LIVE = 8 };
+	struct ur_mr_table t;
+	struct ur_key_entry e[LIVE];
+	uint32_t *k = calloc(N, sizeof(*k));
+	unsigned ones[32] = { 0 }, same_delta = 0, repeats = 0, same_index = 0;
+	uint64_t flips = 0;
+
+	memset(e, 0, sizeof(e));
+	UT_EQ(ur_mr_table_init(&t), 0);
+	for (unsigned i = 0; i < N; i++) {
+		struct ur_key_entry *x = &e[i % LIVE];
+
+		if (i >= LIVE)
+			ur_mr_table_remove(&t, x);
+		x->kind = UR_KEY_MR;
+		UT_EQ(ur_mr_table_insert(&t, x), 0);
+		k[i] = x->key;
+		for (int b = 0; b < 32; b++)
+			ones[b] += (k[i] >> b) & 1;
+		if (i) {
+			flips += (uint64_t)__builtin_popcount(k[i] ^ k[i - 1]);
+			same_index += (k[i] >> 8) == (k[i - 1] >> 8);
+		}
+		if (i >= 2)
+			same_delta += k[i] - k[i - 1] == k[i - 1] - k[i - 2];
+	}
+	for (int b = 0; b < 32; b++) {
+		UT_CHECK(ones[b] > N * 45 / 100);
+		UT_CHECK(ones[b] < N * 55 / 100);
+	}
+	UT_CHECK(flips > 15ull * (N - 1) && flips < 17ull * (N - 1));
+	UT_CHECK(same_delta <= 2);
+	UT_CHECK(same_index <= 2);
+	qsort(k, N, sizeof(*k), cmp_u32);
+	for (unsigned i = 1; i < N; i++)
+		repeats += k[i] == k[i - 1];
+	UT_CHECK(repeats <= 2);
+	for (unsigned i = 0; i < LIVE; i++)
+		ur_mr_table_remove(&t, &e[i]);
+	UT_EQ(t.count, 0);
+	UT_EQ(t.used, 0);
+	ur_mr_table_fini(&t);
+	free(k);
+}
+
+/* A type 1 bind's key: reserved at post (it matches nothing yet and no
+ * registration can draw its index), the window's key once the bind runs
+ * (the old one then stops matching); a reservation given back, or left
+ * behind by a bind that never ran, goes with the window. */
+static void test_key_reserve_rebind(void)
 {
 	struct ur_mr_table t;
-	struct ur_key_entry e = { .kind = UR_KEY_MR };
-	uint8_t seen[256] = { 0 };
-	uint32_t idx = 0, first = 0;
+	struct ur_key_entry w = { .kind = UR_KEY_MW }, r = { .kind = UR_KEY_MR };
+	uint32_t old, k1, k2, k3;
 
 	UT_EQ(ur_mr_table_init(&t), 0);
-	for (int i = 0; i < 256; i++) {
-		UT_EQ(ur_mr_table_insert(&t, &e), 0);
-		if (i == 0) {
-			idx = e.index;
-			first = e.key;
-		}
-		UT_EQ(e.index, idx);
-		UT_EQ(seen[e.key & 0xff], 0);
-		seen[e.key & 0xff] = 1;
-		ur_mr_table_remove(&t, &e);
-	}
-	UT_EQ(ur_mr_table_insert(&t, &e), 0);
-	UT_EQ(e.key, first);
+	UT_EQ(ur_mr_table_insert(&t, &w), 0);
+	old = w.key;
+	UT_EQ(ur_key_reserve(&t, &w, &k1), 0);
+	UT_CHECK((k1 >> 8) != (old >> 8));
+	UT_EQ(w.reserved, 1);
+	UT_EQ(t.used, 2);
+	UT_EQ(ur_key_lookup(&t, k1), NULL);
+	UT_EQ(ur_key_lookup(&t, old), &w);
+	/* A key neither its own nor reserved for it is refused. */
+	UT_EQ(ur_mr_table_insert(&t, &r), 0);
+	UT_EQ(ur_key_rebind(&t, &w, r.key), -EINVAL);
+	UT_EQ(ur_key_rebind(&t, &w, 0x55), -EINVAL);
+	UT_EQ(ur_key_lookup(&t, r.key), &r);
+	/* The bind runs. */
+	UT_EQ(ur_key_rebind(&t, &w, k1), 0);
+	UT_EQ(w.key, k1);
+	UT_EQ(w.index, k1 >> 8);
+	UT_EQ(w.reserved, 0);
+	UT_EQ(ur_key_lookup(&t, k1), &w);
+	UT_EQ(ur_key_lookup(&t, old), NULL);
+	UT_EQ(t.used, 2);
+	/* The same index with another key byte (type 2's way). */
+	UT_EQ(ur_key_rebind(&t, &w, (k1 & ~0xffu) | ((k1 + 1) & 0xff)), 0);
+	UT_EQ(ur_key_lookup(&t, k1), NULL);
+	/* Given back. */
+	UT_EQ(ur_key_reserve(&t, &w, &k2), 0);
+	ur_key_unreserve(&t, &w, k2);
+	UT_EQ(w.reserved, 0);
+	UT_EQ(t.used, 2);
+	ur_key_unreserve(&t, &w, w.key);            /* its own: kept */
+	UT_EQ(ur_key_lookup(&t, w.key), &w);
+	/* Left behind by flushed binds: removed with the window. */
+	UT_EQ(ur_key_reserve(&t, &w, &k2), 0);
+	UT_EQ(ur_key_reserve(&t, &w, &k3), 0);
+	UT_EQ(t.used, 4);
+	ur_mr_table_remove(&t, &w);
+	UT_EQ(t.used, 1);
+	UT_EQ(t.count, 1);
+	UT_EQ(ur_key_rebind(&t, &w, k2), -EINVAL);
+	UT_EQ(ur_key_lookup(&t, r.key), &r);
+	ur_mr_table_remove(&t, &r);
 	ur_mr_table_fini(&t);
 }
 
@@ -139,7 +231,7 @@ static void test_table_limit(void)
 	UT_EQ(ur_key_lookup(&t, e[0].key), &e[0]);
 	ur_mr_table_remove(&t, &e[N / 2]);
 	UT_EQ(ur_mr_table_insert(&t, &e[N]), 0);
-	UT_EQ(e[N].index, e[N / 2].index);
+	UT_EQ(ur_key_lookup(&t, e[N].key), &e[N]);
 	ur_mr_table_fini(&t);
 	free(e);
 }
@@ -200,12 +292,12 @@ static void test_check_bounds(void)
 	UT_EQ(ur_mr_check(&t, k, &pd1, 0x5001, 0, 0), NULL);
 	rm(&t, mr);
 
-	/* A stale key: the slot reused by another region. */
+	/* A stale key: the region registered again over the same bytes. */
 	mr = mk_mr(&t, &pd1, 0x1000, host, 0x100, IBV_ACCESS_LOCAL_WRITE);
 	k = mr->ke.key;
 	rm(&t, mr);
 	mr = mk_mr(&t, &pd1, 0x1000, host, 0x100, IBV_ACCESS_LOCAL_WRITE);
-	UT_EQ(mr->ke.key >> 8, k >> 8);
+	UT_CHECK(mr->ke.key != k);
 	UT_EQ(ur_mr_check(&t, k, &pd1, 0x1000, 1, 0), NULL);
 	UT_EQ(ur_mr_check(&t, mr->ke.key, &pd1, 0x1000, 1, 0), host);
 	rm(&t, mr);
@@ -267,11 +359,11 @@ static void test_check_windows(void)
 	/* A window key is never an lkey. */
 	UT_EQ(ur_mr_check(&t, mw1.ke.key, &pd1, 0x10100, 1, 0), NULL);
 	UT_EQ(ur_mr_lookup(&t, mw2.ke.key), NULL);
-	/* A rebind under a new tag: the old key stops working. */
+	/* A rebind under a new key byte: the old key stops working. */
 	{
 		uint32_t old = mw1.ke.key;
 
-		mw1.ke.key = (old & ~0xffu) | ((old + 1) & 0xff);
+		UT_EQ(ur_key_rebind(&t, &mw1.ke, (old & ~0xffu) | ((old + 1) & 0xff)), 0);
 		UT_EQ(ur_mr_check_remote(&t, old, &pd1, &qp_a, 0x10100, 1, IBV_ACCESS_REMOTE_READ), NULL);
 		UT_EQ(ur_mr_check_remote(&t, mw1.ke.key, &pd1, &qp_a, 0x10100, 1,
 					 IBV_ACCESS_REMOTE_READ), host + 0x100);
@@ -288,7 +380,8 @@ static void test_check_windows(void)
 int main(void)
 {
 	UT_RUN(test_keys_unique);
-	UT_RUN(test_key_tags_cycle);
+	UT_RUN(test_keys_unpredictable);
+	UT_RUN(test_key_reserve_rebind);
 	UT_RUN(test_table_limit);
 	UT_RUN(test_check_bounds);
 	UT_RUN(test_check_windows);

@@ -143,8 +143,8 @@ static void test_access_edges(void)
 	t_pair_close(&p);
 }
 
-/* A stale rkey: the region was deregistered and its table slot reused by
- * a new region; the old key must not reach the new region. */
+/* A stale rkey: the region was deregistered and a new one registered over
+ * the same bytes; the old key must not reach the new region. */
 static void test_access_stale_rkey(void)
 {
 	struct t_opts o = { 0 };
@@ -160,8 +160,7 @@ static void test_access_stale_rkey(void)
 	old_rkey = tb.mr->rkey;
 	t_mem_free(&tb);
 	t_mem_reg(&tb2, &p.b, 64, T_ALL_ACCESS, 3);
-	UT_EQ(tb2.mr->rkey >> 8, old_rkey >> 8);     /* the slot is reused */
-	UT_CHECK(tb2.mr->rkey != old_rkey);          /* under another tag */
+	UT_CHECK(tb2.mr->rkey != old_rkey);
 	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
 			  (uintptr_t)tb2.buf, old_rkey), 0);
 	t_run();
