@@ -31,17 +31,29 @@ UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |   \
 	 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND)
 
+/* A range whose end wraps past 2^64 is refused with EINVAL, as the kernel
+ * refuses it: otherwise the page count below wraps too, a few pages pass
+ * the check, and the region's bounds would cover the whole address space. */
+static bool wraps(uint64_t start, size_t len)
+{
+	return len && start + (len - 1) < start;
+}
+
 /* Fails with EFAULT, as pinning would, if part of the range is unmapped. */
 static int check_mapped(const void *addr, size_t len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
-	size_t span = (uintptr_t)addr + len - start, npages = (span + (size_t)page - 1) / (size_t)page;
+	size_t span, npages;
 	unsigned char *vec;
 	int ret = 0;
 
 	if (!len)
 		return 0;
+	if (wraps((uintptr_t)addr, len) || wraps(start, (uintptr_t)addr - start + len + (size_t)page - 1))
+		return -EINVAL;
+	span = (uintptr_t)addr + len - start;
+	npages = (span + (size_t)page - 1) / (size_t)page;
 	vec = malloc(npages);
 	if (!vec)
 		return -ENOMEM;
@@ -75,6 +87,8 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 
 	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
 	ret = check_access(ctx, access);
+	if (!ret && !(access & IBV_ACCESS_ZERO_BASED) && wraps(iova, length))
+		ret = -EINVAL;
 	if (!ret)
 		ret = check_mapped(addr, length);
 	if (ret) {
