@@ -150,7 +150,8 @@ int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 	struct ur_cq *cq;
 
 	if (attr->cqe < 1 || attr->cqe > UR_MAX_CQE) {
-		ur_err(ctx->dev->ibdev.name, "CQ of %u entries: the device allows 1..%d",
+		/* A probe's answer, not an error (see check_caps in qp.c). */
+		ur_log(UR_LOG_DBG, ctx->dev->ibdev.name, "CQ of %u entries: the device allows 1..%d",
 		       attr->cqe, UR_MAX_CQE);
 		return -EINVAL;
 	}

@@ -303,6 +303,7 @@ void ur_exec_ud(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	wc.qp_num = ur_qp_num(qp);
 	wc.src_qp = deth_sqp(deth);
 	wc.wc_flags = IBV_WC_GRH;
+	wc.sl = ur_grh_l3_type(&g);    /* RoCE has no SL on the wire: the L3 type */
 	if (info->mask & UR_OPF_IMMDT) {
 		wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
 		wc.wc_flags |= IBV_WC_WITH_IMM;

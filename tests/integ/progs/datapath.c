@@ -12,7 +12,7 @@
  *    WRITE with immediate and READ; a 1 MiB SEND in 1 KiB packets;
  *  - an SRQ shared by two QPs: each completion names the QP it came in on;
  *  - UD: a GRH before the payload, src_qp and IBV_WC_GRH, byte_len = 40 +
- *    payload.
+ *    payload, the L3 type in sl (2 IPv4, 1 IPv6, as mlx5 reports it).
  *
  *   datapath DEVICE GID_INDEX [CASE...]
  */
@@ -448,6 +448,9 @@ static void case_ud(struct vt_dev *d)
 		VT_EXPECT_EQ("UD receive: src_qp", a.qp->qp_num, wc.src_qp);
 		VT_EXPECT_EQ("UD receive: qp_num", b.qp->qp_num, wc.qp_num);
 		vt_check(wc.wc_flags & IBV_WC_GRH, "UD receive: IBV_WC_GRH set (wc_flags 0x%x)", wc.wc_flags);
+		/* The L3 type in sl, as mlx5 reports it on RoCE (UCX reads it). */
+		VT_EXPECT_EQ("UD receive: sl is the L3 type (2 IPv4, 1 IPv6)",
+			     !memcmp(d->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) ? 2 : 1, wc.sl);
 		vt_check((wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == 0xfeed,
 			 "UD receive: immediate 0x%x (want 0xfeed)", be32toh(wc.imm_data));
 	}
