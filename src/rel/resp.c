@@ -138,7 +138,17 @@ static enum resp_state duplicate(struct resp_ctx *c)
 		ur_exec_read(qp, c->pkt, true);   /* reads are idempotent: resend */
 	else if (low == UR_OPL_COMPARE_SWAP || low == UR_OPL_FETCH_ADD)
 		ur_exec_atomic_again(qp, c->pkt);
-	else   /* SEND/WRITE: acknowledge the newest PSN executed */
+	else if (bth_ackreq(c->pkt->bth))
+		/* SEND/WRITE: acknowledge the newest PSN executed, only when
+		 * asked, as for a new packet.  A requester that goes back
+		 * resends through a packet that asks (the message's LAST, or
+		 * the one that fills its window), and that packet's ACK is
+		 * the one it needs.  An ACK for each duplicate FIRST or
+		 * MIDDLE as well repeats the same ACK (same PSN, same MSN)
+		 * while the requester is resending, and Linux rxe (6.1)
+		 * takes the repeat as completing the WQE it is resending:
+		 * the application reposts into that slot and rxe's requester
+		 * never sends again (docs/interop.md). */
 		ur_resp_queue_ack(qp, UR_AETH_ACK_UNLIMITED, psn_add(qp->resp.psn, UR_PSN_MASK));
 	ur_resp_tx(qp);
 	return RESP_DONE;

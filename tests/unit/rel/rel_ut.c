@@ -7,6 +7,7 @@
 #include "send_tests.c"
 #include "rdma_tests.c"
 #include "loss_tests.c"
+#include "dup_ack_tests.c"
 #include "rnr_tests.c"
 #include "uc_ud_tests.c"
 #include "access_tests.c"
@@ -56,6 +57,8 @@ int main(void)
 	UT_RUN(test_loss_ack_beyond_resend);
 	UT_RUN(test_loss_atomic_saved_after_read_dups);
 	UT_RUN(test_loss_read_response_past_atomic);
+	UT_RUN(test_dup_ack_send);
+	UT_RUN(test_dup_ack_write);
 
 	UT_RUN(test_rnr_wait_and_retry);
 	UT_RUN(test_rnr_timer_table);

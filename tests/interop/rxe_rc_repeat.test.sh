@@ -1,0 +1,114 @@
+#!/bin/bash
+# ctest-labels: reliability long
+# The same RC exchange with the kernel's rxe many times in a row, each way:
+# `ibv_rc_pingpong -s 65536 -n 50` (64 packets a message at MTU 1024, a
+# 2-slot send queue) RUNS times (default 20) with rxe serving and uroce as
+# client, then RUNS times the other way.  Every run must finish within
+# RUN_TIMEOUT seconds: a hang is the failure this looks for (docs/interop.md,
+# "rxe's requester stalls after a repeated ACK"), which one run in 10-20 hit
+# when uroce acknowledged every duplicate.  On a hang the guest's view of
+# its QPs (`rdma res show qp`) is printed.  Takes a few minutes: label
+# `long`, outside the default run (docs/testing.md).  SIDES="1" runs only
+# the rxe-server half, SIDES="0" only the uroce-server half.
+set -euo pipefail
+
+src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+build=${UROCE_BUILD:-$src/build}
+export UROCE_BUILD=$build
+. "$src/tests/interop/lib/vm.sh"
+
+runs=${RUNS:-20}
+run_timeout=${RUN_TIMEOUT:-60}
+uroce=$build/bin/uroce
+fails=0
+bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+vm_boot
+gidx=$VM_GID_INDEX
+
+dev=""
+hidx=""
+cur=""
+info=$("$uroce" run -- ibv_devinfo -v)
+while IFS= read -r line; do
+	case "$line" in
+	hca_id:*) cur=$(awk '{print $2}' <<<"$line") ;;
+	*"::ffff:$VM_HOST_IP,"*)
+		dev=$cur
+		hidx=$(sed -n 's/.*GID\[ *\([0-9]*\)\].*/\1/p' <<<"$line")
+		;;
+	esac
+done <<<"$info"
+if [ -z "$dev" ]; then
+	echo "$info" >&2
+	echo "FAIL: no uroce device has the GID ::ffff:$VM_HOST_IP of $VM_TAP" >&2
+	exit 1
+fi
+echo "host: $dev GID index $hidx ($VM_HOST_IP); guest: rxe0 GID index $gidx ($VM_GUEST_IP)"
+
+args=(-s 65536 -n 50)
+port=18700
+# one GUEST_SERVER(0|1) I: one run; sets RC, OUT, SRV, SECS.
+one() {
+	local gs=$1 i=$2 t0 rc=0 out srv
+	port=$((port + 1))
+	t0=$(date +%s%N)
+	if [ "$gs" = 1 ]; then
+		vm_bg "srv$i" ibv_rc_pingpong -g "$gidx" "${args[@]}" -p "$port"
+		vm_wait_port "$port" 60
+		out=$(timeout "$run_timeout" "$uroce" run -- ibv_rc_pingpong -d "$dev" -g "$hidx" \
+			"${args[@]}" -p "$port" "$VM_GUEST_IP" 2>&1) || rc=$?
+		if [ "$rc" = 124 ]; then
+			echo "--- guest's QPs while the client hangs:"
+			vm_run -t 20 "rdma res show qp" 2>&1 || true
+		fi
+		srv=$(vm_wait "srv$i" $((rc ? 5 : run_timeout)) 2>&1) || rc=$((rc ? rc : $?))
+	else
+		timeout "$run_timeout" "$uroce" run -- ibv_rc_pingpong -d "$dev" -g "$hidx" "${args[@]}" \
+			-p "$port" > "$VM_DIR/srv$i.host" 2>&1 &
+		local spid=$!
+		for _ in $(seq 100); do
+			ss -ltn "sport = :$port" | grep -q LISTEN && break
+			sleep 0.1
+		done
+		out=$(vm_run -t "$run_timeout" "ibv_rc_pingpong -g $gidx ${args[*]} -p $port $VM_HOST_IP" \
+			2>&1) || rc=$?
+		if [ "$rc" != 0 ]; then
+			echo "--- guest's QPs:"
+			vm_run -t 20 "rdma res show qp" 2>&1 || true
+		fi
+		wait "$spid" || rc=$((rc ? rc : $?))
+		srv=$(cat "$VM_DIR/srv$i.host")
+	fi
+	SECS=$(( ($(date +%s%N) - t0) / 1000000 ))
+	RC=$rc OUT=$out SRV=$srv
+}
+
+dup0=$(vm_counter duplicate_request 2>/dev/null || echo 0)
+total=0
+for gs in ${SIDES:-1 0}; do
+	side=$([ $gs = 1 ] && echo "rxe-server" || echo "uroce-server")
+	passed=0
+	worst=0
+	for i in $(seq "$runs"); do
+		one "$gs" "$i"
+		total=$((total + 1))
+		[ "$SECS" -gt "$worst" ] && worst=$SECS
+		if [ "$RC" = 0 ]; then
+			passed=$((passed + 1))
+		else
+			bad "$side run $i of $runs: exit $RC after $SECS ms"
+			echo "--- client:"; echo "$OUT"; echo "--- server:"; echo "$SRV"
+		fi
+	done
+	if [ "$passed" = "$runs" ]; then
+		ok "$side: $passed of $runs runs of ibv_rc_pingpong ${args[*]} completed (slowest $worst ms)"
+	fi
+done
+echo "guest rxe0 counters:"
+vm_counters | grep -E 'sent|rcvd|seq|retry|dup|err' | sed 's/^/  /' || true
+echo "duplicate requests the guest saw in these runs: $(( $(vm_counter duplicate_request 2>/dev/null || echo 0) - dup0 ))"
+
+[ "$fails" = 0 ] || { echo "$fails run(s) failed" >&2; exit 1; }
+echo "all $total runs completed"
