@@ -1,7 +1,7 @@
 /* Two MPI ranks exchanging data with every byte checked, for running Open
  * MPI over uroce (tests/integ/mpi_ucx.test.sh):
- *  - ping-pong of 8 B .. 4 MiB messages, each carrying a pattern of its
- *    size, iteration and sender, checked by the receiver;
+ *  - ping-pong of 8 B .. 4 MiB messages, each the sender's pattern with
+ *    the iteration stamped at both ends, checked whole by the receiver;
  *  - MPI_Allreduce (sum) of 4 MiB of doubles holding integers, so the
  *    result is exact and checked element by element;
  *  - one-sided MPI_Put and MPI_Get of 1 MiB in a window (UCX's put/get
@@ -53,31 +53,55 @@ static long bad_bytes(const uint8_t *p, size_t n, int iter, int from)
 	return bad;
 }
 
+/* A message: the sender's reference pattern with the iteration stamped at
+ * both ends, so each message differs and a stale or misplaced one shows;
+ * built and checked with memcpy/memcmp, fast enough to leave the figures
+ * to the transport. */
+static void stamp(uint8_t *buf, const uint8_t *ref, size_t size, uint32_t iter)
+{
+	memcpy(buf, ref, size);
+	memcpy(buf, &iter, sizeof(iter));
+	memcpy(buf + size - sizeof(iter), &iter, sizeof(iter));
+}
+
+static int stamped_ok(const uint8_t *buf, const uint8_t *ref, size_t size, uint32_t iter)
+{
+	uint32_t a, b;
+
+	memcpy(&a, buf, sizeof(a));
+	memcpy(&b, buf + size - sizeof(b), sizeof(b));
+	return a == iter && b == iter &&
+	       !memcmp(buf + sizeof(a), ref + sizeof(a), size - 2 * sizeof(a));
+}
+
 /* Ping-pong of size bytes, iters round trips; returns the seconds of one
- * round trip (rank 0's clock) and counts corrupted messages in *bad. */
-static double pingpong(uint8_t *buf, size_t size, int iters, long *bad)
+ * round trip (rank 0's clock) and counts corrupted messages in *bad.
+ * ref[r] is rank r's pattern. */
+static double pingpong(uint8_t *buf, uint8_t *const ref[2], size_t size, int iters, long *bad)
 {
 	int peer = 1 - rank;
 	double t0 = 0;
 
 	*bad = 0;
 	for (int it = -2; it < iters; it++) {    /* two warm-up rounds */
+		uint32_t tag = (uint32_t)(it + 2);
+
 		if (it == 0) {
 			MPI_Barrier(MPI_COMM_WORLD);
 			t0 = MPI_Wtime();
 		}
 		if (rank == 0) {
-			fill(buf, size, it + 2, 0);
-			MPI_Send(buf, (int)size, MPI_BYTE, peer, it + 2, MPI_COMM_WORLD);
-			MPI_Recv(buf, (int)size, MPI_BYTE, peer, it + 2, MPI_COMM_WORLD,
+			stamp(buf, ref[0], size, tag);
+			MPI_Send(buf, (int)size, MPI_BYTE, peer, (int)tag, MPI_COMM_WORLD);
+			MPI_Recv(buf, (int)size, MPI_BYTE, peer, (int)tag, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
-			*bad += bad_bytes(buf, size, it + 2, 1) != 0;
+			*bad += !stamped_ok(buf, ref[1], size, tag);
 		} else {
-			MPI_Recv(buf, (int)size, MPI_BYTE, peer, it + 2, MPI_COMM_WORLD,
+			MPI_Recv(buf, (int)size, MPI_BYTE, peer, (int)tag, MPI_COMM_WORLD,
 				 MPI_STATUS_IGNORE);
-			*bad += bad_bytes(buf, size, it + 2, 0) != 0;
-			fill(buf, size, it + 2, 1);
-			MPI_Send(buf, (int)size, MPI_BYTE, peer, it + 2, MPI_COMM_WORLD);
+			*bad += !stamped_ok(buf, ref[0], size, tag);
+			stamp(buf, ref[1], size, tag);
+			MPI_Send(buf, (int)size, MPI_BYTE, peer, (int)tag, MPI_COMM_WORLD);
 		}
 	}
 	return (MPI_Wtime() - t0) / iters;
@@ -86,8 +110,11 @@ static double pingpong(uint8_t *buf, size_t size, int iters, long *bad)
 static void test_pingpong(int iters)
 {
 	size_t max = 4u << 20;
-	uint8_t *buf = malloc(max);
+	uint8_t *buf = malloc(max), *ref[2] = { malloc(max), malloc(max) };
 	double lat8 = 0, bw = 0;
+
+	fill(ref[0], max, 0, 0);
+	fill(ref[1], max, 0, 1);
 
 	for (size_t size = 8; size <= max; size *= 8) {
 		int n = size >= (1u << 20) ? (iters / 20 > 4 ? iters / 20 : 4) : iters;
@@ -97,7 +124,7 @@ static void test_pingpong(int iters)
 
 		if (size > (1u << 20))
 			size = max;
-		rtt = pingpong(buf, size, n, &bad);
+		rtt = pingpong(buf, ref, size, n, &bad);
 		snprintf(what, sizeof(what), "ping-pong %zu B x %d: corrupted messages", size, n);
 		check(bad == 0, what, bad);
 		if (size == 8)
@@ -110,6 +137,8 @@ static void test_pingpong(int iters)
 	if (rank == 0)
 		printf("figure: pingpong_8B_us=%.2f pingpong_4MiB_MBps=%.1f\n", lat8, bw);
 	free(buf);
+	free(ref[0]);
+	free(ref[1]);
 }
 
 static void test_allreduce(void)
