@@ -43,4 +43,6 @@ ucx_perf() {
 		ur_expect_grep "$tag.client" '^Final: +[0-9]+ ' "$tag: final figures"
 	ur_expect_no_grep "$tag.client" 'UCX +(ERROR|WARN)|uroce (error|warning)' "$tag: client: no UCX or uroce error"
 	ur_expect_no_grep "$tag.server" 'UCX +(ERROR|WARN)|uroce (error|warning)' "$tag: server: no UCX or uroce error"
+	ur_sanitizer_clean "$tag.client"
+	ur_sanitizer_clean "$tag.server"
 }

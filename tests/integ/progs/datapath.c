@@ -97,6 +97,31 @@ static void case_inline(struct vt_dev *d)
 		VT_EXPECT_STATUS("inline RDMA WRITE", IBV_WC_SUCCESS, wc.status);
 	vt_check(!memcmp(dst.p + 2048, expect, 256), "inline RDMA WRITE: the target holds the bytes");
 
+	/* An empty SGE with address 0 among the inline ones (UCX posts its
+	 * header and an empty payload so): nothing read from it. */
+	{
+		struct ibv_sge two[2] = {
+			{ .addr = (uintptr_t)src, .length = 64, .lkey = 0 },
+			{ .addr = 0, .length = 0, .lkey = 0 },
+		};
+
+		for (int i = 0; i < 64; i++)
+			src[i] = expect[i] = (uint8_t)(i * 11 + 5);
+		r = vt_sge(&dst, 0, 1024);
+		vt_post_recv(&b, 5, &r, 1);
+		wr = vt_wr(6, IBV_WR_SEND, &two[0]);
+		wr.num_sge = 2;
+		wr.send_flags |= IBV_SEND_INLINE;
+		ret = vt_post_send(&a, &wr);
+		vt_check(!ret, "inline SEND of 64 bytes + an empty SGE at address 0: posted (%s)",
+			 strerror(ret));
+		if (vt_poll_one(a.scq, &wc, 10, "inline SEND with an empty SGE"))
+			VT_EXPECT_STATUS("inline SEND with an empty SGE", IBV_WC_SUCCESS, wc.status);
+		if (vt_poll_one(b.rcq, &wc, 10, "inline SEND with an empty SGE, receiver"))
+			VT_EXPECT_EQ("inline SEND with an empty SGE, byte_len", 64, wc.byte_len);
+		vt_check(!memcmp(dst.p, expect, 64), "inline SEND with an empty SGE: the bytes arrived");
+	}
+
 	/* Too long for the QP's inline room: refused at post time. */
 	s = (struct ibv_sge){ .addr = (uintptr_t)src, .length = qia.cap.max_inline_data + 1, .lkey = 0 };
 	wr = vt_wr(4, IBV_WR_SEND, &s);
