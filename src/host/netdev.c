@@ -93,7 +93,7 @@ static void gid_add(struct ur_netdev *nd, const union ibv_gid *gid, int family)
 {
 	for (unsigned i = 0; i < nd->ngid; i++) {
 		if (!memcmp(&nd->gid[i].gid, gid, sizeof(*gid))) {
-			nd->gid[i].configured = true;   /* e.g. the EUI-64 link-local */
+			nd->gid[i].valid = true;   /* e.g. the EUI-64 link-local */
 			return;
 		}
 	}
@@ -101,7 +101,6 @@ static void gid_add(struct ur_netdev *nd, const union ibv_gid *gid, int family)
 		return;
 	nd->gid[nd->ngid].gid = *gid;
 	nd->gid[nd->ngid].valid = true;
-	nd->gid[nd->ngid].configured = true;
 	nd->gid[nd->ngid].family = family;
 	nd->ngid++;
 }
@@ -221,7 +220,11 @@ static struct ur_netdev *find_or_add_index(struct ur_netdev **arr, unsigned *n,
 }
 
 /* The table order is GID 0, then every IPv4 address, then every IPv6
- * address, whatever order the kernel lists them in.  IPv6 addresses come
+ * address, whatever order the kernel lists them in.  GID 0 is the
+ * link-local EUI-64 of the MAC when the interface has that address; when
+ * it has not (lo, or IPv6 off), the entry stays empty rather than
+ * advertising a source no socket can bind, and the other indexes keep
+ * their places (GID 1 is the first IPv4 address either way).  IPv6 addresses come
  * from getifaddrs, which names them by interface; IPv4 ones from the
  * netlink dump, which gives their interface index (see dump_v4_addrs). */
 int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
@@ -255,7 +258,7 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		read_link_info(nd);
 		ur_gid_eui64(&gid, nd->mac);
 		nd->gid[0].gid = gid;
-		nd->gid[0].valid = true;
+		nd->gid[0].valid = false;   /* until the interface lists it */
 		nd->gid[0].family = AF_INET6;
 		nd->ngid = 1;
 	}
@@ -278,6 +281,9 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		memcpy(gid.raw, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
 		gid_add(nd, &gid, AF_INET6);
 	}
+	for (unsigned i = 0; i < n; i++)
+		if (!arr[i].gid[0].valid)
+			memset(&arr[i].gid[0].gid, 0, sizeof(arr[i].gid[0].gid));
 	freeifaddrs(ifa_list);
 	free(v4);
 	qsort(arr, n, sizeof(*arr), cmp_ifindex);

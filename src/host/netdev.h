@@ -15,11 +15,10 @@
 
 struct ur_gid_entry {
 	union ibv_gid gid;
-	bool valid;
 	/* The address is assigned to the interface, so it can be a source.
-	 * GID 0 (link-local from the MAC) is listed even when the interface has
-	 * no such IPv6 address, as rxe does; it is then not configured. */
-	bool configured;
+	 * An empty entry (GID 0 when the interface has no link-local EUI-64
+	 * address) is all zeros and not valid. */
+	bool valid;
 	int family;            /* AF_INET (IPv4-mapped) or AF_INET6 */
 };
 

@@ -9,9 +9,11 @@ address, in interface-index order (uroce0, uroce1, ...):
   - port state PORT_ACTIVE when the interface is up with carrier, else PORT_DOWN;
   - link_layer Ethernet, max_mtu 4096;
   - active_mtu = (MTU - 80) rounded down to an IB MTU, capped at 4096;
-  - GID[0] = fe80::/64 + the modified EUI-64 of the MAC, then one
-    ::ffff:a.b.c.d per IPv4 address, then one entry per IPv6 address (an
-    address equal to GID[0] is not repeated); every entry RoCE v2.
+  - GID[0] = fe80::/64 + the modified EUI-64 of the MAC when the interface
+    has that address, else no GID[0] (an empty entry, not shown); then from
+    GID[1] one ::ffff:a.b.c.d per IPv4 address, then one entry per IPv6
+    address (an address equal to GID[0] is not repeated); every entry
+    RoCE v2.  Every GID shown is an address of its interface.
 Prints one "ok: ..." or "FAIL: ..." line per check.
 """
 import ipaddress
@@ -45,7 +47,9 @@ def expected(ifaces):
         addrs = itf.get("addr_info", [])
         if not any(a.get("family") in ("inet", "inet6") for a in addrs):
             continue
-        gids = [eui64_gid(itf.get("address", "00:00:00:00:00:00"))]
+        ll = eui64_gid(itf.get("address", "00:00:00:00:00:00"))
+        v6s = [v6(a["local"]) for a in addrs if a.get("family") == "inet6"]
+        gids = [ll if ll in v6s else None]
         for a in addrs:
             if a.get("family") == "inet":
                 g = "::ffff:" + a["local"]
@@ -62,7 +66,7 @@ def expected(ifaces):
             "ifname": itf["ifname"],
             "state": "PORT_ACTIVE" if up else "PORT_DOWN",
             "active_mtu": ib_mtu(itf["mtu"]),
-            "gids": gids,
+            "gids": ["%d %s" % (i, g) for i, g in enumerate(gids) if g],
         })
     for i, d in enumerate(devs):
         d["name"] = "uroce%d" % i
@@ -85,7 +89,7 @@ def parse_devinfo(text):
             continue
         m = re.match(r"\s+GID\[\s*(\d+)\]:\s+(\S+?),?\s+(RoCE v\d|IB)?\s*$", line)
         if m:
-            cur["gids"].append(m.group(2).rstrip(","))
+            cur["gids"].append("%d %s" % (int(m.group(1)), m.group(2).rstrip(",")))
             cur["gid_types"].append(m.group(3) or "?")
     return devs
 
