@@ -8,17 +8,18 @@
 #include "core/context.h"
 #include "core/device.h"
 
-/* The first GID of the family the peer uses: the fix to
+/* The first GID of the family the peer uses, copies aside: the fix to
  * suggest when the chosen index cannot work. */
 static int suggest_index(const struct ur_netdev *nd, const union ibv_gid *dgid)
 {
 	int want = ur_gid_is_v4mapped(dgid) ? AF_INET : AF_INET6;
 
 	for (unsigned i = 0; i < nd->ngid; i++)
-		if (nd->gid[i].valid && nd->gid[i].family == want)
+		if (nd->gid[i].valid && !nd->gid[i].copy && nd->gid[i].family == want)
 			return (int)i;
 	for (unsigned i = 0; i < nd->ngid; i++)
-		if (nd->gid[i].valid && nd->gid[i].family == AF_INET)
+		if (nd->gid[i].valid && !nd->gid[i].copy &&
+		    nd->gid[i].family == AF_INET)
 			return (int)i;
 	return -1;
 }

@@ -97,6 +97,14 @@ static void gid_add(struct ur_netdev *nd, const union ibv_gid *gid, int family)
 			return;
 		}
 	}
+	/* A link-local address that is not the EUI-64 one (stable-privacy
+	 * addressing) is the interface's link-local GID 0 until the EUI-64
+	 * one turns up. */
+	if (!nd->gid[0].valid && family == AF_INET6 && ur_gid_is_link_local(gid)) {
+		nd->gid[0].gid = *gid;
+		nd->gid[0].valid = true;
+		return;
+	}
 	if (nd->ngid == UR_MAX_GID)
 		return;
 	nd->gid[nd->ngid].gid = *gid;
@@ -219,12 +227,32 @@ static struct ur_netdev *find_or_add_index(struct ur_netdev **arr, unsigned *n,
 	return find_or_add(arr, n, cap, name);
 }
 
-/* The table order is GID 0, then every IPv4 address, then every IPv6
- * address, whatever order the kernel lists them in.  GID 0 is the
- * link-local EUI-64 of the MAC when the interface has that address; when
- * it has not (lo, or IPv6 off), the entry stays empty rather than
- * advertising a source no socket can bind, and the other indexes keep
- * their places (GID 1 is the first IPv4 address either way).  IPv6 addresses come
+/* GID 0 has to be usable: rdma-core's tests and programs run without a
+ * GID index take index 0 as always valid.  On an interface without a
+ * link-local address it is a copy of the interface's first IPv6 address
+ * (lo: ::1), else of its first IPv4 one (IPv6 off), rather than a
+ * link-local GID that no socket could send from or receive on; the other
+ * indexes keep their places (IPv4 first from index 1). */
+static void fill_gid0(struct ur_netdev *nd)
+{
+	unsigned pick = 1;
+
+	if (nd->gid[0].valid)
+		return;
+	if (nd->ngid < 2) {
+		memset(&nd->gid[0].gid, 0, sizeof(nd->gid[0].gid));
+		return;
+	}
+	for (unsigned i = nd->ngid; i-- > 1;)
+		if (nd->gid[i].family == AF_INET6)
+			pick = i;
+	nd->gid[0] = nd->gid[pick];
+	nd->gid[0].copy = true;
+}
+
+/* The table order is GID 0 (the link-local address), then every IPv4
+ * address, then every IPv6 address, whatever order the kernel lists them
+ * in; see fill_gid0 for an interface without a link-local address.  IPv6 addresses come
  * from getifaddrs, which names them by interface; IPv4 ones from the
  * netlink dump, which gives their interface index (see dump_v4_addrs). */
 int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
@@ -282,8 +310,7 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		gid_add(nd, &gid, AF_INET6);
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (!arr[i].gid[0].valid)
-			memset(&arr[i].gid[0].gid, 0, sizeof(arr[i].gid[0].gid));
+		fill_gid0(&arr[i]);
 	freeifaddrs(ifa_list);
 	free(v4);
 	qsort(arr, n, sizeof(*arr), cmp_ifindex);

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Every GID that `ibv_devinfo -v` lists works as a source, with unmodified
 # ibv_rc_pingpong -g N and ibv_ud_pingpong -g N (both sides the same index):
-#  - uroce0 on lo: no GID 0 (lo has no link-local EUI-64 address, so the
-#    entry is empty, as the kernel shows an empty entry), then ::ffff:127.0.0.1
-#    and ::1, each working;
+#  - uroce0 on lo: GID 0 (lo has no link-local address: a copy of ::1),
+#    ::ffff:127.0.0.1 and ::1, each working;
 #  - a veth between two namespaces: GID 0 is the interface's own link-local
 #    EUI-64 address (once past duplicate address detection), then IPv4, then
 #    IPv6, each working across the veth.
@@ -37,8 +36,9 @@ each_gid() {
 
 # --- lo ------------------------------------------------------------------------
 mapfile -t lo_gids < <(gids lo.devinfo uroce0)
-ur_expect_eq "uroce0 (lo) lists GIDs" "1 2" "${lo_gids[*]}"
-ur_expect_no_grep lo.devinfo 'fe80:' "uroce0 (lo) lists no link-local GID"
+ur_expect_eq "uroce0 (lo) lists GIDs" "0 1 2" "${lo_gids[*]}"
+ur_expect_no_grep lo.devinfo 'fe80:' "uroce0 (lo) lists no link-local GID (lo has none)"
+ur_expect_grep lo.devinfo 'GID\[ *0\]:[[:space:]]+::1, RoCE v2' "uroce0 (lo): GID 0 is ::1"
 each_gid lo uroce0 uroce0 127.0.0.1 2048 "${lo_gids[@]}"
 
 # --- a veth between two namespaces ---------------------------------------------

@@ -170,9 +170,6 @@ ur_expect_rc gidfam.client 1 "client -x 2 (IPv6) to an IPv4 peer: client exits 1
 ur_expect_fail_fast gidfam.server "client -x 2, server -x 1: server fails too"
 ur_expect_grep gidfam.client "GID index 2 \(::1\) does not reach the peer 127.0.0.1, GID index 1 \(uroce0, lo\) does: use -x 1" \
 	"client -x 2: names -x 1"
-ur_run gid0 "$U" bench write -x 0 127.0.0.1
-ur_expect_rc gid0 1 "-x 0 (empty on lo): exit 1"
-ur_expect_grep gid0 "GID index 0 is not in uroce0 port 1's table" "-x 0: says the entry is empty"
 ur_run gid9 "$U" bench write -x 9 127.0.0.1
 ur_expect_rc gid9 1 "-x 9 (no such GID): exit 1"
 ur_expect_grep gid9 "GID index 9 is not in uroce0 port 1's table" "-x 9: says the index does not exist"

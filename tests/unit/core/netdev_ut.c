@@ -370,9 +370,11 @@ static void test_route_lo(void)
 		return;
 	}
 	ur_device_snapshot(dev, &nd);
-	/* GID 0 is empty: lo has no link-local EUI-64 (fe80::200:ff:fe00:0). */
-	UT_CHECK(ur_gid_is_zero(&nd.gid[0].gid));
-	UT_CHECK(!nd.gid[0].valid);
+	/* lo has no link-local address (fe80::200:ff:fe00:0 would be its
+	 * EUI-64): GID 0 is a copy of its first IPv6 address. */
+	UT_CHECK(gid_is(&nd.gid[0].gid, "::1"));
+	UT_CHECK(nd.gid[0].valid && nd.gid[0].copy);
+	UT_EQ(nd.gid[0].family, AF_INET6);
 	UT_CHECK(gid_is(&nd.gid[1].gid, "127.0.0.1"));
 	UT_CHECK(gid_is(&nd.gid[2].gid, "::1"));
 
@@ -394,11 +396,13 @@ static void test_route_lo(void)
 	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
 	UT_EQ(up->family, AF_INET6);
 
-	/* GID 0 on lo is empty: the message names the index that works... */
-	expect_why(dev, av("127.0.0.1", 0), "GID index 0 is empty on lo",
+	/* GID 0 on lo works (the copy of ::1); for an IPv4 peer the message
+	 * names the IPv4 index. */
+	a = av("::1", 0);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
+	UT_EQ(up->family, AF_INET6);
+	expect_why(dev, av("127.0.0.1", 0), "source GID index 0 is IPv6 but the peer's GID is IPv4",
 		   "use GID index 1 (::ffff:127.0.0.1)");
-	/* ...and for an IPv6 peer, the IPv6 index. */
-	expect_why(dev, av("::1", 0), "GID index 0 is empty on lo", "use GID index 2 (::1)");
 	expect_why(dev, av("127.0.0.1", 9), "GID index 9 is empty on lo", "use GID index 1");
 	expect_why(dev, av("127.0.0.1", 255), "GID index 255 is empty", NULL);
 	expect_why(dev, av("::1", 1), "source GID index 1 is IPv4 but the peer's GID is IPv6",
