@@ -45,7 +45,8 @@ struct ur_reg_shm {
 	uint32_t layout_size;
 	uint32_t nslots;
 	uint32_t nblocks;
-	uint32_t reserved[3];
+	uint32_t next_block;          /* claim cursor (under the file lock) */
+	uint32_t reserved[2];
 	struct ur_reg_slot slot[UR_REG_SLOTS];
 	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
 	struct ur_reg_mcast mcast[UR_REG_MCAST_GROUPS];
@@ -343,15 +344,26 @@ void ur_registry_detach(void)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+/* Claims the next free block after the last one claimed on this host, so a
+ * block (and its QP numbers) freed by a process that ended is the last to be
+ * handed out again: a late packet for an old QP finds no new QP under its
+ * number, as QPNs on a NIC advance rather than repeat.  Called with the file
+ * lock held, which guards the cursor. */
 static int claim_block(uint32_t *block)
 {
 	uint16_t mine = (uint16_t)(reg.slot + 1);
 
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t b = 1; b < UR_REG_BLOCKS; b++) {
+		uint32_t start = reg.shm->next_block;
+
+		for (uint32_t k = 0; k < UR_REG_BLOCKS; k++) {
+			uint32_t b = (start + k) % UR_REG_BLOCKS;
 			uint16_t expect = 0;
 
+			if (b == 0)   /* never claimed: QPNs 0 and 1 are special */
+				continue;
 			if (atomic_compare_exchange_strong(&reg.shm->block_owner[b], &expect, mine)) {
+				reg.shm->next_block = (b + 1) % UR_REG_BLOCKS;
 				*block = b;
 				return 0;
 			}
