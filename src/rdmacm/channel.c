@@ -1,8 +1,9 @@
-/* Event channels: a pipe whose read end is the channel's fd, one byte per
- * queued event, so the fd polls, blocks and goes non-blocking as the
- * kernel's rdma_cm device file does. */
+/* Event channels: the fd is an eventfd counting queued events (semaphore
+ * mode: each read takes one), so it polls, blocks and goes non-blocking as
+ * the kernel's rdma_cm device file does, and, like that file, closing it
+ * does not wake a thread blocked reading it (rping's event thread). */
 #include <errno.h>
-#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,28 +11,61 @@
 #include "rdmacm/cma.h"
 #include "util/compiler.h"
 
+static void count_one(struct cma_channel *ch)
+{
+	uint64_t one = 1;
+
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
+		/* Only at 2^64 - 1 events queued. */
+	}
+}
+
 int cma_channel_open(bool sync, struct cma_channel **out)
 {
 	struct cma_channel *c = calloc(1, sizeof(*c));
-	int fds[2];
 
 	if (!c)
 		return -ENOMEM;
-	if (pipe2(fds, O_CLOEXEC)) {
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
 		int err = errno;
 
 		free(c);
 		return -err;
 	}
-	/* The write end never blocks: a full pipe still has a byte for
-	 * every event it cannot hold, since readers take one per event. */
-	fcntl(fds[1], F_SETFL, O_NONBLOCK);
-	c->ch.fd = fds[0];
-	c->wfd = fds[1];
 	c->sync = sync;
 	ur_list_init(&c->events);
 	*out = c;
 	return 0;
+}
+
+void cma_channel_drop(struct cma_channel *ch, struct cma_id *c)
+{
+	struct ur_list *l, *t;
+
+	ur_list_for_each_safe(l, t, &ch->events) {
+		struct cma_event *e = ur_list_entry(l, struct cma_event, link);
+
+		if (to_cid(e->ev.id) == c || (e->ev.listen_id && to_cid(e->ev.listen_id) == c)) {
+			ur_list_del(&e->link);
+			free(e);
+		}
+	}
+}
+
+void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct cma_id *c)
+{
+	struct ur_list *l, *t;
+
+	ur_list_for_each_safe(l, t, &from->events) {
+		struct cma_event *e = ur_list_entry(l, struct cma_event, link);
+
+		if (to_cid(e->ev.id) != c)
+			continue;
+		ur_list_del(&e->link);
+		ur_list_add_tail(&to->events, &e->link);
+		count_one(to);
+	}
 }
 
 void cma_channel_close(struct cma_channel *c)
@@ -43,7 +77,6 @@ void cma_channel_close(struct cma_channel *c)
 		free(e);
 	}
 	close(c->ch.fd);
-	close(c->wfd);
 	free(c);
 }
 
@@ -51,8 +84,6 @@ int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const 
 	      size_t len, struct cma_event **out)
 {
 	struct cma_event *e = calloc(1, sizeof(*e));
-	char one = 1;
-
 	if (!e)
 		return -ENOMEM;
 	e->ev.id = &c->id;
@@ -65,11 +96,8 @@ int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const 
 		e->ev.param.conn.private_data = e->priv;
 		e->ev.param.conn.private_data_len = (uint8_t)len;
 	}
-	c->events_out++;
 	ur_list_add_tail(&c->chan->events, &e->link);
-	if (write(c->chan->wfd, &one, 1) < 0) {
-		/* A full pipe: readers find the event on the next byte. */
-	}
+	count_one(c->chan);
 	if (out)
 		*out = e;
 	return 0;
@@ -85,16 +113,21 @@ static struct cma_event *take(struct cma_channel *ch)
 	e = ur_list_entry(ch->events.next, struct cma_event, link);
 	ur_list_del(&e->link);
 	ur_list_init(&e->link);
+	/* Handed out: the id (and a request's listener) cannot go before it
+	 * is acked, as with the kernel's rdma_cm. */
+	to_cid(e->ev.id)->events_out++;
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id)
+		to_cid(e->ev.listen_id)->events_out++;
 	return e;
 }
 
 static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 {
 	struct cma_event *e = NULL;
-	char b;
+	uint64_t b;
 
 	for (;;) {
-		ssize_t n = read(ch->ch.fd, &b, 1);
+		ssize_t n = read(ch->ch.fd, &b, sizeof(b));
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -32,8 +32,7 @@ struct cma_dev {
 };
 
 struct cma_channel {
-	struct rdma_event_channel ch;  /* ch.fd: the read end of a pipe */
-	int wfd;
+	struct rdma_event_channel ch;  /* ch.fd: an eventfd, one count per event */
 	bool sync;                     /* made for an id created without a channel */
 	struct ur_list events;         /* queued, not yet got */
 };
@@ -111,6 +110,10 @@ void cma_send_to(int dev, int gid_index, const union ibv_gid *dgid, const struct
 /* channel.c */
 int cma_channel_open(bool sync, struct cma_channel **out);
 void cma_channel_close(struct cma_channel *c);
+/* Forgets the queued (not yet got) events of id c: it is going. */
+void cma_channel_drop(struct cma_channel *ch, struct cma_id *c);
+/* Moves the queued events of id c to another channel. */
+void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct cma_id *c);
 /* Queues an event for c's channel; priv (len bytes) is copied. */
 int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
 	      size_t len, struct cma_event **out);

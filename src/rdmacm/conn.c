@@ -195,7 +195,6 @@ static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const unio
 		   CMA_REQ_PRIV);
 	e = ur_list_entry(c->chan->events.prev, struct cma_event, link);
 	e->ev.listen_id = &l->id;
-	l->events_out++;
 }
 
 static void on_rep(struct cma_id *c, const struct ur_cm_msg *m)

@@ -90,6 +90,7 @@ int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
 void cma_id_free(struct cma_id *c)
 {
 	ur_list_del(&c->link);
+	cma_channel_drop(c->chan, c);
 	uroce_cm_id_free(c->comm_num);
 	if (c->chan->sync)
 		cma_channel_close(c->chan);
@@ -155,7 +156,7 @@ UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 
 	pthread_mutex_lock(&cma.lock);
 	/* As the kernel's: every event of the id is acked first. */
-	while (c->events_out > 0 && !c->chan->sync)
+	while (c->events_out > 0)
 		pthread_cond_wait(&cma.acked, &cma.lock);
 	if (c->listening)
 		uroce_cm_listen(cma_service_id(c), 0);
@@ -305,6 +306,7 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 	/* As the kernel's: the id's events move with it once acked. */
 	while (c->events_out > 0)
 		pthread_cond_wait(&cma.acked, &cma.lock);
+	cma_channel_move(c->chan, to, c);
 	if (c->chan->sync)
 		cma_channel_close(c->chan);
 	c->chan = to;
