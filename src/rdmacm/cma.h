@@ -47,6 +47,7 @@ struct cma_id {
 	struct rdma_cm_id id;          /* what the application sees */
 	struct ur_list link;           /* on cma.ids */
 	struct cma_channel *chan;
+	bool own_chan;                 /* chan was made for this id (synchronous) */
 	struct ur_cm_conn conn;
 	uint32_t comm_num;             /* the host-unique number in our comm ID */
 	bool bound, listening, connect_sent, disconnected;

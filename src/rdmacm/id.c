@@ -92,7 +92,7 @@ void cma_id_free(struct cma_id *c)
 	ur_list_del(&c->link);
 	cma_channel_drop(c->chan, c);
 	uroce_cm_id_free(c->comm_num);
-	if (c->chan->sync)
+	if (c->own_chan)
 		cma_channel_close(c->chan);
 	free(c->ep_attr);
 	free(c);
@@ -118,6 +118,8 @@ UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 		goto fail;
 	pthread_mutex_lock(&cma.lock);
 	ret = cma_id_new(ch, context, ps, qpt, &c);
+	if (!ret)
+		c->own_chan = !channel;
 	pthread_mutex_unlock(&cma.lock);
 	if (ret) {
 		if (!channel)
@@ -307,8 +309,9 @@ UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 	while (c->events_out > 0)
 		pthread_cond_wait(&cma.acked, &cma.lock);
 	cma_channel_move(c->chan, to, c);
-	if (c->chan->sync)
+	if (c->own_chan)
 		cma_channel_close(c->chan);
+	c->own_chan = !channel;
 	c->chan = to;
 	c->id.channel = &to->ch;
 	pthread_mutex_unlock(&cma.lock);

@@ -98,6 +98,11 @@ static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
 	}
 	if (a->pd->context != c->id.verbs)
 		return -EINVAL;
+	/* The endpoint helpers leave the type to the id (its port space). */
+	if (!a->qp_type)
+		a->qp_type = c->id.qp_type;
+	if (!a->srq && c->id.srq)
+		a->srq = c->id.srq;
 	ret = make_cqs(c, a);
 	if (ret)
 		goto fail;
