@@ -18,7 +18,7 @@ cm_pair() {
 	for try in $(seq 100); do
 		ur_run "$name.client" "${c[@]}"
 		[ "${UR_RC[$name.client]}" = 0 ] && break
-		grep -Eq 'REJECTED, error:? 8|CM event bl blka 8|Connection refused' \
+		grep -Eq 'REJECTED(,|;) error:? 8|CM event bl blka 8|Connection refused' \
 			"$(ur_out "$name.client")" || break
 		kill -0 "${UR_PID[$name.server]}" 2>/dev/null || break
 		cp "$(ur_out "$name.client")" "$UR_TMP/$name.client.try$try.out"
