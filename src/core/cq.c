@@ -318,5 +318,11 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	a = decide(cq, solicited, wc->status != IBV_WC_SUCCESS);
 	pthread_spin_unlock(&cq->lock);
 	act(cq, a);
+	/* A failed work request is the application's to report: the status
+	 * is in its completion; the library counts it and says nothing on
+	 * stderr (UROCE_LOG=debug shows the site's reason). */
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+		__atomic_add_fetch(&cq->ctx->dev->cnt[UR_CNT_COMPLETION_ERRORS], 1,
+				   __ATOMIC_RELAXED);
 	return 0;
 }

@@ -46,9 +46,9 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 		return UR_EXEC_RNR;
 	w = qp->resp.rwqe;
 	if (qp->resp.recv_offset + pkt->paylen > w->length) {
-		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: a %u+ byte message does not "
-				    "fit the %u byte receive buffer", ur_qp_num(qp),
-				    qp->resp.recv_offset + pkt->paylen, w->length);
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: a %u+ byte message does not "
+		       "fit the %u byte receive buffer", ur_qp_num(qp),
+		       qp->resp.recv_offset + pkt->paylen, w->length);
 		if (ur_qp_is_reliable(qp)) {
 			ur_resp_complete_recv(qp, IBV_WC_LOC_LEN_ERR, NULL, 0, false);
 			ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "receive buffer too small");

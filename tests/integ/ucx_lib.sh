@@ -3,7 +3,7 @@
 # UCX lists an RDMA device only if /dev/infiniband/<dev_name> is a character
 # device it may read and write (`uroce devnodes`).  ucx_need DEVICE...
 # skips the test without ucx-utils, makes the nodes of the DEVICEs when
-# root (removing at exit the ones it made), and skips when they are
+# root (they are harmless and stay until reboot), and skips when they are
 # missing and cannot be made.
 ucx_need() {
 	local d made=()
@@ -16,14 +16,10 @@ ucx_need() {
 		made+=("$d")
 	done
 	[ ${#made[@]} -gt 0 ] || return 0
-	if "$UR_BUILD/bin/uroce" devnodes create "${made[@]}" >/dev/null; then
-		for d in "${made[@]}"; do
-			ur_on_exit "rm -f /dev/infiniband/uverbs-$d"
-		done
-		ur_on_exit "rmdir /dev/infiniband 2>/dev/null"
-	else
+	# The nodes stay (as scripts/test's do): UCX tests run side by side,
+	# and one removing at its exit what another still needs fails that one.
+	"$UR_BUILD/bin/uroce" devnodes create "${made[@]}" >/dev/null ||
 		ur_fail "uroce devnodes create ${made[*]} (as root)"
-	fi
 }
 
 # UCX's memory hooks patch the allocator; under ASan they fight its

@@ -84,6 +84,11 @@ static int create_one(const char *dev_name)
 	old = umask(0);
 	ret = mknod(path, S_IFCHR | 0666, makedev(NULL_MAJOR, NULL_MINOR));
 	umask(old);
+	/* Another `create` may have made it since the check: fine if ours. */
+	if (ret && errno == EEXIST && node_state(path, &st) == NODE_OURS) {
+		printf("%s: exists\n", path);
+		return 0;
+	}
 	if (ret) {
 		fprintf(stderr, "uroce devnodes: cannot make %s: %s%s\n", path, strerror(errno),
 			errno == EPERM ? " (needs root: sudo uroce devnodes create)" : "");
