@@ -5,15 +5,18 @@
 # data, UD for UCX's wire-up) and over ud_verbs,self alone, with UCX's UD
 # destination-GID check on (no UCX_UD_ETH_DGID_CHECK override: it reads the
 # L3 type from wc.sl).  On one host (uroce0, lo) and between two namespaces
-# joined by a veth (uroce1).  Each run: both sides exit 0, final figures,
-# no UCX or uroce error.  Few iterations: figures are bench/'s business.
+# joined by a veth (uroce1; the sanitizer builds run RC only there).
+# Each run: both sides exit 0, final figures, no UCX or uroce error.
+# Few iterations: figures are bench/'s business.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ucx_lib.sh"
 UR_TIMEOUT=120
 
+# ucx_suite WHERE DEV SERVER_IP TLS...: the four tests over each TLS set.
 ucx_suite() {
 	local where=$1 dev=$2 ip=$3 tls short
-	for tls in rc_verbs,ud_verbs:aux,self ud_verbs,self; do
+	shift 3
+	for tls in "$@"; do
 		short=${tls%%,*}
 		ucx_perf "$where.$short.tag_lat" "$tls" "$dev" "$ip" tag_lat -n 2000 -w 100
 		ucx_perf "$where.$short.tag_bw" "$tls" "$dev" "$ip" tag_bw -s 65536 -n 200 -w 20
@@ -23,10 +26,16 @@ ucx_suite() {
 }
 
 ucx_need uroce0 uroce1
-ucx_suite lo uroce0 127.0.0.1
+ucx_suite lo uroce0 127.0.0.1 rc_verbs,ud_verbs:aux,self ud_verbs,self
 
+# The sanitizer builds rerun the veth half with RC (UD as its wire-up)
+# only: the same library paths as on lo, in less CI time.
+veth_tls=(rc_verbs,ud_verbs:aux,self ud_verbs,self)
+if ur_is_asan || ur_is_tsan; then
+	veth_tls=(rc_verbs,ud_verbs:aux,self)
+fi
 ur_netns_pair 1500
 export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
-ucx_suite veth uroce1 "$UR_IP_B"
+ucx_suite veth uroce1 "$UR_IP_B" "${veth_tls[@]}"
 
 ur_done
