@@ -21,6 +21,7 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_ICRC_ERRORS] = "icrc_errors",
 	[UR_CNT_MALFORMED] = "malformed",
 	[UR_CNT_NO_QP] = "no_qp",
+	[UR_CNT_COMPLETION_ERRORS] = "completion_errors",
 };
 
 int ur_counter_by_name(const char *name)

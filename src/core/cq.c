@@ -150,7 +150,8 @@ int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 	struct ur_cq *cq;
 
 	if (attr->cqe < 1 || attr->cqe > UR_MAX_CQE) {
-		ur_err(ctx->dev->ibdev.name, "CQ of %u entries: the device allows 1..%d",
+		/* A probe's answer, not an error (see check_caps in qp.c). */
+		ur_log(UR_LOG_DBG, ctx->dev->ibdev.name, "CQ of %u entries: the device allows 1..%d",
 		       attr->cqe, UR_MAX_CQE);
 		return -EINVAL;
 	}
@@ -317,5 +318,11 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	a = decide(cq, solicited, wc->status != IBV_WC_SUCCESS);
 	pthread_spin_unlock(&cq->lock);
 	act(cq, a);
+	/* A failed work request is the application's to report: the status
+	 * is in its completion; the library counts it and says nothing on
+	 * stderr (UROCE_LOG=debug shows the site's reason). */
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+		__atomic_add_fetch(&cq->ctx->dev->cnt[UR_CNT_COMPLETION_ERRORS], 1,
+				   __ATOMIC_RELAXED);
 	return 0;
 }

@@ -55,7 +55,7 @@ static int device_file(struct ur_device *dev, const char *file, char *out, size_
 		}
 	}
 	if (sscanf(file, "ports/1/gid_attrs/types/%u", &idx) == 1) {
-		if (idx >= nd.ngid)
+		if (idx >= nd.ngid || !nd.gid[idx].valid)
 			return -EINVAL;   /* the kernel answers EINVAL for an empty entry */
 		return snprintf(out, len, "RoCE v2\n");
 	}
@@ -71,7 +71,7 @@ static int device_file(struct ur_device *dev, const char *file, char *out, size_
 		return snprintf(out, len, "%llu\n", (unsigned long long)cnt[c]);
 	}
 	if (sscanf(file, "ports/1/gid_attrs/ndevs/%u", &idx) == 1) {
-		if (idx >= nd.ngid)
+		if (idx >= nd.ngid || !nd.gid[idx].valid)
 			return -EINVAL;
 		return snprintf(out, len, "%s\n", dev->netdev_name);
 	}

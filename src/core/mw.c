@@ -85,7 +85,7 @@ static enum ibv_wc_status do_bind(struct ur_qp *qp, struct ur_send_wqe *w)
 	pthread_rwlock_unlock(&t->lock);
 	if (why) {
 		ur_key_unreserve(t, &mw->ke, w->rkey);
-		ur_err(ur_qp_dev(qp), "QP 0x%06x: bind of memory window 0x%x failed: %s",
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: bind of memory window 0x%x failed: %s",
 		       ur_qp_num(qp), mw->ibmw.rkey, why);
 		return IBV_WC_MW_BIND_ERR;
 	}
@@ -130,7 +130,7 @@ enum ibv_wc_status ur_mw_local_op(struct ur_qp *qp, struct ur_send_wqe *w)
 		return do_bind(qp, w);
 	why = invalidate(qp, w->imm, NULL);
 	if (why) {
-		ur_err(ur_qp_dev(qp), "QP 0x%06x: local invalidate of 0x%x failed: %s",
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: local invalidate of 0x%x failed: %s",
 		       ur_qp_num(qp), w->imm, why);
 		return IBV_WC_MW_BIND_ERR;
 	}
@@ -142,7 +142,7 @@ bool ur_mw_remote_invalidate(struct ur_qp *qp, uint32_t rkey)
 	const char *why = invalidate(qp, rkey, qp);
 
 	if (why)
-		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: SEND with invalidate of 0x%x: %s",
-				    ur_qp_num(qp), rkey, why);
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: SEND with invalidate of 0x%x: %s",
+		       ur_qp_num(qp), rkey, why);
 	return !why;
 }

@@ -27,22 +27,27 @@ const char *const ur_qp_state_name[] = {
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |         \
 	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
+/* Requests over the device's limits fail with EINVAL and are logged at debug
+ * level only: middleware (libfabric, UCX) finds the limits by creating QPs
+ * that ask for more and more until one is refused, so a refusal is an answer,
+ * not an error.  ur_log rather than ur_dbg: this is the control path and the
+ * line stays available in every build (UROCE_LOG=debug). */
 static int check_caps(struct ur_context *ctx, const struct ibv_qp_init_attr_ex *a)
 {
 	const char *dev = ctx->dev->ibdev.name;
 
 	if (a->cap.max_send_wr > UR_MAX_QP_WR || a->cap.max_recv_wr > UR_MAX_QP_WR) {
-		ur_err(dev, "max_send_wr %u / max_recv_wr %u: the device allows up to %d",
+		ur_log(UR_LOG_DBG, dev, "max_send_wr %u / max_recv_wr %u: the device allows up to %d",
 		       a->cap.max_send_wr, a->cap.max_recv_wr, UR_MAX_QP_WR);
 		return -EINVAL;
 	}
 	if (a->cap.max_send_sge > UR_MAX_SGE || a->cap.max_recv_sge > UR_MAX_SGE) {
-		ur_err(dev, "max_send_sge %u / max_recv_sge %u: the device allows up to %d",
+		ur_log(UR_LOG_DBG, dev, "max_send_sge %u / max_recv_sge %u: the device allows up to %d",
 		       a->cap.max_send_sge, a->cap.max_recv_sge, UR_MAX_SGE);
 		return -EINVAL;
 	}
 	if (a->cap.max_inline_data > UR_MAX_INLINE) {
-		ur_err(dev, "max_inline_data %u: the device allows up to %d",
+		ur_log(UR_LOG_DBG, dev, "max_inline_data %u: the device allows up to %d",
 		       a->cap.max_inline_data, UR_MAX_INLINE);
 		return -EINVAL;
 	}

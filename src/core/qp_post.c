@@ -124,7 +124,11 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 			       ur_qp_num(qp), (unsigned long long)len, qp->cap.max_inline_data);
 			return -EINVAL;
 		}
+		/* An empty SGE may have address 0 (UCX posts one): no copy,
+		 * since memcpy from NULL is undefined even for 0 bytes. */
 		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;

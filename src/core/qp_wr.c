@@ -184,6 +184,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 	}
 	dst = w->inline_data;
 	for (size_t i = 0; i < n; i++) {
+		if (!buf[i].length)
+			continue;    /* addr may be NULL: see fill_send_wqe */
 		memcpy(dst, buf[i].addr, buf[i].length);
 		dst += buf[i].length;
 	}

@@ -8,17 +8,17 @@
 #include "core/context.h"
 #include "core/device.h"
 
-/* The first configured GID of the family the peer uses: the fix to
+/* The first GID of the family the peer uses, copies aside: the fix to
  * suggest when the chosen index cannot work. */
 static int suggest_index(const struct ur_netdev *nd, const union ibv_gid *dgid)
 {
 	int want = ur_gid_is_v4mapped(dgid) ? AF_INET : AF_INET6;
 
 	for (unsigned i = 0; i < nd->ngid; i++)
-		if (nd->gid[i].valid && nd->gid[i].configured && nd->gid[i].family == want)
+		if (nd->gid[i].valid && !nd->gid[i].copy && nd->gid[i].family == want)
 			return (int)i;
 	for (unsigned i = 0; i < nd->ngid; i++)
-		if (nd->gid[i].valid && nd->gid[i].configured &&
+		if (nd->gid[i].valid && !nd->gid[i].copy &&
 		    nd->gid[i].family == AF_INET)
 			return (int)i;
 	return -1;
@@ -66,12 +66,6 @@ int ur_route_resolve(struct ur_context *ctx, const struct ibv_ah_attr *ah,
 		return -EINVAL;
 	}
 	sg = &nd.gid[grh->sgid_index];
-	if (!sg->configured) {
-		snprintf(s2, sizeof(s2), "GID index %u (%s) is not an address of %s",
-			 grh->sgid_index, ur_gid_str(&sg->gid, s1, sizeof(s1)), nd.name);
-		hint(why, whylen, &nd, &grh->dgid, s2);
-		return -EINVAL;
-	}
 	if (ur_gid_is_zero(&grh->dgid)) {
 		snprintf(why, whylen, "the destination GID is all zeros: the peer sent "
 			 "no GID (it needs a GID index too)");

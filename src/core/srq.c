@@ -28,7 +28,8 @@ static int check_attr(struct ur_context *ctx, const struct ibv_srq_init_attr_ex 
 		return -EINVAL;
 	if (a->attr.max_wr < 1 || a->attr.max_wr > UR_MAX_SRQ_WR ||
 	    a->attr.max_sge > UR_MAX_SRQ_SGE || a->attr.srq_limit > a->attr.max_wr) {
-		ur_err(ctx->dev->ibdev.name, "SRQ max_wr %u (1..%d), max_sge %u (<= %d), "
+		/* A probe's answer, not an error (see check_caps in qp.c). */
+		ur_log(UR_LOG_DBG, ctx->dev->ibdev.name, "SRQ max_wr %u (1..%d), max_sge %u (<= %d), "
 		       "srq_limit %u (<= max_wr)", a->attr.max_wr, UR_MAX_SRQ_WR,
 		       a->attr.max_sge, UR_MAX_SRQ_SGE, a->attr.srq_limit);
 		return -EINVAL;

@@ -93,15 +93,22 @@ static void gid_add(struct ur_netdev *nd, const union ibv_gid *gid, int family)
 {
 	for (unsigned i = 0; i < nd->ngid; i++) {
 		if (!memcmp(&nd->gid[i].gid, gid, sizeof(*gid))) {
-			nd->gid[i].configured = true;   /* e.g. the EUI-64 link-local */
+			nd->gid[i].valid = true;   /* e.g. the EUI-64 link-local */
 			return;
 		}
+	}
+	/* A link-local address that is not the EUI-64 one (stable-privacy
+	 * addressing) is the interface's link-local GID 0 until the EUI-64
+	 * one turns up. */
+	if (!nd->gid[0].valid && family == AF_INET6 && ur_gid_is_link_local(gid)) {
+		nd->gid[0].gid = *gid;
+		nd->gid[0].valid = true;
+		return;
 	}
 	if (nd->ngid == UR_MAX_GID)
 		return;
 	nd->gid[nd->ngid].gid = *gid;
 	nd->gid[nd->ngid].valid = true;
-	nd->gid[nd->ngid].configured = true;
 	nd->gid[nd->ngid].family = family;
 	nd->ngid++;
 }
@@ -220,8 +227,32 @@ static struct ur_netdev *find_or_add_index(struct ur_netdev **arr, unsigned *n,
 	return find_or_add(arr, n, cap, name);
 }
 
-/* The table order is GID 0, then every IPv4 address, then every IPv6
- * address, whatever order the kernel lists them in.  IPv6 addresses come
+/* GID 0 has to be usable: rdma-core's tests and programs run without a
+ * GID index take index 0 as always valid.  On an interface without a
+ * link-local address it is a copy of the interface's first IPv6 address
+ * (lo: ::1), else of its first IPv4 one (IPv6 off), rather than a
+ * link-local GID that no socket could send from or receive on; the other
+ * indexes keep their places (IPv4 first from index 1). */
+static void fill_gid0(struct ur_netdev *nd)
+{
+	unsigned pick = 1;
+
+	if (nd->gid[0].valid)
+		return;
+	if (nd->ngid < 2) {
+		memset(&nd->gid[0].gid, 0, sizeof(nd->gid[0].gid));
+		return;
+	}
+	for (unsigned i = nd->ngid; i-- > 1;)
+		if (nd->gid[i].family == AF_INET6)
+			pick = i;
+	nd->gid[0] = nd->gid[pick];
+	nd->gid[0].copy = true;
+}
+
+/* The table order is GID 0 (the link-local address), then every IPv4
+ * address, then every IPv6 address, whatever order the kernel lists them
+ * in; see fill_gid0 for an interface without a link-local address.  IPv6 addresses come
  * from getifaddrs, which names them by interface; IPv4 ones from the
  * netlink dump, which gives their interface index (see dump_v4_addrs). */
 int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
@@ -255,7 +286,7 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		read_link_info(nd);
 		ur_gid_eui64(&gid, nd->mac);
 		nd->gid[0].gid = gid;
-		nd->gid[0].valid = true;
+		nd->gid[0].valid = false;   /* until the interface lists it */
 		nd->gid[0].family = AF_INET6;
 		nd->ngid = 1;
 	}
@@ -278,6 +309,8 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 		memcpy(gid.raw, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
 		gid_add(nd, &gid, AF_INET6);
 	}
+	for (unsigned i = 0; i < n; i++)
+		fill_gid0(&arr[i]);
 	freeifaddrs(ifa_list);
 	free(v4);
 	qsort(arr, n, sizeof(*arr), cmp_ifindex);

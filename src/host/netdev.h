@@ -15,11 +15,13 @@
 
 struct ur_gid_entry {
 	union ibv_gid gid;
+	/* The address is assigned to the interface, so it can be a source;
+	 * an empty entry is all zeros and not valid. */
 	bool valid;
-	/* The address is assigned to the interface, so it can be a source.
-	 * GID 0 (link-local from the MAC) is listed even when the interface has
-	 * no such IPv6 address, as rxe does; it is then not configured. */
-	bool configured;
+	/* GID 0 of an interface without a link-local address: a copy of its
+	 * first IPv6 (else IPv4) address, so that index 0 works as rdma-core
+	 * expects. */
+	bool copy;
 	int family;            /* AF_INET (IPv4-mapped) or AF_INET6 */
 };
 

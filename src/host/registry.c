@@ -45,7 +45,8 @@ struct ur_reg_shm {
 	uint32_t layout_size;
 	uint32_t nslots;
 	uint32_t nblocks;
-	uint32_t reserved[3];
+	uint32_t next_block;          /* claim cursor (under the file lock) */
+	uint32_t reserved[2];
 	struct ur_reg_slot slot[UR_REG_SLOTS];
 	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
 	struct ur_reg_mcast mcast[UR_REG_MCAST_GROUPS];
@@ -367,15 +368,26 @@ void ur_registry_detach(void)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+/* Claims the next free block after the last one claimed on this host, so a
+ * block (and its QP numbers) freed by a process that ended is the last to be
+ * handed out again: a late packet for an old QP finds no new QP under its
+ * number, as QPNs on a NIC advance rather than repeat.  Called with the file
+ * lock held, which guards the cursor. */
 static int claim_block(uint32_t *block)
 {
 	uint16_t mine = (uint16_t)(reg.slot + 1);
 
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t b = 1; b < UR_REG_BLOCKS; b++) {
+		uint32_t start = reg.shm->next_block;
+
+		for (uint32_t k = 0; k < UR_REG_BLOCKS; k++) {
+			uint32_t b = (start + k) % UR_REG_BLOCKS;
 			uint16_t expect = 0;
 
+			if (b == 0)   /* never claimed: QPNs 0 and 1 are special */
+				continue;
 			if (atomic_compare_exchange_strong(&reg.shm->block_owner[b], &expect, mine)) {
+				reg.shm->next_block = (b + 1) % UR_REG_BLOCKS;
 				*block = b;
 				return 0;
 			}
@@ -644,4 +656,50 @@ int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n)
 			cnt[i] += atomic_load(&r->cnt[i]);
 	}
 	return 0;
+}
+
+/* A CM service ID as a group key: "urCM", zeros, the ID.  Multicast GIDs
+ * begin with 0xff, so no group is ever mistaken for one. */
+#define UR_REG_CM_IFINDEX 0xffffffffu
+
+static void cm_key(union ibv_gid *g, uint64_t service_id)
+{
+	memset(g, 0, sizeof(*g));
+	memcpy(g->raw, "urCM", 4);
+	for (int i = 0; i < 8; i++)
+		g->raw[8 + i] = (uint8_t)(service_id >> (56 - 8 * i));
+}
+
+int ur_registry_cm_listen(uint64_t service_id)
+{
+	union ibv_gid g;
+
+	cm_key(&g, service_id);
+	return ur_registry_mcast_join(&g, UR_REG_CM_IFINDEX);
+}
+
+void ur_registry_cm_unlisten(uint64_t service_id)
+{
+	union ibv_gid g;
+
+	cm_key(&g, service_id);
+	ur_registry_mcast_leave(&g, UR_REG_CM_IFINDEX);
+}
+
+int ur_registry_cm_listener(uint64_t service_id, struct ur_reg_owner *out)
+{
+	struct ur_reg_owner o[8];
+	union ibv_gid g;
+	int n;
+
+	cm_key(&g, service_id);
+	n = ur_registry_mcast_members(&g, o, (int)(sizeof(o) / sizeof(o[0])));
+	/* A REQ is rare: checking that the listener lives is affordable, and
+	 * a dead one's entry stays until its slot is reclaimed. */
+	for (int i = 0; i < n; i++)
+		if (o[i].self || kill(o[i].pid, 0) == 0 || errno == EPERM) {
+			*out = o[i];
+			return 0;
+		}
+	return -ENOENT;
 }

@@ -56,6 +56,15 @@ void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex);
 /* The pids of the members of a group (self flagged); returns how many. */
 int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max);
 
+/* The communication manager's listeners, kept in the group table under
+ * keys no multicast group has: which process listens on a service ID, so
+ * that a REQ arriving at port 4791 reaches it.  Service ID 0 lists every
+ * process with a CM (one of them answers a REQ nobody listens for). */
+int ur_registry_cm_listen(uint64_t service_id);
+void ur_registry_cm_unlisten(uint64_t service_id);
+/* A live listener of service_id: 0, or -ENOENT. */
+int ur_registry_cm_listener(uint64_t service_id, struct ur_reg_owner *out);
+
 /* Counters: each process publishes its per-device totals (by interface
  * index); a process that ends or dies has its totals folded into a
  * retired table, so the sum is monotonic like a NIC's. */

@@ -272,7 +272,7 @@ static enum comp_state fail(struct comp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
 
-	ur_err(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx failed: %s", ur_qp_num(qp),
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx failed: %s", ur_qp_num(qp),
 	       (unsigned long long)(c->w ? c->w->wr_id : 0), ur_wc_status_name(c->status));
 	if (c->w)
 		ur_qp_complete_send(qp, c->w, c->status);

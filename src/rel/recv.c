@@ -5,6 +5,7 @@
 #include "core/device.h"
 #include "core/qp.h"
 #include "rel/comp.h"
+#include "rel/gsi.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
@@ -94,6 +95,10 @@ void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 	}
 	if (v.qpn == UR_MCAST_QPN) {
 		to_group(s, &v, meta);
+		return;
+	}
+	if (v.qpn == UR_GSI_QPN) {
+		ur_gsi_rx(s, &v, meta);
 		return;
 	}
 	qp = lock_qp(s, v.qpn);

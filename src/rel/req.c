@@ -316,7 +316,7 @@ static void req_run(struct ur_qp *qp)
 			break;
 		}
 		if (ret == -EFAULT) {
-			ur_err(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx: an SGE is outside its "
+			ur_dbg(ur_qp_dev(qp), "QP 0x%06x: WR 0x%llx: an SGE is outside its "
 			       "memory region or its lkey is invalid", ur_qp_num(qp),
 			       (unsigned long long)w->wr_id);
 			qp->req.wqe++;

@@ -46,9 +46,9 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 		return UR_EXEC_RNR;
 	w = qp->resp.rwqe;
 	if (qp->resp.recv_offset + pkt->paylen > w->length) {
-		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: a %u+ byte message does not "
-				    "fit the %u byte receive buffer", ur_qp_num(qp),
-				    qp->resp.recv_offset + pkt->paylen, w->length);
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: a %u+ byte message does not "
+		       "fit the %u byte receive buffer", ur_qp_num(qp),
+		       qp->resp.recv_offset + pkt->paylen, w->length);
 		if (ur_qp_is_reliable(qp)) {
 			ur_resp_complete_recv(qp, IBV_WC_LOC_LEN_ERR, NULL, 0, false);
 			ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "receive buffer too small");
@@ -303,6 +303,7 @@ void ur_exec_ud(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	wc.qp_num = ur_qp_num(qp);
 	wc.src_qp = deth_sqp(deth);
 	wc.wc_flags = IBV_WC_GRH;
+	wc.sl = ur_grh_l3_type(&g);    /* RoCE has no SL on the wire: the L3 type */
 	if (info->mask & UR_OPF_IMMDT) {
 		wc.imm_data = immdt_get(pkt->bth + info->offset[UR_HDR_IMMDT]);
 		wc.wc_flags |= IBV_WC_WITH_IMM;

@@ -186,7 +186,7 @@ void ur_resp_refuse(struct ur_qp *qp, uint8_t nak, const char *what)
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
-	ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: %s: NAK 0x%02x", ur_qp_num(qp), what, nak);
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s: NAK 0x%02x", ur_qp_num(qp), what, nak);
 	ur_resp_queue_ack(qp, nak, qp->resp.psn);
 	ur_resp_tx(qp);
 	if (qp->resp.recv_active)

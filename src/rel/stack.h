@@ -31,6 +31,11 @@ struct ur_stack {
 	pthread_mutex_t waiting_lock;       /* waiting, and every QP's wait_link */
 	struct ur_list waiting;             /* QPs a full transport stopped */
 
+	pthread_mutex_t gsi_lock;           /* attaching gsi_rx */
+	void (*gsi_rx)(void *arg, const uint8_t *mad, size_t len,
+		       const union ibv_gid *sgid, const union ibv_gid *dgid);
+	void *gsi_arg;                      /* QP1's receiver: the CM, if loaded */
+
 	struct ur_timer housekeeping;       /* transports' ticks, port events, counters */
 
 	/* Dropped before any QP saw them (atomic adds). */

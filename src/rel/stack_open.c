@@ -72,6 +72,7 @@ static struct ur_stack *alloc_stack(void)
 	}
 	pthread_rwlock_init(&s->qps_lock, NULL);
 	pthread_mutex_init(&s->waiting_lock, NULL);
+	pthread_mutex_init(&s->gsi_lock, NULL);
 	ur_list_init(&s->waiting);
 	ur_mcast_init(&s->mcast);
 	return s;

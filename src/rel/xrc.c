@@ -106,8 +106,8 @@ bool ur_xrc_resolve(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool *forei
 			return true;
 		}
 		if (!srq) {
-			ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
-					    "not in the QP's domain", ur_qp_num(qp), srqn);
+			ur_dbg(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+			       "not in the QP's domain", ur_qp_num(qp), srqn);
 			if (qp->resp_srq) {
 				ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
 			} else {
@@ -323,9 +323,9 @@ bool ur_xrc_on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 		ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "XRC SRQ receive buffer too small (other process)");
 		break;
 	default:
-		ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
-				    "not in the QP's domain (process %d)", ur_qp_num(qp),
-				    m->srqn, (int)m->src_pid);
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: XRC request for SRQ 0x%06x, "
+		       "not in the QP's domain (process %d)", ur_qp_num(qp),
+		       m->srqn, (int)m->src_pid);
 		ur_resp_refuse(qp, UR_NAK_INVALID_REQ, "unknown XRC SRQ");
 		break;
 	}

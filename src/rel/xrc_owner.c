@@ -75,9 +75,9 @@ static enum ur_xrc_status place(const struct ur_xrc_msg *m, const uint8_t *paylo
 		return UR_XRC_INVALID;
 	}
 	if (s->offset + m->paylen > s->wqe.length) {
-		ur_warn_ratelimited(srq->ctx->dev->ibdev.name, "XRC SRQ 0x%06x: a %u+ byte message "
-				    "does not fit the %u byte receive buffer", srq->srq_num,
-				    s->offset + m->paylen, s->wqe.length);
+		ur_dbg(srq->ctx->dev->ibdev.name, "XRC SRQ 0x%06x: a %u+ byte message "
+		       "does not fit the %u byte receive buffer", srq->srq_num,
+		       s->offset + m->paylen, s->wqe.length);
 		sink_complete(srq, s, m, IBV_WC_LOC_LEN_ERR);
 		return UR_XRC_LEN_ERR;
 	}

@@ -103,7 +103,8 @@ UR_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port,
 	}
 	table(context, &nd);
 	/* Every uroce GID is RoCE v2; empty ones report the default type. */
-	*type = index < nd.ngid ? IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type = index < nd.ngid && nd.gid[index].valid ? IBV_GID_TYPE_SYSFS_ROCE_V2 :
+							 IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

@@ -19,6 +19,21 @@ struct ur_grh_fields {
 	bool ipv6;
 };
 
+/* The L3 type a UD receive completion reports in ibv_wc.sl on RoCE, as
+ * mlx5 devices do (their CQE's "RoCE packet type"): UCX's UD transport and
+ * other mlx5-minded code read it to know where the destination address sits
+ * in the GRH area (the last 4 bytes for IPv4, the last 16 for IPv6). */
+enum ur_grh_l3_type {
+	UR_GRH_L3_GRH = 0,     /* RoCE v1: an IB GRH */
+	UR_GRH_L3_IPV6 = 1,
+	UR_GRH_L3_IPV4 = 2,
+};
+
+static inline uint8_t ur_grh_l3_type(const struct ur_grh_fields *f)
+{
+	return f->ipv6 ? UR_GRH_L3_IPV6 : UR_GRH_L3_IPV4;
+}
+
 /* Writes the GRH of a datagram whose RoCE part (BTH .. ICRC) is
  * roce_bytes long; UDP's 8 bytes are added here. */
 void ur_grh_build(uint8_t grh[UR_GRH_BYTES], const struct ur_grh_fields *f, uint32_t roce_bytes);

@@ -34,6 +34,7 @@
 #define UR_DEFAULT_PKEY		0xffff
 #define UR_QPN_MASK		0xffffffu	/* QPNs, PSNs, MSNs, EECNs: 24 bits */
 #define UR_MCAST_QPN		0xffffffu	/* a UD datagram to a multicast group */
+#define UR_GSI_QPN		1u		/* QP1: management datagrams (the CM) */
 
 /* ---- alignment-safe big/little-endian loads and stores ---- */
 

@@ -7,6 +7,8 @@
 #      chain (IBVERBS_1.1 -> IBVERBS_1.0, ..., IBVERBS_PRIVATE_34 alone);
 #  (b) every libibverbs symbol imported by the client binaries and libraries
 #      below is exported by uroce with the version they ask for;
+#  (d) uroce's librdmacm.so.1 exports every default-version symbol of the
+#      system's librdmacm.so.1 under the same version nodes, chained alike;
 #  (c) with LD_LIBRARY_PATH at uroce's build and immediate binding, the
 #      dynamic loader resolves libibverbs.so.1 to uroce's and reports no
 #      undefined libibverbs symbol and no missing version for any of them.
@@ -181,7 +183,8 @@ nodes() {
 		END { flush() }' | sort
 }
 nodes "$SYS_LIB" > "$OUT/reference.nodes"
-nodes "$UROCE_LIB" > "$OUT/uroce.nodes"
+# UROCE_PRIVATE_1 is uroce's own node, for its librdmacm.so.1 (cm_abi.h).
+nodes "$UROCE_LIB" | grep -v '^UROCE_PRIVATE_' > "$OUT/uroce.nodes"
 if ! diff -u "$OUT/reference.nodes" "$OUT/uroce.nodes" > "$OUT/nodes.diff"; then
 	sed 's/^/  /' "$OUT/nodes.diff"
 	fail "(a) version nodes differ from the reference"
@@ -209,6 +212,32 @@ done < "$OUT/missing.b"
 n=$(wc -l < "$OUT/missing.b")
 echo "  $(wc -l < "$OUT/imports.syms") distinct imports from ${#clients[@]} clients, $n missing"
 [ "$n" = 0 ] || fail "(b) $n imported symbols missing"
+
+# --- (d) librdmacm.so.1 ------------------------------------------------------
+
+note "(d) default-version exports of librdmacm.so.1"
+cm_defaults() {
+	objdump -T "$1" | awk 'NF >= 3 && !/\*UND\*/ && !/\*ABS\*/ && $(NF-1) ~ /^RDMACM_/ {
+		print $(NF-1), $NF }' | sort -u
+}
+UROCE_CM_LIB=$BUILD/lib/librdmacm.so.1
+if [ -f "$UROCE_CM_LIB" ]; then
+	cm_defaults "$libdir/librdmacm.so.1" > "$OUT/rdmacm.reference.default"
+	cm_defaults "$UROCE_CM_LIB" > "$OUT/rdmacm.uroce.default"
+	comm -23 "$OUT/rdmacm.reference.default" "$OUT/rdmacm.uroce.default" > "$OUT/rdmacm.missing"
+	sed 's/^/  missing: /' "$OUT/rdmacm.missing"
+	echo "  $(wc -l < "$OUT/rdmacm.reference.default") reference symbols, $(wc -l < "$OUT/rdmacm.missing") missing"
+	[ -s "$OUT/rdmacm.missing" ] && fail "(d) librdmacm symbols missing"
+	[ -s "$OUT/rdmacm.reference.default" ] || fail "(d) no RDMACM_* symbols in the system's librdmacm"
+	nodes "$libdir/librdmacm.so.1" > "$OUT/rdmacm.reference.nodes"
+	nodes "$UROCE_CM_LIB" > "$OUT/rdmacm.uroce.nodes"
+	if ! diff -u "$OUT/rdmacm.reference.nodes" "$OUT/rdmacm.uroce.nodes" > "$OUT/rdmacm.nodes.diff"; then
+		sed 's/^/  /' "$OUT/rdmacm.nodes.diff"
+		fail "(d) librdmacm version nodes differ from the reference"
+	fi
+else
+	fail "(d) $UROCE_CM_LIB not built"
+fi
 
 # --- (c) the dynamic loader's view ----------------------------------------
 

@@ -6,7 +6,8 @@
 #  - in namespaces configured here with known addresses: a 1500-byte veth
 #    (active_mtu 1024) and a 9000-byte one (4096), each with two IPv4
 #    addresses (one with a label) and an IPv6 address; GID 0 the EUI-64
-#    link-local entry, then the IPv4 entries, then the IPv6 ones, all RoCE v2;
+#    link-local entry (lo has no link-local address: its GID 0 is a copy of
+#    GID 1), then the IPv4 entries, then the IPv6 ones, all RoCE v2;
 #    an interface taken down shows PORT_DOWN;
 #  - `uroce run` is the same as LD_LIBRARY_PATH.
 . "$(dirname "$0")/lib.sh"

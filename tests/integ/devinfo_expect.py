@@ -9,9 +9,13 @@ address, in interface-index order (uroce0, uroce1, ...):
   - port state PORT_ACTIVE when the interface is up with carrier, else PORT_DOWN;
   - link_layer Ethernet, max_mtu 4096;
   - active_mtu = (MTU - 80) rounded down to an IB MTU, capped at 4096;
-  - GID[0] = fe80::/64 + the modified EUI-64 of the MAC, then one
+  - GID[0] = the interface's link-local address: fe80::/64 + the modified
+    EUI-64 of the MAC when it has that one, else its other link-local
+    address; without any (lo), a copy of its first IPv6 address (else of
+    GID[1]); then from GID[1] one
     ::ffff:a.b.c.d per IPv4 address, then one entry per IPv6 address (an
-    address equal to GID[0] is not repeated); every entry RoCE v2.
+    address equal to GID[0] is not repeated); every entry RoCE v2.  Every
+    GID shown is an address of its interface.
 Prints one "ok: ..." or "FAIL: ..." line per check.
 """
 import ipaddress
@@ -45,7 +49,10 @@ def expected(ifaces):
         addrs = itf.get("addr_info", [])
         if not any(a.get("family") in ("inet", "inet6") for a in addrs):
             continue
-        gids = [eui64_gid(itf.get("address", "00:00:00:00:00:00"))]
+        ll = eui64_gid(itf.get("address", "00:00:00:00:00:00"))
+        v6s = [v6(a["local"]) for a in addrs if a.get("family") == "inet6"]
+        lls = [a for a in v6s if ipaddress.ip_address(a).is_link_local]
+        gids = [ll if ll in v6s else (lls[0] if lls else None)]
         for a in addrs:
             if a.get("family") == "inet":
                 g = "::ffff:" + a["local"]
@@ -56,13 +63,16 @@ def expected(ifaces):
                 g = v6(a["local"])
                 if g not in gids:
                     gids.append(g)
+        if gids[0] is None and len(gids) > 1:   # no link-local: a copy
+            gids[0] = ([g for g in gids[1:] if not g.startswith("::ffff:")] + gids[1:])[0]
+        gids = [g for g in gids if g]
         flags = itf.get("flags", [])
         up = "UP" in flags and "LOWER_UP" in flags
         devs.append({
             "ifname": itf["ifname"],
             "state": "PORT_ACTIVE" if up else "PORT_DOWN",
             "active_mtu": ib_mtu(itf["mtu"]),
-            "gids": gids,
+            "gids": ["%d %s" % (i, g) for i, g in enumerate(gids)],
         })
     for i, d in enumerate(devs):
         d["name"] = "uroce%d" % i
@@ -85,7 +95,7 @@ def parse_devinfo(text):
             continue
         m = re.match(r"\s+GID\[\s*(\d+)\]:\s+(\S+?),?\s+(RoCE v\d|IB)?\s*$", line)
         if m:
-            cur["gids"].append(m.group(2).rstrip(","))
+            cur["gids"].append("%d %s" % (int(m.group(1)), m.group(2).rstrip(",")))
             cur["gid_types"].append(m.group(3) or "?")
     return devs
 

@@ -355,12 +355,13 @@ ur_expect_pair_ok() {
 # --- devices and GIDs -------------------------------------------------------
 
 # ur_gid_index DEV GID: the index of GID (as ibv_devinfo prints it, e.g.
-# ::ffff:127.0.0.1 or ::1) in DEV's table (in UR_NS); empty if absent.
+# ::ffff:127.0.0.1 or ::1) in DEV's table (in UR_NS); empty if absent.  The
+# last one listed: GID 0 of lo is a copy of ::1, which keeps its place.
 ur_gid_index() {
 	local n=devinfo.$1.$RANDOM
 	ur_run "$n" ibv_devinfo -v -d "$1" >/dev/null
 	awk -v want="$2," '/GID\[/ { for (i = 1; i <= NF; i++) if ($i == want) {
-		sub(/.*GID\[ */, ""); sub(/\].*/, ""); print; exit } }' "$UR_TMP/$n.out"
+		sub(/.*GID\[ */, ""); sub(/\].*/, ""); idx = $0 } } END { print idx }' "$UR_TMP/$n.out"
 }
 
 # ur_dev_of IPV4 [NAME]: the uroce device (in UR_NS) whose GID table holds

@@ -164,12 +164,12 @@ ur_expect_grep noserver "^no server at 127.0.0.1:$port: connection refused; star
 	"no server: names host:port and what to start"
 
 port=$(ur_port)
-UR_TIMEOUT=30 ur_pair gid0 "$port" "$U" bench write -n 10 -x 0 -p "$port" \
-	-- "$U" bench write -n 10 -x 0 -p "$port" 127.0.0.1
-ur_expect_rc gid0.client 1 "-x 0 (link-local): client exits 1"
-ur_expect_fail_fast gid0.server "-x 0: server fails too"
-ur_expect_grep gid0.client "GID index 0 .*does not reach the peer 127.0.0.1, GID index 1 \(uroce0, lo\) does: use -x 1" \
-	"-x 0: the client names -x 1"
+UR_TIMEOUT=30 ur_pair gidfam "$port" "$U" bench write -n 10 -x 1 -p "$port" \
+	-- "$U" bench write -n 10 -x 2 -p "$port" 127.0.0.1
+ur_expect_rc gidfam.client 1 "client -x 2 (IPv6) to an IPv4 peer: client exits 1"
+ur_expect_fail_fast gidfam.server "client -x 2, server -x 1: server fails too"
+ur_expect_grep gidfam.client "GID index 2 \(::1\) does not reach the peer 127.0.0.1, GID index 1 \(uroce0, lo\) does: use -x 1" \
+	"client -x 2: names -x 1"
 ur_run gid9 "$U" bench write -x 9 127.0.0.1
 ur_expect_rc gid9 1 "-x 9 (no such GID): exit 1"
 ur_expect_grep gid9 "GID index 9 is not in uroce0 port 1's table" "-x 9: says the index does not exist"

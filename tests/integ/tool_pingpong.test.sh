@@ -9,8 +9,8 @@
 #    the device and GID that reach the other): send, write-imm, read, cas
 #    on RC, write on UC, send-imm on UD; an MTU mismatch (1500 vs 9000
 #    bytes): automatic MTU works, -m 4096 fails on both sides naming it;
-#  - failures: -g 0 (the link-local GID) names the index that reaches the
-#    peer and exits 1; no server exits 1 saying so; a refused op/QP
+#  - failures: an IPv6 GID index against an IPv4 peer (and the reverse)
+#    names the index that reaches the peer and exits 1; no server exits 1 saying so; a refused op/QP
 #    combination, an unknown option and a bad size exit 2; mismatched
 #    options on both sides exit 1 naming both.
 . "$(dirname "$0")/lib.sh"
@@ -72,13 +72,14 @@ pp_ok ud.send-imm.4k 200 --qp ud --op send-imm -s 4096 --validate --events
 
 # --- failures -------------------------------------------------------------------
 port=$(ur_port)
-UR_TIMEOUT=30 ur_pair gid0 "$port" "$U" pingpong -p "$port" -g 0 \
-	-- "$U" pingpong -p "$port" -g 0 127.0.0.1
-ur_expect_rc gid0.server 1 "-g 0: server exits 1"
-ur_expect_rc gid0.client 1 "-g 0: client exits 1"
-ur_expect_grep gid0.client "failed to modify QP to RTR: Invalid argument; GID index 0 \(fe80:[0-9a-f:]*\) does not reach the peer 127.0.0.1, GID index 1 \(uroce0, lo\) does: use -g 1" \
-	"-g 0: the client names GID index 1"
-ur_expect_grep gid0.server "GID index 1 \(uroce0, lo\) does: use -g 1" "-g 0: the server names GID index 1"
+UR_TIMEOUT=30 ur_pair gidfam "$port" "$U" pingpong -p "$port" -g 1 \
+	-- "$U" pingpong -p "$port" -g 2 127.0.0.1
+ur_expect_rc gidfam.server 1 "server -g 1, client -g 2: server exits 1"
+ur_expect_rc gidfam.client 1 "server -g 1, client -g 2: client exits 1"
+ur_expect_grep gidfam.client "failed to modify QP to RTR: Invalid argument; GID index 2 \(::1\) does not reach the peer 127.0.0.1, GID index 1 \(uroce0, lo\) does: use -g 1" \
+	"client -g 2 (IPv6) to an IPv4 peer: names GID index 1"
+ur_expect_grep gidfam.server "GID index 0 \(uroce0, lo\) does: use -g 0" \
+	"server -g 1 (IPv4) to an IPv6 peer: names GID index 0 (lo's copy of ::1)"
 
 port=$(ur_port)
 ur_run noserver "$U" pingpong -p "$port" 127.0.0.1

@@ -13,9 +13,10 @@
 static const char run_help[] =
 	"usage: uroce run [--] PROG [ARGS...]\n"
 	"\n"
-	"Runs PROG with uroce's libibverbs.so.1 ahead of the system's, so that an\n"
-	"unmodified verbs program (ibv_rc_pingpong, perftest, your own) sees the\n"
-	"software RoCE devices uroce0, uroce1, ... (one per network interface).\n"
+	"Runs PROG with uroce's libibverbs.so.1 and librdmacm.so.1 ahead of the\n"
+	"system's, so that an unmodified verbs or rdma_cm program (ibv_rc_pingpong,\n"
+	"perftest, rping, your own) sees the software RoCE devices uroce0, uroce1,\n"
+	"... (one per network interface) and connects through uroce's CM.\n"
 	"\n"
 	"The same without this command:\n"
 	"  LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} PROG ARGS\n"
@@ -28,7 +29,9 @@ static const char run_help[] =
 	"  uroce run -- ibv_devinfo -v\n"
 	"  uroce run -- ibv_rc_pingpong -d uroce0 -g 1            (server)\n"
 	"  uroce run -- ibv_rc_pingpong -d uroce0 -g 1 127.0.0.1  (client)\n"
-	"  uroce run -- ib_write_bw -d uroce0 -x 1\n";
+	"  uroce run -- ib_write_bw -d uroce0 -x 1\n"
+	"  uroce run -- rping -s -a 127.0.0.1                     (rdma_cm server)\n"
+	"  uroce run -- rping -c -a 127.0.0.1 -C 10 -v            (rdma_cm client)\n";
 
 static int has_lib(const char *dir)
 {

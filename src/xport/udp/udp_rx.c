@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "host/cm_route.h"
 #include "host/registry.h"
 #include "util/log.h"
 #include "wire/gid.h"
@@ -137,6 +138,14 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 
 		if (qpn == UR_MCAST_QPN) {
 			fan_out(u, buf, len, ip, tclass, hop);
+			return;
+		}
+		/* QP1 is the host's: a CM MAD goes to the process it is for. */
+		if (qpn == UR_GSI_QPN) {
+			if (ur_host_cm_owner(buf, len, &o) == 0 && !o.self)
+				ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
+			else
+				deliver(u, buf, len, ip, tclass, hop);
 			return;
 		}
 		/* Another process's QP: hand it over. */

@@ -12,7 +12,7 @@
  *    WRITE with immediate and READ; a 1 MiB SEND in 1 KiB packets;
  *  - an SRQ shared by two QPs: each completion names the QP it came in on;
  *  - UD: a GRH before the payload, src_qp and IBV_WC_GRH, byte_len = 40 +
- *    payload.
+ *    payload, the L3 type in sl (2 IPv4, 1 IPv6, as mlx5 reports it).
  *
  *   datapath DEVICE GID_INDEX [CASE...]
  */
@@ -96,6 +96,31 @@ static void case_inline(struct vt_dev *d)
 	if (vt_poll_one(a.scq, &wc, 10, "inline RDMA WRITE"))
 		VT_EXPECT_STATUS("inline RDMA WRITE", IBV_WC_SUCCESS, wc.status);
 	vt_check(!memcmp(dst.p + 2048, expect, 256), "inline RDMA WRITE: the target holds the bytes");
+
+	/* An empty SGE with address 0 among the inline ones (UCX posts its
+	 * header and an empty payload so): nothing read from it. */
+	{
+		struct ibv_sge two[2] = {
+			{ .addr = (uintptr_t)src, .length = 64, .lkey = 0 },
+			{ .addr = 0, .length = 0, .lkey = 0 },
+		};
+
+		for (int i = 0; i < 64; i++)
+			src[i] = expect[i] = (uint8_t)(i * 11 + 5);
+		r = vt_sge(&dst, 0, 1024);
+		vt_post_recv(&b, 5, &r, 1);
+		wr = vt_wr(6, IBV_WR_SEND, &two[0]);
+		wr.num_sge = 2;
+		wr.send_flags |= IBV_SEND_INLINE;
+		ret = vt_post_send(&a, &wr);
+		vt_check(!ret, "inline SEND of 64 bytes + an empty SGE at address 0: posted (%s)",
+			 strerror(ret));
+		if (vt_poll_one(a.scq, &wc, 10, "inline SEND with an empty SGE"))
+			VT_EXPECT_STATUS("inline SEND with an empty SGE", IBV_WC_SUCCESS, wc.status);
+		if (vt_poll_one(b.rcq, &wc, 10, "inline SEND with an empty SGE, receiver"))
+			VT_EXPECT_EQ("inline SEND with an empty SGE, byte_len", 64, wc.byte_len);
+		vt_check(!memcmp(dst.p, expect, 64), "inline SEND with an empty SGE: the bytes arrived");
+	}
 
 	/* Too long for the QP's inline room: refused at post time. */
 	s = (struct ibv_sge){ .addr = (uintptr_t)src, .length = qia.cap.max_inline_data + 1, .lkey = 0 };
@@ -448,6 +473,9 @@ static void case_ud(struct vt_dev *d)
 		VT_EXPECT_EQ("UD receive: src_qp", a.qp->qp_num, wc.src_qp);
 		VT_EXPECT_EQ("UD receive: qp_num", b.qp->qp_num, wc.qp_num);
 		vt_check(wc.wc_flags & IBV_WC_GRH, "UD receive: IBV_WC_GRH set (wc_flags 0x%x)", wc.wc_flags);
+		/* The L3 type in sl, as mlx5 reports it on RoCE (UCX reads it). */
+		VT_EXPECT_EQ("UD receive: sl is the L3 type (2 IPv4, 1 IPv6)",
+			     !memcmp(d->gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) ? 2 : 1, wc.sl);
 		vt_check((wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == 0xfeed,
 			 "UD receive: immediate 0x%x (want 0xfeed)", be32toh(wc.imm_data));
 	}

@@ -249,7 +249,7 @@ static void test_gid_table(void)
 	UT_CHECK(i6 > i4);
 	if (i4 > 0) {
 		UT_EQ(nd.gid[i4].family, AF_INET);
-		UT_CHECK(nd.gid[i4].configured && nd.gid[i4].valid);
+		UT_CHECK(nd.gid[i4].valid);
 	}
 	if (i6 > 0)
 		UT_EQ(nd.gid[i6].family, AF_INET6);
@@ -370,8 +370,11 @@ static void test_route_lo(void)
 		return;
 	}
 	ur_device_snapshot(dev, &nd);
-	UT_CHECK(gid_is(&nd.gid[0].gid, "fe80::200:ff:fe00:0"));
-	UT_CHECK(!nd.gid[0].configured);           /* lo has no such address */
+	/* lo has no link-local address (fe80::200:ff:fe00:0 would be its
+	 * EUI-64): GID 0 is a copy of its first IPv6 address. */
+	UT_CHECK(gid_is(&nd.gid[0].gid, "::1"));
+	UT_CHECK(nd.gid[0].valid && nd.gid[0].copy);
+	UT_EQ(nd.gid[0].family, AF_INET6);
 	UT_CHECK(gid_is(&nd.gid[1].gid, "127.0.0.1"));
 	UT_CHECK(gid_is(&nd.gid[2].gid, "::1"));
 
@@ -393,12 +396,13 @@ static void test_route_lo(void)
 	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
 	UT_EQ(up->family, AF_INET6);
 
-	/* GID 0 on lo is listed but not an address: the message names the
-	 * index that works. */
-	expect_why(dev, av("127.0.0.1", 0), "GID index 0 (fe80::200:ff:fe00:0) is not an address of lo",
+	/* GID 0 on lo works (the copy of ::1); for an IPv4 peer the message
+	 * names the IPv4 index. */
+	a = av("::1", 0);
+	UT_EQ(ur_route_resolve(ctx_on(dev), &a, 0x123, &path, why, sizeof(why)), 0);
+	UT_EQ(up->family, AF_INET6);
+	expect_why(dev, av("127.0.0.1", 0), "source GID index 0 is IPv6 but the peer's GID is IPv4",
 		   "use GID index 1 (::ffff:127.0.0.1)");
-	/* ...and for an IPv6 peer, the IPv6 index. */
-	expect_why(dev, av("::1", 0), "is not an address of lo", "use GID index 2 (::1)");
 	expect_why(dev, av("127.0.0.1", 9), "GID index 9 is empty on lo", "use GID index 1");
 	expect_why(dev, av("127.0.0.1", 255), "GID index 255 is empty", NULL);
 	expect_why(dev, av("::1", 1), "source GID index 1 is IPv4 but the peer's GID is IPv6",

@@ -1,0 +1,95 @@
+/* The communication manager's state machine for one connection (IBA 12.9),
+ * free of verbs and sockets: it is told what arrived and when, sends
+ * through ops->send, and answers what the consumer (librdmacm) must do.
+ *
+ * Active side:  IDLE -REQ-> REQ_SENT -REP-> REP_RCVD -RTU-> ESTABLISHED
+ * Passive side: REQ arrives -> REQ_RCVD -REP-> REP_SENT -RTU-> ESTABLISHED
+ * Either:       ESTABLISHED -DREQ-> DREQ_SENT -DREP-> TIMEWAIT
+ *               ESTABLISHED <-DREQ- (DREP sent) TIMEWAIT
+ * A REJ ends any state before ESTABLISHED.  REQ, REP and DREQ are sent
+ * again until answered (an MRA buys time) and the connection times out
+ * after max_retries.  A message that arrives twice is answered again
+ * (a lost REP, RTU or DREP) and never reported twice.
+ *
+ * Callers serialize: every function runs under the consumer's lock.
+ */
+#ifndef UROCE_CM_CM_H
+#define UROCE_CM_CM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire/mad.h"
+
+enum ur_cm_state {
+	UR_CM_IDLE,
+	UR_CM_REQ_SENT,
+	UR_CM_REQ_RCVD,
+	UR_CM_REP_SENT,
+	UR_CM_REP_RCVD,
+	UR_CM_ESTABLISHED,
+	UR_CM_DREQ_SENT,
+	UR_CM_TIMEWAIT,
+	UR_CM_STATE_NR
+};
+
+/* What the consumer learns from ur_cm_rx and ur_cm_tick. */
+enum ur_cm_up {
+	UR_CM_UP_NONE,           /* nothing to do (a repeat, or not for this state) */
+	UR_CM_UP_REP,            /* REP_RCVD: move the QP, then ur_cm_send_rtu */
+	UR_CM_UP_RTU,            /* ESTABLISHED on the passive side */
+	UR_CM_UP_REJ,            /* rejected (msg says why) */
+	UR_CM_UP_DREQ,           /* the peer disconnects; DREP already sent */
+	UR_CM_UP_DREP,           /* our DREQ was answered */
+	UR_CM_UP_TIMEOUT,        /* no answer to REQ or REP: unreachable */
+	UR_CM_UP_DREQ_TIMEOUT,   /* no answer to DREQ: disconnected anyway */
+};
+
+struct ur_cm_conn;
+
+struct ur_cm_ops {
+	/* One message to the connection's peer (fire and forget). */
+	void (*send)(struct ur_cm_conn *c, const struct ur_cm_msg *m);
+};
+
+struct ur_cm_conn {
+	const struct ur_cm_ops *ops;
+	enum ur_cm_state state;
+	uint32_t local_id, remote_id;     /* comm IDs */
+	uint64_t tid;                     /* transaction ID of our REQ or of theirs */
+	uint32_t remote_qpn;
+	struct ur_cm_msg out;             /* the last REQ/REP/DREQ, to send again */
+	struct ur_cm_msg answer;          /* the last RTU/DREP/REJ, for a repeat */
+	bool have_answer;
+	uint64_t deadline_ns;             /* 0: no timer */
+	uint64_t timeout_ns;              /* between sends */
+	unsigned max_retries, retries_left;
+};
+
+extern const char *const ur_cm_state_name[UR_CM_STATE_NR];
+
+void ur_cm_init(struct ur_cm_conn *c, const struct ur_cm_ops *ops, uint32_t local_id,
+		uint64_t timeout_ns, unsigned max_retries);
+
+/* Active side: sends REQ (m filled but for comm IDs). */
+int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now);
+/* Passive side: a REQ made this connection. */
+void ur_cm_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req);
+int ur_cm_send_rep(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now);
+int ur_cm_send_rtu(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len);
+/* Rejects a REQ or REP (before ESTABLISHED). */
+int ur_cm_send_rej(struct ur_cm_conn *c, uint16_t reason, const uint8_t *priv, uint8_t len);
+int ur_cm_send_dreq(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len, uint64_t now);
+/* The passive side has seen traffic before the RTU: established. */
+void ur_cm_established(struct ur_cm_conn *c);
+
+/* A message for this connection arrived. */
+enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now);
+/* The timer: resends, or reports a timeout once the retries are spent. */
+enum ur_cm_up ur_cm_tick(struct ur_cm_conn *c, uint64_t now);
+
+/* A REJ answering a message no connection knows (a REQ for a service
+ * nobody listens on, a REP for a gone connection). */
+void ur_cm_rej_for(const struct ur_cm_msg *in, uint16_t reason, struct ur_cm_msg *out);
+
+#endif

@@ -1,0 +1,249 @@
+/* Event channels: the fd is an eventfd counting queued events (semaphore
+ * mode: each read takes one), so it polls, blocks and goes non-blocking as
+ * the kernel's rdma_cm device file does, and, like that file, closing it
+ * does not wake a thread blocked reading it (rping's event thread). */
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdmacm/cma.h"
+#include "util/compiler.h"
+
+static void count_one(struct cma_channel *ch)
+{
+	uint64_t one = 1;
+
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0) {
+		/* Only at 2^64 - 1 events queued. */
+	}
+}
+
+int cma_channel_open(bool sync, struct cma_channel **out)
+{
+	struct cma_channel *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		int err = errno;
+
+		free(c);
+		return -err;
+	}
+	c->sync = sync;
+	ur_list_init(&c->events);
+	*out = c;
+	return 0;
+}
+
+void cma_channel_drop(struct cma_channel *ch, struct cma_id *c)
+{
+	struct ur_list *l, *t;
+
+	ur_list_for_each_safe(l, t, &ch->events) {
+		struct cma_event *e = ur_list_entry(l, struct cma_event, link);
+
+		if (to_cid(e->ev.id) == c || (e->ev.listen_id && to_cid(e->ev.listen_id) == c)) {
+			ur_list_del(&e->link);
+			free(e);
+		}
+	}
+}
+
+void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct cma_id *c)
+{
+	struct ur_list *l, *t;
+
+	ur_list_for_each_safe(l, t, &from->events) {
+		struct cma_event *e = ur_list_entry(l, struct cma_event, link);
+
+		if (to_cid(e->ev.id) != c)
+			continue;
+		ur_list_del(&e->link);
+		ur_list_add_tail(&to->events, &e->link);
+		count_one(to);
+	}
+}
+
+void cma_channel_close(struct cma_channel *c)
+{
+	while (!ur_list_empty(&c->events)) {
+		struct cma_event *e = ur_list_entry(c->events.next, struct cma_event, link);
+
+		ur_list_del(&e->link);
+		free(e);
+	}
+	close(c->ch.fd);
+	free(c);
+}
+
+int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
+	      size_t len, struct cma_event **out)
+{
+	struct cma_event *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->ev.id = &c->id;
+	e->ev.event = type;
+	e->ev.status = status;
+	if (len > sizeof(e->priv))
+		len = sizeof(e->priv);
+	if (len) {
+		memcpy(e->priv, priv, len);
+		e->ev.param.conn.private_data = e->priv;
+		e->ev.param.conn.private_data_len = (uint8_t)len;
+	}
+	ur_list_add_tail(&c->chan->events, &e->link);
+	count_one(c->chan);
+	if (out)
+		*out = e;
+	return 0;
+}
+
+/* Takes the next queued event (the caller read its byte). */
+static struct cma_event *take(struct cma_channel *ch)
+{
+	struct cma_event *e;
+
+	if (ur_list_empty(&ch->events))
+		return NULL;
+	e = ur_list_entry(ch->events.next, struct cma_event, link);
+	ur_list_del(&e->link);
+	ur_list_init(&e->link);
+	/* Handed out: the id (and a request's listener) cannot go before it
+	 * is acked, as with the kernel's rdma_cm. */
+	to_cid(e->ev.id)->events_out++;
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && e->ev.listen_id)
+		to_cid(e->ev.listen_id)->events_out++;
+	return e;
+}
+
+static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
+{
+	struct cma_event *e = NULL;
+	uint64_t b;
+
+	for (;;) {
+		ssize_t n = read(ch->ch.fd, &b, sizeof(b));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		pthread_mutex_lock(&cma.lock);
+		e = take(ch);
+		pthread_mutex_unlock(&cma.lock);
+		if (e)
+			break;
+	}
+	*out = &e->ev;
+	return 0;
+}
+
+int cma_wait_event(struct cma_id *c, enum rdma_cm_event_type want, struct rdma_cm_event **out)
+{
+	struct rdma_cm_event *ev;
+	int ret;
+
+	pthread_mutex_unlock(&cma.lock);
+	ret = get_event(c->chan, &ev);
+	pthread_mutex_lock(&cma.lock);
+	if (ret)
+		return ret;
+	if (ev->event != want) {
+		int status = ev->status;
+
+		*out = ev;
+		return status < 0 ? status : -ECONNREFUSED;
+	}
+	*out = ev;
+	return 0;
+}
+
+UR_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cma_channel *c;
+	int ret = cma_init();
+
+	if (!ret)
+		ret = cma_channel_open(false, &c);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &c->ch;
+}
+
+UR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	cma_channel_close(container_of(channel, struct cma_channel, ch));
+}
+
+UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	int ret;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = get_event(container_of(channel, struct cma_channel, ch), event);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	struct cma_event *e;
+	struct cma_id *c;
+
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	e = container_of(event, struct cma_event, ev);
+	pthread_mutex_lock(&cma.lock);
+	c = to_cid(event->id);
+	c->events_out--;
+	/* A CONNECT_REQUEST's listener had an event out too. */
+	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST && event->listen_id)
+		to_cid(event->listen_id)->events_out--;
+	pthread_cond_broadcast(&cma.acked);
+	pthread_mutex_unlock(&cma.lock);
+	free(e);
+	return 0;
+}
+
+static const char *const event_names[] = {
+	[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
+	[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
+	[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
+	[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
+	[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
+	[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
+	[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
+	[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
+	[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
+	[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
+	[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
+	[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
+	[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
+	[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
+	[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
+	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+};
+
+UR_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	if ((unsigned)event < sizeof(event_names) / sizeof(event_names[0]) && event_names[event])
+		return event_names[event];
+	return "UNKNOWN EVENT";
+}

@@ -1,0 +1,146 @@
+/* uroce's librdmacm.so.1: rdma-core 44's librdmacm ABI over uroce's
+ * devices, with the IBTA communication manager (src/cm) on QP1.
+ *
+ * One CM per process (struct cma): the devices it opened (the contexts
+ * ids hand out as id->verbs), QP1's receiver attached to uroce's stack,
+ * and a thread that runs what arrives and the CM's timers.  Everything
+ * below runs under cma.lock; functions return 0 or -errno and the exported
+ * rdma_* functions (this folder's ABI files) convert once, setting errno.
+ */
+#ifndef UROCE_RDMACM_CMA_H
+#define UROCE_RDMACM_CMA_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/cm.h"
+#include "util/list.h"
+
+#define CMA_MAX_DEVS 16
+#define CMA_REQ_PRIV (UR_CM_REQ_PRIV - UR_CMA_HDR_BYTES)   /* 56: what a user may send */
+#define CMA_UDP_QKEY 0x01234567u
+
+struct cma_dev {
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;             /* for rdma_create_qp without a PD */
+	uint64_t guid;
+	enum ibv_mtu mtu;
+	uint8_t max_rd_atom;           /* the device's max_qp_rd_atom */
+};
+
+struct cma_channel {
+	struct rdma_event_channel ch;  /* ch.fd: an eventfd, one count per event */
+	bool sync;                     /* made for an id created without a channel */
+	struct ur_list events;         /* queued, not yet got */
+};
+
+struct cma_event {
+	struct rdma_cm_event ev;
+	struct ur_list link;
+	uint8_t priv[UR_CM_PRIV_MAX];
+};
+
+struct cma_id {
+	struct rdma_cm_id id;          /* what the application sees */
+	struct ur_list link;           /* on cma.ids */
+	struct cma_channel *chan;
+	bool own_chan;                 /* chan was made for this id (synchronous) */
+	struct ur_cm_conn conn;
+	uint32_t comm_num;             /* the host-unique number in our comm ID */
+	bool bound, listening, connect_sent, disconnected;
+	struct sockaddr_storage src, dst;
+	int dev;                       /* index in cma.devs, -1: none yet */
+	int gid_index;
+	union ibv_gid sgid, dgid;
+	struct ibv_sa_path_rec path;
+	/* Options. */
+	uint8_t tos;
+	bool tos_set, reuseaddr;
+	uint8_t ack_timeout;
+	/* The listener: its backlog and its children not yet accepted. */
+	int backlog, pending;
+	struct cma_id *listener;       /* a child's, until it is accepted or rejected */
+	/* The connection. */
+	struct rdma_conn_param param;  /* ours (resources, retries) */
+	struct ur_cm_msg req;          /* the REQ (passive) */
+	uint32_t psn;                  /* our send PSN */
+	uint32_t qp_num;               /* the local QP (id->qp's, or conn_param's) */
+	/* Events handed out and not yet acked: destroy waits for them. */
+	int events_out;
+	/* rdma_create_ep: what a listener's children are created with. */
+	struct ibv_qp_init_attr *ep_attr;
+	bool own_cqs;                  /* rdma_create_qp made id->send_cq/recv_cq */
+};
+
+struct cma {
+	pthread_mutex_t lock;
+	pthread_cond_t acked;          /* an event was acked */
+	bool ready;
+	int init_err;
+	struct cma_dev devs[CMA_MAX_DEVS];
+	int ndev;
+	struct ibv_context **verbs_list;   /* NULL-terminated, for rdma_get_devices */
+	struct ur_list ids;
+	/* MADs from the engine thread to ours. */
+	pthread_mutex_t rx_lock;
+	struct ur_list rx;
+	int wake_fd;                   /* eventfd */
+	pthread_t thread;
+};
+
+extern struct cma cma;
+
+static inline struct cma_id *to_cid(struct rdma_cm_id *id)
+{
+	return (struct cma_id *)id;
+}
+
+/* cma.c */
+int cma_init(void);                 /* takes no lock; idempotent */
+uint64_t cma_now(void);
+void cma_wake(void);
+int cma_dev_of_gid(const union ibv_gid *gid, int *gid_index);
+int cma_dev_of_verbs(struct ibv_context *verbs);
+struct cma_id *cma_find_comm(uint32_t comm_id);
+void cma_send(struct cma_id *c, const struct ur_cm_msg *m);
+void cma_send_to(int dev, int gid_index, const union ibv_gid *dgid, const struct ur_cm_msg *m);
+
+/* channel.c */
+int cma_channel_open(bool sync, struct cma_channel **out);
+void cma_channel_close(struct cma_channel *c);
+/* Forgets the queued (not yet got) events of id c: it is going. */
+void cma_channel_drop(struct cma_channel *ch, struct cma_id *c);
+/* Moves the queued events of id c to another channel. */
+void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct cma_id *c);
+/* Queues an event for c's channel; priv (len bytes) is copied. */
+int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
+	      size_t len, struct cma_event **out);
+/* Waits for the next event of a synchronous id's channel. */
+int cma_wait_event(struct cma_id *c, enum rdma_cm_event_type want, struct rdma_cm_event **out);
+
+/* id.c */
+int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
+	       enum ibv_qp_type qpt, struct cma_id **out);
+void cma_id_free(struct cma_id *c);
+uint16_t cma_port_of(const struct sockaddr *sa);
+uint64_t cma_service_id(const struct cma_id *c);
+
+/* addr.c */
+int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst);
+void cma_fill_route(struct cma_id *c);
+
+/* conn.c */
+void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid);
+void cma_tick(uint64_t now, uint64_t *next);
+int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t mtu,
+		      uint8_t dest_rd_atomic, uint8_t rd_atomic, uint8_t timeout,
+		      uint8_t retry, uint8_t rnr_retry);
+int cma_qp_to_error(struct cma_id *c);
+
+/* qp.c */
+int cma_qp_to_init(struct cma_id *c, struct ibv_qp *qp);
+
+#endif

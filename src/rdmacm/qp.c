@@ -1,0 +1,352 @@
+/* QPs of CM ids: created in INIT (RTS for UD), as the kernel's rdma_cm
+ * leaves them; the endpoint helpers (rdma_create_ep, rdma_get_request)
+ * that rdma_server/rdma_client use. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/rdma_verbs.h>
+
+#include "rdmacm/cma.h"
+#include "util/compiler.h"
+
+int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst);
+
+int cma_qp_to_init(struct cma_id *c, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	if (qp->qp_type == IBV_QPT_UD) {
+		a.qkey = CMA_UDP_QKEY;
+		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_QKEY);
+		if (ret)
+			return -ret;
+		a.qp_state = IBV_QPS_RTR;
+		if ((ret = ibv_modify_qp(qp, &a, IBV_QP_STATE)))
+			return -ret;
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		return -ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	(void)c;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	return -ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      IBV_QP_ACCESS_FLAGS);
+}
+
+/* CQs for a QP created without them, on completion channels of their own
+ * (rdma_get_send_comp and rdma_get_recv_comp wait on those). */
+static int make_cqs(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
+{
+	int sz = (int)(a->cap.max_send_wr > a->cap.max_recv_wr ? a->cap.max_send_wr :
+		       a->cap.max_recv_wr) + 1;
+
+	if (a->send_cq && a->recv_cq)
+		return 0;
+	c->id.recv_cq_channel = ibv_create_comp_channel(c->id.verbs);
+	c->id.send_cq_channel = ibv_create_comp_channel(c->id.verbs);
+	if (!c->id.recv_cq_channel || !c->id.send_cq_channel)
+		return -errno;
+	c->id.recv_cq = ibv_create_cq(c->id.verbs, sz, &c->id, c->id.recv_cq_channel, 0);
+	c->id.send_cq = ibv_create_cq(c->id.verbs, sz, &c->id, c->id.send_cq_channel, 0);
+	if (!c->id.recv_cq || !c->id.send_cq)
+		return -errno;
+	c->own_cqs = true;
+	if (!a->send_cq)
+		a->send_cq = c->id.send_cq;
+	if (!a->recv_cq)
+		a->recv_cq = c->id.recv_cq;
+	return 0;
+}
+
+static void free_cqs(struct cma_id *c)
+{
+	if (!c->own_cqs)
+		return;
+	if (c->id.send_cq)
+		ibv_destroy_cq(c->id.send_cq);
+	if (c->id.recv_cq)
+		ibv_destroy_cq(c->id.recv_cq);
+	if (c->id.send_cq_channel)
+		ibv_destroy_comp_channel(c->id.send_cq_channel);
+	if (c->id.recv_cq_channel)
+		ibv_destroy_comp_channel(c->id.recv_cq_channel);
+	c->id.send_cq = c->id.recv_cq = NULL;
+	c->id.send_cq_channel = c->id.recv_cq_channel = NULL;
+	c->own_cqs = false;
+}
+
+static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
+{
+	struct ibv_qp *qp;
+	int ret;
+
+	if (!c->id.verbs || c->dev < 0)
+		return -EINVAL;
+	if (!a->pd) {
+		if (!cma.devs[c->dev].pd && !(cma.devs[c->dev].pd = ibv_alloc_pd(c->id.verbs)))
+			return -errno;
+		a->pd = cma.devs[c->dev].pd;
+		a->comp_mask |= IBV_QP_INIT_ATTR_PD;
+	}
+	if (a->pd->context != c->id.verbs)
+		return -EINVAL;
+	/* The endpoint helpers leave the type to the id (its port space). */
+	if (!a->qp_type)
+		a->qp_type = c->id.qp_type;
+	if (!a->srq && c->id.srq)
+		a->srq = c->id.srq;
+	ret = make_cqs(c, a);
+	if (ret)
+		goto fail;
+	qp = ibv_create_qp_ex(c->id.verbs, a);
+	if (!qp) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = cma_qp_to_init(c, qp);
+	if (ret) {
+		ibv_destroy_qp(qp);
+		goto fail;
+	}
+	c->id.qp = qp;
+	c->id.pd = a->pd;
+	c->id.qp_type = qp->qp_type;
+	return 0;
+fail:
+	free_cqs(c);
+	return ret;
+}
+
+UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
+{
+	int ret;
+
+	if (!attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&cma.lock);
+	ret = create_qp(to_cid(id), attr);
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	int ret;
+
+	if (!qp_init_attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	if (!pd)
+		a.comp_mask = 0;
+	pthread_mutex_lock(&cma.lock);
+	ret = create_qp(to_cid(id), &a);
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	/* The caller learns the capabilities it got, and the CQs. */
+	qp_init_attr->cap = a.cap;
+	qp_init_attr->send_cq = a.send_cq;
+	qp_init_attr->recv_cq = a.recv_cq;
+	return 0;
+}
+
+UR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	struct cma_id *c = to_cid(id);
+
+	pthread_mutex_lock(&cma.lock);
+	if (id->qp)
+		ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+	free_cqs(c);
+	pthread_mutex_unlock(&cma.lock);
+}
+
+UR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
+				int *qp_attr_mask)
+{
+	struct cma_id *c = to_cid(id);
+	int ret = 0;
+
+	if (!qp_attr || !qp_attr_mask) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&cma.lock);
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	switch (qp_attr->qp_state = qp_attr->qp_state ? qp_attr->qp_state : IBV_QPS_INIT) {
+	default:
+		ret = -ENOSYS;   /* only INIT is asked for by the clients we run */
+		break;
+	case IBV_QPS_INIT:
+		qp_attr->port_num = 1;
+		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS;
+		if (c->id.qp_type == IBV_QPT_UD) {
+			qp_attr->qkey = CMA_UDP_QKEY;
+			*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- endpoints ------------------------------------------------------------ */
+
+UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
+			     struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct rdma_cm_id *cm_id;
+	struct cma_id *c;
+	int ret;
+
+	if (!id || !res) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space))
+		return -1;
+	c = to_cid(cm_id);
+	if (res->ai_flags & RAI_PASSIVE) {
+		if (rdma_bind_addr(cm_id, res->ai_src_addr))
+			goto fail;
+		if (qp_init_attr) {
+			c->ep_attr = malloc(sizeof(*qp_init_attr));
+			if (!c->ep_attr) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			*c->ep_attr = *qp_init_attr;
+		}
+		cm_id->pd = pd;
+		*id = cm_id;
+		return 0;
+	}
+	if (rdma_resolve_addr(cm_id, res->ai_src_addr, res->ai_dst_addr, 2000) ||
+	    rdma_resolve_route(cm_id, 2000))
+		goto fail;
+	if (qp_init_attr && rdma_create_qp(cm_id, pd, qp_init_attr))
+		goto fail;
+	*id = cm_id;
+	return 0;
+fail:
+	ret = errno;
+	rdma_destroy_id(cm_id);
+	errno = ret;
+	return -1;
+}
+
+UR_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+}
+
+UR_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct cma_id *l = to_cid(listen), *c;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr a;
+	int ret;
+
+	if (!l->chan->sync || !l->listening) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (rdma_get_cm_event(listen->channel, &ev))
+		return -1;
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		ret = ev->status ? -ev->status : EINVAL;
+		rdma_ack_cm_event(ev);
+		errno = ret < 0 ? -ret : ret;
+		return -1;
+	}
+	c = to_cid(ev->id);
+	rdma_ack_cm_event(ev);
+	/* The new id waits on a channel of its own, as the listener does. */
+	if (rdma_migrate_id(&c->id, NULL))
+		goto fail;
+	if (l->ep_attr) {
+		a = *l->ep_attr;
+		if (rdma_create_qp(&c->id, listen->pd, &a))
+			goto fail;
+	}
+	*id = &c->id;
+	return 0;
+fail:
+	ret = errno;
+	rdma_reject(&c->id, NULL, 0);
+	rdma_destroy_id(&c->id);
+	errno = ret;
+	return -1;
+}
+
+/* ---- SRQs ----------------------------------------------------------------- */
+
+UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct cma_id *c = to_cid(id);
+
+	if (!id->verbs || !attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!pd) {
+		pthread_mutex_lock(&cma.lock);
+		if (!cma.devs[c->dev].pd)
+			cma.devs[c->dev].pd = ibv_alloc_pd(id->verbs);
+		pd = cma.devs[c->dev].pd;
+		pthread_mutex_unlock(&cma.lock);
+		if (!pd)
+			return -1;
+	}
+	id->srq = ibv_create_srq(pd, attr);
+	return id->srq ? 0 : -1;
+}
+
+UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	(void)id;
+	(void)attr;
+	errno = ENOSYS;
+	return -1;
+}
+
+UR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (id->srq)
+		ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+}

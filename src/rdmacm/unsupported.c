@@ -1,0 +1,218 @@
+/* What librdmacm exports and uroce does not do yet: each fails with
+ * ENOSYS (and -1, or the function's error value), never pretends.
+ *  - multicast joins for UD ids (the SA-less RoCE join is not built);
+ *  - ECE (enhanced connection establishment), which RoCE NICs of
+ *    one vendor only negotiate;
+ *  - rsockets (rsocket, raccept, ...): they need UD address resolution
+ *    and the keep-alive service, left for later.
+ */
+#include <errno.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+
+#include "util/compiler.h"
+
+#define NOSYS_RET(val) do { errno = ENOSYS; return (val); } while (0)
+
+UR_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+	(void)id; (void)addr; (void)context;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr,
+				     void *context)
+{
+	(void)id; (void)attr; (void)context;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	(void)id; (void)addr;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id; (void)ece;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	(void)id; (void)ece;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	(void)id; (void)private_data; (void)private_data_len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rsocket(int domain, int type, int protocol)
+{
+	(void)domain; (void)type; (void)protocol;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
+{
+	(void)s; (void)addr; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rlisten(int s, int backlog)
+{
+	(void)s; (void)backlog;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
+{
+	(void)s; (void)addr; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t len)
+{
+	(void)s; (void)addr; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rshutdown(int s, int how)
+{
+	(void)s; (void)how;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rclose(int s)
+{
+	(void)s;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
+{
+	(void)s; (void)buf; (void)len; (void)flags;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rrecvfrom(int s, void *buf, size_t len, int flags, struct sockaddr *src,
+			    socklen_t *alen)
+{
+	(void)s; (void)buf; (void)len; (void)flags; (void)src; (void)alen;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rrecvmsg(int s, struct msghdr *msg, int flags)
+{
+	(void)s; (void)msg; (void)flags;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rsend(int s, const void *buf, size_t len, int flags)
+{
+	(void)s; (void)buf; (void)len; (void)flags;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
+			  const struct sockaddr *dst, socklen_t alen)
+{
+	(void)s; (void)buf; (void)len; (void)flags; (void)dst; (void)alen;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rsendmsg(int s, const struct msghdr *msg, int flags)
+{
+	(void)s; (void)msg; (void)flags;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rread(int s, void *buf, size_t count)
+{
+	(void)s; (void)buf; (void)count;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rreadv(int s, const struct iovec *iov, int iovcnt)
+{
+	(void)s; (void)iov; (void)iovcnt;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
+{
+	(void)s; (void)buf; (void)count;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT ssize_t rwritev(int s, const struct iovec *iov, int iovcnt)
+{
+	(void)s; (void)iov; (void)iovcnt;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	(void)fds; (void)nfds; (void)timeout;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
+{
+	(void)nfds; (void)r; (void)w; (void)e; (void)timeout;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rgetpeername(int s, struct sockaddr *addr, socklen_t *len)
+{
+	(void)s; (void)addr; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rgetsockname(int s, struct sockaddr *addr, socklen_t *len)
+{
+	(void)s; (void)addr; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rsetsockopt(int s, int level, int optname, const void *optval, socklen_t optlen)
+{
+	(void)s; (void)level; (void)optname; (void)optval; (void)optlen;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rgetsockopt(int s, int level, int optname, void *optval, socklen_t *optlen)
+{
+	(void)s; (void)level; (void)optname; (void)optval; (void)optlen;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT int rfcntl(int s, int cmd, ...)
+{
+	(void)s; (void)cmd;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags, off_t offset)
+{
+	(void)s; (void)buf; (void)len; (void)prot; (void)flags; (void)offset;
+	NOSYS_RET((off_t)-1);
+}
+
+UR_EXPORT int riounmap(int s, void *buf, size_t len)
+{
+	(void)s; (void)buf; (void)len;
+	NOSYS_RET(-1);
+}
+
+UR_EXPORT size_t riowrite(int s, const void *buf, size_t count, off_t offset, int flags)
+{
+	(void)s; (void)buf; (void)count; (void)offset; (void)flags;
+	errno = ENOSYS;
+	return 0;
+}

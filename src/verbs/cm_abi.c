@@ -1,0 +1,58 @@
+/* The private exports librdmacm.so.1 uses (cm_abi.h): QP1 and the host's
+ * CM directory, reached through the context's stack. */
+#include "verbs/cm_abi.h"
+
+#include <errno.h>
+
+#include "core/context.h"
+#include "host/registry.h"
+#include "rel/gsi.h"
+#include "util/compiler.h"
+
+UR_EXPORT int uroce_cm_abi_version(void)
+{
+	return UROCE_CM_ABI_VERSION;
+}
+
+UR_EXPORT int uroce_gsi_attach(struct ibv_context *ibctx, uroce_gsi_rx_fn fn, void *arg)
+{
+	struct ur_context *ctx = to_uctx(ibctx);
+
+	if (!ctx->stack)
+		return ctx->stack_err ? ctx->stack_err : -ENODEV;
+	return ur_gsi_attach(ctx->stack, fn, arg);
+}
+
+UR_EXPORT int uroce_gsi_send(struct ibv_context *ibctx, const struct ibv_ah_attr *ah,
+			     const void *mad, size_t len)
+{
+	return ur_gsi_send(to_uctx(ibctx), ah, mad, len);
+}
+
+UR_EXPORT int uroce_cm_id_alloc(uint32_t *num)
+{
+	return ur_registry_alloc_qpn(num);
+}
+
+UR_EXPORT void uroce_cm_id_free(uint32_t num)
+{
+	ur_registry_free_qpn(num);
+}
+
+UR_EXPORT int uroce_cm_listen(uint64_t service_id, int on)
+{
+	if (!on) {
+		ur_registry_cm_unlisten(service_id);
+		return 0;
+	}
+	return ur_registry_cm_listen(service_id);
+}
+
+UR_EXPORT int uroce_cm_listen_check(uint64_t service_id)
+{
+	struct ur_reg_owner o;
+
+	if (ur_registry_cm_listener(service_id, &o) == 0 && !o.self)
+		return -EADDRINUSE;
+	return 0;
+}

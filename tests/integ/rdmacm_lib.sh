@@ -1,0 +1,79 @@
+# Shared by the rdmacm_*.test.sh: a server and client that meet through
+# uroce's librdmacm.so.1 (rdma_cm's own port space, no TCP listener to wait
+# for).  Sourced after lib.sh.
+
+# cm_pair NAME SERVER_PROG ARGS... -- CLIENT_PROG ARGS...
+# Starts NAME.server, then runs NAME.client until it is not turned away for
+# want of a listener (the server is still starting: REJECTED, reason 8,
+# invalid service ID), for at most 30 s; waits for both.  Returns 0 when
+# both exit 0.
+cm_pair() {
+	local name=$1 a seen=0 s=() c=() try
+	shift
+	for a in "$@"; do
+		if [ $seen = 0 ] && [ "$a" = "--" ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
+	done
+	ur_start "$name.server" "${s[@]}" || return 1
+	for try in $(seq 100); do
+		ur_run "$name.client" "${c[@]}"
+		[ "${UR_RC[$name.client]}" = 0 ] && break
+		grep -Eq 'REJECTED(,|;) error:? 8|CM event bl blka 8|Connection refused' \
+			"$(ur_out "$name.client")" || break
+		kill -0 "${UR_PID[$name.server]}" 2>/dev/null || break
+		cp "$(ur_out "$name.client")" "$UR_TMP/$name.client.try$try.out"
+		sleep 0.3
+	done
+	ur_wait "$name.server"
+	[ "${UR_RC[$name.client]}" = 0 ] && [ "${UR_RC[$name.server]}" = 0 ]
+}
+
+# cm_expect_refused NAME [WHAT]: run NAME failed on its own (any non-zero
+# exit but the timeout's or a signal's: rping exits 255) within 10 s.
+cm_expect_refused() {
+	local rc=${UR_RC[$1]:-none} t=${UR_ELAPSED[$1]:-99}
+	if [ "$rc" != 0 ] && [ "$rc" != none ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
+	   [ "$rc" != 139 ] && [ "$rc" != 134 ] && awk "BEGIN { exit !($t < 10) }"; then
+		ur_pass "${2:-$1}: refused, exit $rc in ${t}s"
+		return 0
+	fi
+	ur_fail "${2:-$1}: expected a refusal within 10 s, saw exit $rc after ${t}s"
+	ur_show "$1"
+	return 1
+}
+
+# cm_check_rping OUT PREFIX COUNT: OUT has COUNT lines "PREFIXping data:
+# rdma-ping-N: ..." for N = 0..COUNT-1, each with rping's rotating
+# pattern (characters 'A'..'z' from 'A' + N mod 58), as the peer sent it
+# (rping's other thread may print its DISCONNECT line into the last one).
+cm_check_rping() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+out, prefix, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen = {}
+for line in open(out, errors="replace"):
+    # rping's event thread prints unbuffered into the data thread's line.
+    for other in ("server DISCONNECT EVENT...", "client DISCONNECT EVENT..."):
+        line = line.replace(other, "")
+    m = re.match(re.escape(prefix) + r"ping data: rdma-ping-(\d+): (.*)$", line.rstrip("\n"))
+    if m:
+        seen[int(m.group(1))] = m.group(2)
+bad = []
+for n in range(count):
+    data = seen.get(n)
+    if data is None:
+        bad.append(f"ping {n} missing")
+        continue
+    c = 65 + n % 58
+    for i, ch in enumerate(data):
+        if ord(ch) != c:
+            bad.append(f"ping {n}: byte {i} is {ch!r}, expected {chr(c)!r}")
+            break
+        c = 65 if c == 122 else c + 1
+    if len(data) < 10:
+        bad.append(f"ping {n}: only {len(data)} bytes")
+if len(seen) != count:
+    bad.append(f"{len(seen)} pings, expected {count}")
+print("FAIL: " + "; ".join(bad[:5]) if bad else f"ok: {count} pings, each with its pattern")
+PY
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Unmodified rdmacm-utils over uroce's librdmacm.so.1 on one host (uroce0 on
+# lo): the connection manager's REQ/REP/RTU and DREQ/DREP travel as CM MADs
+# to QP1 over RoCEv2, through the port-4791 owner's forwarding.
+#  - rping -s / rping -c -C 100 -v -V: both exit 0, the client prints all 100
+#    pings and the server 100 (-V: the client checks what it read back),
+#    each with rping's rotating pattern;
+#  - ucmatose with 10 connections (-c 10): both report "test complete" and
+#    return status 0;
+#  - rdma_server / rdma_client (synchronous ids, rdma_create_ep,
+#    rdma_get_request, the rdma_verbs.h helpers): both end 0;
+#  - nobody listening: rping's, ucmatose's and rdma_client's connect is
+#    REJECTED (reason 8, invalid service ID) within seconds, not a hang.
+# ctest-timeout: 300
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdmacm_lib.sh"
+UR_TIMEOUT=60
+
+port=$(ur_port)
+cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 100 -v \
+	-- rping -c -a 127.0.0.1 -p "$port" -C 100 -v -V
+ur_expect_pair_ok rping "rping -C 100 -v -V"
+ur_report "rping client" cm_check_rping "$(ur_out rping.client)" "" 100
+ur_report "rping server" cm_check_rping "$(ur_out rping.server)" "server " 100
+
+port=$(ur_port)
+cm_pair ucmatose ucmatose -p "$port" -c 10 -- ucmatose -s 127.0.0.1 -p "$port" -c 10
+ur_expect_pair_ok ucmatose "ucmatose -c 10"
+ur_expect_grep ucmatose.server '^test complete' "ucmatose server: test complete"
+ur_expect_grep ucmatose.client '^return status 0' "ucmatose client: return status 0"
+
+port=$(ur_port)
+cm_pair rsrv rdma_server -p "$port" -- rdma_client -s 127.0.0.1 -p "$port"
+ur_expect_pair_ok rsrv "rdma_server / rdma_client"
+ur_expect_grep rsrv.client 'rdma_client: end 0'
+
+port=$(ur_port)
+ur_run norcv.rping rping -c -a 127.0.0.1 -p "$port" -C 1
+cm_expect_refused norcv.rping "rping with nobody listening"
+ur_expect_grep norcv.rping 'RDMA_CM_EVENT_REJECTED, error 8'
+ur_run norcv.ucmatose ucmatose -s 127.0.0.1 -p "$port"
+cm_expect_refused norcv.ucmatose "ucmatose with nobody listening"
+ur_expect_grep norcv.ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8'
+ur_run norcv.rdma_client rdma_client -s 127.0.0.1 -p "$port"
+cm_expect_refused norcv.rdma_client "rdma_client with nobody listening"
+ur_expect_grep norcv.rdma_client 'rdma_connect: Connection refused'
+
+for n in rping.server rping.client ucmatose.server ucmatose.client rsrv.server rsrv.client; do
+	ur_sanitizer_clean "$n"
+done
+ur_done
