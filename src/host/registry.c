@@ -217,6 +217,28 @@ int ur_registry_reclaim_dead(void)
 	return n;
 }
 
+int ur_registry_open_private(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	/* /dev/shm is open to everyone: a file someone else created there
+	 * first, under our name, would be theirs to read and change. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 static int map_file(void)
 {
 	struct stat st;
@@ -225,12 +247,14 @@ static int map_file(void)
 
 	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
 		 (unsigned)getuid(), netns_id(), UR_REG_VERSION);
-	fd = open(reg.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = ur_registry_open_private(reg.path);
 	if (fd < 0) {
-		int err = errno;
-
-		ur_err(NULL, "cannot open the host registry %s: %s", reg.path, strerror(err));
-		return -err;
+		if (fd == -EPERM)
+			ur_err(NULL, "the host registry %s is not this user's alone (another user "
+			       "created it, or may read or write it): not used; remove it", reg.path);
+		else
+			ur_err(NULL, "cannot open the host registry %s: %s", reg.path, strerror(-fd));
+		return fd;
 	}
 	reg.fd = fd;
 	lock_file();

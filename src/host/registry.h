@@ -73,6 +73,10 @@ int ur_registry_publish_counters(unsigned ifindex, const uint64_t *cnt, unsigned
  * read-only-in-spirit (no slot claimed) if this process has none. */
 int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n);
 
+/* Opens (creating it, mode 0600) a file of this user's in /dev/shm: the
+ * fd, or -EPERM if someone else owns it or may read or write it, or
+ * -errno.  Links are not followed. */
+int ur_registry_open_private(const char *path);
 /* The lock file whose exclusive holder serves UDP port 4791 here. */
 int ur_registry_router_lock_path(char *buf, size_t len);
 /* Where the registry lives, for messages. */

@@ -2,7 +2,8 @@
  * pid: the port-4791 router hands it the packets for its QPs, processes of
  * the host send it their batches of packets and their control messages.
  * A header says which, and carries what the receiver's ICRC check needs
- * (the addresses and ports UDP would have carried). */
+ * (the addresses and ports UDP would have carried).  Only datagrams from
+ * processes of the same user are taken: the kernel tells who sent each. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,12 +29,21 @@ int ur_udp_fwd_open(struct ur_udp *u)
 {
 	struct sockaddr_un sun;
 	socklen_t len = ur_udp_fwd_addr(&sun, getpid());
-	int sz = 4 << 20;
+	int sz = 4 << 20, on = 1;
 	int fd;
 
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* Abstract names have no permissions: anyone on the host may send
+	 * here.  The kernel attaches each sender's credentials, and only
+	 * this user's datagrams are taken (ur_udp_fwd_sender_ok). */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	if (bind(fd, (struct sockaddr *)&sun, len)) {
@@ -44,6 +54,20 @@ int ur_udp_fwd_open(struct ur_udp *u)
 	}
 	u->fwd_fd = fd;
 	return 0;
+}
+
+bool ur_udp_fwd_sender_ok(const struct msghdr *msg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		struct ucred cred;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(cred)))
+			continue;
+		memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+		return cred.uid == getuid();
+	}
+	return false;   /* no credentials: not a datagram we can vouch for */
 }
 
 void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, uint8_t tclass,

@@ -53,9 +53,17 @@ void ur_udp_router_elect(struct ur_udp *u)
 		return;
 	if (u->router_lock_fd < 0) {
 		ur_registry_router_lock_path(path, sizeof(path));
-		u->router_lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		if (u->router_lock_fd < 0)
+		ret = ur_registry_open_private(path);
+		if (ret < 0) {
+			static bool warned;
+
+			if (ret == -EPERM && !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+				ur_err(NULL, "%s is not this user's alone (another user created it, "
+				       "or may read or write it): this process will not serve UDP "
+				       "port %d; remove it", path, UR_ROCE_UDP_PORT);
 			return;
+		}
+		u->router_lock_fd = ret;
 	}
 	if (!u->router) {
 		if (flock(u->router_lock_fd, LOCK_EX | LOCK_NB))

@@ -174,8 +174,10 @@ static inline void ur_udp_sock_stale(struct ur_udp_sock *s)
 /* ---- udp_fwd.c: a process's unix socket and what travels on it ---------- */
 /* The abstract unix address of process pid's socket. */
 socklen_t ur_udp_fwd_addr(struct sockaddr_un *sun, pid_t pid);
-/* Opens and binds ours (u->fwd_fd). */
+/* Opens and binds ours (u->fwd_fd), asking for senders' credentials. */
 int ur_udp_fwd_open(struct ur_udp *u);
+/* Whether a datagram received on it came from a process of our user. */
+bool ur_udp_fwd_sender_ok(const struct msghdr *msg);
 /* The header of packets bound for process pid's socket. */
 void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, uint8_t tclass,
 			    uint8_t hop, uint16_t seg);

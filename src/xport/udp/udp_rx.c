@@ -93,6 +93,18 @@ static void malformed(struct ur_udp *u)
 	u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_MALFORMED, NULL);
 }
 
+/* A datagram on our unix socket from another user's process: never
+ * delivered, counted as malformed, said once. */
+static void foreign(struct ur_udp *u)
+{
+	static bool warned;
+
+	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+		ur_warn(NULL, "refused a datagram from another user's process on this process's "
+			"local socket (further ones are counted as malformed)");
+	malformed(u);
+}
+
 /* A multicast datagram on port 4791: every member process of the host
  * gets it, this one directly. */
 static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
@@ -252,13 +264,16 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 			b->iov[i] = (struct iovec){ b->buf[i], sizeof(b->buf[i]) };
 			b->msgs[i].msg_hdr = (struct msghdr){
 				.msg_iov = &b->iov[i], .msg_iovlen = 1,
+				.msg_control = b->ctrl[i], .msg_controllen = sizeof(b->ctrl[i]),
 			};
 		}
 		n = recvmmsg(u->fwd_fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
 		for (int i = 0; i < n; i++) {
-			if (b->msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+			if (!ur_udp_fwd_sender_ok(&b->msgs[i].msg_hdr))
+				foreign(u);
+			else if (b->msgs[i].msg_hdr.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 				malformed(u);
 			else
 				handle_fwd(u, b->buf[i], b->msgs[i].msg_len);
