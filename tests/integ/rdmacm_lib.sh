@@ -6,7 +6,7 @@
 # Starts NAME.server, then runs NAME.client until it is not turned away for
 # want of a listener (the server is still starting: REJECTED, reason 8,
 # invalid service ID), for at most 30 s; waits for both.  Returns 0 when
-# both exit 0.
+# both exit 0.  UR_SNS / UR_CNS: the server's / client's namespaces.
 cm_pair() {
 	local name=$1 a seen=0 s=() c=() try
 	shift
@@ -14,9 +14,9 @@ cm_pair() {
 		if [ $seen = 0 ] && [ "$a" = "--" ]; then seen=1; continue; fi
 		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
 	done
-	ur_start "$name.server" "${s[@]}" || return 1
+	UR_NS=${UR_SNS-$UR_NS} ur_start "$name.server" "${s[@]}" || return 1
 	for try in $(seq 100); do
-		ur_run "$name.client" "${c[@]}"
+		UR_NS=${UR_CNS-$UR_NS} ur_run "$name.client" "${c[@]}"
 		[ "${UR_RC[$name.client]}" = 0 ] && break
 		grep -Eq 'REJECTED(,|;) error:? 8|CM event bl blka 8|Connection refused' \
 			"$(ur_out "$name.client")" || break
