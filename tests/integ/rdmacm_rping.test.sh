@@ -10,11 +10,20 @@
 #  - rdma_server / rdma_client (synchronous ids, rdma_create_ep,
 #    rdma_get_request, the rdma_verbs.h helpers): both end 0;
 #  - nobody listening: rping's, ucmatose's and rdma_client's connect is
-#    REJECTED (reason 8, invalid service ID) within seconds, not a hang.
+#    REJECTED (reason 8, invalid service ID) within seconds, not a hang;
+#  - progs/rdmacm_api.c: the API's corners (below).
 # ctest-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdmacm_lib.sh"
+. "$(dirname "$0")/progs_lib.sh"
 UR_TIMEOUT=60
+
+# The contract's corners (progs/rdmacm_api.c): a pollable, non-blocking
+# event channel; private data limits (56 in a REQ, 196 in a REP: EINVAL
+# beyond); QP states INIT / RTS / ERROR; both sides DISCONNECTED; a reject's
+# reason and private data; a backlog of 1 turning the second request away;
+# ADDR_ERROR for an address with no route; ENOSYS for what is not built.
+prog_run lo.rdmacm_api rdmacm_api uroce0 1
 
 port=$(ur_port)
 cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 100 -v \
