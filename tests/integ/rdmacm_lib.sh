@@ -7,6 +7,8 @@
 # want of a listener (the server is still starting: REJECTED, reason 8,
 # invalid service ID), for at most 30 s; waits for both.  Returns 0 when
 # both exit 0.  UR_SNS / UR_CNS: the server's / client's namespaces.
+# CM_STOP_SERVER=1: the server runs until stopped; it is, once the client
+# is done, and only the client's exit counts.
 cm_pair() {
 	local name=$1 a seen=0 s=() c=() try
 	shift
@@ -24,6 +26,11 @@ cm_pair() {
 		cp "$(ur_out "$name.client")" "$UR_TMP/$name.client.try$try.out"
 		sleep 0.3
 	done
+	if [ -n "${CM_STOP_SERVER:-}" ]; then
+		ur_stop "$name.server"   # a server that serves until stopped (cmtime)
+		[ "${UR_RC[$name.client]}" = 0 ]
+		return
+	fi
 	ur_wait "$name.server"
 	[ "${UR_RC[$name.client]}" = 0 ] && [ "${UR_RC[$name.server]}" = 0 ]
 }
