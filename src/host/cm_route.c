@@ -9,12 +9,18 @@
 int ur_host_cm_owner(const uint8_t *pkt, size_t len, struct ur_reg_owner *out)
 {
 	const size_t mad_at = UR_BTH_BYTES + UR_DETH_BYTES;
-	struct ur_cm_dest d;
 
 	if (len < mad_at + UR_ICRC_BYTES || bth_opcode(pkt) != UR_OP_UD_SEND_ONLY ||
 	    bth_qpn(pkt) != UR_GSI_QPN)
 		return -EINVAL;
-	if (ur_cm_dest_of(pkt + mad_at, len - mad_at - UR_ICRC_BYTES, &d))
+	return ur_host_cm_mad_owner(pkt + mad_at, len - mad_at - UR_ICRC_BYTES, out);
+}
+
+int ur_host_cm_mad_owner(const uint8_t *mad, size_t len, struct ur_reg_owner *out)
+{
+	struct ur_cm_dest d;
+
+	if (ur_cm_dest_of(mad, len, &d))
 		return -EINVAL;
 	if (!d.by_service)
 		return ur_registry_lookup(d.comm_id & UR_QPN_MASK, out);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/route.h"
@@ -57,7 +58,16 @@ int ur_gsi_send(struct ur_context *ctx, const struct ibv_ah_attr *ah, const void
 	pkt.paylen = (uint32_t)len;
 	pkt.niov = 1;
 	pkt.iov[0] = (struct iovec){ (void *)mad, len };
-	ret = ur_xport_send(&path, &pkt);
+	/* Never on the engine thread (the CM has its own): waiting a little
+	 * for room in a peer's full queue beats losing the MAD to a second's
+	 * retransmission when many connections start at once. */
+	for (int tries = 0; tries < 200; tries++) {
+		ret = ur_xport_send(&path, &pkt);
+		if (ret != -EAGAIN)
+			break;
+		ur_xports_flush(ctx->xports);
+		usleep(500);
+	}
 	if (!ret)
 		ret = ur_xports_flush(ctx->xports);
 	/* A MAD kept for lack of room leaves when there is room; a lost one

@@ -3,10 +3,13 @@
 # for).  Sourced after lib.sh.
 
 # cm_pair NAME SERVER_PROG ARGS... -- CLIENT_PROG ARGS...
-# Starts NAME.server, then runs NAME.client until it is not turned away for
+# Starts NAME.server, waits until it listens when its arguments name the
+# port (-p PORT), then runs NAME.client until it is not turned away for
 # want of a listener (the server is still starting: REJECTED, reason 8,
 # invalid service ID), for at most 30 s; waits for both.  Returns 0 when
-# both exit 0.
+# both exit 0.  UR_SNS / UR_CNS: the server's / client's namespaces.
+# CM_STOP_SERVER=1: the server runs until stopped; it is, once the client
+# is done, and only the client's exit counts.
 cm_pair() {
 	local name=$1 a seen=0 s=() c=() try
 	shift
@@ -14,9 +17,19 @@ cm_pair() {
 		if [ $seen = 0 ] && [ "$a" = "--" ]; then seen=1; continue; fi
 		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
 	done
-	ur_start "$name.server" "${s[@]}" || return 1
+	UR_NS=${UR_SNS-$UR_NS} ur_start "$name.server" "${s[@]}" || return 1
+	# With the server's -p PORT known, the client starts once the server
+	# listens (as ur_wait_listen waits for a TCP listener): a client turned
+	# away sends perftest 4.5 into a retry path that reuses what it freed.
+	for ((a = 0; a < ${#s[@]} - 1; a++)); do
+		[ "${s[a]}" = -p ] || continue
+		UR_NS=${UR_SNS-$UR_NS} ur_run "$name.listening" \
+			"$UR_BUILD/bin/integ_cm_listening" "${s[a + 1]}" 30 ||
+			ur_fail "$name: the server does not listen on rdma_cm port ${s[a + 1]}"
+		break
+	done
 	for try in $(seq 100); do
-		ur_run "$name.client" "${c[@]}"
+		UR_NS=${UR_CNS-$UR_NS} ur_run "$name.client" "${c[@]}"
 		[ "${UR_RC[$name.client]}" = 0 ] && break
 		grep -Eq 'REJECTED(,|;) error:? 8|CM event bl blka 8|Connection refused' \
 			"$(ur_out "$name.client")" || break
@@ -24,6 +37,11 @@ cm_pair() {
 		cp "$(ur_out "$name.client")" "$UR_TMP/$name.client.try$try.out"
 		sleep 0.3
 	done
+	if [ -n "${CM_STOP_SERVER:-}" ]; then
+		ur_stop "$name.server"   # a server that serves until stopped (cmtime)
+		[ "${UR_RC[$name.client]}" = 0 ]
+		return
+	fi
 	ur_wait "$name.server"
 	[ "${UR_RC[$name.client]}" = 0 ] && [ "${UR_RC[$name.server]}" = 0 ]
 }

@@ -25,6 +25,7 @@
 #include "util/copy.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
+#include "host/cm_route.h"
 #include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
@@ -133,7 +134,15 @@ static void dest_of(struct ur_udp *u, const struct ur_path *up, const struct ur_
 		/* A process of this host: straight to its own socket. */
 		struct ur_reg_owner o;
 
-		if (!ur_registry_lookup(bth_qpn(pkt->hdr), &o)) {
+		uint32_t dqpn = bth_qpn(pkt->hdr);
+		/* A CM MAD goes straight to the process it is for, as the
+		 * port-4791 owner would hand it on, but without its lossy
+		 * hop: a burst of connections loses nothing to a full queue. */
+		int found = dqpn == UR_GSI_QPN && pkt->niov == 1 ?
+			ur_host_cm_mad_owner(pkt->iov[0].iov_base, pkt->iov[0].iov_len, &o) :
+			ur_registry_lookup(dqpn, &o);
+
+		if (!found) {
 			uint16_t port = path->family == AF_INET ? o.port4 : o.port6;
 			struct ur_udp_sock *peer = ur_udp_peer_sock(u, o.pid);
 
