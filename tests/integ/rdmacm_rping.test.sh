@@ -24,7 +24,15 @@ UR_TIMEOUT=60
 # beyond); QP states INIT / RTS / ERROR; both sides DISCONNECTED; a reject's
 # reason and private data; a backlog of 1 turning the second request away;
 # ADDR_ERROR for an address with no route; ENOSYS for what is not built.
-prog_run lo.rdmacm_api rdmacm_api uroce0 1
+# It runs in a namespace of its own (lo and a veth, no default route): the
+# "no route" case needs an address that nothing here routes to, and the
+# machine's default route, if it has one, reaches any.
+if [ "$(id -u)" = 0 ]; then
+	ur_netns_pair 1500
+	UR_NS=$UR_NS_A prog_run lo.rdmacm_api rdmacm_api uroce0 1
+else
+	prog_run lo.rdmacm_api rdmacm_api uroce0 1
+fi
 
 port=$(ur_port)
 cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 100 -v \
