@@ -14,13 +14,18 @@ int ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr, struct ur_ah **out)
 	char why[256];
 	int ret;
 
-	ah = calloc(1, sizeof(*ah));
-	if (!ah)
+	if (ur_device_obj_get(pd->ctx->dev, UR_OBJ_AH))
 		return -ENOMEM;
+	ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		ur_device_obj_put(pd->ctx->dev, UR_OBJ_AH);
+		return -ENOMEM;
+	}
 	ret = ur_route_resolve(pd->ctx, attr, 0, &ah->path, why, sizeof(why));
 	if (ret) {
 		ur_err(pd->ctx->dev->ibdev.name, "cannot create address handle: %s", why);
 		free(ah);
+		ur_device_obj_put(pd->ctx->dev, UR_OBJ_AH);
 		return ret;
 	}
 	ah->pd = pd;
@@ -35,6 +40,7 @@ int ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr, struct ur_ah **out)
 int ur_ah_destroy(struct ur_ah *ah)
 {
 	atomic_fetch_sub(&ah->pd->users, 1);
+	ur_device_obj_put(ah->pd->ctx->dev, UR_OBJ_AH);
 	free(ah);
 	return 0;
 }

@@ -159,16 +159,16 @@ int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 		return -EOPNOTSUPP;
 	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS))
 		return -EOPNOTSUPP;
+	if (ur_device_obj_get(ctx->dev, UR_OBJ_CQ))
+		return -ENOMEM;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
-		return -ENOMEM;
+		goto err_count;
 	cq->depth = attr->cqe;
 	cq->size = ring_size_for(cq->depth);
 	cq->ring = calloc(cq->size, sizeof(*cq->ring));
-	if (!cq->ring) {
-		free(cq);
-		return -ENOMEM;
-	}
+	if (!cq->ring)
+		goto err_free_cq;
 	cq->ctx = ctx;
 	cq->wc_flags_ex = attr->wc_flags;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -183,6 +183,12 @@ int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 		__atomic_add_fetch(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
 	*out = cq;
 	return 0;
+
+err_free_cq:
+	free(cq);
+err_count:
+	ur_device_obj_put(ctx->dev, UR_OBJ_CQ);
+	return -ENOMEM;
 }
 
 int ur_cq_destroy(struct ur_cq *cq)
@@ -206,6 +212,7 @@ int ur_cq_destroy(struct ur_cq *cq)
 		__atomic_sub_fetch(&cq->ibcq.channel->refcnt, 1, __ATOMIC_RELAXED);
 	ur_async_forget(&cq->ctx->async, cq);
 	pthread_spin_destroy(&cq->lock);
+	ur_device_obj_put(cq->ctx->dev, UR_OBJ_CQ);
 	free(cq->ring);
 	free(cq);
 	return 0;

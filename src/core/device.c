@@ -290,6 +290,33 @@ uint64_t ur_device_guid(struct ur_device *dev)
 	return guid;
 }
 
+int ur_device_obj_get(struct ur_device *dev, enum ur_obj_kind kind)
+{
+	static const uint32_t limit[UR_OBJ_NR] = {
+		[UR_OBJ_PD] = UR_MAX_PD, [UR_OBJ_CQ] = UR_MAX_CQ, [UR_OBJ_QP] = UR_MAX_QP,
+		[UR_OBJ_SRQ] = UR_MAX_SRQ, [UR_OBJ_AH] = UR_MAX_AH,
+	};
+	static const char *const name[UR_OBJ_NR] = {
+		[UR_OBJ_PD] = "PDs", [UR_OBJ_CQ] = "CQs", [UR_OBJ_QP] = "QPs",
+		[UR_OBJ_SRQ] = "SRQs", [UR_OBJ_AH] = "AHs",
+	};
+
+	if (__atomic_add_fetch(&dev->objs[kind], 1, __ATOMIC_RELAXED) <= limit[kind])
+		return 0;
+	__atomic_sub_fetch(&dev->objs[kind], 1, __ATOMIC_RELAXED);
+	/* As with a NIC's limits, some programs find them by asking: debug. */
+	ur_dbg(dev->ibdev.name, "%s: this process has the %u the device allows (max_%s); "
+	       "destroy some first", name[kind], limit[kind],
+	       kind == UR_OBJ_PD ? "pd" : kind == UR_OBJ_CQ ? "cq" : kind == UR_OBJ_QP ? "qp" :
+	       kind == UR_OBJ_SRQ ? "srq" : "ah");
+	return -ENOMEM;
+}
+
+void ur_device_obj_put(struct ur_device *dev, enum ur_obj_kind kind)
+{
+	__atomic_sub_fetch(&dev->objs[kind], 1, __ATOMIC_RELAXED);
+}
+
 void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));

@@ -18,6 +18,9 @@
 #define UR_DEV_NAME_MAX 56   /* leaves room for "uverbs-" in a 64-byte sysfs name */
 #define UR_VERSION_STR "0.1.0"
 
+/* Kinds of objects whose number ibv_query_device limits (core/limits.h). */
+enum ur_obj_kind { UR_OBJ_PD, UR_OBJ_CQ, UR_OBJ_QP, UR_OBJ_SRQ, UR_OBJ_AH, UR_OBJ_NR };
+
 struct ur_device {
 	struct ibv_device ibdev;   /* applications get &ibdev: keep first */
 	unsigned index;            /* ibv_get_device_index */
@@ -37,6 +40,7 @@ struct ur_device {
 	union ibv_gid last_gid[UR_MAX_GID];
 
 	uint64_t cnt[UR_CNT_NR];   /* this process's counts (atomic adds) */
+	uint32_t objs[UR_OBJ_NR];  /* objects alive, by kind (atomic) */
 };
 
 static inline struct ur_device *to_udev(struct ibv_device *ibdev)
@@ -57,6 +61,13 @@ bool ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out);
 bool ur_device_snapshot_present(struct ur_device *dev);
 
 void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
+
+/* Counts one more object of kind on the device: 0, or -ENOMEM when this
+ * process already has as many as ibv_query_device allows (the limits are
+ * the device's, counted per process: each process has its own uroce).
+ * Every successful get is paired with a put when the object goes. */
+int ur_device_obj_get(struct ur_device *dev, enum ur_obj_kind kind);
+void ur_device_obj_put(struct ur_device *dev, enum ur_obj_kind kind);
 /* Fills the full ibv_port_attr; callers with the 48-byte compat struct
  * copy only its prefix. */
 void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *attr);

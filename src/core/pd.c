@@ -4,14 +4,20 @@
 #include <stdlib.h>
 
 #include "core/context.h"
+#include "core/device.h"
 
 int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out)
 {
 	static atomic_uint next_handle = 1;
-	struct ur_pd *pd = calloc(1, sizeof(*pd));
+	struct ur_pd *pd;
 
-	if (!pd)
+	if (ur_device_obj_get(ctx->dev, UR_OBJ_PD))
 		return -ENOMEM;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		ur_device_obj_put(ctx->dev, UR_OBJ_PD);
+		return -ENOMEM;
+	}
 	pd->ctx = ctx;
 	pd->ibpd.context = &ctx->vctx.context;
 	pd->ibpd.handle = atomic_fetch_add(&next_handle, 1);
@@ -24,6 +30,7 @@ int ur_pd_dealloc(struct ur_pd *pd)
 {
 	if (atomic_load(&pd->users))
 		return -EBUSY;
+	ur_device_obj_put(pd->ctx->dev, UR_OBJ_PD);
 	free(pd);
 	return 0;
 }

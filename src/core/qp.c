@@ -169,9 +169,13 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	ret = check_init_attr(ctx, a);
 	if (ret)
 		return ret;
-	qp = calloc(1, sizeof(*qp));
-	if (!qp)
+	if (ur_device_obj_get(ctx->dev, UR_OBJ_QP))
 		return -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		ur_device_obj_put(ctx->dev, UR_OBJ_QP);
+		return -ENOMEM;
+	}
 	qp->ctx = ctx;
 	qp->pd = a->pd ? to_upd(a->pd) : NULL;
 	qp->scq = a->send_cq ? to_ucq(a->send_cq) : NULL;
@@ -190,6 +194,7 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	ret = alloc_queues(qp);
 	if (ret) {
 		free(qp);
+		ur_device_obj_put(ctx->dev, UR_OBJ_QP);
 		return ret;
 	}
 	pthread_mutex_init(&qp->lock, NULL);
@@ -220,6 +225,7 @@ void ur_qp_free(struct ur_qp *qp)
 	ur_wq_fini(&qp->rq);
 	ur_wq_fini(&qp->sq);
 	pthread_mutex_destroy(&qp->lock);
+	ur_device_obj_put(qp->ctx->dev, UR_OBJ_QP);
 	free(qp);
 }
 

@@ -62,9 +62,12 @@ int ur_srq_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_
 	ret = check_attr(ctx, a, type);
 	if (ret)
 		return ret;
+	if (ur_device_obj_get(ctx->dev, UR_OBJ_SRQ))
+		return -ENOMEM;
+	ret = -ENOMEM;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
-		return -ENOMEM;
+		goto err_count;
 	srq->max_sge = ur_max(a->attr.max_sge, 1u);
 	ret = ur_wq_init(&srq->rq, a->attr.max_wr,
 			 sizeof(struct ur_recv_wqe) + srq->max_sge * sizeof(struct ibv_sge));
@@ -96,6 +99,8 @@ err_rq:
 	ur_wq_fini(&srq->rq);
 err_free:
 	free(srq);
+err_count:
+	ur_device_obj_put(ctx->dev, UR_OBJ_SRQ);
 	return ret;
 }
 
@@ -127,6 +132,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 	atomic_fetch_sub(&srq->pd->users, 1);
 	ur_wq_fini(&srq->rq);
 	pthread_mutex_destroy(&srq->lock);
+	ur_device_obj_put(srq->ctx->dev, UR_OBJ_SRQ);
 	free(srq);
 	return 0;
 }
