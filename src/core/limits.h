@@ -1,4 +1,5 @@
-/* Device limits, reported by ibv_query_device and enforced at creation.
+/* Device limits, reported by ibv_query_device and enforced at creation
+ * (object counts per process and device: ur_device_obj_get).
  * The values follow Linux rxe where it has one, so that programs tuned for
  * rxe size their queues the same way on uroce. */
 #ifndef UROCE_CORE_LIMITS_H
@@ -24,6 +25,7 @@
 #define UR_MAX_TOTAL_MCAST_QP_ATTACH 4096
 #define UR_MAX_PKEYS         1
 #define UR_LOCAL_ACK_DELAY   15
+#define UR_MAX_DM_BYTES      (256 * 1024)  /* device memory (ibv_alloc_dm), per allocation */
 #define UR_MAX_MSG_SZ        0x40000000u   /* 1 GiB */
 #define UR_MAX_MTU           IBV_MTU_4096
 

@@ -45,6 +45,7 @@ struct ur_mr {
 	uint64_t length;
 	int access;            /* IBV_ACCESS_* */
 	uint32_t windows;      /* MWs bound to it: dereg fails with EBUSY */
+	uint32_t *dm_users;    /* over device memory: its count of regions (verbs/dm.c) */
 };
 
 struct ur_mw {

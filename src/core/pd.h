@@ -11,11 +11,20 @@ struct ur_pd {
 	struct ibv_pd ibpd;
 	struct ur_context *ctx;
 	atomic_int users;      /* MRs, QPs, SRQs, AHs: dealloc fails with EBUSY */
+	/* A parent domain (ibv_alloc_parent_domain) is a PD object that stands
+	 * for its protection domain: every object made on it belongs to that
+	 * PD.  NULL for an ordinary PD. */
+	struct ur_pd *protection;
+	struct ibv_td *td;
 };
 
+/* The protection domain an ibv_pd stands for: itself, or a parent
+ * domain's PD.  Objects keep this one, so protection checks compare PDs. */
 static inline struct ur_pd *to_upd(struct ibv_pd *ibpd)
 {
-	return (struct ur_pd *)ibpd;
+	struct ur_pd *pd = (struct ur_pd *)ibpd;
+
+	return pd->protection ? pd->protection : pd;
 }
 
 int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out);

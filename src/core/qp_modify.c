@@ -51,9 +51,12 @@ static int check_values(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 		return -EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return -EINVAL;
+	/* ON_DEMAND means nothing for a QP; programs pass their regions'
+	 * flags (rdma-core's tests do), and the kernel's drivers take it. */
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				    IBV_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if ((mask & IBV_QP_ALT_PATH) || (mask & IBV_QP_PATH_MIG_STATE)) {
 		ur_err(dev, "QP 0x%06x: alternate paths (APM) are not supported", qpn);

@@ -51,6 +51,7 @@ UR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *context,
 					struct ibv_cq_init_attr_ex *attr)
 {
+	struct ibv_cq_init_attr_ex a = *attr;
 	struct ur_cq *cq = NULL;
 	int ret;
 
@@ -58,7 +59,17 @@ struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	ret = ur_cq_create(to_uctx(context), attr, &cq);
+	/* A CQ of a parent domain (its allocators, its thread domain): the
+	 * domain must be one; uroce's CQ is the same either way. */
+	if (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		if (!a.parent_domain || !ur_verbs_is_parent_domain(a.parent_domain) ||
+		    a.parent_domain->context != context) {
+			errno = EINVAL;
+			return NULL;
+		}
+		a.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_PD;
+	}
+	ret = ur_cq_create(to_uctx(context), &a, &cq);
 	if (ret)
 		return ur_ret_obj(ret, NULL);
 	cq->ibcq.start_poll = start_poll;

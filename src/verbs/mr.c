@@ -23,13 +23,15 @@ UR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 UR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	if (ur_verbs_is_parent_domain(pd))
+		return ur_verbs_dealloc_parent_domain(pd);
 	return ur_ret_errno(ur_pd_dealloc(to_upd(pd)));
 }
 
 #define UR_MR_ACCESS_KNOWN                                                  \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |   \
-	 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND)
+	 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND)
 
 /* A range whose end wraps past 2^64 is refused with EINVAL, as the kernel
  * refuses it: otherwise the page count below wraps too, a few pages pass
@@ -77,8 +79,8 @@ static int check_access(struct ur_context *ctx, unsigned int access)
 	return 0;
 }
 
-static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
-			  unsigned int access)
+struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
+				  unsigned int access)
 {
 	struct ur_pd *pd = to_upd(ibpd);
 	struct ur_context *ctx = pd->ctx;
@@ -87,6 +89,12 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 
 	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
 	ret = check_access(ctx, access);
+	/* On-demand paging: uroce pins nothing anyway, so an ODP region is an
+	 * ordinary one whose pages fault in when touched.  Implicit ODP (the
+	 * whole address space) would let a peer name unmapped addresses, which
+	 * this process would fault on: not offered (odp_caps says so). */
+	if (!ret && (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX)
+		ret = -EOPNOTSUPP;
 	if (!ret && !(access & IBV_ACCESS_ZERO_BASED) && wraps(iova, length))
 		ret = -EINVAL;
 	if (!ret)
@@ -124,19 +132,19 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t length, uint64
 
 UR_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-	return reg(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+	return ur_verbs_reg_range(pd, addr, length, (uintptr_t)addr, (unsigned)access);
 }
 
 UR_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
 					 uint64_t iova, int access)
 {
-	return reg(pd, addr, length, iova, (unsigned)access);
+	return ur_verbs_reg_range(pd, addr, length, iova, (unsigned)access);
 }
 
 UR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 					  uint64_t iova, unsigned int access)
 {
-	return reg(pd, addr, length, iova, access);
+	return ur_verbs_reg_range(pd, addr, length, iova, access);
 }
 
 UR_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
@@ -158,6 +166,8 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	/* The table's write lock waits out any copy into or out of it. */
 	ur_mr_table_remove(&ctx->mrs, &mr->ke);
 	atomic_fetch_sub(&mr->pd->users, 1);
+	if (mr->dm_users)
+		__atomic_sub_fetch(mr->dm_users, 1, __ATOMIC_RELEASE);
 	free(mr);
 	return 0;
 }
@@ -175,6 +185,10 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, 
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (ret = check_access(ctx, (unsigned)access))) {
 		errno = -ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && mr->dm_users) {
+		errno = EINVAL;      /* a device memory region stays where it is */
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (ret = check_mapped(addr, length))) {
@@ -309,4 +323,38 @@ int ur_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b
 	}
 	mw->rkey = wr.bind_mw.rkey;
 	return 0;
+}
+
+/* ibv_advise_mr: the ranges must lie in regions of pd; a prefetch touches
+ * their pages now (PREFETCH_NO_FAULT: only what is already there, which is
+ * nothing to do).  Synchronous: FLUSH is what it always does. */
+int ur_verbs_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		       struct ibv_sge *sg_list, uint32_t num_sges)
+{
+	struct ur_pd *pd = to_upd(ibpd);
+	struct ur_mr_table *t = &pd->ctx->mrs;
+	long page = sysconf(_SC_PAGESIZE);
+	int ret = 0;
+
+	if (advice > IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ||
+	    (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !num_sges || !sg_list)
+		return EINVAL;
+	ur_mr_read_lock(t);
+	for (uint32_t i = 0; i < num_sges && !ret; i++) {
+		struct ur_mr *mr = ur_mr_lookup(t, sg_list[i].lkey);
+		volatile const uint8_t *p;
+
+		if (!mr || mr->pd != pd ||
+		    !(p = ur_mr_check(t, sg_list[i].lkey, pd, sg_list[i].addr, sg_list[i].length,
+				      0))) {
+			ret = EINVAL;
+			break;
+		}
+		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+			continue;
+		for (uint64_t off = 0; off < sg_list[i].length; off += (uint64_t)page)
+			(void)p[off];
+	}
+	ur_mr_read_unlock(t);
+	return ret;
 }

@@ -18,6 +18,13 @@ void ur_verbs_set_ops(struct verbs_context *v)
 
 	v->query_port = ur_verbs_query_port;
 	v->query_device_ex = ur_verbs_query_device_ex;
+	v->advise_mr = ur_verbs_advise_mr;
+	v->alloc_dm = ur_verbs_alloc_dm;
+	v->free_dm = ur_verbs_free_dm;
+	v->reg_dm_mr = ur_verbs_reg_dm_mr;
+	v->alloc_td = ur_verbs_alloc_td;
+	v->dealloc_td = ur_verbs_dealloc_td;
+	v->alloc_parent_domain = ur_verbs_alloc_parent_domain;
 	v->query_rt_values = ur_verbs_query_rt_values;
 	v->create_cq_ex = ur_verbs_create_cq_ex;
 	v->modify_cq = ur_verbs_modify_cq;

@@ -6,6 +6,7 @@
 #define UROCE_VERBS_VERBS_PRIV_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <infiniband/verbs.h>
 
 #include "util/compiler.h"
@@ -50,6 +51,22 @@ int ur_verbs_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_a
 int ur_verbs_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
 			     struct ibv_device_attr_ex *attr, size_t len);
 int ur_verbs_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
+/* ibv_reg_mr's work, for regions over any host range (device memory too). */
+struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				  unsigned int access);
+struct ibv_dm *ur_verbs_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_attr *attr);
+int ur_verbs_free_dm(struct ibv_dm *dm);
+struct ibv_mr *ur_verbs_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t dm_offset,
+				  size_t length, unsigned int access);
+/* domain.c: thread and parent domains. */
+struct ibv_td *ur_verbs_alloc_td(struct ibv_context *ctx, struct ibv_td_init_attr *attr);
+int ur_verbs_dealloc_td(struct ibv_td *td);
+struct ibv_pd *ur_verbs_alloc_parent_domain(struct ibv_context *ctx,
+					    struct ibv_parent_domain_init_attr *attr);
+bool ur_verbs_is_parent_domain(struct ibv_pd *pd);
+int ur_verbs_dealloc_parent_domain(struct ibv_pd *pd);
+int ur_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		       struct ibv_sge *sg_list, uint32_t num_sges);
 struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr);
 int ur_verbs_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

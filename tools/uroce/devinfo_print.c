@@ -293,6 +293,8 @@ static void print_device_verbose(const struct ibv_device_attr_ex *x, int comp_ve
 		printf("\t\tmax_cq_count:\t%u\n", x->cq_mod_caps.max_cq_count);
 		printf("\t\tmax_cq_period:\t%u us\n\n", x->cq_mod_caps.max_cq_period);
 	}
+	if (x->max_dm_size)
+		printf("\tmaximum available device memory:\t%" PRIu64 "Bytes\n\n", x->max_dm_size);
 	printf("\tnum_comp_vectors:\t\t%d\n", comp_vectors);
 }
 

@@ -249,16 +249,25 @@ static void case_objects(struct vt_dev *d)
 
 	load_caps(d);
 
+	/* Thread and parent domains work (no capability bit names them): a
+	 * parent domain holds its PD and thread domain, and a region of the
+	 * PD serves a QP made on the parent domain (verbs_api's traffic). */
 	errno = 0;
 	td = ibv_alloc_td(d->ctx, &ta);
-	td = expect_ptr(td, errno, false, "ibv_alloc_td");
-	if (td)
-		ibv_dealloc_td(td);
+	td = expect_ptr(td, errno, true, "ibv_alloc_td");
+	pa.td = td;
 	errno = 0;
 	pd = ibv_alloc_parent_domain(d->ctx, &pa);
-	pd = expect_ptr(pd, errno, false, "ibv_alloc_parent_domain");
-	if (pd)
-		ibv_dealloc_pd(pd);
+	pd = expect_ptr(pd, errno, true, "ibv_alloc_parent_domain");
+	if (pd) {
+		VT_EXPECT_EQ("ibv_dealloc_td while a parent domain uses it", EBUSY,
+			     td ? ibv_dealloc_td(td) : EBUSY);
+		VT_EXPECT_EQ("ibv_dealloc_pd of the PD under a parent domain", EBUSY,
+			     ibv_dealloc_pd(d->pd));
+		VT_EXPECT_EQ("ibv_dealloc_pd of the parent domain", 0, ibv_dealloc_pd(pd));
+	}
+	if (td)
+		VT_EXPECT_EQ("ibv_dealloc_td once unused", 0, ibv_dealloc_td(td));
 	errno = 0;
 	c = ibv_create_counters(d->ctx, &cia);
 	c = expect_ptr(c, errno, false, "ibv_create_counters");
