@@ -38,6 +38,11 @@ struct pp {
 	struct ur_ep local, remote;
 	enum ibv_mtu path_mtu;
 	uint64_t validated;     /* messages checked */
+	/* The peer's next message, arrived while we waited for our send's
+	 * completion (the peer saw our message before our side saw its ACK:
+	 * a lost ACK, a retry); it belongs to the next iteration. */
+	bool early;
+	struct ibv_wc early_wc;
 };
 
 const char *pp_op_name(enum pp_op op);

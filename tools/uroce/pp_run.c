@@ -270,11 +270,25 @@ static int collect(struct pp *p, uint32_t k, bool want_send, bool want_recv)
 	int rc;
 
 	while (want_send || want_recv) {
-		rc = next_wc(p, &wc);
-		if (rc)
+		if (want_recv && p->early) {
+			wc = p->early_wc;
+			p->early = false;
+		} else if ((rc = next_wc(p, &wc))) {
 			return rc;
+		}
 		if (wc.wr_id == WR_SEND) {
 			want_send = false;
+			continue;
+		}
+		if (!want_recv) {
+			/* Ping-pong: at most one message of the peer's runs ahead. */
+			if (p->early) {
+				fprintf(stderr, "iteration %u: a second message from the peer before "
+					"this iteration's send completed\n", k);
+				return UR_EXIT_FAIL;
+			}
+			p->early = true;
+			p->early_wc = wc;
 			continue;
 		}
 		want_recv = false;

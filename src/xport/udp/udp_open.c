@@ -82,6 +82,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 	u->router_lock_fd = -1;
 	u->roce4.fd = u->roce6.fd = -1;
 	ur_udp_peers_init(u);
+	ur_udp_fault_open(u);
 	ret = ur_udp_open_sock(&u->own4, u, AF_INET, 0);
 	if (ret) {
 		ur_err(NULL, "cannot open a UDP socket: %s", strerror(-ret));
@@ -108,6 +109,7 @@ err_socks:
 	ur_udp_close_sock(&u->own6);
 	ur_udp_close_sock(&u->own4);
 err_free:
+	free(u->fault);
 	free(u->batch);
 	free(u);
 	return ret;

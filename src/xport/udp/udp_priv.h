@@ -148,6 +148,7 @@ struct ur_udp {
 	bool bind_warned;
 	uint64_t next_election_ns;
 	struct ur_rx_batch *batch;         /* reactor callbacks only */
+	struct ur_udp_fault *fault;        /* UROCE_FAULTS, or NULL (udp_fault.c) */
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */
 	struct ur_udp_peer peers[UR_UDP_PEERS];
 };
@@ -206,6 +207,22 @@ void ur_udp_update_writable(struct ur_udp *u, bool waiting);
 void ur_udp_on_sock_event(void *arg, uint32_t events);
 /* Our unix socket: packets handed over, local peers' batches, messages. */
 void ur_udp_on_fwd_readable(void *arg, uint32_t events);
+/* One datagram read from it, from a process of our user: a header, then
+ * RoCE packets (one, or a batch cut every seg bytes) or a local message.
+ * Anything malformed is counted and dropped (fuzzed by tests/fuzz/fuzz_local). */
+void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len);
+
+/* Checks a received packet's ICRC and hands it up (counted, or dropped and counted). */
+void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		    uint8_t tclass, uint8_t hop);
+
+/* ---- udp_fault.c: the fault injector (UROCE_FAULTS) ------------------------ */
+struct ur_udp_fault;
+/* Sets u->fault from the environment, if asked for. */
+void ur_udp_fault_open(struct ur_udp *u);
+/* Loses, holds back, corrupts or duplicates the packet, then delivers. */
+void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		     uint8_t tclass, uint8_t hop);
 
 /* ---- udp_host_peers.c: this host's other processes ----------------------- */
 /* The connected unix socket to process pid, or NULL (table full, or the

@@ -63,28 +63,14 @@ static void read_cmsgs(struct msghdr *m, int family, struct ur_roce_ip *ip,
 	}
 }
 
-/* Checks the ICRC and hands the packet up. */
+/* Every received RoCE packet, through the fault injector when asked for. */
 static void deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
 		    uint8_t tclass, uint8_t hop)
 {
-	struct ur_rx_meta meta = { .traffic_class = tclass, .hop_limit = hop };
-
-	UR_UDP_COUNT(u, rcvd_pkts, 1);
-	if (ip->family == AF_INET) {
-		ur_gid_from_v4(&meta.sgid, ip->v4.saddr);
-		ur_gid_from_v4(&meta.dgid, ip->v4.daddr);
-	} else {
-		memcpy(meta.sgid.raw, &ip->v6.saddr, 16);
-		memcpy(meta.dgid.raw, &ip->v6.daddr, 16);
-		meta.ipv6 = true;
-	}
-	if (ur_icrc_check(ip, pkt, len, NULL)) {
-		UR_UDP_COUNT(u, icrc_errors, 1);
-		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
-		u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_ICRC, &meta.dgid);
-		return;
-	}
-	u->hooks.rx(u->hooks.arg, pkt, len, &meta);
+	if (u->fault)
+		ur_udp_fault_rx(u, pkt, len, ip, tclass, hop);
+	else
+		ur_udp_deliver(u, pkt, len, ip, tclass, hop);
 }
 
 static void malformed(struct ur_udp *u)
@@ -222,8 +208,8 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 	}
 }
 
-/* One datagram from our unix socket. */
-static void handle_fwd(struct ur_udp *u, const uint8_t *buf, size_t len)
+/* One datagram from our unix socket, its sender checked. */
+void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len)
 {
 	struct ur_fwd_hdr h;
 	struct ur_roce_ip ip;
@@ -276,7 +262,7 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 			else if (b->msgs[i].msg_hdr.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 				malformed(u);
 			else
-				handle_fwd(u, b->buf[i], b->msgs[i].msg_len);
+				ur_udp_on_fwd_datagram(u, b->buf[i], b->msgs[i].msg_len);
 		}
 		if (n < UR_UDP_BATCH)
 			return;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Goodput under random loss, uroce RC next to kernel TCP, on the same link
+# in one run: two network namespaces joined by a veth pair (MTU 1500), and
+# nftables in the receiving namespace dropping each packet of the flow at
+# random (numgen) in both directions: uroce's UDP (port 4791 and its own
+# ports) and iperf3's TCP port.  uroce: unmodified ib_write_bw (64 KiB
+# messages, 5 s); TCP: iperf3 (5 s).  Needs root (namespaces, nftables).
+#
+#   bench/loss.sh [BUILD_DIR] [LOSS_PERCENT...]      (default: build, 0 1 5)
+#
+# Prints a markdown table and writes loss.json in the current directory.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+shift || true
+losses=("$@")
+[ ${#losses[@]} -gt 0 ] || losses=(0 1 5)
+uroce=$build/bin/uroce
+tag=urloss$$
+nsa=${tag}a nsb=${tag}b
+tmp=$(mktemp -d)
+pids=()
+
+for tool in ib_write_bw iperf3 nft ip; do
+	command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install perftest iperf3 nftables iproute2" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench/loss.sh needs root (namespaces, nftables)" >&2; exit 1; }
+
+cleanup() {
+	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+	ip netns del "$nsa" 2>/dev/null || true
+	ip netns del "$nsb" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$nsa"
+ip netns add "$nsb"
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "$nsa"
+ip link set "${tag}y" netns "$nsb"
+ip -n "$nsa" addr add 10.97.0.1/24 dev "${tag}x"
+ip -n "$nsb" addr add 10.97.0.2/24 dev "${tag}y"
+for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+ip -n "$nsa" link set "${tag}x" up
+ip -n "$nsb" link set "${tag}y" up
+
+# set_loss PCT: drop PCT % of UDP and of iperf3's TCP, both ways, in B.
+set_loss() {
+	ip netns exec "$nsb" nft flush ruleset
+	[ "$1" = 0 ] && return
+	ip netns exec "$nsb" nft -f - <<EOF
+table inet loss {
+	chain in { type filter hook input priority 0; meta l4proto udp numgen random mod 1000 < $(( $1 * 10 )) drop; tcp dport 5201 numgen random mod 1000 < $(( $1 * 10 )) drop; }
+	chain out { type filter hook output priority 0; meta l4proto udp numgen random mod 1000 < $(( $1 * 10 )) drop; tcp sport 5201 numgen random mod 1000 < $(( $1 * 10 )) drop; }
+}
+EOF
+}
+
+dev_gid_of() {   # "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in namespace NS
+	ip netns exec "$1" "$uroce" run -- ibv_devinfo -v | awk -v ip="::ffff:$2," '
+		/^hca_id:/ { dev = $2 }
+		/GID\[/ && index($0, ip) { g = $0; sub(/.*GID\[ */, "", g); sub(/\].*/, "", g)
+					    print "-d " dev " -x " g; exit }'
+}
+
+# uroce_bw: ib_write_bw 64 KiB for 5 s, B serving; prints Gb/s (average).
+uroce_bw() {
+	local gb ga port=$((20000 + RANDOM % 10000))
+	gb=$(dev_gid_of "$nsb" 10.97.0.2)
+	ga=$(dev_gid_of "$nsa" 10.97.0.1)
+	# shellcheck disable=SC2086
+	ip netns exec "$nsb" timeout 60 "$uroce" run -- ib_write_bw $gb -s 65536 -D 5 \
+		-p "$port" --report_gbits >"$tmp/srv" 2>&1 &
+	pids+=($!)
+	sleep 1
+	# shellcheck disable=SC2086
+	if ip netns exec "$nsa" timeout 60 "$uroce" run -- ib_write_bw $ga -s 65536 -D 5 \
+		-p "$port" --report_gbits 10.97.0.2 >"$tmp/cli" 2>&1; then
+		awk '$1 == 65536 { print $4 }' "$tmp/cli" | tail -n 1
+	else
+		echo "failed"
+	fi
+	wait "${pids[-1]}" 2>/dev/null || true
+}
+
+tcp_bw() {
+	ip netns exec "$nsb" iperf3 -s -1 >/dev/null 2>&1 &
+	pids+=($!)
+	sleep 0.5
+	ip netns exec "$nsa" iperf3 -c 10.97.0.2 -t 5 -J 2>/dev/null |
+		python3 -c 'import json,sys; print("%.3f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))' ||
+		echo "failed"
+	wait "${pids[-1]}" 2>/dev/null || true
+}
+
+printf '| loss | uroce ib_write_bw 64 KiB | kernel TCP (iperf3) | uroce / TCP |\n|---|---|---|---|\n'
+json="["
+for l in "${losses[@]}"; do
+	set_loss "$l"
+	u=$(uroce_bw)
+	t=$(tcp_bw)
+	r=$(awk -v u="$u" -v t="$t" 'BEGIN { if (u + 0 > 0 && t + 0 > 0) printf "%.2f", u / t; else print "-" }')
+	printf '| %s %% | %s Gb/s | %s Gb/s | %s |\n' "$l" "$u" "$t" "$r"
+	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"tcp_gbps\": \"$t\"},"
+done
+echo "${json%,}]" >loss.json

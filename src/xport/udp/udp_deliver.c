@@ -1,0 +1,33 @@
+/* The last step of every received RoCE packet: its ICRC is checked and it
+ * goes to the hooks, or it is dropped and counted.  Reached from the
+ * receive side (udp_rx.c) directly, or through the fault injector
+ * (udp_fault.c) when it is on. */
+#include <string.h>
+
+#include "util/log.h"
+#include "wire/gid.h"
+#include "wire/icrc.h"
+#include "xport/udp/udp_priv.h"
+
+void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		    uint8_t tclass, uint8_t hop)
+{
+	struct ur_rx_meta meta = { .traffic_class = tclass, .hop_limit = hop };
+
+	UR_UDP_COUNT(u, rcvd_pkts, 1);
+	if (ip->family == AF_INET) {
+		ur_gid_from_v4(&meta.sgid, ip->v4.saddr);
+		ur_gid_from_v4(&meta.dgid, ip->v4.daddr);
+	} else {
+		memcpy(meta.sgid.raw, &ip->v6.saddr, 16);
+		memcpy(meta.dgid.raw, &ip->v6.daddr, 16);
+		meta.ipv6 = true;
+	}
+	if (ur_icrc_check(ip, pkt, len, NULL)) {
+		UR_UDP_COUNT(u, icrc_errors, 1);
+		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);
+		u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_ICRC, &meta.dgid);
+		return;
+	}
+	u->hooks.rx(u->hooks.arg, pkt, len, &meta);
+}

@@ -1,0 +1,152 @@
+/* A fault injector on the receive path, for testing what RC promises over
+ * a bad network (docs/reliability.md).  This kernel has no netem, and
+ * nftables can drop but not reorder, duplicate or corrupt, so uroce does it
+ * itself when asked:
+ *
+ *   UROCE_FAULTS="loss=0.05,reorder=0.05,dup=0.01,corrupt=0.001,seed=7"
+ *
+ * Each rate is a probability per received packet (RoCE packets only, from
+ * the network or from another process of the host), applied just before
+ * the ICRC check, so a corrupted packet is caught there as it would be off
+ * a wire.  A reordered packet is held back and handed on after the next
+ * one.  Setting it in both peers' environments faults both directions.
+ * Reactor callbacks only (never concurrently): no lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "xport/udp/udp_priv.h"
+
+struct ur_udp_fault {
+	double loss, reorder, dup, corrupt;
+	uint64_t rng;
+	/* The packet held back to follow the next one. */
+	bool held;
+	size_t held_len;
+	struct ur_roce_ip held_ip;
+	uint8_t held_tclass, held_hop;
+	uint8_t held_pkt[UR_UDP_BUF];
+	uint8_t scratch[UR_UDP_BUF];  /* a corrupted copy */
+	uint64_t lost, reordered, duplicated, corrupted;
+};
+
+/* xorshift64*: reproducible from the seed, cheap. */
+static double next_unit(struct ur_udp_fault *f)
+{
+	f->rng ^= f->rng >> 12;
+	f->rng ^= f->rng << 25;
+	f->rng ^= f->rng >> 27;
+	return (double)((f->rng * 0x2545F4914F6CDD1Dull) >> 11) / (double)(1ull << 53);
+}
+
+static int parse(struct ur_udp_fault *f, const char *spec)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ", ", &save); tok && !ret; tok = strtok_r(NULL, ", ", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		double v;
+
+		if (!eq) {
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		v = strtod(eq + 1, &end);
+		if (*end || end == eq + 1) {
+			ret = -EINVAL;
+		} else if (!strcmp(tok, "seed")) {
+			f->rng = (uint64_t)v ? (uint64_t)v : 1;
+		} else if (v < 0 || v > 1) {
+			ret = -ERANGE;
+		} else if (!strcmp(tok, "loss")) {
+			f->loss = v;
+		} else if (!strcmp(tok, "reorder")) {
+			f->reorder = v;
+		} else if (!strcmp(tok, "dup")) {
+			f->dup = v;
+		} else if (!strcmp(tok, "corrupt")) {
+			f->corrupt = v;
+		} else {
+			ret = -EINVAL;
+		}
+	}
+	free(copy);
+	return ret;
+}
+
+void ur_udp_fault_open(struct ur_udp *u)
+{
+	const char *spec = getenv("UROCE_FAULTS");
+	struct ur_udp_fault *f;
+
+	if (!spec || !*spec)
+		return;
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		ur_err(NULL, "UROCE_FAULTS: no memory for the fault injector: faults not injected");
+		return;
+	}
+	f->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
+	if (parse(f, spec)) {
+		ur_err(NULL, "UROCE_FAULTS=\"%s\": expected comma-separated loss=, reorder=, dup=, "
+		       "corrupt= (probabilities 0..1) and seed=N; faults not injected", spec);
+		free(f);
+		return;
+	}
+	ur_info(NULL, "injecting faults on received packets: loss %g, reorder %g, dup %g, "
+		"corrupt %g (UROCE_FAULTS)", f->loss, f->reorder, f->dup, f->corrupt);
+	u->fault = f;
+}
+
+static void hold(struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
+		 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
+{
+	memcpy(f->held_pkt, pkt, len);
+	f->held_len = len;
+	f->held_ip = *ip;
+	f->held_tclass = tclass;
+	f->held_hop = hop;
+	f->held = true;
+	f->reordered++;
+}
+
+void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
+		     uint8_t tclass, uint8_t hop)
+{
+	struct ur_udp_fault *f = u->fault;
+	bool release = f->held;
+
+	if (next_unit(f) < f->loss) {
+		f->lost++;
+		return;
+	}
+	if (!f->held && len <= sizeof(f->held_pkt) && next_unit(f) < f->reorder) {
+		hold(f, pkt, len, ip, tclass, hop);
+		return;
+	}
+	if (len && len <= sizeof(f->scratch) && next_unit(f) < f->corrupt) {
+		size_t bit = (size_t)(next_unit(f) * (double)(len * 8));
+
+		memcpy(f->scratch, pkt, len);
+		f->scratch[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		pkt = f->scratch;
+		f->corrupted++;
+	}
+	ur_udp_deliver(u, pkt, len, ip, tclass, hop);
+	if (next_unit(f) < f->dup) {
+		f->duplicated++;
+		ur_udp_deliver(u, pkt, len, ip, tclass, hop);
+	}
+	if (release) {
+		f->held = false;
+		ur_udp_deliver(u, f->held_pkt, f->held_len, &f->held_ip, f->held_tclass,
+			       f->held_hop);
+	}
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# ctest-timeout: 600
+# ctest-labels: reliability
+# RC over a bad network, between two processes: both peers run with uroce's
+# fault injector (UROCE_FAULTS, src/xport/udp/udp_fault.c) losing, holding
+# back (reordering), duplicating and corrupting received packets, and
+# `uroce pingpong --validate` checks that every message of every operation
+# arrives exactly once, in order and byte for byte: SEND, SEND with
+# immediate (the immediate is the iteration number), WRITE, WRITE with
+# immediate, READ, and compare-and-swap / fetch-and-add, whose every
+# returned value and whose final word on the server (a FAA executed twice
+# would show) are checked.  1 % loss on every operation, 5 % on the main
+# ones, 20 % on two; each with 5 % reordering, 1 % duplication and 0.1 %
+# corruption.  The device counters must show the faults were met:
+# corrupted packets caught by the ICRC, duplicates recognised.
+. "$(dirname "$0")/lib.sh"
+U=$UR_BUILD/bin/uroce
+UR_TIMEOUT=180
+
+# counter NAME: the host's total of a uroce0 counter.
+counter() {
+	"$U" devinfo -d uroce0 -c | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+# faulty TAG LOSS ITERS ARGS...: a validated pair on lo, both sides faulted.
+faulty() {
+	local tag=$1 loss=$2 iters=$3 port what
+	shift 3
+	port=$(ur_port)
+	local UR_ENV=("UROCE_FAULTS=loss=$loss,reorder=0.05,dup=0.01,corrupt=0.001,seed=$port")
+	ur_pair "$tag" "$port" "$U" pingpong -p "$port" -n "$iters" --validate "$@" \
+		-- "$U" pingpong -p "$port" -n "$iters" --validate "$@" 127.0.0.1
+	what="$* at $loss loss"
+	ur_expect_pair_ok "$tag" "pingpong $what" || return
+	case $* in
+	*read*) ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: every READ's bytes" ;;
+	*cas*|*faa*)
+		ur_expect_grep "$tag.client" "^validated: $iters atomic results" "$tag: every atomic's result"
+		ur_expect_grep "$tag.server" "^validated: 1 final atomic word" \
+			"$tag: the final word: each atomic executed once" ;;
+	*)
+		ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: client: every message once, in order"
+		ur_expect_grep "$tag.server" "^validated: $iters messages" "$tag: server: every message once, in order" ;;
+	esac
+	ur_expect_grep "$tag.client" "^$iters iters in [0-9.]+ seconds" "$tag: $iters iterations"
+}
+
+icrc0=$(counter icrc_errors)
+dup0=$(counter duplicate_request)
+
+for op in send send-imm write write-imm read; do
+	faulty "loss1.$op" 0.01 200 --op "$op" -s 65536
+done
+faulty loss1.cas 0.01 300 --op cas
+faulty loss1.faa 0.01 300 --op faa
+for op in send-imm write read; do
+	faulty "loss5.$op" 0.05 100 --op "$op" -s 65536
+done
+faulty loss5.faa 0.05 200 --op faa
+faulty loss20.send 0.20 30 --op send -s 4096
+faulty loss20.faa 0.20 30 --op faa
+
+icrc1=$(counter icrc_errors)
+dup1=$(counter duplicate_request)
+if [ "${icrc1:-0}" -gt "${icrc0:-0}" ]; then
+	ur_pass "corrupted packets were caught by the ICRC: icrc_errors $icrc0 -> $icrc1"
+else
+	ur_fail "no corrupted packet was counted (icrc_errors $icrc0 -> $icrc1): were faults injected?"
+fi
+if [ "${dup1:-0}" -gt "${dup0:-0}" ]; then
+	ur_pass "duplicates were recognised, not executed again: duplicate_request $dup0 -> $dup1"
+else
+	ur_fail "no duplicate request was counted (duplicate_request $dup0 -> $dup1)"
+fi
+ur_done
