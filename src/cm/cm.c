@@ -70,6 +70,8 @@ int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
 	c->tid = ((uint64_t)c->local_id << 32) | 1;
 	c->remote_id = 0;
 	start(c, m, now);
+	c->req_sent_ns = now;
+	c->await_listener = false;
 	c->state = UR_CM_REQ_SENT;
 	return 0;
 }
@@ -158,6 +160,12 @@ static enum ur_cm_up on_dreq(struct ur_cm_conn *c, const struct ur_cm_msg *m)
 	return first ? UR_CM_UP_DREQ : UR_CM_UP_NONE;
 }
 
+void ur_cm_peer_gone(struct ur_cm_conn *c)
+{
+	c->deadline_ns = 0;
+	c->state = UR_CM_TIMEWAIT;
+}
+
 enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now)
 {
 	switch (m->attr) {
@@ -193,6 +201,13 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		}
 		return UR_CM_UP_NONE;
 	case UR_CM_REJ:
+		if (c->state == UR_CM_REQ_SENT && m->reason == UR_REJ_INVALID_SERVICE_ID &&
+		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
+			/* Maybe not listening yet: ask again shortly (cm.h). */
+			c->await_listener = true;
+			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
+			return UR_CM_UP_NONE;
+		}
 		switch (c->state) {
 		case UR_CM_REQ_SENT:
 		case UR_CM_REP_SENT:
@@ -221,6 +236,16 @@ enum ur_cm_up ur_cm_tick(struct ur_cm_conn *c, uint64_t now)
 {
 	if (!c->deadline_ns || now < c->deadline_ns)
 		return UR_CM_UP_NONE;
+	if (c->await_listener) {
+		/* A fresh request (new transaction ID): the side that turned
+		 * the last one away kept nothing of it. */
+		c->await_listener = false;
+		c->tid++;
+		c->out.tid = c->tid;
+		c->retries_left = c->max_retries;
+		send_out(c, now);
+		return UR_CM_UP_NONE;
+	}
 	if (c->retries_left) {
 		c->retries_left--;
 		send_out(c, now);

@@ -64,7 +64,18 @@ struct ur_cm_conn {
 	uint64_t deadline_ns;             /* 0: no timer */
 	uint64_t timeout_ns;              /* between sends */
 	unsigned max_retries, retries_left;
+	uint64_t req_sent_ns;             /* when our REQ first went */
+	bool await_listener;              /* REJ "invalid service ID" early on: asking again */
 };
+
+/* A REJ saying nobody listens on the service, received this soon after our
+ * REQ first went, is not reported: the REQ goes again every
+ * UR_CM_LISTEN_RETRY_NS.  Programs tell their peer to connect and then
+ * listen (perftest's -R does it for its test QPs): on a loaded host the REQ
+ * can arrive before the listener is up.  After the grace, the REJ is the
+ * answer (RDMA_CM_EVENT_REJECTED, status 8). */
+#define UR_CM_LISTEN_GRACE_NS (1500ull * 1000 * 1000)
+#define UR_CM_LISTEN_RETRY_NS (50ull * 1000 * 1000)
 
 extern const char *const ur_cm_state_name[UR_CM_STATE_NR];
 
@@ -82,6 +93,9 @@ int ur_cm_send_rej(struct ur_cm_conn *c, uint16_t reason, const uint8_t *priv, u
 int ur_cm_send_dreq(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len, uint64_t now);
 /* The passive side has seen traffic before the RTU: established. */
 void ur_cm_established(struct ur_cm_conn *c);
+/* The peer is known to be gone without a word (a killed process of this
+ * host): the connection ends as if its DREQ had come, with nothing sent. */
+void ur_cm_peer_gone(struct ur_cm_conn *c);
 
 /* A message for this connection arrived. */
 enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now);

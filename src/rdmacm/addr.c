@@ -80,11 +80,9 @@ int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct socka
 			return -ENODEV;   /* routed through an interface uroce has no GID on */
 		memcpy(&c->src, &from, sizeof(from));
 		memcpy(&c->id.route.addr.src_addr, &from, sa_len((struct sockaddr *)&from));
-		c->dev = dev;
+		cma_id_set_dev(c, dev);
 		c->gid_index = idx;
 		c->sgid = g;
-		c->id.verbs = cma.devs[dev].verbs;
-		c->id.port_num = 1;
 	}
 	gid_of(dst, &c->dgid);
 	c->id.route.addr.addr.ibaddr.sgid = c->sgid;

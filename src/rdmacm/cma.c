@@ -159,6 +159,22 @@ static int open_devices(void)
 	return uroce_cm_listen(0, 1);
 }
 
+struct ibv_pd *cma_dev_pd(int dev)
+{
+	if (!cma.devs[dev].pd)
+		cma.devs[dev].pd = ibv_alloc_pd(cma.devs[dev].verbs);
+	return cma.devs[dev].pd;
+}
+
+void cma_id_set_dev(struct cma_id *c, int dev)
+{
+	c->dev = dev;
+	c->id.verbs = cma.devs[dev].verbs;
+	c->id.port_num = 1;
+	if (!c->id.pd)
+		c->id.pd = cma_dev_pd(dev);
+}
+
 int cma_init(void)
 {
 	int ret;

@@ -66,7 +66,11 @@ struct cma_id {
 	/* The connection. */
 	struct rdma_conn_param param;  /* ours (resources, retries) */
 	struct ur_cm_msg req;          /* the REQ (passive) */
-	uint32_t psn;                  /* our send PSN */
+	/* The Starting PSN our REQ or REP carries: where our QP receives
+	 * from.  As the kernel's ib_cm reads it, a REQ's or REP's Starting
+	 * PSN is the first PSN its sender expects; the peer sends from it. */
+	uint32_t psn;
+	uint32_t peer_psn;             /* the peer's: we send from it */
 	uint32_t qp_num;               /* the local QP (id->qp's, or conn_param's) */
 	/* Events handed out and not yet acked: destroy waits for them. */
 	int events_out;
@@ -127,6 +131,13 @@ int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
 void cma_id_free(struct cma_id *c);
 uint16_t cma_port_of(const struct sockaddr *sa);
 uint64_t cma_service_id(const struct cma_id *c);
+/* The device's PD, made on first use (cma.lock held): as rdma-core's
+ * librdmacm, one per device, shared by the ids bound to it. */
+struct ibv_pd *cma_dev_pd(int dev);
+/* Binds c to device dev: id->verbs, id->port_num and, as rdma-core does,
+ * id->pd (the device's PD), which programs use (UCX's rdmacm CM makes
+ * its QPs on it). */
+void cma_id_set_dev(struct cma_id *c, int dev);
 
 /* addr.c */
 int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst);
@@ -135,9 +146,15 @@ void cma_fill_route(struct cma_id *c);
 /* conn.c */
 void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid);
 void cma_tick(uint64_t now, uint64_t *next);
-int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t mtu,
+/* RTR, then RTS: receiving from c->psn (ours, advertised), sending from
+ * peer_psn (the Starting PSN of the peer's REQ or REP). */
+int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_t mtu,
 		      uint8_t dest_rd_atomic, uint8_t rd_atomic, uint8_t timeout,
 		      uint8_t retry, uint8_t rnr_retry);
+/* rdma_init_qp_attr: what moves a QP of c to a->qp_state (INIT, RTR,
+ * RTS) as the CM would, in *a and *mask; -EINVAL when the connection is
+ * not far enough along to know. */
+int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask);
 int cma_qp_to_error(struct cma_id *c);
 
 /* qp.c */

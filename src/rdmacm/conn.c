@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "rdmacm/cma.h"
+#include "verbs/cm_abi.h"
 #include "util/compiler.h"
 
 #define CMA_MIN_RNR_TIMER 12         /* 0.64 ms */
@@ -27,7 +28,7 @@ static uint32_t new_psn(void)
 	return psn & 0xffffff;
 }
 
-int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t mtu,
+int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_t mtu,
 		      uint8_t dest_rd_atomic, uint8_t rd_atomic, uint8_t timeout,
 		      uint8_t retry, uint8_t rnr_retry)
 {
@@ -46,7 +47,7 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t 
 	a.ah_attr.grh.traffic_class = c->tos;
 	a.path_mtu = (enum ibv_mtu)min8(mtu, cma.devs[c->dev].mtu);
 	a.dest_qp_num = dqpn;
-	a.rq_psn = rq_psn;
+	a.rq_psn = c->psn;
 	a.max_dest_rd_atomic = min8(dest_rd_atomic, cma.devs[c->dev].max_rd_atom);
 	a.min_rnr_timer = CMA_MIN_RNR_TIMER;
 	ret = ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
@@ -56,7 +57,7 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t 
 		return -ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = c->psn;
+	a.sq_psn = peer_psn;
 	a.timeout = timeout;
 	a.retry_cnt = retry & 7;
 	a.rnr_retry = rnr_retry & 7;
@@ -64,6 +65,69 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t rq_psn, uint8_t 
 	ret = ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	return -ret;
+}
+
+int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
+{
+	bool passive = c->req.attr == UR_CM_REQ;
+	const struct ur_cm_msg *req = &c->req;
+
+	if (c->dev < 0)
+		return -EINVAL;
+	switch (a->qp_state) {
+	case IBV_QPS_INIT:
+		a->port_num = 1;
+		a->pkey_index = 0;
+		if (c->id.qp_type == IBV_QPT_UD) {
+			a->qkey = CMA_UDP_QKEY;
+			*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+			return 0;
+		}
+		a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ;
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		return 0;
+	case IBV_QPS_RTR:
+		*mask = IBV_QP_STATE;
+		if (c->id.qp_type == IBV_QPT_UD)
+			return 0;
+		/* The peer must be known: a REQ received, or our REQ answered. */
+		if (!passive && c->conn.state != UR_CM_REP_RCVD && c->conn.state != UR_CM_ESTABLISHED)
+			return -EINVAL;
+		a->ah_attr.is_global = 1;
+		a->ah_attr.port_num = 1;
+		a->ah_attr.grh.dgid = c->dgid;
+		a->ah_attr.grh.sgid_index = (uint8_t)c->gid_index;
+		a->ah_attr.grh.hop_limit = 64;
+		a->ah_attr.grh.traffic_class = c->tos;
+		a->path_mtu = (enum ibv_mtu)min8(c->path.mtu ? c->path.mtu : IBV_MTU_1024,
+						 cma.devs[c->dev].mtu);
+		a->dest_qp_num = c->conn.remote_qpn;
+		a->rq_psn = c->psn;
+		a->max_dest_rd_atomic = min8(passive ? req->init_depth : c->param.responder_resources,
+					     cma.devs[c->dev].max_rd_atom);
+		a->min_rnr_timer = CMA_MIN_RNR_TIMER;
+		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		return 0;
+	case IBV_QPS_RTS:
+		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (c->id.qp_type == IBV_QPT_UD)
+			return 0;
+		if (!passive && c->conn.state != UR_CM_REP_RCVD && c->conn.state != UR_CM_ESTABLISHED)
+			return -EINVAL;
+		a->sq_psn = c->peer_psn;
+		a->timeout = passive && req->ack_timeout ? req->ack_timeout : c->ack_timeout;
+		a->retry_cnt = (passive ? req->retry_count : c->param.retry_count) & 7;
+		a->rnr_retry = (passive ? req->rnr_retry : c->param.rnr_retry_count) & 7;
+		a->max_rd_atomic = min8(passive ? req->resp_res : c->param.initiator_depth,
+					cma.devs[c->dev].max_rd_atom);
+		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_MAX_QP_RD_ATOMIC;
+		return 0;
+	default:
+		return -EINVAL;
+	}
 }
 
 int cma_qp_to_error(struct cma_id *c)
@@ -173,14 +237,14 @@ static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const unio
 	c->listener = l;
 	l->pending++;
 	c->req = *m;
+	c->peer_psn = m->psn;
+	c->psn = new_psn();   /* now, so that rdma_init_qp_attr can tell RTR's */
 	ur_cm_req_rcvd(&c->conn, m);
-	c->dev = dev;
 	c->gid_index = gid_index;
 	c->dgid = *from;
 	c->sgid = *from;
 	ibv_query_gid(cma.devs[dev].verbs, 1, gid_index, &c->sgid);
-	c->id.verbs = cma.devs[dev].verbs;
-	c->id.port_num = 1;
+	cma_id_set_dev(c, dev);
 	c->bound = true;
 	set_addr(&c->src, h.ip_version, h.dst, cma_port_of((struct sockaddr *)&l->src));
 	set_addr(&c->dst, h.ip_version, h.src, h.src_port);
@@ -199,7 +263,10 @@ static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const unio
 
 static void on_rep(struct cma_id *c, const struct ur_cm_msg *m)
 {
-	int ret = cma_qp_to_rtr_rts(c, m->qpn, m->psn, (uint8_t)c->path.mtu,
+	int ret;
+
+	c->peer_psn = m->psn;
+	ret = cma_qp_to_rtr_rts(c, m->qpn, m->psn, (uint8_t)c->path.mtu,
 				    c->param.responder_resources,
 				    min8(c->param.initiator_depth, m->resp_res), c->ack_timeout,
 				    c->param.retry_count, c->param.rnr_retry_count);
@@ -285,9 +352,34 @@ void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union i
 	report(c, ur_cm_rx(&c->conn, m, cma_now()), m);
 }
 
+/* A killed process sends no DREQ (the kernel's rdma_cm sends one for a
+ * dying process; no process is left to do it here): once a second,
+ * connections whose peer was a process of this host that is gone end as
+ * if its DREQ had come (DISCONNECTED, the QP to ERROR). */
+static void check_local_peers(uint64_t now)
+{
+	static uint64_t last;
+	struct ur_list *l;
+
+	if (now - last < 1000000000ull)
+		return;
+	last = now;
+	ur_list_for_each(l, &cma.ids) {
+		struct cma_id *c = ur_list_entry(l, struct cma_id, link);
+
+		if (c->conn.state != UR_CM_ESTABLISHED || c->disconnected ||
+		    uroce_cm_peer_gone(&c->dgid, c->conn.remote_id) != 1)
+			continue;
+		ur_cm_peer_gone(&c->conn);
+		disconnected(c);
+	}
+}
+
 void cma_tick(uint64_t now, uint64_t *next)
 {
 	struct ur_list *l;
+
+	check_local_peers(now);
 
 	ur_list_for_each(l, &cma.ids) {
 		struct cma_id *c = ur_list_entry(l, struct cma_id, link);
@@ -412,7 +504,6 @@ static int do_accept(struct cma_id *c, struct rdma_conn_param *p)
 		return ret;
 	if (p)
 		c->param = *p;
-	c->psn = new_psn();
 	c->qp_num = c->id.qp ? c->id.qp->qp_num : p ? p->qp_num : 0;
 	ret = cma_qp_to_rtr_rts(c, req->qpn, req->psn, req->mtu,
 				p ? p->responder_resources : req->init_depth,

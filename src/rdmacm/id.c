@@ -225,11 +225,9 @@ static int bind_addr(struct cma_id *c, const struct sockaddr *addr)
 		dev = cma_dev_of_gid(&g, &idx);
 		if (dev < 0)
 			return -EADDRNOTAVAIL;
-		c->dev = dev;
+		cma_id_set_dev(c, dev);
 		c->gid_index = idx;
 		c->sgid = g;
-		c->id.verbs = cma.devs[dev].verbs;
-		c->id.port_num = 1;
 	}
 	c->bound = true;
 	memcpy(&c->id.route.addr.src_addr, &c->src, len);

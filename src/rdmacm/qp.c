@@ -91,9 +91,8 @@ static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
 	if (!c->id.verbs || c->dev < 0)
 		return -EINVAL;
 	if (!a->pd) {
-		if (!cma.devs[c->dev].pd && !(cma.devs[c->dev].pd = ibv_alloc_pd(c->id.verbs)))
+		if (!(a->pd = cma_dev_pd(c->dev)))
 			return -errno;
-		a->pd = cma.devs[c->dev].pd;
 		a->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (a->pd->context != c->id.verbs)
@@ -188,31 +187,18 @@ UR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 UR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				int *qp_attr_mask)
 {
-	struct cma_id *c = to_cid(id);
-	int ret = 0;
+	enum ibv_qp_state state;
+	int ret;
 
-	if (!qp_attr || !qp_attr_mask) {
+	if (!id || !qp_attr || !qp_attr_mask) {
 		errno = EINVAL;
 		return -1;
 	}
+	state = qp_attr->qp_state;   /* the one asked for */
 	pthread_mutex_lock(&cma.lock);
 	memset(qp_attr, 0, sizeof(*qp_attr));
-	switch (qp_attr->qp_state = qp_attr->qp_state ? qp_attr->qp_state : IBV_QPS_INIT) {
-	default:
-		ret = -ENOSYS;   /* only INIT is asked for by the clients we run */
-		break;
-	case IBV_QPS_INIT:
-		qp_attr->port_num = 1;
-		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				IBV_QP_ACCESS_FLAGS;
-		if (c->id.qp_type == IBV_QPT_UD) {
-			qp_attr->qkey = CMA_UDP_QKEY;
-			*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-		}
-		break;
-	}
+	qp_attr->qp_state = state;
+	ret = cma_qp_attr(to_cid(id), qp_attr, qp_attr_mask);
 	pthread_mutex_unlock(&cma.lock);
 	if (ret) {
 		errno = -ret;
@@ -325,9 +311,7 @@ UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	}
 	if (!pd) {
 		pthread_mutex_lock(&cma.lock);
-		if (!cma.devs[c->dev].pd)
-			cma.devs[c->dev].pd = ibv_alloc_pd(id->verbs);
-		pd = cma.devs[c->dev].pd;
+		pd = cma_dev_pd(c->dev);
 		pthread_mutex_unlock(&cma.lock);
 		if (!pd)
 			return -1;

@@ -3,8 +3,10 @@
 #include "verbs/cm_abi.h"
 
 #include <errno.h>
+#include <signal.h>
 
 #include "core/context.h"
+#include "host/netdev.h"
 #include "host/registry.h"
 #include "rel/gsi.h"
 #include "util/compiler.h"
@@ -55,4 +57,21 @@ UR_EXPORT int uroce_cm_listen_check(uint64_t service_id)
 	if (ur_registry_cm_listener(service_id, &o) == 0 && !o.self)
 		return -EADDRINUSE;
 	return 0;
+}
+
+UR_EXPORT int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id)
+{
+	int saved = errno, gone = 0;
+	struct ur_reg_owner o;
+
+	if (ur_gid_is_local_addr(gid)) {
+		/* A comm ID's low 24 bits are a number its process holds in
+		 * the registry: nobody holding it, or a dead holder, is gone. */
+		if (ur_registry_lookup(comm_id & 0xffffff, &o))
+			gone = 1;
+		else if (!o.self)
+			gone = kill(o.pid, 0) && errno == ESRCH;
+	}
+	errno = saved;
+	return gone;
 }

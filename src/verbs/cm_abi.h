@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-#define UROCE_CM_ABI_VERSION 1
+#define UROCE_CM_ABI_VERSION 2
 
 /* Called on uroce's engine thread for each MAD that reaches QP1 here. */
 typedef void (*uroce_gsi_rx_fn)(void *arg, const uint8_t *mad, size_t len,
@@ -33,5 +33,9 @@ void uroce_cm_id_free(uint32_t num);
 int uroce_cm_listen(uint64_t service_id, int on);
 /* -EADDRINUSE if another live process of the host listens on it. */
 int uroce_cm_listen_check(uint64_t service_id);
+/* 1 if the peer of a connection, at gid with comm ID comm_id, was a
+ * process of this host that is gone (killed: it sent no DREQ), 0 if it
+ * lives or is another host's (whose CM speaks for it). */
+int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id);
 
 #endif

@@ -71,6 +71,31 @@ ur_run norcv.rdma_client rdma_client -s 127.0.0.1 -p "$port"
 cm_expect_refused norcv.rdma_client "rdma_client with nobody listening"
 ur_expect_grep norcv.rdma_client 'rdma_connect: Connection refused'
 
+# A peer killed mid-run sends no DREQ: the survivor ends within seconds,
+# never hangs: its CM sees the peer's process gone and reports
+# DISCONNECTED (rping prints its DISCONNECT line), or its next RDMA
+# operation fails first (a completion error), whichever comes first.
+port=$(ur_port)
+ur_start killed.server rping -s -a 127.0.0.1 -p "$port" -C 1000000
+"$UR_BUILD/bin/uroce" run -- "$UR_BUILD/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
+	ur_fail "killed: the rping server does not listen on rdma_cm port $port"
+ur_start killed.client rping -c -a 127.0.0.1 -p "$port" -C 1000000
+sleep 2
+kill -KILL "$(ur_prog_pid killed.client)" 2>/dev/null
+ur_wait killed.client
+t0=$(date +%s.%N)
+for _ in $(seq 100); do kill -0 "${UR_PID[killed.server]}" 2>/dev/null || break; sleep 0.1; done
+t=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
+if kill -0 "${UR_PID[killed.server]}" 2>/dev/null; then
+	ur_fail "killed: the server still runs 10 s after its client was killed"
+	ur_stop killed.server
+else
+	ur_wait killed.server
+	ur_pass "killed: the server ended ${t} s after its client was killed"
+	ur_expect_grep killed.server 'server DISCONNECT EVENT|cq completion failed status' \
+		"killed: the server was told (DISCONNECTED or a completion error)"
+fi
+
 for n in rping.server rping.client ucmatose.server ucmatose.client cmtime.server cmtime.client \
 	 rsrv.server rsrv.client; do
 	ur_sanitizer_clean "$n"

@@ -34,12 +34,14 @@ GUEST_TOOLS=(
 RXE_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 RXE_DRIVER=/etc/libibverbs.d/rxe.driver
 STDBUF_LIB=/usr/libexec/coreutils/libstdbuf.so
+# glibc loads it when a thread exits or is cancelled (rping's threads): not in ldd's list.
+GCC_S_LIB=/usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 # Kernel modules wanted (their dependencies are added from modinfo); virtio_pci must be loaded
 # explicitly (virtio_net does not pull it in); crc32_generic provides the "crc32" crypto
 # algorithm rdma_rxe needs for the ICRC (without it "rdma link add" fails with ENOENT);
 # rdma_ucm gives librdmacm users (rping, perftest -R) /dev/infiniband/rdma_cm.
 GUEST_MODULES=(crc32_generic virtio_pci virtio_net udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe rdma_ucm)
-HOST_PACKAGES=(busybox-static ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2 coreutils libibverbs1)
+HOST_PACKAGES=(busybox-static ibverbs-utils ibverbs-providers perftest rdmacm-utils iproute2 coreutils libibverbs1 libgcc-s1)
 
 uroce_require static:/bin/busybox busybox-static \
 	ibv_devinfo ibverbs-utils ibv_rc_pingpong ibverbs-utils "$RXE_PROVIDER" ibverbs-providers \
@@ -191,7 +193,8 @@ done
 copy_file "$RXE_PROVIDER"
 copy_file "$RXE_DRIVER"
 copy_file "$STDBUF_LIB"
-libs+=("$RXE_PROVIDER" "$STDBUF_LIB")
+copy_file "$GCC_S_LIB"
+libs+=("$RXE_PROVIDER" "$STDBUF_LIB" "$GCC_S_LIB")
 for f in "${libs[@]}"; do
 	LC_ALL=C ldd "$f" | awk '/=> \//{print $3} /^\t\//{print $1}'
 done | sort -u >"$work/libs"

@@ -301,6 +301,62 @@ static void test_reject(void)
 	UT_EQ(ur_cm_send_rej(&a.c, UR_REJ_CONSUMER, NULL, 0), -EINVAL);
 }
 
+/* A REJ "invalid service ID" soon after the REQ: asked again until the
+ * grace ends (a listener still starting), then reported. */
+static void test_reject_before_listen(void)
+{
+	struct end a = { 0 }, b = { 0 };
+	struct ur_cm_msg req = { .qpn = 1 }, rej, rep = { .qpn = 2 };
+	uint64_t t = 1000000, tid0;
+
+	ur_cm_init(&a.c, &ops, 0x01000001, 500ull * 1000 * 1000, 2);
+	UT_EQ(ur_cm_send_req(&a.c, &req, t), 0);
+	tid0 = a.last.tid;
+	ur_cm_rej_for(&a.last, UR_REJ_INVALID_SERVICE_ID, &rej);
+	UT_EQ(ur_cm_rx(&a.c, &rej, t + 10), UR_CM_UP_NONE);
+	UT_EQ(a.c.state, UR_CM_REQ_SENT);
+	UT_EQ(a.sent, 1);
+	UT_EQ(ur_cm_tick(&a.c, t + 10 + UR_CM_LISTEN_RETRY_NS - 1), UR_CM_UP_NONE);
+	UT_EQ(a.sent, 1);
+	UT_EQ(ur_cm_tick(&a.c, t + 10 + UR_CM_LISTEN_RETRY_NS), UR_CM_UP_NONE);
+	UT_EQ(a.sent, 2);
+	UT_EQ(a.last.attr, UR_CM_REQ);
+	UT_EQ(a.last.local_comm_id, 0x01000001u);
+	UT_CHECK(a.last.tid != tid0);
+	/* Now somebody listens: the connection goes on as usual. */
+	ur_cm_init(&b.c, &ops, 0x02000002, 1000, 2);
+	ur_cm_req_rcvd(&b.c, &a.last);
+	UT_EQ(ur_cm_send_rep(&b.c, &rep, t + 2), 0);
+	UT_EQ(ur_cm_rx(&a.c, &b.last, t + 3), UR_CM_UP_REP);
+
+	/* Nobody for the whole grace: reported, with no further REQ. */
+	memset(&a, 0, sizeof(a));
+	ur_cm_init(&a.c, &ops, 0x01000003, 500ull * 1000 * 1000, 2);
+	UT_EQ(ur_cm_send_req(&a.c, &req, t), 0);
+	for (uint64_t now = t; ; now += UR_CM_LISTEN_RETRY_NS) {
+		enum ur_cm_up up;
+
+		ur_cm_rej_for(&a.last, UR_REJ_INVALID_SERVICE_ID, &rej);
+		up = ur_cm_rx(&a.c, &rej, now + 1);
+		if (up == UR_CM_UP_REJ) {
+			UT_CHECK(now + 1 - t >= UR_CM_LISTEN_GRACE_NS);
+			break;
+		}
+		UT_EQ(up, UR_CM_UP_NONE);
+		UT_CHECK(now - t < UR_CM_LISTEN_GRACE_NS);
+		UT_EQ(ur_cm_tick(&a.c, now + UR_CM_LISTEN_RETRY_NS), UR_CM_UP_NONE);
+	}
+	UT_EQ(a.c.state, UR_CM_TIMEWAIT);
+	UT_EQ(a.c.deadline_ns, 0u);
+
+	/* Any other reason is the answer at once. */
+	memset(&a, 0, sizeof(a));
+	ur_cm_init(&a.c, &ops, 0x01000004, 500ull * 1000 * 1000, 2);
+	UT_EQ(ur_cm_send_req(&a.c, &req, t), 0);
+	ur_cm_rej_for(&a.last, UR_REJ_CONSUMER, &rej);
+	UT_EQ(ur_cm_rx(&a.c, &rej, t + 1), UR_CM_UP_REJ);
+}
+
 int main(void)
 {
 	UT_RUN(test_req_layout);
@@ -309,5 +365,6 @@ int main(void)
 	UT_RUN(test_connect_disconnect);
 	UT_RUN(test_retries_and_timeouts);
 	UT_RUN(test_reject);
+	UT_RUN(test_reject_before_listen);
 	UT_DONE();
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# ctest-timeout: 300
+# UCX's rdmacm connection manager over uroce's librdmacm.so.1: Debian's
+# unmodified io_demo (ucx-utils) listens on a port through UCX's rdmacm CM
+# (UCX_SOCKADDR_TLS_PRIORITY=rdmacm: no other CM may serve), the client
+# connects to the server's IP address, then 200 reads and writes of
+# 1 KiB..64 KiB run over rc_verbs (ud_verbs for UCX's wire-up) with io_demo's
+# data integrity check (-q).  On one host (uroce0) and between two
+# namespaces (uroce1).  The client exits 0 with "status 'OK'" and counts
+# its reads and writes; neither side prints a UCX or uroce error.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdmacm_lib.sh"
+. "$(dirname "$0")/ucx_lib.sh"
+UR_TIMEOUT=120
+
+command -v io_demo >/dev/null || ur_skip "needs UCX's io_demo (apt-get install ucx-utils)"
+ucx_need uroce0 uroce1
+
+# io_pair NAME DEV SERVER_IP
+io_pair() {
+	local name=$1 dev=$2 ip=$3 port
+	port=$(ur_port)
+	local UR_ENV=("${UCX_ENV[@]}" UCX_SOCKADDR_TLS_PRIORITY=rdmacm
+		      "UCX_TLS=rc_verbs,ud_verbs:aux,self" "UCX_NET_DEVICES=$dev:1")
+	# The server serves until stopped; only the client's exit counts.
+	CM_STOP_SERVER=1 cm_pair "$name" io_demo -p "$port" -q -d 1024:65536 -- \
+		io_demo -p "$port" -q -i 200 -d 1024:65536 -o read,write "$ip"
+	ur_expect_rc "$name.client" 0 "$name: io_demo client over UCX's rdmacm CM on $dev"
+	ur_expect_grep "$name.client" "Client exit with status 'OK'" "$name: the client's run completed"
+	ur_expect_grep "$name.client" 'total:200 \| read [0-9.]+ MBs .* \| write [0-9.]+ MBs' \
+		"$name: 200 reads and writes, data checked"
+	ur_expect_no_grep "$name.client" 'UCX +(ERROR|WARN)|uroce (error|warning)|Assertion' \
+		"$name: client: no UCX or uroce error"
+	ur_expect_no_grep "$name.server" 'UCX +(ERROR|WARN)|uroce (error|warning)|Assertion' \
+		"$name: server: no UCX or uroce error"
+	ur_sanitizer_clean "$name.client"
+}
+
+io_pair lo uroce0 127.0.0.1
+ur_netns_pair 1500
+UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A io_pair veth uroce1 "$UR_IP_B"
+ur_done
