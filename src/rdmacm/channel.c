@@ -68,6 +68,12 @@ void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct c
 	}
 }
 
+/* Called with cma.lock held.  A thread may still be inside
+ * rdma_get_cm_event on this channel (rping's event thread, blocked when
+ * main destroys the channel): the kernel's file outlives such a reader,
+ * which never returns, so the last reader out frees it here, and a reader
+ * woken by the count of an event dropped with its id goes back to sleep
+ * rather than touch freed memory. */
 void cma_channel_close(struct cma_channel *c)
 {
 	while (!ur_list_empty(&c->events)) {
@@ -75,6 +81,10 @@ void cma_channel_close(struct cma_channel *c)
 
 		ur_list_del(&e->link);
 		free(e);
+	}
+	if (c->readers) {
+		c->closed = true;
+		return;
 	}
 	close(c->ch.fd);
 	free(c);
@@ -124,23 +134,37 @@ static struct cma_event *take(struct cma_channel *ch)
 static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 {
 	struct cma_event *e = NULL;
+	int fd, ret = 0;
 	uint64_t b;
 
+	pthread_mutex_lock(&cma.lock);
+	ch->readers++;
+	fd = ch->ch.fd;
+	pthread_mutex_unlock(&cma.lock);
 	for (;;) {
-		ssize_t n = read(ch->ch.fd, &b, sizeof(b));
+		ssize_t n = read(fd, &b, sizeof(b));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
 		pthread_mutex_lock(&cma.lock);
-		e = take(ch);
+		/* A destroyed channel delivers nothing more. */
+		e = ch->closed ? NULL : take(ch);
 		pthread_mutex_unlock(&cma.lock);
 		if (e)
 			break;
 	}
+	pthread_mutex_lock(&cma.lock);
+	if (--ch->readers == 0 && ch->closed) {
+		close(fd);
+		free(ch);
+	}
+	pthread_mutex_unlock(&cma.lock);
+	if (ret)
+		return ret;
 	*out = &e->ev;
 	return 0;
 }
@@ -181,7 +205,9 @@ UR_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 
 UR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
+	pthread_mutex_lock(&cma.lock);
 	cma_channel_close(container_of(channel, struct cma_channel, ch));
+	pthread_mutex_unlock(&cma.lock);
 }
 
 UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)

@@ -35,6 +35,8 @@ struct cma_channel {
 	struct rdma_event_channel ch;  /* ch.fd: an eventfd, one count per event */
 	bool sync;                     /* made for an id created without a channel */
 	struct ur_list events;         /* queued, not yet got */
+	unsigned readers;              /* threads inside rdma_get_cm_event */
+	bool closed;                   /* destroyed while readers were inside */
 };
 
 struct cma_event {

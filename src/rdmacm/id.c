@@ -122,8 +122,11 @@ UR_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 		c->own_chan = !channel;
 	pthread_mutex_unlock(&cma.lock);
 	if (ret) {
-		if (!channel)
+		if (!channel) {
+			pthread_mutex_lock(&cma.lock);
 			cma_channel_close(ch);
+			pthread_mutex_unlock(&cma.lock);
+		}
 		goto fail;
 	}
 	*id = &c->id;
