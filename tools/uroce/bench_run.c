@@ -29,6 +29,33 @@ static void prepare(struct bench *b, struct bench_thread *t)
 	memset(rx, b->o.op == BENCH_READ ? PATTERN(b->size) : 0, b->size);
 }
 
+/* How long a UC target waits for the last WRITE to land: a UC requester
+ * completes once its packets are sent, so the peer's "done" on the TCP
+ * socket can overtake the packets still in the receive path. */
+#define UC_LANDING_NS 2000000000ull
+
+static bool write_landed(const volatile uint8_t *rx, uint32_t size, uint8_t p)
+{
+	return rx[0] == p && rx[size - 1] == p;
+}
+
+static bool wait_landed(const volatile uint8_t *rx, uint32_t size, uint8_t p, bool reliable)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!write_landed(rx, size, p)) {
+		if (reliable)
+			return false;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + t.tv_nsec - t0.tv_nsec >
+		    UC_LANDING_NS)
+			return false;
+		nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+	}
+	return true;
+}
+
 /* What arrived where it should (a partial check: first and last byte of
  * the message, the counter of fetch-and-add). */
 static int check_data(struct bench *b, const struct bench_result *peer)
@@ -41,7 +68,8 @@ static int check_data(struct bench *b, const struct bench_result *peer)
 		const uint8_t *tx = t->buf, *rx = t->buf + t->rx_off;
 		uint8_t p = PATTERN(b->size);
 
-		if (b->o.op == BENCH_WRITE && target && !b->o.lat && (rx[0] != p || rx[b->size - 1] != p)) {
+		if (b->o.op == BENCH_WRITE && target && !b->o.lat &&
+		    !wait_landed(rx, b->size, p, b->o.qpt == IBV_QPT_RC)) {
 			fprintf(stderr, "thread %u: the peer's RDMA WRITEs of %u bytes did not arrive: "
 					"the buffer holds 0x%02x..0x%02x, not 0x%02x\n",
 				k, b->size, rx[0], rx[b->size - 1], p);
