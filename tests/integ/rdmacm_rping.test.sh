@@ -23,7 +23,9 @@ UR_TIMEOUT=60
 # event channel; private data limits (56 in a REQ, 196 in a REP: EINVAL
 # beyond); QP states INIT / RTS / ERROR; both sides DISCONNECTED; a reject's
 # reason and private data; a backlog of 1 turning the second request away;
-# ADDR_ERROR for an address with no route; ENOSYS for what is not built.
+# ADDR_ERROR for an address with no route; ENOSYS for what is not built; a
+# thread asleep in rdma_get_cm_event while its channel is destroyed stays
+# asleep (300 rounds; the old code crashed, as rping did at its end).
 # It runs in a namespace of its own (lo and a veth, no default route): the
 # "no route" case needs an address that nothing here routes to, and the
 # machine's default route, if it has one, reaches any.

@@ -12,7 +12,11 @@
  *  - backlog:  a listener with backlog 1 turns the second pending request
  *              away (REJECTED) instead of queueing it;
  *  - addr:     an address with no route is an ADDR_ERROR event;
- *  - nosys:    what is not implemented fails with ENOSYS, never pretends.
+ *  - nosys:    what is not implemented fails with ENOSYS, never pretends;
+ *  - teardown: a thread inside rdma_get_cm_event when its id and channel
+ *              are destroyed (rping's event thread) stays asleep, as on the
+ *              kernel's rdma_cm file: it never returns an error or touches
+ *              the freed channel, even when the id's dropped event woke it.
  *
  *   rdmacm_api DEVICE GID_INDEX [CASE...]   (the device is opened by vt.c)
  */
@@ -20,8 +24,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
@@ -326,6 +333,62 @@ static void case_nosys(struct vt_dev *d)
 	rdma_destroy_id(id);
 }
 
+static atomic_int reader_errors, reader_errno, reader_in;
+
+/* One rdma_get_cm_event: an event is acked; an error is counted. */
+static void *one_reader(void *arg)
+{
+	struct rdma_event_channel *c = arg;
+	struct rdma_cm_event *ev;
+
+	atomic_store(&reader_in, 1);
+	if (rdma_get_cm_event(c, &ev)) {
+		atomic_store(&reader_errno, errno);
+		atomic_fetch_add(&reader_errors, 1);
+		return NULL;
+	}
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static void case_teardown(struct vt_dev *d)
+{
+	struct sockaddr_in dst = addr_of("127.0.0.1", 7471);
+	const int rounds = 300;
+	int made = 0;
+
+	(void)d;
+	for (int i = 0; i < rounds; i++) {
+		struct rdma_event_channel *c = rdma_create_event_channel();
+		struct rdma_cm_id *id;
+		pthread_t t;
+
+		if (!c || rdma_create_id(c, &id, NULL, RDMA_PS_TCP)) {
+			vt_fail("round %d: channel or id: %s", i, strerror(errno));
+			break;
+		}
+		if (pthread_create(&t, NULL, one_reader, c)) {
+			vt_fail("round %d: pthread_create", i);
+			break;
+		}
+		pthread_detach(t);
+		/* The reader asleep in rdma_get_cm_event (as rping's is long
+		 * before the end), an event to wake it, then the id (and the
+		 * event, if not yet taken) and the channel go at once. */
+		while (!atomic_exchange(&reader_in, 0))
+			usleep(100);
+		usleep(1000);
+		rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000);
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(c);
+		made++;
+	}
+	usleep(200000);
+	vt_check(atomic_load(&reader_errors) == 0,
+		 "%d channels destroyed under a reader: %d readers returned an error (%s)", made,
+		 atomic_load(&reader_errors), strerror(atomic_load(&reader_errno)));
+}
+
 static const struct vt_case cases[] = {
 	{ "channel", case_channel },
 	{ "privdata", case_privdata },
@@ -333,6 +396,7 @@ static const struct vt_case cases[] = {
 	{ "backlog", case_backlog },
 	{ "addr", case_addr },
 	{ "nosys", case_nosys },
+	{ "teardown", case_teardown },
 	{ NULL, NULL },
 };
 
