@@ -12,6 +12,8 @@ const char *const ur_cm_state_name[UR_CM_STATE_NR] = {
 	[UR_CM_ESTABLISHED] = "ESTABLISHED",
 	[UR_CM_DREQ_SENT] = "DREQ_SENT",
 	[UR_CM_TIMEWAIT] = "TIMEWAIT",
+	[UR_CM_SIDR_REQ_SENT] = "SIDR_REQ_SENT",
+	[UR_CM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
 };
 
 void ur_cm_init(struct ur_cm_conn *c, const struct ur_cm_ops *ops, uint32_t local_id,
@@ -138,6 +140,50 @@ int ur_cm_send_dreq(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len, uint
 	return 0;
 }
 
+int ur_cm_send_sidr_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
+{
+	if (c->state != UR_CM_IDLE)
+		return -EINVAL;
+	m->attr = UR_CM_SIDR_REQ;
+	c->tid = ((uint64_t)c->local_id << 32) | 1;
+	c->remote_id = 0;
+	start(c, m, now);
+	c->req_sent_ns = now;
+	c->await_listener = false;
+	c->state = UR_CM_SIDR_REQ_SENT;
+	return 0;
+}
+
+void ur_cm_sidr_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req)
+{
+	c->remote_id = req->local_comm_id;
+	c->tid = req->tid;
+	c->state = UR_CM_SIDR_REQ_RCVD;
+}
+
+int ur_cm_send_sidr_rep(struct ur_cm_conn *c, uint8_t status, uint32_t qpn, uint32_t qkey,
+			const uint8_t *priv, uint8_t len)
+{
+	struct ur_cm_msg *a = &c->answer;
+
+	if (c->state != UR_CM_SIDR_REQ_RCVD || len > UR_CM_SIDR_REP_PRIV)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->attr = UR_CM_SIDR_REP;
+	a->tid = c->tid;
+	a->remote_comm_id = c->remote_id;
+	a->sidr_status = status;
+	a->qpn = status == UR_SIDR_OK ? qpn : 0;
+	a->qkey = status == UR_SIDR_OK ? qkey : 0;
+	if (len)
+		memcpy(a->priv, priv, len);
+	a->priv_len = len;
+	c->have_answer = true;
+	c->state = UR_CM_TIMEWAIT;
+	c->ops->send(c, a);
+	return 0;
+}
+
 void ur_cm_established(struct ur_cm_conn *c)
 {
 	if (c->state == UR_CM_REP_SENT) {
@@ -221,6 +267,24 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		}
 	case UR_CM_DREQ:
 		return on_dreq(c, m);
+	case UR_CM_SIDR_REQ:
+		/* Our SIDR_REP was lost: say it again. */
+		if (c->have_answer && c->answer.attr == UR_CM_SIDR_REP)
+			c->ops->send(c, &c->answer);
+		return UR_CM_UP_NONE;
+	case UR_CM_SIDR_REP:
+		if (c->state != UR_CM_SIDR_REQ_SENT)
+			return UR_CM_UP_NONE;
+		if (m->sidr_status == UR_SIDR_UNSUPPORTED &&
+		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
+			/* Maybe not listening yet, as for a REQ (cm.h). */
+			c->await_listener = true;
+			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
+			return UR_CM_UP_NONE;
+		}
+		c->deadline_ns = 0;
+		c->state = UR_CM_TIMEWAIT;
+		return UR_CM_UP_SIDR_REP;
 	case UR_CM_DREP:
 		if (c->state != UR_CM_DREQ_SENT)
 			return UR_CM_UP_NONE;
@@ -255,6 +319,7 @@ enum ur_cm_up ur_cm_tick(struct ur_cm_conn *c, uint64_t now)
 	switch (c->state) {
 	case UR_CM_REQ_SENT:
 	case UR_CM_REP_SENT:
+	case UR_CM_SIDR_REQ_SENT:
 		c->state = UR_CM_TIMEWAIT;
 		return UR_CM_UP_TIMEOUT;
 	case UR_CM_DREQ_SENT:

@@ -6,6 +6,8 @@
  * Passive side: REQ arrives -> REQ_RCVD -REP-> REP_SENT -RTU-> ESTABLISHED
  * Either:       ESTABLISHED -DREQ-> DREQ_SENT -DREP-> TIMEWAIT
  *               ESTABLISHED <-DREQ- (DREP sent) TIMEWAIT
+ * UD (SIDR):    IDLE -SIDR_REQ-> SIDR_REQ_SENT -SIDR_REP-> TIMEWAIT
+ *               SIDR_REQ arrives -> SIDR_REQ_RCVD -SIDR_REP-> TIMEWAIT
  * A REJ ends any state before ESTABLISHED.  REQ, REP and DREQ are sent
  * again until answered (an MRA buys time) and the connection times out
  * after max_retries.  A message that arrives twice is answered again
@@ -30,6 +32,8 @@ enum ur_cm_state {
 	UR_CM_ESTABLISHED,
 	UR_CM_DREQ_SENT,
 	UR_CM_TIMEWAIT,
+	UR_CM_SIDR_REQ_SENT,
+	UR_CM_SIDR_REQ_RCVD,
 	UR_CM_STATE_NR
 };
 
@@ -43,6 +47,7 @@ enum ur_cm_up {
 	UR_CM_UP_DREP,           /* our DREQ was answered */
 	UR_CM_UP_TIMEOUT,        /* no answer to REQ or REP: unreachable */
 	UR_CM_UP_DREQ_TIMEOUT,   /* no answer to DREQ: disconnected anyway */
+	UR_CM_UP_SIDR_REP,       /* our SIDR_REQ was answered (msg: status, QPN, Q_Key) */
 };
 
 struct ur_cm_conn;
@@ -68,8 +73,9 @@ struct ur_cm_conn {
 	bool await_listener;              /* REJ "invalid service ID" early on: asking again */
 };
 
-/* A REJ saying nobody listens on the service, received this soon after our
- * REQ first went, is not reported: the REQ goes again every
+/* A REJ saying nobody listens on the service (or a SIDR_REP saying so),
+ * received this soon after our REQ first went, is not reported: the REQ
+ * goes again every
  * UR_CM_LISTEN_RETRY_NS.  Programs tell their peer to connect and then
  * listen (perftest's -R does it for its test QPs): on a loaded host the REQ
  * can arrive before the listener is up.  After the grace, the REJ is the
@@ -96,6 +102,14 @@ void ur_cm_established(struct ur_cm_conn *c);
 /* The peer is known to be gone without a word (a killed process of this
  * host): the connection ends as if its DREQ had come, with nothing sent. */
 void ur_cm_peer_gone(struct ur_cm_conn *c);
+
+/* UD: asks for the QP behind m->service_id (m filled but for the request ID). */
+int ur_cm_send_sidr_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now);
+/* Passive side: a SIDR_REQ made this connection. */
+void ur_cm_sidr_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req);
+/* Answers it (status UR_SIDR_OK with our QP and Q_Key, or why not). */
+int ur_cm_send_sidr_rep(struct ur_cm_conn *c, uint8_t status, uint32_t qpn, uint32_t qkey,
+			const uint8_t *priv, uint8_t len);
 
 /* A message for this connection arrived. */
 enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now);

@@ -16,6 +16,8 @@
 #define RTU_PRIV	8
 #define DREQ_PRIV	12
 #define DREP_PRIV	8
+#define SIDR_REQ_PRIV	16
+#define SIDR_REP_PRIV	96
 
 static const struct {
 	uint16_t attr;
@@ -25,6 +27,8 @@ static const struct {
 	{ UR_CM_REJ, REJ_PRIV, UR_CM_REJ_PRIV },   { UR_CM_REP, REP_PRIV, UR_CM_REP_PRIV },
 	{ UR_CM_RTU, RTU_PRIV, UR_CM_RTU_PRIV },   { UR_CM_DREQ, DREQ_PRIV, UR_CM_DREQ_PRIV },
 	{ UR_CM_DREP, DREP_PRIV, UR_CM_DREP_PRIV },
+	{ UR_CM_SIDR_REQ, SIDR_REQ_PRIV, UR_CM_SIDR_REQ_PRIV },
+	{ UR_CM_SIDR_REP, SIDR_REP_PRIV, UR_CM_SIDR_REP_PRIV },
 };
 
 /* The CM's 24-bit fields (QPNs, PSNs) take the first three bytes of their
@@ -138,6 +142,42 @@ static void parse_rep(const uint8_t *p, struct ur_cm_msg *m)
 	m->ca_guid = ur_get_be64(p + 28);
 }
 
+/* SIDR messages have no comm IDs: a request ID, then their own fields. */
+static void pack_sidr(const struct ur_cm_msg *m, uint8_t *p)
+{
+	if (m->attr == UR_CM_SIDR_REQ) {
+		ur_put_be32(p, m->local_comm_id);
+		ur_put_be16(p + 4, m->pkey);
+		ur_put_be64(p + 8, m->service_id);
+		return;
+	}
+	ur_put_be32(p, m->remote_comm_id);
+	p[4] = m->sidr_status;
+	put24(p + 8, m->qpn);
+	ur_put_be64(p + 12, m->service_id);
+	ur_put_be32(p + 20, m->qkey);
+}
+
+static void parse_sidr(const uint8_t *p, struct ur_cm_msg *m)
+{
+	if (m->attr == UR_CM_SIDR_REQ) {
+		m->local_comm_id = ur_get_be32(p);
+		m->pkey = ur_get_be16(p + 4);
+		m->service_id = ur_get_be64(p + 8);
+		return;
+	}
+	m->remote_comm_id = ur_get_be32(p);
+	m->sidr_status = p[4];
+	m->qpn = get24(p + 8);
+	m->service_id = ur_get_be64(p + 12);
+	m->qkey = ur_get_be32(p + 20);
+}
+
+static bool is_sidr(uint16_t attr)
+{
+	return attr == UR_CM_SIDR_REQ || attr == UR_CM_SIDR_REP;
+}
+
 int ur_cm_pack(const struct ur_cm_msg *m, uint8_t mad[UR_MAD_BYTES])
 {
 	int i = priv_index(m->attr);
@@ -152,9 +192,15 @@ int ur_cm_pack(const struct ur_cm_msg *m, uint8_t mad[UR_MAD_BYTES])
 	mad[3] = UR_MAD_METHOD_SEND;
 	ur_put_be64(mad + 8, m->tid);
 	ur_put_be16(mad + 16, m->attr);
-	ur_put_be32(p, m->local_comm_id);
-	ur_put_be32(p + 4, m->remote_comm_id);
+	if (!is_sidr(m->attr)) {
+		ur_put_be32(p, m->local_comm_id);
+		ur_put_be32(p + 4, m->remote_comm_id);
+	}
 	switch (m->attr) {
+	case UR_CM_SIDR_REQ:
+	case UR_CM_SIDR_REP:
+		pack_sidr(m, p);
+		break;
 	case UR_CM_REQ:
 		pack_req(m, p);
 		break;
@@ -199,9 +245,15 @@ int ur_cm_parse(const uint8_t *mad, size_t len, struct ur_cm_msg *m)
 	memset(m, 0, sizeof(*m));
 	m->attr = ur_get_be16(mad + 16);
 	m->tid = ur_get_be64(mad + 8);
-	m->local_comm_id = ur_get_be32(p);
-	m->remote_comm_id = ur_get_be32(p + 4);
+	if (!is_sidr(m->attr)) {
+		m->local_comm_id = ur_get_be32(p);
+		m->remote_comm_id = ur_get_be32(p + 4);
+	}
 	switch (m->attr) {
+	case UR_CM_SIDR_REQ:
+	case UR_CM_SIDR_REP:
+		parse_sidr(p, m);
+		break;
 	case UR_CM_REQ:
 		parse_req(p, m);
 		break;
@@ -239,9 +291,11 @@ int ur_cm_dest_of(const uint8_t *mad, size_t len, struct ur_cm_dest *d)
 	if (check_hdr(mad, len))
 		return -EINVAL;
 	memset(d, 0, sizeof(*d));
-	if (ur_get_be16(mad + 16) == UR_CM_REQ) {
+	if (ur_get_be16(mad + 16) == UR_CM_REQ || ur_get_be16(mad + 16) == UR_CM_SIDR_REQ) {
 		d->by_service = true;
-		d->service_id = ur_get_be64(p + 8);
+		d->service_id = ur_get_be64(p + 8);   /* the same place in both */
+	} else if (ur_get_be16(mad + 16) == UR_CM_SIDR_REP) {
+		d->comm_id = ur_get_be32(p);          /* the request ID it answers */
 	} else {
 		/* Addressed to the comm ID the receiver gave: the "remote" one. */
 		d->comm_id = ur_get_be32(p + 4);

@@ -1,6 +1,7 @@
 /* Management datagrams (IBA 13.4) as RoCEv2 carries them to QP1, and the
  * communication manager's messages in them (IBA 12.6): REQ, MRA, REJ, REP,
- * RTU, DREQ, DREP.  Plus the header rdma_cm puts in a REQ's private data
+ * RTU, DREQ, DREP, and SIDR_REQ/SIDR_REP (IBA 12.11: a UD QP's number and
+ * Q_Key, asked for by service ID).  Plus the header rdma_cm puts in a REQ's private data
  * (its IP addresses and port).
  *
  * A parsed message is a plain struct (host order); pack writes the 256-byte
@@ -33,6 +34,8 @@ enum ur_cm_attr {
 	UR_CM_RTU = 0x0014,
 	UR_CM_DREQ = 0x0015,
 	UR_CM_DREP = 0x0016,
+	UR_CM_SIDR_REQ = 0x0017,
+	UR_CM_SIDR_REP = 0x0018,
 };
 
 /* Room for private data in each message (IBA 12.6). */
@@ -43,6 +46,8 @@ enum ur_cm_attr {
 #define UR_CM_RTU_PRIV	224
 #define UR_CM_DREQ_PRIV	220
 #define UR_CM_DREP_PRIV	224
+#define UR_CM_SIDR_REQ_PRIV 216
+#define UR_CM_SIDR_REP_PRIV 136
 #define UR_CM_PRIV_MAX	224
 
 /* REJ reasons (IBA table 112) used here. */
@@ -51,6 +56,14 @@ enum ur_cm_rej_reason {
 	UR_REJ_STALE_CONN = 10,
 	UR_REJ_INVALID_SERVICE_ID = 8,
 	UR_REJ_CONSUMER = 28,
+};
+
+/* SIDR_REP status (IBA table 122). */
+enum ur_sidr_status {
+	UR_SIDR_OK = 0,
+	UR_SIDR_UNSUPPORTED = 1,      /* nobody serves the service ID */
+	UR_SIDR_REJECT = 2,           /* the service turned the request away */
+	UR_SIDR_NO_QP = 3,
 };
 
 /* Which message a REJ or MRA is about (IBA 12.6.7). */
@@ -62,19 +75,21 @@ enum ur_cm_transport { UR_CM_RC = 0, UR_CM_UC = 1 };
 struct ur_cm_msg {
 	uint16_t attr;               /* enum ur_cm_attr */
 	uint64_t tid;                /* transaction id of the MAD */
+	/* SIDR_REQ: its request ID is local_comm_id; SIDR_REP: the request
+	 * ID it answers is remote_comm_id. */
 	uint32_t local_comm_id, remote_comm_id;
-	/* REQ */
+	/* REQ, SIDR_REQ, SIDR_REP */
 	uint64_t service_id;
 	uint64_t ca_guid;            /* REQ, REP */
-	uint32_t qkey;
-	uint32_t qpn;                /* REQ, REP: the sender's QP; DREQ: the receiver's */
+	uint32_t qkey;               /* REQ, REP, SIDR_REP */
+	uint32_t qpn;                /* REQ, REP, SIDR_REP: the sender's QP; DREQ: the receiver's */
 	uint8_t resp_res, init_depth;
 	uint8_t transport;
 	uint8_t remote_cm_timeout, local_cm_timeout;
 	uint32_t psn;                /* REQ, REP: starting PSN */
 	uint8_t retry_count, rnr_retry, max_cm_retries;
 	bool srq, flow_control;
-	uint16_t pkey;
+	uint16_t pkey;               /* REQ, SIDR_REQ */
 	uint8_t mtu;                 /* enum ibv_mtu */
 	uint8_t local_gid[16], remote_gid[16];
 	uint32_t flow_label;
@@ -87,6 +102,7 @@ struct ur_cm_msg {
 	uint8_t ari_len;
 	uint8_t ari[72];
 	uint8_t service_timeout;     /* MRA */
+	uint8_t sidr_status;         /* SIDR_REP: enum ur_sidr_status */
 	/* every message */
 	uint8_t priv_len;            /* bytes the message has room for */
 	uint8_t priv[UR_CM_PRIV_MAX];
@@ -104,7 +120,7 @@ int ur_cm_pack(const struct ur_cm_msg *m, uint8_t mad[UR_MAD_BYTES]);
 int ur_cm_parse(const uint8_t *mad, size_t len, struct ur_cm_msg *m);
 
 /* How the host delivers a CM MAD: to whoever listens on a service ID (a
- * REQ) or to whoever owns the comm ID it is addressed to. */
+ * REQ or SIDR_REQ) or to whoever owns the comm ID it is addressed to. */
 struct ur_cm_dest {
 	bool by_service;
 	uint64_t service_id;

@@ -169,6 +169,73 @@ static void test_dest_and_cma_hdr(void)
 	UT_EQ(ur_cma_hdr_parse(raw, sizeof(raw), &g), -EINVAL);
 }
 
+/* SIDR_REQ and SIDR_REP where the kernel's ib_cm reads them (IBA 12.11,
+ * struct ib_sidr_req_msg / ib_sidr_rep_msg), and where the host delivers
+ * them: a SIDR_REQ by its service ID, a SIDR_REP by the request ID. */
+static void test_sidr_layout(void)
+{
+	struct ur_cm_msg m, p;
+	struct ur_cm_dest dst;
+	uint8_t mad[UR_MAD_BYTES];
+	const uint8_t *d = mad + UR_MAD_HDR_BYTES;
+
+	memset(&m, 0, sizeof(m));
+	m.attr = UR_CM_SIDR_REQ;
+	m.tid = 0x0102030405060708ull;
+	m.local_comm_id = 0xa1b2c3d4;
+	m.pkey = 0xffff;
+	m.service_id = ur_cma_service_id(UR_CMA_PS_UDP, 7174);
+	m.priv[0] = 0x5a;
+	m.priv[215] = 0xa5;
+	m.priv_len = UR_CM_SIDR_REQ_PRIV;
+	UT_EQ(ur_cm_pack(&m, mad), 0);
+	UT_EQ(ur_get_be16(mad + 16), 0x0017);
+	UT_EQ(ur_get_be32(d), 0xa1b2c3d4u);
+	UT_EQ(ur_get_be16(d + 4), 0xffff);
+	UT_EQ(ur_get_be64(d + 8), 0x0000000001111c06ull);
+	UT_EQ(d[16], 0x5a);
+	UT_EQ(d[16 + 215], 0xa5);
+	UT_EQ(ur_cm_parse(mad, sizeof(mad), &p), 0);
+	UT_EQ(p.local_comm_id, 0xa1b2c3d4u);
+	UT_EQ(p.remote_comm_id, 0u);
+	UT_EQ(p.service_id, m.service_id);
+	UT_EQ(p.pkey, 0xffff);
+	UT_EQ(p.priv_len, UR_CM_SIDR_REQ_PRIV);
+	UT_EQ(p.priv[215], 0xa5);
+	UT_EQ(ur_cm_dest_of(mad, sizeof(mad), &dst), 0);
+	UT_CHECK(dst.by_service);
+	UT_EQ(dst.service_id, m.service_id);
+	m.priv_len = UR_CM_SIDR_REQ_PRIV + 1;
+	UT_EQ(ur_cm_pack(&m, mad), -EINVAL);
+
+	memset(&m, 0, sizeof(m));
+	m.attr = UR_CM_SIDR_REP;
+	m.remote_comm_id = 0xa1b2c3d4;
+	m.sidr_status = UR_SIDR_OK;
+	m.qpn = 0x123456;
+	m.service_id = 0x0000000001111c06ull;
+	m.qkey = 0x01234567;
+	m.priv[135] = 0x77;
+	m.priv_len = UR_CM_SIDR_REP_PRIV;
+	UT_EQ(ur_cm_pack(&m, mad), 0);
+	UT_EQ(ur_get_be16(mad + 16), 0x0018);
+	UT_EQ(ur_get_be32(d), 0xa1b2c3d4u);
+	UT_EQ(d[4], 0);
+	UT_EQ(d[8], 0x12);
+	UT_EQ(d[10], 0x56);
+	UT_EQ(ur_get_be64(d + 12), 0x0000000001111c06ull);
+	UT_EQ(ur_get_be32(d + 20), 0x01234567u);
+	UT_EQ(d[96 + 135], 0x77);
+	UT_EQ(ur_cm_parse(mad, sizeof(mad), &p), 0);
+	UT_EQ(p.remote_comm_id, 0xa1b2c3d4u);
+	UT_EQ(p.qpn, 0x123456u);
+	UT_EQ(p.qkey, 0x01234567u);
+	UT_EQ(p.priv_len, UR_CM_SIDR_REP_PRIV);
+	UT_EQ(ur_cm_dest_of(mad, sizeof(mad), &dst), 0);
+	UT_CHECK(!dst.by_service);
+	UT_EQ(dst.comm_id, 0xa1b2c3d4u);
+}
+
 /* ---- the state machine, two ends back to back ----------------------------- */
 
 struct end {
@@ -357,11 +424,70 @@ static void test_reject_before_listen(void)
 	UT_EQ(ur_cm_rx(&a.c, &rej, t + 1), UR_CM_UP_REJ);
 }
 
+static void test_sidr(void)
+{
+	struct end a = { 0 }, b = { 0 };
+	struct ur_cm_msg req = { .service_id = 0x0000000001111c06ull }, again;
+	uint8_t priv[4] = { 1, 2, 3, 4 };
+
+	ur_cm_init(&a.c, &ops, 0x01000100, 1000, 2);
+	ur_cm_init(&b.c, &ops, 0x02000200, 1000, 2);
+	UT_EQ(ur_cm_send_sidr_req(&a.c, &req, 0), 0);
+	UT_EQ(a.c.state, UR_CM_SIDR_REQ_SENT);
+	UT_EQ(a.last.attr, UR_CM_SIDR_REQ);
+	UT_EQ(a.last.local_comm_id, 0x01000100u);
+	ur_cm_sidr_req_rcvd(&b.c, &a.last);
+	UT_EQ(b.c.state, UR_CM_SIDR_REQ_RCVD);
+	UT_EQ(ur_cm_send_sidr_rep(&b.c, UR_SIDR_OK, 0x20, 0x01234567, priv, 4), 0);
+	UT_EQ(b.last.attr, UR_CM_SIDR_REP);
+	UT_EQ(b.last.remote_comm_id, 0x01000100u);
+	UT_EQ(b.last.tid, a.last.tid);
+	UT_EQ(b.last.priv[3], 4);
+	UT_EQ(ur_cm_send_sidr_rep(&b.c, UR_SIDR_OK, 0x20, 0, NULL, 0), -EINVAL);
+	/* The request again (our answer lost): the same answer, once more. */
+	b.sent = 0;
+	again = a.last;
+	UT_EQ(ur_cm_rx(&b.c, &again, 5), UR_CM_UP_NONE);
+	UT_EQ(b.sent, 1);
+	UT_EQ(b.last.qpn, 0x20u);
+	UT_EQ(ur_cm_rx(&a.c, &b.last, 10), UR_CM_UP_SIDR_REP);
+	UT_EQ(a.c.state, UR_CM_TIMEWAIT);
+	UT_EQ(ur_cm_rx(&a.c, &b.last, 11), UR_CM_UP_NONE);   /* reported once */
+
+	/* No answer: sent again max_retries times, then a timeout. */
+	memset(&a, 0, sizeof(a));
+	ur_cm_init(&a.c, &ops, 0x01000101, 1000, 2);
+	UT_EQ(ur_cm_send_sidr_req(&a.c, &req, 0), 0);
+	UT_EQ(ur_cm_tick(&a.c, 1000), UR_CM_UP_NONE);
+	UT_EQ(ur_cm_tick(&a.c, 2000), UR_CM_UP_NONE);
+	UT_EQ(a.sent, 3);
+	UT_EQ(ur_cm_tick(&a.c, 3000), UR_CM_UP_TIMEOUT);
+
+	/* "Nobody serves it" soon after the request: asked again, then, past
+	 * the grace, reported. */
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	ur_cm_init(&a.c, &ops, 0x01000102, UR_CM_LISTEN_GRACE_NS * 4, 2);
+	ur_cm_init(&b.c, &ops, 0x02000202, 1000, 2);
+	UT_EQ(ur_cm_send_sidr_req(&a.c, &req, 0), 0);
+	ur_cm_sidr_req_rcvd(&b.c, &a.last);
+	UT_EQ(ur_cm_send_sidr_rep(&b.c, UR_SIDR_UNSUPPORTED, 0, 0, NULL, 0), 0);
+	UT_EQ(b.last.qpn, 0u);
+	UT_EQ(ur_cm_rx(&a.c, &b.last, 10), UR_CM_UP_NONE);
+	a.sent = 0;
+	UT_EQ(ur_cm_tick(&a.c, 10 + UR_CM_LISTEN_RETRY_NS), UR_CM_UP_NONE);
+	UT_EQ(a.sent, 1);
+	UT_EQ(a.last.attr, UR_CM_SIDR_REQ);
+	UT_EQ(ur_cm_rx(&a.c, &b.last, UR_CM_LISTEN_GRACE_NS + 1), UR_CM_UP_SIDR_REP);
+}
+
 int main(void)
 {
 	UT_RUN(test_req_layout);
 	UT_RUN(test_rep_rej_layout);
 	UT_RUN(test_dest_and_cma_hdr);
+	UT_RUN(test_sidr_layout);
+	UT_RUN(test_sidr);
 	UT_RUN(test_connect_disconnect);
 	UT_RUN(test_retries_and_timeouts);
 	UT_RUN(test_reject);
