@@ -146,6 +146,20 @@ int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct socka
 void cma_fill_route(struct cma_id *c);
 
 /* conn.c */
+struct cma_id *cma_find_listener(uint64_t service_id, int dev);
+/* The child a request (REQ or SIDR_REQ) from `from` already made, if any. */
+struct cma_id *cma_find_child(const struct ur_cm_msg *req, const union ibv_gid *from);
+/* A child of listener l for request m (cma.lock held): the request kept,
+ * its addresses from rdma_cm's header h, its device, GIDs and route;
+ * -ENOSPC when l's backlog is full. */
+int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_cma_hdr *h,
+		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out);
+/* Marks a child's CONNECT_REQUEST event with its listener. */
+void cma_child_event(struct cma_id *c, struct cma_event *e);
+/* -EINVAL if p's private data is missing or longer than room. */
+int cma_check_priv(const struct rdma_conn_param *p, size_t room);
+/* A synchronous id (made without a channel) waits for want. */
+int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);
 void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid);
 void cma_tick(uint64_t now, uint64_t *next);
 /* RTR, then RTS: receiving from c->psn (ours, advertised), sending from
@@ -158,6 +172,16 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_
  * not far enough along to know. */
 int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask);
 int cma_qp_to_error(struct cma_id *c);
+
+/* sidr.c: UD ids (RDMA_PS_UDP, RDMA_PS_IB with a UD QP) resolve the
+ * peer's QP number and Q_Key with SIDR_REQ/SIDR_REP, as the kernel's
+ * rdma_cm does. */
+#define CMA_SIDR_REQ_PRIV (UR_CM_SIDR_REQ_PRIV - UR_CMA_HDR_BYTES)   /* 180 */
+int cma_sidr_connect(struct cma_id *c, const struct rdma_conn_param *p);
+void cma_on_sidr_req(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *from);
+int cma_sidr_accept(struct cma_id *c, const struct rdma_conn_param *p);
+int cma_sidr_reject(struct cma_id *c, const void *priv, uint8_t len);
+void cma_sidr_answered(struct cma_id *c, const struct ur_cm_msg *m);
 
 /* qp.c */
 int cma_qp_to_init(struct cma_id *c, struct ibv_qp *qp);

@@ -158,7 +158,7 @@ static void conn_event(struct cma_id *c, enum rdma_cm_event_type type, int statu
 
 /* ---- arriving messages ---------------------------------------------------- */
 
-static struct cma_id *find_listener(uint64_t service_id, int dev)
+struct cma_id *cma_find_listener(uint64_t service_id, int dev)
 {
 	struct ur_list *l;
 
@@ -171,17 +171,14 @@ static struct cma_id *find_listener(uint64_t service_id, int dev)
 	return NULL;
 }
 
-static struct cma_id *find_child(const struct ur_cm_msg *req, const union ibv_gid *from)
+struct cma_id *cma_find_child(const struct ur_cm_msg *req, const union ibv_gid *from)
 {
 	struct ur_list *l;
 
 	ur_list_for_each(l, &cma.ids) {
 		struct cma_id *c = ur_list_entry(l, struct cma_id, link);
 
-		if (c->listener && c->conn.remote_id == req->local_comm_id &&
-		    !memcmp(&c->dgid, from, sizeof(*from)))
-			return c;
-		if (!c->listener && c->req.attr == UR_CM_REQ &&
+		if ((c->listener || c->req.attr == req->attr) &&
 		    c->conn.remote_id == req->local_comm_id && !memcmp(&c->dgid, from, sizeof(*from)))
 			return c;
 	}
@@ -215,50 +212,66 @@ static void reject_unknown(const struct ur_cm_msg *m, int dev, int gid_index,
 	cma_send_to(dev, gid_index, from, &rej);
 }
 
-static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *from)
+int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_cma_hdr *h,
+		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out)
 {
-	struct cma_id *l = find_listener(m->service_id, dev), *c;
-	struct ur_cma_hdr h;
-	struct cma_event *e;
+	struct cma_id *c;
 
-	if ((c = find_child(m, from))) {
-		ur_cm_rx(&c->conn, m, cma_now());   /* a repeat: our REP again, if sent */
-		return;
-	}
-	if (!l || m->transport != UR_CM_RC || ur_cma_hdr_parse(m->priv, m->priv_len, &h)) {
-		reject_unknown(m, dev, gid_index, from, UR_REJ_INVALID_SERVICE_ID);
-		return;
-	}
 	if (l->pending >= l->backlog || cma_id_new(l->chan, l->id.context, l->id.ps,
-						   l->id.qp_type, &c)) {
-		reject_unknown(m, dev, gid_index, from, UR_REJ_CONSUMER);
-		return;
-	}
+						   l->id.qp_type, &c))
+		return -ENOSPC;
 	c->listener = l;
 	l->pending++;
 	c->req = *m;
-	c->peer_psn = m->psn;
-	c->psn = new_psn();   /* now, so that rdma_init_qp_attr can tell RTR's */
-	ur_cm_req_rcvd(&c->conn, m);
 	c->gid_index = gid_index;
 	c->dgid = *from;
 	c->sgid = *from;
 	ibv_query_gid(cma.devs[dev].verbs, 1, gid_index, &c->sgid);
 	cma_id_set_dev(c, dev);
 	c->bound = true;
-	set_addr(&c->src, h.ip_version, h.dst, cma_port_of((struct sockaddr *)&l->src));
-	set_addr(&c->dst, h.ip_version, h.src, h.src_port);
+	set_addr(&c->src, h->ip_version, h->dst, cma_port_of((struct sockaddr *)&l->src));
+	set_addr(&c->dst, h->ip_version, h->src, h->src_port);
 	memcpy(&c->id.route.addr.src_addr, &c->src, sizeof(struct sockaddr_in6));
 	memcpy(&c->id.route.addr.dst_addr, &c->dst, sizeof(struct sockaddr_in6));
 	c->id.route.addr.addr.ibaddr.sgid = c->sgid;
 	c->id.route.addr.addr.ibaddr.dgid = c->dgid;
 	c->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
 	cma_fill_route(c);
+	*out = c;
+	return 0;
+}
+
+void cma_child_event(struct cma_id *c, struct cma_event *e)
+{
+	if (e)
+		e->ev.listen_id = &c->listener->id;
+}
+
+static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *from)
+{
+	struct cma_id *l = cma_find_listener(m->service_id, dev), *c;
+	struct ur_cma_hdr h;
+
+	if ((c = cma_find_child(m, from))) {
+		ur_cm_rx(&c->conn, m, cma_now());   /* a repeat: our REP again, if sent */
+		return;
+	}
+	if (!l || l->id.qp_type != IBV_QPT_RC || m->transport != UR_CM_RC ||
+	    ur_cma_hdr_parse(m->priv, m->priv_len, &h)) {
+		reject_unknown(m, dev, gid_index, from, UR_REJ_INVALID_SERVICE_ID);
+		return;
+	}
+	if (cma_child_new(l, m, &h, dev, gid_index, from, &c)) {
+		reject_unknown(m, dev, gid_index, from, UR_REJ_CONSUMER);
+		return;
+	}
+	c->peer_psn = m->psn;
+	c->psn = new_psn();   /* now, so that rdma_init_qp_attr can tell RTR's */
+	ur_cm_req_rcvd(&c->conn, m);
 	c->path.mtu = min8(m->mtu, cma.devs[dev].mtu);
 	conn_event(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m, m->priv + UR_CMA_HDR_BYTES,
 		   CMA_REQ_PRIV);
-	e = ur_list_entry(c->chan->events.prev, struct cma_event, link);
-	e->ev.listen_id = &l->id;
+	cma_child_event(c, ur_list_entry(c->chan->events.prev, struct cma_event, link));
 }
 
 static void on_rep(struct cma_id *c, const struct ur_cm_msg *m)
@@ -316,6 +329,9 @@ static void report(struct cma_id *c, enum ur_cm_up up, const struct ur_cm_msg *m
 	case UR_CM_UP_DREQ_TIMEOUT:
 		disconnected(c);
 		break;
+	case UR_CM_UP_SIDR_REP:
+		cma_sidr_answered(c, m);
+		break;
 	case UR_CM_UP_TIMEOUT:
 		cma_qp_to_error(c);
 		cma_event(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0, NULL);
@@ -331,6 +347,10 @@ void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union i
 
 	if (m->attr == UR_CM_REQ) {
 		on_req(m, dev, gid_index, sgid);
+		return;
+	}
+	if (m->attr == UR_CM_SIDR_REQ) {
+		cma_on_sidr_req(m, dev, gid_index, sgid);
 		return;
 	}
 	c = cma_find_comm(m->remote_comm_id);
@@ -392,14 +412,14 @@ void cma_tick(uint64_t now, uint64_t *next)
 
 /* ---- the application's calls -------------------------------------------- */
 
-static int check_priv(const struct rdma_conn_param *p, size_t room)
+int cma_check_priv(const struct rdma_conn_param *p, size_t room)
 {
 	if (p && p->private_data_len && (!p->private_data || p->private_data_len > room))
 		return -EINVAL;
 	return 0;
 }
 
-static int sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
+int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
 {
 	struct rdma_cm_event *ev = NULL;
 	int ret;
@@ -421,11 +441,15 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 	struct ur_cm_msg m;
 	int ret;
 
+	if (c->id.qp_type == IBV_QPT_UD) {
+		ret = cma_sidr_connect(c, p);
+		return ret ? ret : cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+	}
 	if (c->id.qp_type != IBV_QPT_RC)
-		return -ENOSYS;   /* UD's SIDR_REQ is not implemented */
+		return -EINVAL;
 	if (c->dev < 0 || c->conn.state != UR_CM_IDLE || (!c->id.qp && !(p && p->qp_num)))
 		return -EINVAL;
-	ret = check_priv(p, CMA_REQ_PRIV);
+	ret = cma_check_priv(p, CMA_REQ_PRIV);
 	if (ret)
 		return ret;
 	if (p)
@@ -474,7 +498,7 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 	ret = ur_cm_send_req(&c->conn, &m, cma_now());
 	if (!ret)
 		cma_wake();   /* the thread's timer now has a deadline */
-	return ret ? ret : sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+	return ret ? ret : cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
 }
 
 UR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
@@ -497,9 +521,11 @@ static int do_accept(struct cma_id *c, struct rdma_conn_param *p)
 	struct ur_cm_msg m;
 	int ret;
 
+	if (c->conn.state == UR_CM_SIDR_REQ_RCVD)
+		return cma_sidr_accept(c, p);
 	if (c->conn.state != UR_CM_REQ_RCVD)
 		return -EINVAL;
-	ret = check_priv(p, UR_CM_REP_PRIV);
+	ret = cma_check_priv(p, UR_CM_REP_PRIV);
 	if (ret)
 		return ret;
 	if (p)
@@ -535,7 +561,7 @@ static int do_accept(struct cma_id *c, struct rdma_conn_param *p)
 	ret = ur_cm_send_rep(&c->conn, &m, cma_now());
 	if (!ret)
 		cma_wake();
-	return ret ? ret : sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
+	return ret ? ret : cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
 }
 
 UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
@@ -563,7 +589,10 @@ UR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		return -1;
 	}
 	pthread_mutex_lock(&cma.lock);
-	ret = ur_cm_send_rej(&c->conn, UR_REJ_CONSUMER, private_data, private_data_len);
+	if (c->conn.state == UR_CM_SIDR_REQ_RCVD)
+		ret = cma_sidr_reject(c, private_data, private_data_len);
+	else
+		ret = ur_cm_send_rej(&c->conn, UR_REJ_CONSUMER, private_data, private_data_len);
 	if (!ret && c->listener) {
 		c->listener->pending--;
 		c->listener = NULL;

@@ -21,13 +21,20 @@ cm_pair() {
 	# With the server's -p PORT known, the client starts once the server
 	# listens (as ur_wait_listen waits for a TCP listener): a client turned
 	# away sends perftest 4.5 into a retry path that reuses what it freed.
-	for ((a = 0; a < ${#s[@]} - 1; a++)); do
-		[ "${s[a]}" = -p ] || continue
+	# (CM_PORT names it for programs without -p: udaddy's is fixed, 7174.)
+	local lport=${CM_PORT:-}
+	if [ -z "$lport" ]; then
+		for ((a = 0; a < ${#s[@]} - 1; a++)); do
+			[ "${s[a]}" = -p ] || continue
+			lport=${s[a + 1]}
+			break
+		done
+	fi
+	if [ -n "$lport" ]; then
 		UR_NS=${UR_SNS-$UR_NS} ur_run "$name.listening" \
-			"$UR_BUILD/bin/integ_cm_listening" "${s[a + 1]}" 30 ||
-			ur_fail "$name: the server does not listen on rdma_cm port ${s[a + 1]}"
-		break
-	done
+			"$UR_BUILD/bin/integ_cm_listening" "$lport" 30 ||
+			ur_fail "$name: the server does not listen on rdma_cm port $lport"
+	fi
 	for try in $(seq 100); do
 		UR_NS=${UR_CNS-$UR_NS} ur_run "$name.client" "${c[@]}"
 		[ "${UR_RC[$name.client]}" = 0 ] && break

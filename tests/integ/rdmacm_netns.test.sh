@@ -4,7 +4,7 @@
 # RoCEv2 datagrams to QP1, where the namespace's port-4791 owner hands them to
 # the listening process (a REQ) or to the owner of the comm ID (the rest).
 #  - rping -C 100 -v -V over IPv4 and over IPv6: both exit 0, every ping's
-#    pattern checked on both sides;
+#    pattern checked on both sides; udaddy -c 4 -C 100 (UD ids, SIDR);
 #  - no uroce process on the other host: rping's connection is UNREACHABLE
 #    (-ETIMEDOUT) after the REQ's retries; a CM there but nobody listening on
 #    the port: REJECTED (reason 8) at once.
@@ -29,6 +29,13 @@ cm_pair rping6 rping -s -a "$UR_IP6_B" -p "$port" -C 100 -v \
 ur_expect_pair_ok rping6 "rping over IPv6 between namespaces"
 ur_report "rping6 client" cm_check_rping "$(ur_out rping6.client)" "" 100
 
+# UD ids: udaddy's SIDR_REQ crosses to the other namespace's listener, its
+# SIDR_REP comes back with the QP number and Q_Key, 100 datagrams each way.
+CM_PORT=7174 cm_pair udaddy udaddy -b "$UR_IP_B" -c 4 -C 100 -S 1000 \
+	-- udaddy -s "$UR_IP_B" -c 4 -C 100 -S 1000
+ur_expect_pair_ok udaddy "udaddy between namespaces"
+ur_expect_grep udaddy.client '^data transfers complete' "udaddy client: data transfers complete"
+
 # No uroce process on the other host: nothing answers at its UDP 4791, the
 # REQ goes unanswered through its retries and the connection is reported
 # unreachable (about 16 s: 1 s between 16 sends), not a hang.
@@ -50,7 +57,7 @@ cm_expect_refused norcv "rping with nobody listening on the other host"
 ur_expect_grep norcv 'RDMA_CM_EVENT_REJECTED, error 8'
 ur_stop other
 
-for n in rping4.server rping4.client rping6.server rping6.client; do
+for n in rping4.server rping4.client rping6.server rping6.client udaddy.server udaddy.client; do
 	ur_sanitizer_clean "$n"
 done
 ur_done

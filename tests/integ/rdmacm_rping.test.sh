@@ -10,9 +10,14 @@
 #    once) ends 0 and prints its timing table;
 #  - rdma_server / rdma_client (synchronous ids, rdma_create_ep,
 #    rdma_get_request, the rdma_verbs.h helpers): both end 0;
+#  - udaddy -c 10 -C 100 -S 1000 (UD ids: SIDR_REQ/SIDR_REP give each client
+#    the server's QP number and Q_Key; 100 datagrams each way): both end 0;
 #  - nobody listening: rping's, ucmatose's and rdma_client's connect is
 #    REJECTED (reason 8, invalid service ID) within seconds, not a hang;
-#  - progs/rdmacm_api.c: the API's corners (below).
+#    udaddy's is UNREACHABLE (SIDR status 1) once the 1.5 s grace is over;
+#  - progs/rdmacm_api.c: the API's corners (below); progs/rdmacm_ud.c: UD
+#    ids' private data limits, the answer's QP number, Q_Key and address (a
+#    datagram sent through it, checked), rejection and nobody listening.
 # ctest-timeout: 300
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdmacm_lib.sh"
@@ -35,6 +40,7 @@ if [ "$(id -u)" = 0 ]; then
 else
 	prog_run lo.rdmacm_api rdmacm_api uroce0 1
 fi
+prog_run lo.rdmacm_ud rdmacm_ud uroce0 1
 
 port=$(ur_port)
 cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 100 -v \
@@ -62,6 +68,13 @@ cm_pair rsrv rdma_server -p "$port" -- rdma_client -s 127.0.0.1 -p "$port"
 ur_expect_pair_ok rsrv "rdma_server / rdma_client"
 ur_expect_grep rsrv.client 'rdma_client: end 0'
 
+# udaddy's port is fixed (7174) and it has no -p for it.
+CM_PORT=7174 cm_pair udaddy udaddy -b 127.0.0.1 -c 10 -C 100 -S 1000 \
+	-- udaddy -s 127.0.0.1 -c 10 -C 100 -S 1000
+ur_expect_pair_ok udaddy "udaddy -c 10 -C 100 -S 1000"
+ur_expect_grep udaddy.client '^data transfers complete' "udaddy client: data transfers complete"
+ur_expect_grep udaddy.server '^data transfers complete' "udaddy server: data transfers complete"
+
 port=$(ur_port)
 ur_run norcv.rping rping -c -a 127.0.0.1 -p "$port" -C 1
 cm_expect_refused norcv.rping "rping with nobody listening"
@@ -72,6 +85,9 @@ ur_expect_grep norcv.ucmatose 'RDMA_CM_EVENT_REJECTED, error: 8'
 ur_run norcv.rdma_client rdma_client -s 127.0.0.1 -p "$port"
 cm_expect_refused norcv.rdma_client "rdma_client with nobody listening"
 ur_expect_grep norcv.rdma_client 'rdma_connect: Connection refused'
+ur_run norcv.udaddy udaddy -s 127.0.0.1
+cm_expect_refused norcv.udaddy "udaddy with nobody listening"
+ur_expect_grep norcv.udaddy 'RDMA_CM_EVENT_UNREACHABLE, error: 1'
 
 # A peer killed mid-run sends no DREQ: the survivor ends within seconds,
 # never hangs: its CM sees the peer's process gone and reports
@@ -99,7 +115,7 @@ else
 fi
 
 for n in rping.server rping.client ucmatose.server ucmatose.client cmtime.server cmtime.client \
-	 rsrv.server rsrv.client; do
+	 rsrv.server rsrv.client udaddy.server udaddy.client; do
 	ur_sanitizer_clean "$n"
 done
 ur_done
