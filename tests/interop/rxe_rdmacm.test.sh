@@ -4,8 +4,10 @@
 # tap link.  Unmodified rping connects in both directions (server in the
 # guest and client on the host, then the reverse), sends 20 pings with
 # every byte checked on both sides (-V) and disconnects; each side exits 0
-# and the client prints every ping's data.  Then a host client to a guest
-# port nobody listens on is REJECTED by the kernel's CM, promptly.
+# and the client prints every ping's data.  ucmatose -c 10 (ten RC
+# connections at once) and udaddy -c 4 (UD ids: the kernel's SIDR_REQ and
+# SIDR_REP, then datagrams each way) run both ways too.  Then a host client
+# to a guest port nobody listens on is REJECTED by the kernel's CM, promptly.
 set -euo pipefail
 
 src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -63,6 +65,50 @@ srv_rc=0
 wait "$spid" || srv_rc=$?
 check "rping, uroce server, kernel rdma_cm client" "$rc" "$srv_rc" "$out" "$(cat "$VM_DIR/rping-host-srv")"
 
+# pair NAME SERVER... -- CLIENT...: the server in the guest and the client
+# on the host, then the reverse; both sides exit 0 and print "test complete".
+pair() {
+	local name=$1 s=() c=() a seen=0 rc srv_rc out srv spid
+	shift
+	for a in "$@"; do
+		if [ $seen = 0 ] && [ "$a" = -- ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
+	done
+	vm_bg "$name-srv" "${s[@]}" -b "$VM_GUEST_IP"
+	sleep 1
+	rc=0
+	out=$(timeout 120 "$uroce" run -- "${c[@]}" -s "$VM_GUEST_IP" 2>&1) || rc=$?
+	srv_rc=0
+	srv=$(vm_wait "$name-srv" 60 2>&1) || srv_rc=$?
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^test complete' <<<"$out" &&
+	   grep -q '^test complete' <<<"$srv"; then
+		ok "$name, kernel rdma_cm server, uroce client: both complete"
+	else
+		bad "$name, kernel rdma_cm server, uroce client: client exit $rc, server exit $srv_rc"
+		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
+	fi
+	timeout 120 "$uroce" run -- "${s[@]}" -b "$VM_HOST_IP" > "$VM_DIR/$name-host-srv" 2>&1 &
+	spid=$!
+	sleep 1
+	rc=0
+	out=$(vm_run -t 120 "${c[@]}" -s "$VM_HOST_IP" 2>&1) || rc=$?
+	srv_rc=0
+	wait "$spid" || srv_rc=$?
+	srv=$(cat "$VM_DIR/$name-host-srv")
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^test complete' <<<"$out" &&
+	   grep -q '^test complete' <<<"$srv"; then
+		ok "$name, uroce server, kernel rdma_cm client: both complete"
+	else
+		bad "$name, uroce server, kernel rdma_cm client: client exit $rc, server exit $srv_rc"
+		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
+	fi
+}
+
+port=$((port + 1))
+pair ucmatose ucmatose -p "$port" -c 10 -C 10 -- ucmatose -p "$port" -c 10 -C 10
+# udaddy's port is fixed (7174).
+pair udaddy udaddy -c 4 -C 10 -- udaddy -c 4 -C 10
+
 # Nobody listens on the guest's port: the kernel's CM rejects (invalid service ID).
 port=$((port + 1))
 t0=$(date +%s%N)
@@ -78,5 +124,20 @@ else
 fi
 
 vm_capture_stop
+
+# The capture shows the CM's MADs as Wireshark decodes them: every kind the
+# runs above exchange, SIDR's included.
+pcap=$build/interop-artifacts/rxe_rdmacm.pcap
+if command -v tshark >/dev/null; then
+	seen=$(tshark -r "$pcap" -Y infiniband.mad -T fields -e infiniband.mad.attributeid 2>/dev/null |
+	       sort -u | tr '\n' ' ')
+	for attr in 0x0010 0x0012 0x0013 0x0014 0x0015 0x0016 0x0017 0x0018; do
+		case " $seen " in
+		*" $attr "*) ;;
+		*) bad "the capture has no CM MAD of attribute $attr (seen: $seen)" ;;
+		esac
+	done
+	[ "$fails" != 0 ] || ok "the capture has REQ, REJ, REP, RTU, DREQ, DREP, SIDR_REQ and SIDR_REP"
+fi
 [ "$fails" = 0 ] || { echo "$fails rdma_cm interop check(s) failed" >&2; exit 1; }
 echo "all rdma_cm interop checks passed"
