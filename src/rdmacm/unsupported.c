@@ -3,8 +3,8 @@
  *  - multicast joins for UD ids (the SA-less RoCE join is not built);
  *  - ECE (enhanced connection establishment), which RoCE NICs of
  *    one vendor only negotiate;
- *  - rsockets (rsocket, raccept, ...): they need UD address resolution
- *    and the keep-alive service, left for later.
+ *  - rsockets (rsocket, raccept, ...): their keep-alive service and
+ *    their own protocol on top of the CM are left for later.
  */
 #include <errno.h>
 #include <rdma/rdma_cma.h>
