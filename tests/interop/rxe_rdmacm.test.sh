@@ -6,7 +6,8 @@
 # every byte checked on both sides (-V) and disconnects; each side exits 0
 # and the client prints every ping's data.  ucmatose -c 10 (ten RC
 # connections at once) and udaddy -c 4 (UD ids: the kernel's SIDR_REQ and
-# SIDR_REP, then datagrams each way) run both ways too.  Then a host client
+# SIDR_REP, then datagrams each way) run both ways too, and perftest -R
+# (ib_write_bw one way, ib_send_bw the other).  Then a host client
 # to a guest port nobody listens on is REJECTED by the kernel's CM, promptly.
 set -euo pipefail
 
@@ -108,6 +109,38 @@ port=$((port + 1))
 pair ucmatose ucmatose -p "$port" -c 10 -C 10 -- ucmatose -p "$port" -c 10 -C 10
 # udaddy's port is fixed (7174).
 pair udaddy udaddy -c 4 -C 10 -- udaddy -c 4 -C 10
+
+# perftest over rdma_cm (-R): the kernel's ib_write_bw -R serves, uroce's
+# connects; then uroce's ib_send_bw -R serves and the kernel's connects.
+# Each prints its 64 KiB row.
+port=$((port + 1))
+vm_bg wbw-srv ib_write_bw -R -p "$port" -n 200
+sleep 1
+rc=0
+out=$(timeout 120 "$uroce" run -- ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP" 2>&1) || rc=$?
+srv_rc=0
+srv=$(vm_wait wbw-srv 60 2>&1) || srv_rc=$?
+if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
+	ok "ib_write_bw -R, kernel server, uroce client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
+else
+	bad "ib_write_bw -R, kernel server, uroce client: client exit $rc, server exit $srv_rc"
+	echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
+fi
+port=$((port + 1))
+timeout 120 "$uroce" run -- ib_send_bw -R -p "$port" -n 200 > "$VM_DIR/sbw-host-srv" 2>&1 &
+spid=$!
+"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
+	bad "the host's ib_send_bw -R does not listen on rdma_cm port $port"
+rc=0
+out=$(vm_run -t 120 ib_send_bw -R -p "$port" -n 200 "$VM_HOST_IP" 2>&1) || rc=$?
+srv_rc=0
+wait "$spid" || srv_rc=$?
+if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
+	ok "ib_send_bw -R, uroce server, kernel client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
+else
+	bad "ib_send_bw -R, uroce server, kernel client: client exit $rc, server exit $srv_rc"
+	echo "--- client:"; echo "$out"; echo "--- server:"; cat "$VM_DIR/sbw-host-srv"
+fi
 
 # Nobody listens on the guest's port: the kernel's CM rejects (invalid service ID).
 port=$((port + 1))
