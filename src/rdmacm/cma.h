@@ -76,6 +76,8 @@ struct cma_id {
 	uint32_t qp_num;               /* the local QP (id->qp's, or conn_param's) */
 	/* Events handed out and not yet acked: destroy waits for them. */
 	int events_out;
+	/* Multicast groups joined (struct cma_mc, mcast.c). */
+	struct ur_list mcs;
 	/* rdma_create_ep: what a listener's children are created with. */
 	struct ibv_qp_init_attr *ep_attr;
 	bool own_cqs;                  /* rdma_create_qp made id->send_cq/recv_cq */
@@ -182,6 +184,9 @@ void cma_on_sidr_req(const struct ur_cm_msg *m, int dev, int gid_index, const un
 int cma_sidr_accept(struct cma_id *c, const struct rdma_conn_param *p);
 int cma_sidr_reject(struct cma_id *c, const void *priv, uint8_t len);
 void cma_sidr_answered(struct cma_id *c, const struct ur_cm_msg *m);
+
+/* mcast.c: leaves every group c joined (c is going). */
+void cma_mc_leave_all(struct cma_id *c);
 
 /* qp.c */
 int cma_qp_to_init(struct cma_id *c, struct ibv_qp *qp);

@@ -75,6 +75,7 @@ int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
 	ur_cm_init(&c->conn, &conn_ops, (gen & 0xff) << 24 | num, CMA_CM_TIMEOUT_NS,
 		   CMA_CM_RETRIES);
 	c->chan = ch;
+	ur_list_init(&c->mcs);
 	c->dev = -1;
 	c->ack_timeout = 14;
 	c->id.channel = &ch->ch;
@@ -90,6 +91,7 @@ int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
 void cma_id_free(struct cma_id *c)
 {
 	ur_list_del(&c->link);
+	cma_mc_leave_all(c);
 	cma_channel_drop(c->chan, c);
 	uroce_cm_id_free(c->comm_num);
 	if (c->own_chan)

@@ -1,6 +1,5 @@
 /* What librdmacm exports and uroce does not do yet: each fails with
  * ENOSYS (and -1, or the function's error value), never pretends.
- *  - multicast joins for UD ids (the SA-less RoCE join is not built);
  *  - ECE (enhanced connection establishment), which RoCE NICs of
  *    one vendor only negotiate;
  *  - rsockets (rsocket, raccept, ...): their keep-alive service and
@@ -13,25 +12,6 @@
 #include "util/compiler.h"
 
 #define NOSYS_RET(val) do { errno = ENOSYS; return (val); } while (0)
-
-UR_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id; (void)addr; (void)context;
-	NOSYS_RET(-1);
-}
-
-UR_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr,
-				     void *context)
-{
-	(void)id; (void)attr; (void)context;
-	NOSYS_RET(-1);
-}
-
-UR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id; (void)addr;
-	NOSYS_RET(-1);
-}
 
 UR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {

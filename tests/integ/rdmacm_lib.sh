@@ -102,3 +102,26 @@ if len(seen) != count:
 print("FAIL: " + "; ".join(bad[:5]) if bad else f"ok: {count} pings, each with its pattern")
 PY
 }
+
+# cm_mckey NAME GROUP RECV_BIND SEND_BIND COUNT: mckey's receiver (in
+# UR_SNS, bound to RECV_BIND) joins GROUP; once it says so, mckey's sender
+# (in UR_CNS, bound to SEND_BIND, a send-only member) sends COUNT datagrams
+# to the group.  The receiver waits for all COUNT; both must exit 0.
+cm_mckey() {
+	local name=$1 grp=$2 rb=$3 sb=$4 n=$5 i
+	UR_NS=${UR_SNS-$UR_NS} ur_start "$name.recv" mckey -m "$grp" -b "$rb" -C "$n" || return 1
+	for i in $(seq 100); do
+		grep -q '^mckey: joined' "$(ur_out "$name.recv")" && break
+		sleep 0.1
+	done
+	UR_NS=${UR_CNS-$UR_NS} ur_run "$name.send" mckey -m "$grp" -b "$sb" -s -C "$n"
+	ur_wait "$name.recv"
+	if [ "${UR_RC[$name.send]}" = 0 ] && [ "${UR_RC[$name.recv]}" = 0 ] &&
+	   grep -q '^data transfers complete' "$(ur_out "$name.recv")"; then
+		ur_pass "$name: mckey's $n datagrams to $grp all received"
+	else
+		ur_fail "$name: mckey sender exit ${UR_RC[$name.send]}, receiver exit ${UR_RC[$name.recv]}"
+		ur_show "$name.send"
+		ur_show "$name.recv"
+	fi
+}

@@ -5,6 +5,7 @@
 # the listening process (a REQ) or to the owner of the comm ID (the rest).
 #  - rping -C 100 -v -V over IPv4 and over IPv6: both exit 0, every ping's
 #    pattern checked on both sides; udaddy -c 4 -C 100 (UD ids, SIDR);
+#    mckey (a multicast group joined on one side, sent to from the other);
 #  - no uroce process on the other host: rping's connection is UNREACHABLE
 #    (-ETIMEDOUT) after the REQ's retries; a CM there but nobody listening on
 #    the port: REJECTED (reason 8) at once.
@@ -36,6 +37,10 @@ CM_PORT=7174 cm_pair udaddy udaddy -b "$UR_IP_B" -c 4 -C 100 -S 1000 \
 ur_expect_pair_ok udaddy "udaddy between namespaces"
 ur_expect_grep udaddy.client '^data transfers complete' "udaddy client: data transfers complete"
 
+# Multicast across the link: the receiver's join makes its namespace's
+# interface join the IP group; the sender's datagrams to it cross the veth.
+cm_mckey mckey 239.1.2.4 "$UR_IP_B" "$UR_IP_A" 20
+
 # No uroce process on the other host: nothing answers at its UDP 4791, the
 # REQ goes unanswered through its retries and the connection is reported
 # unreachable (about 16 s: 1 s between 16 sends), not a hang.
@@ -57,7 +62,7 @@ cm_expect_refused norcv "rping with nobody listening on the other host"
 ur_expect_grep norcv 'RDMA_CM_EVENT_REJECTED, error 8'
 ur_stop other
 
-for n in rping4.server rping4.client rping6.server rping6.client udaddy.server udaddy.client; do
+for n in rping4.server rping4.client rping6.server rping6.client udaddy.server udaddy.client mckey.recv mckey.send; do
 	ur_sanitizer_clean "$n"
 done
 ur_done

@@ -12,6 +12,8 @@
 #    rdma_get_request, the rdma_verbs.h helpers): both end 0;
 #  - udaddy -c 10 -C 100 -S 1000 (UD ids: SIDR_REQ/SIDR_REP give each client
 #    the server's QP number and Q_Key; 100 datagrams each way): both end 0;
+#  - mckey: a receiver joins a multicast group, a send-only member sends
+#    20 datagrams to it, all arrive;
 #  - nobody listening: rping's, ucmatose's and rdma_client's connect is
 #    REJECTED (reason 8, invalid service ID) within seconds, not a hang;
 #    udaddy's is UNREACHABLE (SIDR status 1) once the 1.5 s grace is over;
@@ -75,6 +77,10 @@ ur_expect_pair_ok udaddy "udaddy -c 10 -C 100 -S 1000"
 ur_expect_grep udaddy.client '^data transfers complete' "udaddy client: data transfers complete"
 ur_expect_grep udaddy.server '^data transfers complete' "udaddy server: data transfers complete"
 
+# mckey: a UD id joins 239.1.2.3 (rdma_join_multicast; its QP attached to
+# ::ffff:239.1.2.3), another sends to the group as a send-only member.
+cm_mckey mckey 239.1.2.3 127.0.0.1 127.0.0.1 20
+
 port=$(ur_port)
 ur_run norcv.rping rping -c -a 127.0.0.1 -p "$port" -C 1
 cm_expect_refused norcv.rping "rping with nobody listening"
@@ -115,7 +121,7 @@ else
 fi
 
 for n in rping.server rping.client ucmatose.server ucmatose.client cmtime.server cmtime.client \
-	 rsrv.server rsrv.client udaddy.server udaddy.client; do
+	 rsrv.server rsrv.client udaddy.server udaddy.client mckey.recv mckey.send; do
 	ur_sanitizer_clean "$n"
 done
 ur_done

@@ -13,7 +13,7 @@
  *              away (REJECTED) instead of queueing it;
  *  - addr:     an address with no route is an ADDR_ERROR event;
  *  - nosys:    what is not implemented fails with ENOSYS, never pretends
- *              (UD ids' SIDR: progs/rdmacm_ud.c);
+ *              (UD ids' SIDR and multicast: progs/rdmacm_ud.c);
  *  - teardown: a thread inside rdma_get_cm_event when its id and channel
  *              are destroyed (rping's event thread) stays asleep, as on the
  *              kernel's rdma_cm file: it never returns an error or touches
@@ -288,17 +288,10 @@ static void case_addr(struct vt_dev *d)
 
 static void case_nosys(struct vt_dev *d)
 {
-	struct sockaddr_in grp = addr_of("239.1.2.3", 0);
-	struct rdma_cm_id *id;
 	int r = rsocket(AF_INET, SOCK_STREAM, 0);
 
 	(void)d;
 	vt_check(r == -1 && errno == ENOSYS, "rsocket: -1/ENOSYS (%s)", strerror(errno));
-	if (!vt_check(!rdma_create_id(ch, &id, NULL, RDMA_PS_UDP), "a UDP id"))
-		return;
-	vt_check(rdma_join_multicast(id, (struct sockaddr *)&grp, NULL) == -1 && errno == ENOSYS,
-		 "rdma_join_multicast: -1/ENOSYS (%s)", strerror(errno));
-	rdma_destroy_id(id);
 }
 
 static atomic_int reader_errors, reader_errno, reader_in;

@@ -7,7 +7,14 @@
  *  - reject:   rdma_reject answers UNREACHABLE with status 2 and its
  *              private data;
  *  - nobody:   no listener on the port: UNREACHABLE, status 1, once the
- *              grace for a late listener (1.5 s) is over.
+ *              grace for a late listener (1.5 s) is over;
+ *  - mcast:    rdma_join_multicast: EINVAL before the address is resolved
+ *              or for a unicast address; MULTICAST_JOIN names the group
+ *              (::ffff:239.x.y.z), QP 0xffffff, rdma_cm's Q_Key and the
+ *              join's context; a second join of the group is EADDRINUSE; a
+ *              datagram sent to the group from another id arrives intact;
+ *              after rdma_leave_multicast none does, and leaving again is
+ *              EADDRNOTAVAIL.
  *
  *   rdmacm_ud DEVICE GID_INDEX [CASE...]
  */
@@ -266,10 +273,118 @@ out:
 	teardown(&u);
 }
 
+/* Sends one datagram from e to the group at attr (QP 0xffffff). */
+static bool send_group(struct ud_end *e, struct ibv_ah_attr *attr, uint32_t qkey, uint8_t seed)
+{
+	struct ibv_sge ss = { (uintptr_t)e->buf, MSG_BYTES, e->mr->lkey };
+	struct ibv_send_wr swr = { .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_ah *ah = ibv_create_ah(e->id->pd, attr);
+	struct ibv_wc wc;
+	bool ok;
+
+	if (!ah) {
+		vt_fail("ibv_create_ah for the group: %s", strerror(errno));
+		return false;
+	}
+	for (int i = 0; i < MSG_BYTES; i++)
+		e->buf[i] = (uint8_t)(seed ^ i);
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = 0xffffff;
+	swr.wr.ud.remote_qkey = qkey;
+	ok = vt_check(!ibv_post_send(e->id->qp, &swr, &bad), "post a datagram to the group") &&
+	     poll_one(e->cq, &wc, "the group datagram's send");
+	ibv_destroy_ah(ah);
+	return ok;
+}
+
+static void case_mcast(struct vt_dev *d)
+{
+	struct sockaddr_in grp = cm_addr("239.1.2.9", 0), uni = cm_addr("127.0.0.1", 0);
+	struct ibv_sge rs;
+	struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 }, *bad_r;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *fresh;
+	struct ibv_ah_attr attr;
+	struct ud_pair u;
+	struct ibv_wc wc;
+	int tag, r;
+
+	(void)d;
+	if (vt_check(!rdma_create_id(ch, &fresh, NULL, RDMA_PS_UDP), "a fresh UDP id")) {
+		r = rdma_join_multicast(fresh, (struct sockaddr *)&grp, NULL);
+		vt_check(r == -1 && errno == EINVAL,
+			 "join before the address is resolved: EINVAL (%s)", strerror(errno));
+		rdma_destroy_id(fresh);
+	}
+	/* A UD id with its QP joins; a second one sends to the group. */
+	if (!setup(&u, false))
+		goto out;
+	r = rdma_join_multicast(u.active.id, (struct sockaddr *)&uni, NULL);
+	vt_check(r == -1 && errno == EINVAL, "join a unicast address: EINVAL (%s)", strerror(errno));
+	if (!vt_check(!rdma_join_multicast(u.active.id, (struct sockaddr *)&grp, &tag),
+		      "rdma_join_multicast 239.1.2.9"))
+		goto out;
+	ev = cm_next_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, "joined");
+	if (!ev)
+		goto out;
+	vt_check(ev->param.ud.ah_attr.is_global && ev->param.ud.ah_attr.grh.dgid.raw[10] == 0xff &&
+		 ev->param.ud.ah_attr.grh.dgid.raw[11] == 0xff &&
+		 !memcmp(&ev->param.ud.ah_attr.grh.dgid.raw[12], &grp.sin_addr, 4),
+		 "MULTICAST_JOIN's address is the group's GID, ::ffff:239.1.2.9");
+	VT_EXPECT_EQ("MULTICAST_JOIN's QP number", 0xffffffu, ev->param.ud.qp_num);
+	VT_EXPECT_EQ("MULTICAST_JOIN's Q_Key", UDP_QKEY, ev->param.ud.qkey);
+	vt_check(ev->param.ud.private_data == &tag, "MULTICAST_JOIN carries the join's context");
+	attr = ev->param.ud.ah_attr;
+	cm_ack(ev);
+	r = rdma_join_multicast(u.active.id, (struct sockaddr *)&grp, NULL);
+	vt_check(r == -1 && errno == EADDRINUSE, "the same group again: EADDRINUSE (%s)",
+		 strerror(errno));
+
+	/* A second id, its own QP, sends to the group. */
+	if (!vt_check(!rdma_create_id(ch, &u.passive.id, NULL, RDMA_PS_UDP), "a sender id"))
+		goto out;
+	{
+		struct sockaddr_in src = cm_addr("127.0.0.1", 0), dst = cm_addr("127.0.0.1", 7471);
+
+		if (!vt_check(!rdma_resolve_addr(u.passive.id, (struct sockaddr *)&src,
+						  (struct sockaddr *)&dst, 2000), "the sender resolves"))
+			goto out;
+		cm_ack(cm_next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "the sender's address"));
+	}
+	if (!make_ud_qp(&u.passive))
+		goto out;
+	rs = (struct ibv_sge){ (uintptr_t)u.active.buf, sizeof(u.active.buf), u.active.mr->lkey };
+	memset(u.active.buf, 0, sizeof(u.active.buf));
+	if (!vt_check(!ibv_post_recv(u.active.id->qp, &rwr, &bad_r), "the member posts a receive") ||
+	    !send_group(&u.passive, &attr, UDP_QKEY, 0x3c) ||
+	    !poll_one(u.active.cq, &wc, "the member's receive"))
+		goto out;
+	VT_EXPECT_EQ("bytes received from the group (GRH + message)", GRH_BYTES + MSG_BYTES,
+		     wc.byte_len);
+	vt_check(!memcmp(u.active.buf + GRH_BYTES, u.passive.buf, MSG_BYTES),
+		 "the group datagram arrives intact");
+
+	vt_check(!rdma_leave_multicast(u.active.id, (struct sockaddr *)&grp),
+		 "rdma_leave_multicast");
+	r = rdma_leave_multicast(u.active.id, (struct sockaddr *)&grp);
+	vt_check(r == -1 && errno == EADDRNOTAVAIL, "leaving again: EADDRNOTAVAIL (%s)",
+		 strerror(errno));
+	if (!vt_check(!ibv_post_recv(u.active.id->qp, &rwr, &bad_r), "another receive") ||
+	    !send_group(&u.passive, &attr, UDP_QKEY, 0x5a))
+		goto out;
+	usleep(300000);
+	VT_EXPECT_EQ("after leaving, nothing from the group arrives", 0,
+		     ibv_poll_cq(u.active.cq, 1, &wc));
+out:
+	teardown(&u);
+}
+
 static const struct vt_case cases[] = {
 	{ "accept", case_accept },
 	{ "reject", case_reject },
 	{ "nobody", case_nobody },
+	{ "mcast", case_mcast },
 	{ NULL, NULL },
 };
 
