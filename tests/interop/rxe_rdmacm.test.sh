@@ -6,8 +6,9 @@
 # every byte checked on both sides (-V) and disconnects; each side exits 0
 # and the client prints every ping's data.  ucmatose -c 10 (ten RC
 # connections at once) and udaddy -c 4 (UD ids: the kernel's SIDR_REQ and
-# SIDR_REP, then datagrams each way) run both ways too, and perftest -R
-# (ib_write_bw one way, ib_send_bw the other).  Then a host client
+# SIDR_REP, then datagrams each way) run both ways too, mckey (a multicast
+# member on one side, a sender on the other), and perftest -R (ib_write_bw
+# one way, ib_send_bw the other).  Then a host client
 # to a guest port nobody listens on is REJECTED by the kernel's CM, promptly.
 set -euo pipefail
 
@@ -109,6 +110,39 @@ port=$((port + 1))
 pair ucmatose ucmatose -p "$port" -c 10 -C 10 -- ucmatose -p "$port" -c 10 -C 10
 # udaddy's port is fixed (7174).
 pair udaddy udaddy -c 4 -C 10 -- udaddy -c 4 -C 10
+
+# Multicast: the kernel's mckey joins a group in the guest and uroce's sends
+# 10 datagrams to it; then uroce's joins on the host and the kernel's sends.
+# The receiver waits for every datagram.
+vm_bg mckey-recv mckey -m 239.1.2.5 -b "$VM_GUEST_IP" -C 10
+if vm_bg_expect mckey-recv '^mckey: joined' 30 >/dev/null; then
+	rc=0
+	out=$(timeout 60 "$uroce" run -- mckey -m 239.1.2.5 -b "$VM_HOST_IP" -s -C 10 2>&1) || rc=$?
+	srv_rc=0
+	srv=$(vm_wait mckey-recv 60 2>&1) || srv_rc=$?
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^data transfers complete' <<<"$srv"; then
+		ok "mckey, kernel member, uroce sender: 10 of 10 datagrams received"
+	else
+		bad "mckey, kernel member, uroce sender: sender exit $rc, member exit $srv_rc"
+		echo "--- sender:"; echo "$out"; echo "--- member:"; echo "$srv"
+	fi
+else
+	bad "mckey in the guest did not join 239.1.2.5"
+	vm_kill mckey-recv >/dev/null 2>&1 || true
+fi
+timeout 60 "$uroce" run -- mckey -m 239.1.2.6 -b "$VM_HOST_IP" -C 10 > "$VM_DIR/mckey-host" 2>&1 &
+spid=$!
+for _ in $(seq 100); do grep -q '^mckey: joined' "$VM_DIR/mckey-host" && break; sleep 0.1; done
+rc=0
+out=$(vm_run -t 60 mckey -m 239.1.2.6 -b "$VM_GUEST_IP" -s -C 10 2>&1) || rc=$?
+srv_rc=0
+wait "$spid" || srv_rc=$?
+if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^data transfers complete' "$VM_DIR/mckey-host"; then
+	ok "mckey, uroce member, kernel sender: 10 of 10 datagrams received"
+else
+	bad "mckey, uroce member, kernel sender: sender exit $rc, member exit $srv_rc"
+	echo "--- sender:"; echo "$out"; echo "--- member:"; cat "$VM_DIR/mckey-host"
+fi
 
 # perftest over rdma_cm (-R): the kernel's ib_write_bw -R serves, uroce's
 # connects; then uroce's ib_send_bw -R serves and the kernel's connects.
