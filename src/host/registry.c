@@ -81,7 +81,25 @@ static struct {
 	char path[128];
 	struct owned_block *blocks;
 	unsigned nblocks;
+	pid_t pid;                    /* whose mapping, file and slot these are */
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
+
+/* A child of fork() inherits its parent's mapping, file (with its lock:
+ * flock belongs to the open file, which they share), slot and QPN blocks.
+ * They stay the parent's; the child lets its copies go and attaches as a
+ * process of its own. */
+static void forget_parent(void)
+{
+	munmap(reg.shm, sizeof(struct ur_reg_shm));
+	reg.shm = NULL;
+	if (reg.fd >= 0)
+		close(reg.fd);
+	reg.fd = -1;
+	reg.slot = -1;
+	free(reg.blocks);
+	reg.blocks = NULL;
+	reg.nblocks = 0;
+}
 
 static unsigned long netns_id(void)
 {
@@ -311,10 +329,13 @@ int ur_registry_attach(void)
 	int ret;
 
 	pthread_mutex_lock(&reg.lock);
+	if (reg.shm && reg.pid != me)
+		forget_parent();
 	if (reg.shm) {
 		pthread_mutex_unlock(&reg.lock);
 		return 0;
 	}
+	reg.pid = me;
 	ret = map_file();   /* returns with the file lock held on success */
 	if (ret)
 		goto out;

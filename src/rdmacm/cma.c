@@ -175,10 +175,34 @@ void cma_id_set_dev(struct cma_id *c, int dev)
 		c->id.pd = cma_dev_pd(dev);
 }
 
+/* A child of fork() inherits the parent's CM: its ids, its devices (opened
+ * on the parent's stack), its thread's state but not the thread.  None of
+ * it works in the child, as with the kernel's rdma_cm the parent's ids are
+ * not the child's to use; the child starts a CM of its own. */
+static void forget_parent(void)
+{
+	pthread_mutex_init(&cma.lock, NULL);
+	pthread_cond_init(&cma.acked, NULL);
+	pthread_mutex_init(&cma.rx_lock, NULL);
+	if (cma.wake_fd >= 0)
+		close(cma.wake_fd);
+	cma.wake_fd = -1;
+	cma.ready = false;
+	cma.init_err = 0;
+	memset(cma.devs, 0, sizeof(cma.devs));
+	cma.ndev = 0;
+	cma.verbs_list = NULL;   /* the parent's: left as it is */
+}
+
 int cma_init(void)
 {
 	int ret;
 
+	if (cma.pid != getpid()) {
+		if (cma.pid)
+			forget_parent();
+		cma.pid = getpid();
+	}
 	pthread_mutex_lock(&cma.lock);
 	if (cma.ready || cma.init_err) {
 		ret = cma.init_err;

@@ -86,6 +86,7 @@ struct cma_id {
 struct cma {
 	pthread_mutex_t lock;
 	pthread_cond_t acked;          /* an event was acked */
+	pid_t pid;                     /* whose CM this is (fork: cma.c) */
 	bool ready;
 	int init_err;
 	struct cma_dev devs[CMA_MAX_DEVS];

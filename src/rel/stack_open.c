@@ -5,8 +5,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/device.h"
@@ -80,6 +82,7 @@ static struct ur_stack *alloc_stack(void)
 
 /* The one stack that ends with the process. */
 static struct ur_stack *exiting;
+static bool atexit_set;
 
 /* The last ACKs of a finished run must not be lost in a queue. */
 static void stack_atexit(void)
@@ -110,7 +113,10 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	if (ret)
 		goto err;
 	exiting = s;
-	atexit(stack_atexit);
+	if (!atexit_set) {   /* once: a child of fork() inherits the parent's */
+		atexit(stack_atexit);
+		atexit_set = true;
+	}
 	ret = ur_engine_create(engine_flags, "uroce-engine", &s->engine);
 	if (ret)
 		goto err;
@@ -135,22 +141,50 @@ err:
 	return ret;
 }
 
+/* The process's stack.  A child of fork() inherits its parent's, without
+ * the engine thread that ran it: the child's first use opens a stack of
+ * its own (the parent's objects stay unusable in the child, as the verbs
+ * contract has it), so a program that forks workers after looking at the
+ * devices (pyverbs' rdma_cm tests, multiprocessing servers) works. */
 static struct ur_stack *the_stack;
 static int the_err;
-static pthread_once_t the_once = PTHREAD_ONCE_INIT;
+static pid_t the_pid;
+static pthread_mutex_t the_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-static void open_the_stack(void)
+/* A fork while another thread opens the stack must not leave the child's
+ * copy of the lock held. */
+static void lock_for_fork(void)
 {
-	the_err = open_stack(NULL, 0, &the_stack);
+	pthread_mutex_lock(&the_lock);
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&the_lock);
+}
+
+static void watch_forks(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
 }
 
 int ur_stack_get(struct ur_stack **out)
 {
-	pthread_once(&the_once, open_the_stack);
-	if (the_err)
-		return the_err;
+	pid_t me = getpid();
+	int err;
+
+	pthread_once(&fork_once, watch_forks);
+	pthread_mutex_lock(&the_lock);
+	if (the_pid != me) {
+		the_pid = me;
+		exiting = NULL;   /* the parent's: not drained at this exit */
+		the_err = open_stack(NULL, 0, &the_stack);
+	}
+	err = the_err;
 	*out = the_stack;
-	return 0;
+	pthread_mutex_unlock(&the_lock);
+	return err;
 }
 
 int ur_stack_create_threadless(const struct ur_xports *xports, struct ur_stack **out)
