@@ -184,14 +184,24 @@ static int copy_addr(struct sockaddr **to, socklen_t *len, const struct sockaddr
 	return 0;
 }
 
+/* Neither node nor service: only what the hints give (their source
+ * address), as rdma-core's does; pyverbs' AddrInfo(src=...) asks so. */
+static int from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo *r)
+{
+	if (!hints || !hints->ai_src_addr || !hints->ai_src_len)
+		return -EINVAL;
+	r->ai_family = hints->ai_src_addr->sa_family;
+	return copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+}
+
 UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 			       const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
-	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	struct addrinfo ai_hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	struct rdma_addrinfo *r;
 	int ret;
 
-	if (!res || (!node && !service)) {
+	if (!res || (!node && !service && !hints)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -206,30 +216,37 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		}
 		ai_hints.ai_family = hints->ai_family;
 	}
-	ret = getaddrinfo(node, service, &ai_hints, &ai);
-	if (ret) {
-		errno = ret == EAI_SYSTEM ? errno : ENOENT;
-		return ret;
+	if (node || service) {
+		ret = getaddrinfo(node, service, &ai_hints, &ai);
+		if (ret) {
+			errno = ret == EAI_SYSTEM ? errno : ENOENT;
+			return ret;
+		}
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		freeaddrinfo(ai);
+		if (ai)
+			freeaddrinfo(ai);
 		errno = ENOMEM;
 		return -1;
 	}
 	r->ai_flags = hints ? hints->ai_flags : 0;
-	r->ai_family = ai->ai_family;
 	r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
 	r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type :
 			r->ai_port_space == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC;
-	if (r->ai_flags & RAI_PASSIVE)
-		ret = copy_addr(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr, ai->ai_addrlen);
-	else
-		ret = copy_addr(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
-	if (!ret && hints && !(r->ai_flags & RAI_PASSIVE) && hints->ai_src_addr)
-		ret = copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
-				hints->ai_src_len);
-	freeaddrinfo(ai);
+	if (!ai) {
+		ret = from_hints(hints, r);
+	} else {
+		r->ai_family = ai->ai_family;
+		if (r->ai_flags & RAI_PASSIVE)
+			ret = copy_addr(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr, ai->ai_addrlen);
+		else
+			ret = copy_addr(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
+		if (!ret && hints && !(r->ai_flags & RAI_PASSIVE) && hints->ai_src_addr)
+			ret = copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+					hints->ai_src_len);
+		freeaddrinfo(ai);
+	}
 	if (ret) {
 		rdma_freeaddrinfo(r);
 		errno = -ret;

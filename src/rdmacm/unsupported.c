@@ -1,7 +1,9 @@
-/* What librdmacm exports and uroce does not do yet: each fails with
- * ENOSYS (and -1, or the function's error value), never pretends.
+/* What librdmacm exports and uroce does not do: each fails with ENOSYS
+ * (not built yet) or EOPNOTSUPP (not supported), and -1 or the function's
+ * error value, never pretends.
  *  - ECE (enhanced connection establishment), which RoCE NICs of
- *    one vendor only negotiate;
+ *    one vendor only negotiate: EOPNOTSUPP, as the device's
+ *    ibv_query_ece answers, so programs go on without it (pyverbs does);
  *  - rsockets (rsocket, raccept, ...): their keep-alive service and
  *    their own protocol on top of the CM are left for later.
  */
@@ -12,24 +14,26 @@
 #include "util/compiler.h"
 
 #define NOSYS_RET(val) do { errno = ENOSYS; return (val); } while (0)
+/* What the device does not support (as ibv_query_ece says on uroce). */
+#define UNSUPPORTED_RET(val) do { errno = EOPNOTSUPP; return (val); } while (0)
 
 UR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id; (void)ece;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	(void)id; (void)ece;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 			      uint8_t private_data_len)
 {
 	(void)id; (void)private_data; (void)private_data_len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rsocket(int domain, int type, int protocol)
