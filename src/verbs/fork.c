@@ -17,7 +17,8 @@
  * therefore always safe, which is exactly what IBV_FORK_UNNEEDED reports, and
  * the range calls have nothing to do.  (As with any verbs library, the child
  * must not use the parent's verbs objects: it inherits none of the device's
- * threads.)  This holds as long as no transport hands application memory to
+ * threads.  A child that opens the device anew gets a stack, registry slot
+ * and CM of its own: rel/stack_open.c, host/registry.c, rdmacm/cma.c.)  This holds as long as no transport hands application memory to
  * the kernel for later use (io_uring fixed buffers, AF_XDP umem, vmsplice):
  * a transport that does must revisit this file.
  *
