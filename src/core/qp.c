@@ -187,6 +187,13 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	qp->cap = a->cap;
 	if (qp->cap.max_send_sge == 0)
 		qp->cap.max_send_sge = 1;
+	/* A send slot holds the SGE list or the inline bytes: inline data
+	 * may fill what the SGEs would take, and the QP says so, as rxe's
+	 * and mlx5's do (rdma_xclient sends 16 inline bytes on a QP that
+	 * asked for none). */
+	qp->cap.max_inline_data = (uint32_t)ur_min(
+		ur_max((size_t)qp->cap.max_inline_data, qp->cap.max_send_sge * sizeof(struct ibv_sge)),
+		(size_t)UR_MAX_INLINE);
 	if (qp->srq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;

@@ -134,9 +134,9 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		cma_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0, NULL);
 	if (c->chan->sync) {
 		ret = cma_wait_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, &ev);
-		pthread_mutex_unlock(&cma.lock);
 		if (ev)
-			rdma_ack_cm_event(ev);
+			cma_keep_event(c, ev);
+		pthread_mutex_unlock(&cma.lock);
 		if (ret) {
 			errno = -ret;
 			return -1;
@@ -162,10 +162,10 @@ UR_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		cma_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0, NULL);
 		if (c->chan->sync)
 			ret = cma_wait_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev);
+		if (ev)
+			cma_keep_event(c, ev);
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ev)
-		rdma_ack_cm_event(ev);
 	if (ret) {
 		errno = -ret;
 		return -1;

@@ -68,12 +68,33 @@ void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct c
 	}
 }
 
+/* An application's channel, once destroyed, is kept (its fd closed) on
+ * this list, never freed: rping's event thread acks the DISCONNECTED event
+ * that main's rdma_destroy_id waits for and calls rdma_get_cm_event again
+ * while main destroys the channel.  With the kernel that thread is nearly
+ * always already blocked in read() by then, and stays blocked (the file
+ * outlives its fd); a thread that comes later here finds the channel
+ * closed and blocks the same way, instead of reading freed memory or
+ * failing with EBADF (rping exits 255 on that).  A few dozen bytes per
+ * channel an application destroys. */
+static struct ur_list buried = UR_LIST_INIT(buried);
+
+static void bury(struct cma_channel *c)
+{
+	close(c->ch.fd);
+	c->ch.fd = -1;
+	if (c->sync) {
+		free(c);        /* the library's own: no application thread reads it */
+		return;
+	}
+	ur_list_add_tail(&buried, &c->buried);
+}
+
 /* Called with cma.lock held.  A thread may still be inside
- * rdma_get_cm_event on this channel (rping's event thread, blocked when
- * main destroys the channel): the kernel's file outlives such a reader,
- * which never returns, so the last reader out frees it here, and a reader
- * woken by the count of an event dropped with its id goes back to sleep
- * rather than touch freed memory. */
+ * rdma_get_cm_event on this channel: it never returns, as the kernel's
+ * reader of a file whose fd was closed, so the last reader out buries it,
+ * and a reader woken by the count of an event dropped with its id goes
+ * back to sleep rather than deliver it. */
 void cma_channel_close(struct cma_channel *c)
 {
 	while (!ur_list_empty(&c->events)) {
@@ -82,12 +103,9 @@ void cma_channel_close(struct cma_channel *c)
 		ur_list_del(&e->link);
 		free(e);
 	}
-	if (c->readers) {
-		c->closed = true;
-		return;
-	}
-	close(c->ch.fd);
-	free(c);
+	c->closed = true;
+	if (!c->readers)
+		bury(c);
 }
 
 int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
@@ -138,6 +156,12 @@ static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 	uint64_t b;
 
 	pthread_mutex_lock(&cma.lock);
+	if (ch->closed) {
+		/* Destroyed before this call (see bury): never returns. */
+		pthread_mutex_unlock(&cma.lock);
+		for (;;)
+			pause();
+	}
 	ch->readers++;
 	fd = ch->ch.fd;
 	pthread_mutex_unlock(&cma.lock);
@@ -158,10 +182,8 @@ static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 			break;
 	}
 	pthread_mutex_lock(&cma.lock);
-	if (--ch->readers == 0 && ch->closed) {
-		close(fd);
-		free(ch);
-	}
+	if (--ch->readers == 0 && ch->closed)
+		bury(ch);
 	pthread_mutex_unlock(&cma.lock);
 	if (ret)
 		return ret;
@@ -226,26 +248,42 @@ UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	return 0;
 }
 
-UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+/* An event's count against its id (and a request's against its
+ * listener) ends: cma.lock held. */
+static void uncount(struct rdma_cm_event *event)
 {
-	struct cma_event *e;
-	struct cma_id *c;
-
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
-	e = container_of(event, struct cma_event, ev);
-	pthread_mutex_lock(&cma.lock);
-	c = to_cid(event->id);
-	c->events_out--;
+	to_cid(event->id)->events_out--;
 	/* A CONNECT_REQUEST's listener had an event out too. */
 	if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST && event->listen_id)
 		to_cid(event->listen_id)->events_out--;
 	pthread_cond_broadcast(&cma.acked);
+}
+
+UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&cma.lock);
+	uncount(event);
 	pthread_mutex_unlock(&cma.lock);
-	free(e);
+	free(container_of(event, struct cma_event, ev));
 	return 0;
+}
+
+void cma_keep_event(struct cma_id *c, struct rdma_cm_event *ev)
+{
+	uncount(ev);
+	cma_drop_kept(c);
+	c->id.event = ev;
+}
+
+void cma_drop_kept(struct cma_id *c)
+{
+	if (c->id.event)
+		free(container_of(c->id.event, struct cma_event, ev));
+	c->id.event = NULL;
 }
 
 static const char *const event_names[] = {

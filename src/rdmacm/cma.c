@@ -8,6 +8,7 @@
 #include "rdmacm/cma.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,17 @@ struct ibv_pd *cma_dev_pd(int dev)
 	if (!cma.devs[dev].pd)
 		cma.devs[dev].pd = ibv_alloc_pd(cma.devs[dev].verbs);
 	return cma.devs[dev].pd;
+}
+
+struct ibv_xrcd *cma_dev_xrcd(int dev)
+{
+	struct ibv_xrcd_init_attr a = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+						    IBV_XRCD_INIT_ATTR_OFLAGS,
+					.fd = -1, .oflags = O_CREAT };
+
+	if (!cma.devs[dev].xrcd)
+		cma.devs[dev].xrcd = ibv_open_xrcd(cma.devs[dev].verbs, &a);
+	return cma.devs[dev].xrcd;
 }
 
 void cma_id_set_dev(struct cma_id *c, int dev)

@@ -26,6 +26,7 @@
 struct cma_dev {
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;             /* for rdma_create_qp without a PD */
+	struct ibv_xrcd *xrcd;         /* for XRC_RECV QPs and XRC SRQs of ids */
 	uint64_t guid;
 	enum ibv_mtu mtu;
 	uint8_t max_rd_atom;           /* the device's max_qp_rd_atom */
@@ -36,7 +37,8 @@ struct cma_channel {
 	bool sync;                     /* made for an id created without a channel */
 	struct ur_list events;         /* queued, not yet got */
 	unsigned readers;              /* threads inside rdma_get_cm_event */
-	bool closed;                   /* destroyed while readers were inside */
+	bool closed;                   /* destroyed (readers may be inside) */
+	struct ur_list buried;         /* destroyed, kept: see channel.c */
 };
 
 struct cma_event {
@@ -127,6 +129,12 @@ void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct c
 /* Queues an event for c's channel; priv (len bytes) is copied. */
 int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
 	      size_t len, struct cma_event **out);
+/* A synchronous id keeps the last event it waited for in id->event, as
+ * rdma-core's does (rdma_xclient reads the REP's private data there): it
+ * counts as acked at once and is freed when the next one replaces it or
+ * the id goes (cma.lock held). */
+void cma_keep_event(struct cma_id *c, struct rdma_cm_event *ev);
+void cma_drop_kept(struct cma_id *c);
 /* Waits for the next event of a synchronous id's channel. */
 int cma_wait_event(struct cma_id *c, enum rdma_cm_event_type want, struct rdma_cm_event **out);
 
@@ -143,6 +151,9 @@ struct ibv_pd *cma_dev_pd(int dev);
  * id->pd (the device's PD), which programs use (UCX's rdmacm CM makes
  * its QPs on it). */
 void cma_id_set_dev(struct cma_id *c, int dev);
+/* The device's XRC domain, opened on first use (cma.lock held), as
+ * rdma-core's librdmacm shares one per device among its ids. */
+struct ibv_xrcd *cma_dev_xrcd(int dev);
 
 /* addr.c */
 int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst);

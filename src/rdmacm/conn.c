@@ -28,6 +28,23 @@ static uint32_t new_psn(void)
 	return psn & 0xffffff;
 }
 
+/* The attributes each transition takes, by QP type, as the kernel's ib_cm gives
+ * them: an XRC initiator has no responder to size, an XRC target no requester. */
+static int rtr_mask(enum ibv_qp_type t)
+{
+	int m = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+	return t == IBV_QPT_XRC_SEND ? m : m | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+static int rts_mask(enum ibv_qp_type t)
+{
+	int m = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT;
+
+	return t == IBV_QPT_XRC_RECV ? m : m | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+						IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
 int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_t mtu,
 		      uint8_t dest_rd_atomic, uint8_t rd_atomic, uint8_t timeout,
 		      uint8_t retry, uint8_t rnr_retry)
@@ -50,9 +67,7 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_
 	a.rq_psn = c->psn;
 	a.max_dest_rd_atomic = min8(dest_rd_atomic, cma.devs[c->dev].max_rd_atom);
 	a.min_rnr_timer = CMA_MIN_RNR_TIMER;
-	ret = ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
+	ret = ibv_modify_qp(c->id.qp, &a, rtr_mask(c->id.qp->qp_type));
 	if (ret)
 		return -ret;
 	memset(&a, 0, sizeof(a));
@@ -62,8 +77,7 @@ int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_
 	a.retry_cnt = retry & 7;
 	a.rnr_retry = rnr_retry & 7;
 	a.max_rd_atomic = min8(rd_atomic, cma.devs[c->dev].max_rd_atom);
-	ret = ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	ret = ibv_modify_qp(c->id.qp, &a, rts_mask(c->id.qp->qp_type));
 	return -ret;
 }
 
@@ -107,8 +121,7 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		a->max_dest_rd_atomic = min8(passive ? req->init_depth : c->param.responder_resources,
 					     cma.devs[c->dev].max_rd_atom);
 		a->min_rnr_timer = CMA_MIN_RNR_TIMER;
-		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		*mask = rtr_mask(c->id.qp_type);
 		return 0;
 	case IBV_QPS_RTS:
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
@@ -122,8 +135,7 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		a->rnr_retry = (passive ? req->rnr_retry : c->param.rnr_retry_count) & 7;
 		a->max_rd_atomic = min8(passive ? req->resp_res : c->param.initiator_depth,
 					cma.devs[c->dev].max_rd_atom);
-		*mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			 IBV_QP_MAX_QP_RD_ATOMIC;
+		*mask = rts_mask(c->id.qp_type);
 		return 0;
 	default:
 		return -EINVAL;
@@ -256,7 +268,8 @@ static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const unio
 		ur_cm_rx(&c->conn, m, cma_now());   /* a repeat: our REP again, if sent */
 		return;
 	}
-	if (!l || l->id.qp_type != IBV_QPT_RC || m->transport != UR_CM_RC ||
+	if (!l || l->id.qp_type == IBV_QPT_UD ||
+	    (m->transport != UR_CM_RC && m->transport != UR_CM_XRC) ||
 	    ur_cma_hdr_parse(m->priv, m->priv_len, &h)) {
 		reject_unknown(m, dev, gid_index, from, UR_REJ_INVALID_SERVICE_ID);
 		return;
@@ -427,11 +440,8 @@ int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
 	if (!c->chan->sync)
 		return 0;
 	ret = cma_wait_event(c, want, &ev);
-	if (ev) {
-		pthread_mutex_unlock(&cma.lock);
-		rdma_ack_cm_event(ev);
-		pthread_mutex_lock(&cma.lock);
-	}
+	if (ev)
+		cma_keep_event(c, ev);
 	return ret;
 }
 
@@ -445,17 +455,21 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 		ret = cma_sidr_connect(c, p);
 		return ret ? ret : cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED);
 	}
-	if (c->id.qp_type != IBV_QPT_RC)
+	if (c->id.qp_type != IBV_QPT_RC && c->id.qp_type != IBV_QPT_XRC_SEND)
 		return -EINVAL;
 	if (c->dev < 0 || c->conn.state != UR_CM_IDLE || (!c->id.qp && !(p && p->qp_num)))
 		return -EINVAL;
 	ret = cma_check_priv(p, CMA_REQ_PRIV);
 	if (ret)
 		return ret;
-	if (p)
+	if (p) {
 		c->param = *p;
-	else
+	} else {
+		/* No parameters: the device's maxima, as rdma-core's defaults are. */
 		memset(&c->param, 0, sizeof(c->param));
+		c->param.responder_resources = cma.devs[c->dev].max_rd_atom;
+		c->param.initiator_depth = cma.devs[c->dev].max_rd_atom;
+	}
 	c->param.retry_count = p ? min8(p->retry_count, 7) : 7;
 	c->param.rnr_retry_count = p ? min8(p->rnr_retry_count, 7) : 7;
 	c->qp_num = c->id.qp ? c->id.qp->qp_num : p->qp_num;
@@ -467,7 +481,8 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 	m.qpn = c->qp_num;
 	m.resp_res = min8(c->param.responder_resources, cma.devs[c->dev].max_rd_atom);
 	m.init_depth = min8(c->param.initiator_depth, cma.devs[c->dev].max_rd_atom);
-	m.transport = UR_CM_RC;
+	/* An XRC initiator says so, as the kernel's ib_cm does. */
+	m.transport = c->id.qp && c->id.qp->qp_type == IBV_QPT_XRC_SEND ? UR_CM_XRC : UR_CM_RC;
 	m.remote_cm_timeout = m.local_cm_timeout = 18;
 	m.psn = c->psn;
 	m.retry_count = c->param.retry_count;

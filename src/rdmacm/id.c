@@ -92,6 +92,7 @@ void cma_id_free(struct cma_id *c)
 {
 	ur_list_del(&c->link);
 	cma_mc_leave_all(c);
+	cma_drop_kept(c);
 	cma_channel_drop(c->chan, c);
 	uroce_cm_id_free(c->comm_num);
 	if (c->own_chan)

@@ -102,9 +102,21 @@ static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
 		a->qp_type = c->id.qp_type;
 	if (!a->srq && c->id.srq)
 		a->srq = c->id.srq;
-	ret = make_cqs(c, a);
-	if (ret)
-		goto fail;
+	if (a->qp_type == IBV_QPT_XRC_RECV) {
+		/* No queues of its own: its messages go to XRC SRQs of the
+		 * device's domain, which rdma_create_srq makes. */
+		if (!(a->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !a->xrcd) {
+			if (!(a->xrcd = cma_dev_xrcd(c->dev)))
+				return -errno;
+			a->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+		}
+		a->send_cq = a->recv_cq = NULL;
+		a->srq = NULL;
+	} else {
+		ret = make_cqs(c, a);
+		if (ret)
+			goto fail;
+	}
 	qp = ibv_create_qp_ex(c->id.verbs, a);
 	if (!qp) {
 		ret = -errno;
@@ -223,6 +235,10 @@ UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space))
 		return -1;
 	c = to_cid(cm_id);
+	/* The QP type the address info asks for (XRC's two sides, say), as
+	 * rdma-core's rdma_create_ep gives its id. */
+	if (res->ai_qp_type)
+		cm_id->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (rdma_bind_addr(cm_id, res->ai_src_addr))
 			goto fail;
@@ -279,7 +295,10 @@ UR_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id
 		return -1;
 	}
 	c = to_cid(ev->id);
-	rdma_ack_cm_event(ev);
+	/* The request stays in the new id's event, as rdma-core's keeps it. */
+	pthread_mutex_lock(&cma.lock);
+	cma_keep_event(c, ev);
+	pthread_mutex_unlock(&cma.lock);
 	/* The new id waits on a channel of its own, as the listener does. */
 	if (rdma_migrate_id(&c->id, NULL))
 		goto fail;
@@ -300,32 +319,81 @@ fail:
 
 /* ---- SRQs ----------------------------------------------------------------- */
 
-UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
-			      struct ibv_srq_init_attr *attr)
+static int create_srq(struct cma_id *c, struct ibv_srq_init_attr_ex *a)
 {
-	struct cma_id *c = to_cid(id);
+	struct ibv_srq *srq;
 
-	if (!id->verbs || !attr) {
-		errno = EINVAL;
-		return -1;
+	if (!c->id.verbs || c->dev < 0 || !(a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return -EINVAL;
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) {
+		a->pd = c->id.pd ? c->id.pd : cma_dev_pd(c->dev);
+		if (!a->pd)
+			return -errno;
+		a->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
-	if (!pd) {
-		pthread_mutex_lock(&cma.lock);
-		pd = cma_dev_pd(c->dev);
-		pthread_mutex_unlock(&cma.lock);
-		if (!pd)
-			return -1;
+	if (a->srq_type == IBV_SRQT_XRC) {
+		/* As rdma-core's: the device's XRC domain, and a receive CQ
+		 * (with its channel, for rdma_get_recv_comp) made for it. */
+		if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd) {
+			if (!(a->xrcd = cma_dev_xrcd(c->dev)))
+				return -errno;
+		}
+		if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq) {
+			struct ibv_qp_init_attr_ex q = { .cap.max_recv_wr = a->attr.max_wr };
+			int ret = make_cqs(c, &q);
+
+			if (ret)
+				return ret;
+			a->cq = c->id.recv_cq;
+		}
+		a->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
 	}
-	id->srq = ibv_create_srq(pd, attr);
-	return id->srq ? 0 : -1;
+	srq = ibv_create_srq_ex(c->id.verbs, a);
+	if (!srq)
+		return -errno;
+	if (!c->id.pd)
+		c->id.pd = a->pd;
+	c->id.srq = srq;
+	return 0;
 }
 
 UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
-	(void)id;
-	(void)attr;
-	errno = ENOSYS;
-	return -1;
+	int ret;
+
+	if (!attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&cma.lock);
+	ret = create_srq(to_cid(id), attr);
+	pthread_mutex_unlock(&cma.lock);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* An XRC SRQ for an XRC_RECV id, a basic one otherwise, as rdma-core's. */
+UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex a;
+
+	if (!attr) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, attr, sizeof(*attr));
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);
+	a.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	a.pd = pd;
+	if (rdma_create_srq_ex(id, &a))
+		return -1;
+	attr->attr = a.attr;
+	return 0;
 }
 
 UR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)

@@ -70,7 +70,7 @@ enum ur_sidr_status {
 enum ur_cm_msg_ref { UR_CM_REF_REQ = 0, UR_CM_REF_REP = 1, UR_CM_REF_OTHER = 2 };
 
 /* Transport service types in a REQ. */
-enum ur_cm_transport { UR_CM_RC = 0, UR_CM_UC = 1 };
+enum ur_cm_transport { UR_CM_RC = 0, UR_CM_UC = 1, UR_CM_XRC = 3 };
 
 struct ur_cm_msg {
 	uint16_t attr;               /* enum ur_cm_attr */

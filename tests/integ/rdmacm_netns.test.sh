@@ -3,7 +3,7 @@
 # (a stand-in for two hosts): the CM's MADs go to the peer's UDP 4791 as
 # RoCEv2 datagrams to QP1, where the namespace's port-4791 owner hands them to
 # the listening process (a REQ) or to the owner of the comm ID (the rest).
-#  - rping -C 100 -v -V over IPv4 and over IPv6: both exit 0, every ping's
+#  - rping -C 1000 -v -V over IPv4 and over IPv6: both exit 0, every ping's
 #    pattern checked on both sides; udaddy -c 4 -C 100 (UD ids, SIDR);
 #    mckey (a multicast group joined on one side, sent to from the other);
 #  - no uroce process on the other host: rping's connection is UNREACHABLE
@@ -18,17 +18,17 @@ ur_netns_pair 1500
 export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
 
 port=$(ur_port)
-cm_pair rping4 rping -s -a "$UR_IP_B" -p "$port" -C 100 -v \
-	-- rping -c -a "$UR_IP_B" -p "$port" -C 100 -v -V
+cm_pair rping4 rping -s -a "$UR_IP_B" -p "$port" -C 1000 -v \
+	-- rping -c -a "$UR_IP_B" -p "$port" -C 1000 -v -V
 ur_expect_pair_ok rping4 "rping over IPv4 between namespaces"
-ur_report "rping4 client" cm_check_rping "$(ur_out rping4.client)" "" 100
-ur_report "rping4 server" cm_check_rping "$(ur_out rping4.server)" "server " 100
+ur_report "rping4 client" cm_check_rping "$(ur_out rping4.client)" "" 1000
+ur_report "rping4 server" cm_check_rping "$(ur_out rping4.server)" "server " 1000
 
 port=$(ur_port)
-cm_pair rping6 rping -s -a "$UR_IP6_B" -p "$port" -C 100 -v \
-	-- rping -c -a "$UR_IP6_B" -p "$port" -C 100 -v -V
+cm_pair rping6 rping -s -a "$UR_IP6_B" -p "$port" -C 1000 -v \
+	-- rping -c -a "$UR_IP6_B" -p "$port" -C 1000 -v -V
 ur_expect_pair_ok rping6 "rping over IPv6 between namespaces"
-ur_report "rping6 client" cm_check_rping "$(ur_out rping6.client)" "" 100
+ur_report "rping6 client" cm_check_rping "$(ur_out rping6.client)" "" 1000
 
 # UD ids: udaddy's SIDR_REQ crosses to the other namespace's listener, its
 # SIDR_REP comes back with the QP number and Q_Key, 100 datagrams each way.

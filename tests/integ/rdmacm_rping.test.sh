@@ -2,14 +2,15 @@
 # Unmodified rdmacm-utils over uroce's librdmacm.so.1 on one host (uroce0 on
 # lo): the connection manager's REQ/REP/RTU and DREQ/DREP travel as CM MADs
 # to QP1 over RoCEv2, through the port-4791 owner's forwarding.
-#  - rping -s / rping -c -C 100 -v -V: both exit 0, the client prints all 100
-#    pings and the server 100 (-V: the client checks what it read back),
+#  - rping -s / rping -c -C 1000 -v -V: both exit 0, the client prints all 1000
+#    pings and the server 1000 (-V: the client checks what it read back),
 #    each with rping's rotating pattern;
 #  - ucmatose with 100 connections (-c 100): both report "test complete" and
 #    return status 0; cmtime -c 100 (connections set up and torn down at
 #    once) ends 0 and prints its timing table;
 #  - rdma_server / rdma_client (synchronous ids, rdma_create_ep,
 #    rdma_get_request, the rdma_verbs.h helpers): both end 0;
+#  - rdma_xserver / rdma_xclient, RC (-c r) and XRC (-c x): both end 0;
 #  - udaddy -c 10 -C 100 -S 1000 (UD ids: SIDR_REQ/SIDR_REP give each client
 #    the server's QP number and Q_Key; 100 datagrams each way): both end 0;
 #  - mckey: a receiver joins a multicast group, a send-only member sends
@@ -45,11 +46,11 @@ fi
 prog_run lo.rdmacm_ud rdmacm_ud uroce0 1
 
 port=$(ur_port)
-cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 100 -v \
-	-- rping -c -a 127.0.0.1 -p "$port" -C 100 -v -V
-ur_expect_pair_ok rping "rping -C 100 -v -V"
-ur_report "rping client" cm_check_rping "$(ur_out rping.client)" "" 100
-ur_report "rping server" cm_check_rping "$(ur_out rping.server)" "server " 100
+cm_pair rping rping -s -a 127.0.0.1 -p "$port" -C 1000 -v \
+	-- rping -c -a 127.0.0.1 -p "$port" -C 1000 -v -V
+ur_expect_pair_ok rping "rping -C 1000 -v -V"
+ur_report "rping client" cm_check_rping "$(ur_out rping.client)" "" 1000
+ur_report "rping server" cm_check_rping "$(ur_out rping.server)" "server " 1000
 
 port=$(ur_port)
 cm_pair ucmatose ucmatose -p "$port" -c 100 -- ucmatose -s 127.0.0.1 -p "$port" -c 100
@@ -69,6 +70,17 @@ port=$(ur_port)
 cm_pair rsrv rdma_server -p "$port" -- rdma_client -s 127.0.0.1 -p "$port"
 ur_expect_pair_ok rsrv "rdma_server / rdma_client"
 ur_expect_grep rsrv.client 'rdma_client: end 0'
+
+# rdma_xserver / rdma_xclient: an inline SEND over an RC id (-c r), then
+# over XRC (-c x: the client's XRC_SEND QP reaches the server's XRC_RECV
+# QP, whose SRQ number comes back in the REP's private data; the server
+# ends 0 only when the SEND arrived on that SRQ).
+for t in r x; do
+	port=$(ur_port)
+	cm_pair "xsrv$t" rdma_xserver -p "$port" -c "$t" -- rdma_xclient -s 127.0.0.1 -p "$port" -c "$t"
+	ur_expect_pair_ok "xsrv$t" "rdma_xserver / rdma_xclient -c $t"
+	ur_expect_grep "xsrv$t.server" 'rdma_xserver: end 0'
+done
 
 # udaddy's port is fixed (7174) and it has no -p for it.
 CM_PORT=7174 cm_pair udaddy udaddy -b 127.0.0.1 -c 10 -C 100 -S 1000 \
@@ -121,7 +133,8 @@ else
 fi
 
 for n in rping.server rping.client ucmatose.server ucmatose.client cmtime.server cmtime.client \
-	 rsrv.server rsrv.client udaddy.server udaddy.client mckey.recv mckey.send; do
+	 rsrv.server rsrv.client xsrvr.server xsrvr.client \
+	 xsrvx.server xsrvx.client udaddy.server udaddy.client mckey.recv mckey.send; do
 	ur_sanitizer_clean "$n"
 done
 ur_done

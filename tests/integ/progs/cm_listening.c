@@ -1,5 +1,5 @@
 /* cm_listening PORT [SECONDS]: waits until a process of this host listens
- * through uroce's librdmacm.so.1 on rdma_cm TCP or UDP port PORT (exit 0), or
+ * through uroce's librdmacm.so.1 on rdma_cm TCP, UDP or IB port PORT (exit 0), or
  * SECONDS pass (default 30; exit 1).  The rdma_cm tests start a client only
  * then, as the TCP tests wait for a listening socket: a client turned away
  * (REJECTED) sends some programs into retry paths of their own (perftest
@@ -17,6 +17,7 @@ int uroce_cm_listen_check(uint64_t service_id);
 #define CMA_SID_BASE 0x0000000001000000ull
 #define CMA_PS_TCP 0x0106ull
 #define CMA_PS_UDP 0x0111ull
+#define CMA_PS_IB 0x013Full
 
 int main(int argc, char **argv)
 {
@@ -41,7 +42,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (uroce_cm_listen_check(CMA_SID_BASE | CMA_PS_TCP << 16 | (unsigned)port) ||
-		    uroce_cm_listen_check(CMA_SID_BASE | CMA_PS_UDP << 16 | (unsigned)port)) {
+		    uroce_cm_listen_check(CMA_SID_BASE | CMA_PS_UDP << 16 | (unsigned)port) ||
+		    uroce_cm_listen_check(CMA_SID_BASE | CMA_PS_IB << 16 | (unsigned)port)) {
 			ret = 0;
 			break;
 		}

@@ -17,7 +17,9 @@
  *  - teardown: a thread inside rdma_get_cm_event when its id and channel
  *              are destroyed (rping's event thread) stays asleep, as on the
  *              kernel's rdma_cm file: it never returns an error or touches
- *              the freed channel, even when the id's dropped event woke it.
+ *              the freed channel, even when the id's dropped event woke it;
+ *              nor does one that calls it just after the channel went
+ *              (rping's, back from acking DISCONNECTED a moment late).
  *
  *   rdmacm_api DEVICE GID_INDEX [CASE...]   (the device is opened by vt.c)
  */
@@ -348,6 +350,28 @@ static void case_teardown(struct vt_dev *d)
 	vt_check(atomic_load(&reader_errors) == 0,
 		 "%d channels destroyed under a reader: %d readers returned an error (%s)", made,
 		 atomic_load(&reader_errors), strerror(atomic_load(&reader_errno)));
+	/* Late: the channel is gone before the reader comes. */
+	made = 0;
+	for (int i = 0; i < 50; i++) {
+		struct rdma_event_channel *c = rdma_create_event_channel();
+		pthread_t t;
+
+		if (!c) {
+			vt_fail("late round %d: channel: %s", i, strerror(errno));
+			break;
+		}
+		rdma_destroy_event_channel(c);
+		if (pthread_create(&t, NULL, one_reader, c)) {
+			vt_fail("late round %d: pthread_create", i);
+			break;
+		}
+		pthread_detach(t);
+		made++;
+	}
+	usleep(200000);
+	vt_check(atomic_load(&reader_errors) == 0,
+		 "%d readers come after their channel was destroyed: %d returned an error (%s)",
+		 made, atomic_load(&reader_errors), strerror(atomic_load(&reader_errno)));
 }
 
 static const struct vt_case cases[] = {
