@@ -36,13 +36,18 @@ static void copy_avx2(uint8_t *d, const uint8_t *s, size_t n)
 
 void ur_memcpy_medium(void *dst, const void *src, size_t n)
 {
-	if (use_avx2 < 0) {
+	/* Threads may race to the first choice; they all pick the same, and
+	 * the relaxed atomics make that race a defined one. */
+	int avx2 = __atomic_load_n(&use_avx2, __ATOMIC_RELAXED);
+
+	if (avx2 < 0) {
 		const char *env = getenv("UROCE_COPY");
 
 		__builtin_cpu_init();
-		use_avx2 = __builtin_cpu_supports("avx2") && !(env && !strcmp(env, "libc"));
+		avx2 = __builtin_cpu_supports("avx2") && !(env && !strcmp(env, "libc"));
+		__atomic_store_n(&use_avx2, avx2, __ATOMIC_RELAXED);
 	}
-	if (use_avx2)
+	if (avx2)
 		copy_avx2(dst, src, n);
 	else
 		memcpy(dst, src, n);

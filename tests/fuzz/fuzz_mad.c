@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT((ur_cm_dest_of(data, size, &d) == 0) == (r == 0));
 	if (r)
 		return 0;
-	FUZZ_ASSERT(d.by_service == (m.attr == UR_CM_REQ));
+	FUZZ_ASSERT(d.by_service == (m.attr == UR_CM_REQ || m.attr == UR_CM_SIDR_REQ));
 	FUZZ_ASSERT(d.by_service ? d.service_id == m.service_id : d.comm_id == m.remote_comm_id);
 	FUZZ_ASSERT(m.priv_len == ur_cm_priv_room(m.attr));
 	FUZZ_ASSERT(ur_cm_pack(&m, mad) == 0);

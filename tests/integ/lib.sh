@@ -92,13 +92,23 @@ ur_done() {
 	exit 0
 }
 
-# ur_show NAME [LINES]: the last LINES (default 30) of a run's output, indented.
+# ur_show NAME [LINES]: the last LINES (default 30) of a run's output, indented,
+# after the error lines above them.
 ur_show() {
 	local f=$UR_TMP/$1.out
 	[ -f "$f" ] || return 0
 	printf '    --- %s (exit %s, %ss): %s\n' "$1" "${UR_RC[$1]:-?}" \
 		"${UR_ELAPSED[$1]:-?}" "$(ur_cmdline_of "$1")"
-	tail -n "${2:-30}" "$f" | sed 's/^/    | /'
+	# A program's stderr lands in the file before its buffered stdout, so
+	# error lines above the tail are shown too.
+	local n=${2:-30} total
+	total=$(wc -l < "$f")
+	if [ "$total" -gt "$n" ]; then
+		head -n $((total - n)) "$f" | grep -iE 'err|fail|couldn|unable|uroce|sanitizer|abort' |
+			head -n 20 | sed 's/^/    | /'
+		echo "    | [...]"
+	fi
+	tail -n "$n" "$f" | sed 's/^/    | /'
 }
 
 ur_out() { printf '%s' "$UR_TMP/$1.out"; }
@@ -413,6 +423,11 @@ ur_netns_pair() {
 	ip -n "$UR_NS_B" addr add "$UR_IP_B/24" dev "$UR_IF_B" &&
 	ip -n "$UR_NS_A" addr add "$UR_IP6_A/64" dev "$UR_IF_A" nodad &&
 	ip -n "$UR_NS_B" addr add "$UR_IP6_B/64" dev "$UR_IF_B" nodad &&
+	# The link-local addresses (GID 0) too: a tentative address (the
+	# second of duplicate detection) is refused as a source with EINVAL,
+	# which a test started at once would meet; a host's are long valid.
+	ip netns exec "$UR_NS_A" sysctl -qw "net.ipv6.conf.$UR_IF_A.accept_dad=0" &&
+	ip netns exec "$UR_NS_B" sysctl -qw "net.ipv6.conf.$UR_IF_B.accept_dad=0" &&
 	ip -n "$UR_NS_A" link set "$UR_IF_A" up &&
 	ip -n "$UR_NS_B" link set "$UR_IF_B" up || return 1
 	# Usable once both ends report carrier (operstate up).

@@ -255,6 +255,18 @@ const char *__asan_default_options(void)
 }
 #endif
 
+/* Growth allowed after the first round.  A leak of even 100 bytes per QP
+ * shows as 1 MB a round, 9 MB by the tenth.  Under ASan resident memory
+ * takes one step of 0.9-1.5 MB in an early round (round 2 in one run, round
+ * 5 in the next) and stays flat after it: its allocator settling, not a
+ * leak, which would grow every round (and LeakSanitizer reports leaks at
+ * exit).  ASan gets 4 MB. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHURN_GROWTH_KIB 4096
+#else
+#define CHURN_GROWTH_KIB 1024
+#endif
+
 #define CHURN_QPS 10000
 #define CHURN_ROUNDS 10
 #define CHURN_RTS_PAIRS 500      /* per round: 1000 of the QPs go to RTS */
@@ -287,8 +299,9 @@ static void case_churn(struct vt_dev *d)
 	for (int r = 1; r < CHURN_ROUNDS; r++) {
 		VT_EXPECT_EQ("open files after a round, as after the first", fds[0], fds[r]);
 		/* A leak of even 100 bytes per QP shows as 1 MB a round. */
-		vt_check(rss[r] - rss[0] < 1024, "round %d: resident memory %ld KiB, %ld more than "
-			 "after the first round (allowed: under 1024)", r + 1, rss[r], rss[r] - rss[0]);
+		vt_check(rss[r] - rss[0] < CHURN_GROWTH_KIB, "round %d: resident memory %ld KiB, %ld "
+			 "more than after the first round (allowed: under %d)", r + 1, rss[r],
+			 rss[r] - rss[0], CHURN_GROWTH_KIB);
 	}
 	ibv_destroy_cq(o.send_cq);
 }
