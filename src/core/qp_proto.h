@@ -23,7 +23,11 @@ struct ur_req_state {
 	uint32_t rd_atomic;      /* READ/ATOMIC requests awaiting their responses */
 	uint32_t noack;          /* packets sent since one asked for an ACK */
 	uint32_t cwnd;           /* packets allowed in flight (AIMD) */
+	bool recovering;         /* the window was halved for a loss, and no more
+				  * until recover_psn is acknowledged */
+	uint32_t recover_psn;
 	bool blocked;            /* the transport had no room: resume when writable */
+	uint64_t blocked_ns;     /* since when it waits for a turn without sending */
 	bool rnr_wait;           /* waiting out an RNR NAK timer */
 };
 
@@ -36,6 +40,15 @@ struct ur_comp_state {
 				  * start another (a timeout still does) */
 	uint64_t retrans_deadline;   /* ns, 0 = off */
 	uint64_t rnr_deadline;       /* ns, 0 = off */
+	/* The measured round trip (timers.c): one PSN timed at a time, none
+	 * while a retry is under way (Karn), srtt 0 until the first sample. */
+	uint64_t srtt_ns, rttvar_ns;
+	uint64_t rtt_sent_ns;        /* when rtt_psn left; 0 = none timed */
+	uint32_t rtt_psn;
+	uint8_t backoff;             /* early retries since progress: RTO << backoff */
+	/* Start of the QP-timeout period that a retry counts against: the
+	 * last progress, or the last counted retry. */
+	uint64_t period_ns;
 };
 
 enum ur_res_type {
@@ -49,6 +62,9 @@ enum ur_res_type {
 struct ur_resp_res {
 	uint8_t type;
 	bool pending;            /* responses still to send */
+	bool answered;           /* the whole answer went out once, or this is a
+				  * repeat: the requester no longer counts it
+				  * against its limit */
 	uint32_t first_psn, last_psn;
 	uint32_t cur_psn;        /* next response PSN to send (reads) */
 	uint32_t msn;
@@ -62,9 +78,10 @@ struct ur_resp_res {
 };
 
 /* What an atomic returned, kept by PSN so that a duplicate is answered
- * without executing again.  Apart from the READ/ATOMIC ring, whose slots
- * every duplicate READ takes again: there they would be pushed out while
- * the requester may still ask. */
+ * without executing again.  Apart from the READ/ATOMIC ring: a duplicate
+ * is answered from its original's slot while the ring holds it, but one
+ * whose slot went to a newer request takes a slot of its own, and the
+ * result must outlive that. */
 struct ur_atomic_result {
 	bool valid;
 	uint32_t psn;

@@ -35,6 +35,15 @@ struct ur_send_wqe *ur_ack_head(struct ur_qp *qp)
 	return NULL;
 }
 
+struct ur_send_wqe *ur_ack_oldest(struct ur_qp *qp)
+{
+	struct ur_send_wqe *w = ur_ack_head(qp);
+
+	if (!w && qp->req.wqe != qp->sq.tail)
+		w = ur_sq_wqe(qp, qp->req.wqe);   /* gone back, not yet resent */
+	return w;
+}
+
 /* A WQE acknowledged, explicitly or implied by a later response: comp.psn
  * moves past it too.  Otherwise a retry would start before it and resend
  * what follows it at PSNs the responder already used for other requests. */
@@ -54,12 +63,15 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 
 	qp->comp.psn = new_psn;
 	qp->comp.retrying = false;
+	if (qp->req.recovering && !psn_lt(new_psn, qp->req.recover_psn))
+		qp->req.recovering = false;   /* the window of that loss is through */
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	if (qp->req.cwnd < UR_MAX_UNACKED_PSNS) {
 		qp->req.cwnd += ur_max(acked / ur_max(qp->req.cwnd, 1u), 1u);
 		qp->req.cwnd = ur_min(qp->req.cwnd, UR_MAX_UNACKED_PSNS);
 	}
+	ur_timers_progress(qp, new_psn);
 	ur_timers_arm_retrans(qp);
 }
 

@@ -18,6 +18,9 @@ bool ur_ack_wqe_started(const struct ur_send_wqe *w);
 uint32_t ur_ack_inflight_end(struct ur_qp *qp);
 /* The oldest WQE not yet completed among those with packets out, or NULL. */
 struct ur_send_wqe *ur_ack_head(struct ur_qp *qp);
+/* The WQE a retry gives up on: ur_ack_head's, or, after going back with
+ * nothing resent yet (the transport refused it), the one to resend. */
+struct ur_send_wqe *ur_ack_oldest(struct ur_qp *qp);
 /* Everything before new_psn is acknowledged: window, retries, timer. */
 void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn);
 /* A WQE acknowledged (explicitly, or implied by a later response). */

@@ -18,7 +18,7 @@
 enum comp_state {
 	COMP_CHECK_QP,         /* does the QP take responses now? */
 	COMP_CHECK_PSN,        /* a response to something outstanding? */
-	COMP_CATCH_UP,         /* an ACK past what was resent: the requester moves there */
+	COMP_CATCH_UP,         /* a response past what was resent: the requester moves there */
 	COMP_CHECK_ACK,        /* which kind of response */
 	COMP_ACK,
 	COMP_RNR_NAK,
@@ -48,6 +48,8 @@ struct comp_ctx {
 	uint8_t syn;                    /* the AETH syndrome of an ACK/NAK */
 	struct ur_send_wqe *w;          /* ERROR: the WQE that fails */
 	enum ibv_wc_status status;      /* ERROR: how */
+	bool early;                     /* RETRY: from the measured round trip,
+					 * not counted against retry_cnt */
 };
 
 static enum comp_state error(struct comp_ctx *c, struct ur_send_wqe *w, enum ibv_wc_status st)
@@ -75,20 +77,36 @@ static enum comp_state check_psn(struct comp_ctx *c)
 	uint32_t psn = c->pkt->psn;
 	bool ack = (c->pkt->opcode & 0x1f) == UR_OPL_ACKNOWLEDGE;
 
-	if (psn_lt(psn, qp->comp.psn) || psn_ge(psn, ack ? qp->req.psn_max : qp->req.psn)) {
+	if (psn_lt(psn, qp->comp.psn) || psn_ge(psn, qp->req.psn_max)) {
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return COMP_DONE;
 	}
-	if (ack)
+	if (ack) {
 		c->syn = aeth_syn(ur_pkt_hdr(c->pkt, UR_HDR_AETH));
-	return ack && psn_ge(psn, qp->req.psn) ? COMP_CATCH_UP : COMP_CHECK_ACK;
+		return psn_ge(psn, qp->req.psn) ? COMP_CATCH_UP : COMP_CHECK_ACK;
+	}
+	if (psn_lt(psn, qp->req.psn))
+		return COMP_CHECK_ACK;
+	/* A READ response or atomic ACK to a request sent before going back
+	 * and not sent again yet (the transport was full): the next one
+	 * expected is as good as the answer to the resend, and dropping it
+	 * would only bring another round trip, and under load another
+	 * timeout.  Later ones mean a gap: the retry will ask again. */
+	if (psn != qp->comp.psn) {
+		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return COMP_DONE;
+	}
+	return COMP_CATCH_UP;
 }
 
 static enum comp_state catch_up(struct comp_ctx *c)
 {
-	/* An ACK covers its own PSN; a NAK what precedes it. */
-	ur_req_fast_forward(c->qp, ur_aeth_type(c->syn) == UR_AETH_ACK ? psn_inc(c->pkt->psn)
-									: c->pkt->psn);
+	bool ack = (c->pkt->opcode & 0x1f) == UR_OPL_ACKNOWLEDGE;
+
+	/* An ACK, READ response or atomic ACK covers its own PSN; a NAK what
+	 * precedes it. */
+	ur_req_fast_forward(c->qp, !ack || ur_aeth_type(c->syn) == UR_AETH_ACK
+					   ? psn_inc(c->pkt->psn) : c->pkt->psn);
 	return COMP_CHECK_ACK;
 }
 
@@ -251,17 +269,26 @@ static enum comp_state retry(struct comp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
 
-	if (!qp->comp.retry_left) {
+	if (!c->early && !qp->comp.retry_left) {
 		UR_QP_COUNT(qp, UR_CNT_RETRY_EXCEEDED_ERR);
-		return error(c, ur_ack_head(qp), IBV_WC_RETRY_EXC_ERR);
+		return error(c, ur_ack_oldest(qp), IBV_WC_RETRY_EXC_ERR);
 	}
-	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: retry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
-	       ur_qp_num(qp), qp->comp.psn, qp->req.psn, qp->req.cwnd, qp->comp.retry_left);
-	qp->comp.retry_left--;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %sretry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
+	       ur_qp_num(qp), c->early ? "early " : "", qp->comp.psn, qp->req.psn, qp->req.cwnd,
+	       qp->comp.retry_left);
+	if (!c->early)
+		qp->comp.retry_left--;
+	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);     /* every go-back, as rxe's */
 	qp->comp.retrying = true;
-	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);
-	/* A loss on a lossy path: the congestion window halves. */
-	qp->req.cwnd = ur_max(qp->req.cwnd / 2, UR_CWND_MIN);
+	ur_timers_retry(qp);
+	/* A loss on a lossy path: the congestion window halves, once for
+	 * all the losses of one window (what was in flight when the first
+	 * was found), as TCP's recovery does. */
+	if (!qp->req.recovering) {
+		qp->req.cwnd = ur_max(qp->req.cwnd / 2, UR_CWND_MIN);
+		qp->req.recovering = true;
+		qp->req.recover_psn = qp->req.psn_max;
+	}
 	ur_req_rewind(qp);
 	ur_timers_arm_retrans(qp);
 	ur_req_run(qp);
@@ -333,7 +360,15 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 	}
 	if (qp->comp.retrans_deadline && qp->comp.retrans_deadline <= now) {
 		qp->comp.retrans_deadline = 0;
-		if (qp->comp.psn != qp->req.psn)
+		if (qp->comp.psn != qp->req.psn_max) {
+			c.early = !ur_timers_retry_counts(qp, now);
+			if (c.early && qp->req.blocked) {
+				/* Waiting for room on the transport: going back
+				 * would only rewind what has not left yet. */
+				ur_timers_arm_retrans(qp);
+				return;
+			}
 			run(&c, COMP_RETRY);
+		}
 	}
 }

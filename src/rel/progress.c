@@ -30,40 +30,87 @@ void ur_progress_timer(struct ur_timer *t)
 	pthread_mutex_unlock(&qp->lock);
 }
 
+/* Takes the QP at the head of the waiting list off it; NULL if none. */
+static struct ur_qp *waiting_pop(struct ur_stack *s)
+{
+	struct ur_qp *qp = NULL;
+
+	pthread_mutex_lock(&s->waiting_lock);
+	if (!ur_list_empty(&s->waiting)) {
+		qp = ur_list_entry(s->waiting.next, struct ur_qp, wait_link);
+		ur_list_del(&qp->wait_link);
+	}
+	pthread_mutex_unlock(&s->waiting_lock);
+	return qp;
+}
+
+/* A QP's turn; true if it sent anything (requests or responses). */
+static bool resume_one(struct ur_stack *s, struct ur_qp *qp)
+{
+	bool sent_any = false;
+
+	pthread_mutex_lock(&qp->lock);
+	qp->req.blocked = false;
+	if (!qp->dying) {
+		uint64_t sent = qp->cnt[UR_CNT_SENT_PKTS];
+		uint32_t psn = qp->req.psn;
+
+		ur_qp_tx(qp);
+		sent_any = qp->cnt[UR_CNT_SENT_PKTS] != sent;
+		if (qp->req.psn != psn) {
+			ur_timers_left_after_wait(qp);
+			__atomic_store_n(&s->last_turn_ns, ur_now_ns(), __ATOMIC_RELAXED);
+		}
+		if (!qp->req.blocked)
+			qp->req.blocked_ns = 0;
+		ur_qp_check_overrun(qp);
+	}
+	pthread_mutex_unlock(&qp->lock);
+	return sent_any;
+}
+
 void ur_progress_resume(struct ur_stack *s)
 {
+	struct ur_list missed;
 	unsigned n = 0;
 	bool more;
 
-	/* The QPs waiting now, each once: one that blocks again is back on
-	 * the list for the next drain. */
+	/* Each QP waiting now gets one turn, in the order they came to wait.
+	 * One that sent goes to the back (it asks again if it blocks again);
+	 * one that could send nothing (its socket still full, or filled by
+	 * those before it) keeps its place ahead of them, so the next drain
+	 * serves it first.  Putting every QP back at the back, in the same
+	 * order, let only the head ever send: with 1000 QPs the last waited
+	 * through 1000 drains.  Every QP gets its try: one stuck on a full
+	 * socket does not hold up those bound elsewhere. */
+	ur_list_init(&missed);
 	pthread_mutex_lock(&s->waiting_lock);
 	for (struct ur_list *pos = s->waiting.next; pos != &s->waiting; pos = pos->next)
 		n++;
 	pthread_mutex_unlock(&s->waiting_lock);
 	while (n--) {
-		struct ur_qp *qp = NULL;
+		struct ur_qp *qp = waiting_pop(s);
 
-		pthread_mutex_lock(&s->waiting_lock);
-		if (!ur_list_empty(&s->waiting)) {
-			qp = ur_list_entry(s->waiting.next, struct ur_qp, wait_link);
-			ur_list_del(&qp->wait_link);
-		}
-		pthread_mutex_unlock(&s->waiting_lock);
 		if (!qp)
 			break;
-		pthread_mutex_lock(&qp->lock);
-		qp->req.blocked = false;
-		if (!qp->dying) {
-			ur_qp_tx(qp);
-			ur_qp_check_overrun(qp);
+		if (resume_one(s, qp))
+			continue;
+		/* Nothing sent: off the back of the list, onto ours, in order. */
+		pthread_mutex_lock(&s->waiting_lock);
+		if (ur_list_linked(&qp->wait_link)) {
+			ur_list_del(&qp->wait_link);
+			ur_list_add_tail(&missed, &qp->wait_link);
 		}
-		pthread_mutex_unlock(&qp->lock);
+		pthread_mutex_unlock(&s->waiting_lock);
 	}
+	/* Decided under the list's lock, as ur_tx_blocked asks under it: a QP
+	 * that blocks on another thread right now is either seen here or
+	 * asks after this, never undone by it (it would wait for ever). */
 	pthread_mutex_lock(&s->waiting_lock);
+	ur_list_splice_front(&s->waiting, &missed);
 	more = !ur_list_empty(&s->waiting);
-	pthread_mutex_unlock(&s->waiting_lock);
 	ur_xports_want_writable(&s->xports, more);
+	pthread_mutex_unlock(&s->waiting_lock);
 }
 
 /* A thread that polls an empty CQ gives its core away now and then: when

@@ -24,6 +24,13 @@
 #define UR_READ_CHUNK_PKTS 32u
 /* Retransmission timeouts below this only cause spurious resends. */
 #define UR_MIN_RETRANS_NS 500000ull
+/* The floor of the timer from the measured round trip (timers.c), and how
+ * often it may double before the QP's own timeout takes over. */
+#define UR_MIN_RTO_NS 1000000ull
+#define UR_MAX_BACKOFF 8u
+/* QP timeouts a QP may wait for its turn on a transport that others' turns
+ * keep draining before its retries count again (timers.c). */
+#define UR_MAX_TURN_WAIT 16u
 
 /* The low five bits of a BTH opcode; OR in the transport (UR_OP_TYPE_*). */
 enum ur_op_low {

@@ -49,6 +49,7 @@ static uint8_t req_opcode(uint32_t wr_op, bool first, bool last)
 /* A packet left: the high-water mark of PSNs sent moves with it. */
 static void note_sent(struct ur_qp *qp)
 {
+	qp->req.blocked_ns = 0;          /* its requests leave: no longer waiting */
 	if (psn_gt(qp->req.psn, qp->req.psn_max))
 		qp->req.psn_max = qp->req.psn;
 }
@@ -286,6 +287,9 @@ static void req_run(struct ur_qp *qp)
 		return;
 	while (qp->req.wqe != qp->sq.tail) {
 		struct ur_send_wqe *w = ur_sq_wqe(qp, qp->req.wqe);
+		uint32_t psn = qp->req.psn;
+		/* A PSN never sent before: a round trip may be timed on it. */
+		bool fresh = !psn_lt(psn, qp->req.psn_max);
 		bool done = false;
 		int ret;
 
@@ -324,8 +328,12 @@ static void req_run(struct ur_qp *qp)
 			ur_qp_to_error(qp, false);
 			return;
 		}
-		if (ur_qp_is_reliable(qp) && !qp->comp.retrans_deadline)
-			ur_timers_arm_retrans(qp);
+		if (ur_qp_is_reliable(qp)) {
+			if (fresh && !qp->comp.rtt_sent_ns)
+				ur_timers_sent(qp, psn);
+			if (!qp->comp.retrans_deadline)
+				ur_timers_arm_retrans(qp);
+		}
 		if (!done)
 			continue;
 		w->state = UR_WQE_SENT;

@@ -161,6 +161,8 @@ void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicat
 		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR, "RDMA READ: bad rkey, range or permission");
 		return;
 	}
+	if (duplicate && ur_resp_res_again(qp, UR_RES_READ, pkt->psn, va, len))
+		return;
 	res = ur_resp_take_res(qp);
 	if (!res) {
 		if (!duplicate)
@@ -177,6 +179,7 @@ void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicat
 	res->pd = ur_resp_pd(qp);
 	res->resid = len;
 	res->length = len;
+	res->answered = duplicate;   /* a repeat may give way to a new request */
 	if (!duplicate) {
 		qp->resp.msn++;
 		qp->resp.psn = psn_inc(res->last_psn);
@@ -239,6 +242,8 @@ void ur_exec_atomic_again(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	struct ur_resp_state *r = &qp->resp;
 
+	if (ur_resp_res_again(qp, UR_RES_ATOMIC, pkt->psn, 0, 0))
+		return;
 	for (uint32_t i = 0; i < r->nres; i++) {
 		const struct ur_atomic_result *saved = &r->atomics[i];
 		struct ur_resp_res *res;
@@ -252,6 +257,7 @@ void ur_exec_atomic_again(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 			res->first_psn = res->last_psn = saved->psn;
 			res->atomic_orig = saved->orig;
 			res->msn = saved->msn;
+			res->answered = true;   /* a repeat: the requester counts it no more */
 		}
 		return;
 	}

@@ -70,8 +70,10 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 	res->cur_psn = psn_inc(res->cur_psn);
 	res->va += len;
 	res->resid -= len;
-	if (last)
+	if (last) {
 		res->pending = false;
+		res->answered = true;
+	}
 	return 0;
 }
 
@@ -86,8 +88,10 @@ static int send_atomic_ack(struct ur_qp *qp, struct ur_resp_res *res)
 	aeth_set_msn(ur_tx_hdr(&p, UR_HDR_AETH), res->msn);
 	atmack_set_orig(ur_tx_hdr(&p, UR_HDR_ATMACK), res->atomic_orig);
 	ret = ur_tx_send(qp, &qp->path, &p);
-	if (!ret)
+	if (!ret) {
 		res->pending = false;
+		res->answered = true;
+	}
 	return ret;
 }
 
@@ -138,12 +142,55 @@ struct ur_resp_res *ur_resp_take_res(struct ur_qp *qp)
 	struct ur_resp_state *r = &qp->resp;
 	struct ur_resp_res *res;
 
-	if (!r->nres || r->res_next - r->res_tx >= r->nres)
-		return NULL;     /* every slot still has output: over the limit */
+	if (!r->nres)
+		return NULL;
+	if (r->res_next - r->res_tx >= r->nres) {
+		struct ur_resp_res *oldest = &r->res[r->res_tx % r->nres];
+
+		/* Every slot still has output.  If the oldest has never been
+		 * answered, the requester went over its limit.  If it has, a
+		 * duplicate took res_tx back to it: the requester had its
+		 * answer and may have asked anew since, so the repeat gives
+		 * way (the requester asks again for what it still misses). */
+		if (!oldest->answered)
+			return NULL;
+		oldest->pending = false;
+		r->res_tx++;
+	}
 	res = &r->res[r->res_next % r->nres];
 	r->res_next++;
 	memset(res, 0, sizeof(*res));
 	return res;
+}
+
+bool ur_resp_res_again(struct ur_qp *qp, uint8_t type, uint32_t psn, uint64_t va, uint32_t len)
+{
+	struct ur_resp_state *r = &qp->resp;
+
+	/* Newest first: the slots res_next - 1 back to res_next - nres hold
+	 * the last nres requests. */
+	for (uint32_t k = 1; k <= r->nres && k <= r->res_next; k++) {
+		uint32_t slot = r->res_next - k;
+		struct ur_resp_res *res = &r->res[slot % r->nres];
+
+		if (res->type != type || psn_lt(psn, res->first_psn) || psn_gt(psn, res->last_psn))
+			continue;
+		if (type == UR_RES_READ) {
+			/* The requester asks for the rest from psn on: a new
+			 * FIRST there, as for a request of its own. */
+			res->cur_psn = psn;
+			res->va = va;
+			res->resid = len;
+			res->length = len;
+		} else if (psn != res->first_psn) {
+			return false;
+		}
+		res->pending = true;
+		if ((int32_t)(slot - r->res_tx) < 0)
+			r->res_tx = slot;   /* earlier slots already sent stay skipped */
+		return true;
+	}
+	return false;
 }
 
 void ur_resp_complete_recv(struct ur_qp *qp, enum ibv_wc_status status,

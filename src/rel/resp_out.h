@@ -39,6 +39,11 @@ void ur_resp_answer(struct ur_qp *qp, uint8_t syn, uint32_t psn);
 /* A slot of the READ/ATOMIC resource ring, or NULL when every slot still
  * has output (over max_dest_rd_atomic). */
 struct ur_resp_res *ur_resp_take_res(struct ur_qp *qp);
+/* A duplicate READ (va, len from its RETH) or atomic at psn, answered from
+ * the slot that answered the original while the ring still holds it: that
+ * slot goes out again, in its turn, from psn on.  false if the ring no
+ * longer holds it. */
+bool ur_resp_res_again(struct ur_qp *qp, uint8_t type, uint32_t psn, uint64_t va, uint32_t len);
 
 /* Completes the receive WQE in progress (resp.rwqe); pkt, on success, for
  * the immediate, invalidated key and SE bit. */

@@ -2,7 +2,9 @@
 
 #include "core/qp.h"
 #include "engine/engine.h"
+#include "rel/psn.h"
 #include "rel/rel_priv.h"
+#include "rel/stack.h"
 #include "util/clock.h"
 
 uint64_t ur_rel_timeout_ns(uint8_t timeout)
@@ -41,17 +43,136 @@ void ur_timers_update(struct ur_qp *qp)
 		ur_engine_timer_cancel(e, &qp->timer);
 }
 
-void ur_timers_arm_retrans(struct ur_qp *qp)
-{
-	uint64_t t = ur_rel_timeout_ns(qp->attr.timeout);
-
-	qp->comp.retrans_deadline = t && qp->comp.psn != qp->req.psn ? ur_now_ns() + t : 0;
-	ur_timers_update(qp);
-}
-
 void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code)
 {
 	qp->comp.retrans_deadline = 0;
 	qp->comp.rnr_deadline = ur_now_ns() + ur_rel_rnr_timer_ns(code);
 	ur_timers_update(qp);
+}
+
+/* ---- the timer from the measured round trip ------------------------------
+ * Go-back-N waits out the QP's timeout when a message's last packet, or a
+ * retransmission, is lost: 67 ms for perftest's and ibv_rc_pingpong's 14,
+ * against a round trip of tens of microseconds.  So the requester also
+ * keeps TCP's estimate (RFC 6298: srtt, rttvar, RTO = srtt + 4 rttvar,
+ * doubled on each early retry) and goes back when it expires.  Those early
+ * retries are free; the QP's timeout and retry_cnt still decide when to
+ * give up: a retry counts only after a whole timeout without progress, so
+ * a vanished peer ends in RETRY_EXC_ERR no sooner than before. */
+
+static uint64_t rto_ns(const struct ur_qp *qp)
+{
+	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
+	uint64_t rto;
+
+	if (qp->comp.srtt_ns)
+		rto = qp->comp.srtt_ns + 4 * qp->comp.rttvar_ns;
+	else
+		rto = qpt / 4;   /* nothing measured yet: a quarter of the timeout */
+	rto = (rto < UR_MIN_RTO_NS ? UR_MIN_RTO_NS : rto) << qp->comp.backoff;
+	return qpt && rto > qpt ? qpt : rto;
+}
+
+void ur_timers_arm_retrans(struct ur_qp *qp)
+{
+	uint64_t t = rto_ns(qp), now = ur_now_ns();
+
+	/* Outstanding is what was ever sent and is not acknowledged (psn_max,
+	 * not psn: a retry that the transport refused at once has sent
+	 * nothing yet, and a peer that never takes it must still time out). */
+	if (!t || qp->comp.psn == qp->req.psn_max) {
+		qp->comp.retrans_deadline = 0;
+	} else {
+		uint64_t end;
+
+		if (!qp->comp.retrans_deadline && !qp->comp.period_ns)
+			qp->comp.period_ns = now;      /* from idle: a period starts */
+		/* Never past the period's end, where a retry counts. */
+		end = qp->comp.period_ns + ur_rel_timeout_ns(qp->attr.timeout);
+		qp->comp.retrans_deadline = end > now && end < now + t ? end : now + t;
+	}
+	ur_timers_update(qp);
+}
+
+void ur_timers_sent(struct ur_qp *qp, uint32_t psn)
+{
+	if (!qp->comp.rtt_sent_ns && !qp->comp.retrying) {
+		qp->comp.rtt_psn = psn;
+		qp->comp.rtt_sent_ns = ur_now_ns();
+	}
+}
+
+void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn)
+{
+	struct ur_comp_state *c = &qp->comp;
+	uint64_t now = ur_now_ns();
+
+	if (c->rtt_sent_ns && psn_lt(c->rtt_psn, new_psn)) {
+		uint64_t r = now > c->rtt_sent_ns ? now - c->rtt_sent_ns : 1;
+
+		if (!c->srtt_ns) {
+			c->srtt_ns = r;
+			c->rttvar_ns = r / 2;
+		} else {
+			uint64_t d = r > c->srtt_ns ? r - c->srtt_ns : c->srtt_ns - r;
+
+			c->rttvar_ns = (3 * c->rttvar_ns + d) / 4;
+			c->srtt_ns = (7 * c->srtt_ns + r) / 8;
+			if (!c->srtt_ns)
+				c->srtt_ns = 1;
+		}
+		c->rtt_sent_ns = 0;
+	}
+	c->backoff = 0;
+	/* Idle once all is acknowledged; else a new period from now. */
+	c->period_ns = new_psn == qp->req.psn_max ? 0 : now;
+}
+
+void ur_timers_left_after_wait(struct ur_qp *qp)
+{
+	/* Many QPs sharing a full socket take turns: the wait for a turn is
+	 * this host's, not the peer's silence.  A peer that takes nothing at
+	 * all (frozen, its socket full) gives no turn, so it still times
+	 * out. */
+	if (qp->comp.period_ns) {
+		qp->comp.period_ns = ur_now_ns();
+		ur_timers_arm_retrans(qp);
+	}
+}
+
+void ur_timers_waiting(struct ur_qp *qp)
+{
+	if (!qp->req.blocked_ns)
+		qp->req.blocked_ns = ur_now_ns();
+}
+
+void ur_timers_retry(struct ur_qp *qp)
+{
+	qp->comp.rtt_sent_ns = 0;
+}
+
+bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
+{
+	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
+	uint64_t turn = __atomic_load_n(&qp->ctx->stack->last_turn_ns, __ATOMIC_RELAXED);
+
+	/* Its requests wait for a turn on a full transport while others'
+	 * turns drained it in this period: the wait is this host's backlog (1000 QPs sharing
+	 * one socket wait longer than a QP timeout), and what waits has not
+	 * left, so no timer of the peer's can have run out.  Bounded, so that
+	 * a peer that takes nothing still ends while others drain. */
+	if (qp->req.blocked_ns && now - qp->req.blocked_ns < UR_MAX_TURN_WAIT * qpt &&
+	    turn && turn >= qp->comp.period_ns) {
+		qp->comp.period_ns = now;
+		return false;
+	}
+
+	if (!qp->comp.period_ns || now - qp->comp.period_ns >= qpt) {
+		qp->comp.period_ns = now;
+		qp->comp.backoff = 0;
+		return true;
+	}
+	if (qp->comp.backoff < UR_MAX_BACKOFF)
+		qp->comp.backoff++;
+	return false;
 }

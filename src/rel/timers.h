@@ -4,6 +4,7 @@
 #ifndef UROCE_REL_TIMERS_H
 #define UROCE_REL_TIMERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ur_qp;
@@ -15,8 +16,28 @@ uint64_t ur_rel_rnr_timer_ns(uint8_t code);
 
 /* The deadlines changed: arm the QP's timer for the earlier, or cancel it. */
 void ur_timers_update(struct ur_qp *qp);
-/* Retransmission in timeout from now, if anything is unacknowledged. */
+/* Retransmission from now, if anything is unacknowledged: after the
+ * measured round trip's timeout (RTO) while that is shorter than the
+ * QP's timeout, else after the QP's timeout. */
 void ur_timers_arm_retrans(struct ur_qp *qp);
+/* A packet with a new PSN left: time it if none is timed. */
+void ur_timers_sent(struct ur_qp *qp, uint32_t psn);
+/* Everything before new_psn is acknowledged: a round-trip sample if the
+ * timed PSN is among it; the retry period starts again. */
+void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn);
+/* A retry went back: nothing sent before it may be timed (Karn). */
+void ur_timers_retry(struct ur_qp *qp);
+/* The retransmission timer fired at now: does this retry count against
+ * retry_cnt (a whole QP timeout without progress), or is it an early one
+ * from the measured round trip? */
+bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now);
+/* The transport had refused this QP's packets (full) and now took some:
+ * the retry period starts again, as a NIC's timer starts when a request
+ * leaves, not when it waits behind others for the wire. */
+void ur_timers_left_after_wait(struct ur_qp *qp);
+/* The transport refused the QP's packets: it waits for a turn from now,
+ * unless it waits already. */
+void ur_timers_waiting(struct ur_qp *qp);
 /* An RNR NAK with this timer code: wait, nothing retransmits meanwhile. */
 void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code);
 

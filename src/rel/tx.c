@@ -6,6 +6,7 @@
 #include "core/qp.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
+#include "rel/timers.h"
 
 void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t paylen, bool se,
 		uint32_t dqpn, bool ackreq, uint32_t psn)
@@ -41,11 +42,12 @@ void ur_tx_blocked(struct ur_qp *qp)
 	if (qp->req.blocked)
 		return;
 	qp->req.blocked = true;
+	ur_timers_waiting(qp);
 	pthread_mutex_lock(&s->waiting_lock);
 	if (!qp->dying && !ur_list_linked(&qp->wait_link))
 		ur_list_add_tail(&s->waiting, &qp->wait_link);
-	pthread_mutex_unlock(&s->waiting_lock);
 	ur_xports_want_writable(&s->xports, true);
+	pthread_mutex_unlock(&s->waiting_lock);
 }
 
 void ur_tx_flush(struct ur_qp *qp)

@@ -40,6 +40,21 @@ static inline void ur_list_add(struct ur_list *head, struct ur_list *n)
 	ur_list__insert(n, head, head->next);
 }
 
+/* Moves every entry of list, in order, to the front of head; list is left
+ * empty. */
+static inline void ur_list_splice_front(struct ur_list *head, struct ur_list *list)
+{
+	struct ur_list *first = list->next, *last = list->prev;
+
+	if (first == list)
+		return;
+	last->next = head->next;
+	head->next->prev = last;
+	head->next = first;
+	first->prev = head;
+	list->next = list->prev = list;
+}
+
 /* Unlinks n and leaves it self-linked, so a second del is harmless. */
 static inline void ur_list_del(struct ur_list *n)
 {

@@ -94,7 +94,9 @@ static void test_loss_two_gaps(void)
 }
 
 /* The ACK of a WRITE is lost: the timer resends the WRITE, B recognises the
- * duplicate, acknowledges it again and does not write a second time. */
+ * duplicate, acknowledges it again and does not write a second time.  No
+ * round trip is measured yet: the first resend comes after a quarter of
+ * the QP's timeout and does not count against retry_cnt. */
 static void test_loss_ack_timer(void)
 {
 	struct t_opts o = { .a_psn = 0xffffff, .retry_cnt = 3 };
@@ -110,7 +112,7 @@ static void test_loss_ack_timer(void)
 	UT_EQ(t_post_rdma(&p.a, 5, IBV_WR_RDMA_WRITE, sa.buf, 512, sa.mr->lkey,
 			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
 	deadline = p.a.qp->comp.retrans_deadline;
-	UT_EQ(deadline, t_clock_ns + ur_rel_timeout_ns(20));
+	UT_EQ(deadline, t_clock_ns + ur_rel_timeout_ns(20) / 4);
 	t_deliver(0);
 	UT_MEMEQ(tb.buf, sa.buf, 512);
 	UT_EQ(t_count(), 1);
@@ -120,13 +122,13 @@ static void test_loss_ack_timer(void)
 	 * show. */
 	memset(tb.buf, 0xee, 512);
 	/* Not yet: the timer has not expired. */
-	t_advance(ur_rel_timeout_ns(20) - 1);
+	t_advance(ur_rel_timeout_ns(20) / 4 - 1);
 	UT_EQ(t_count(), 0);
 	t_advance(1);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_ONLY);
 	UT_EQ(t_psn(0), 0xffffff);
-	UT_EQ(p.a.qp->comp.retry_left, 2);
+	UT_EQ(p.a.qp->comp.retry_left, 3);                  /* early: not counted */
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_deliver(0);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
@@ -410,6 +412,187 @@ static void test_loss_retry_zero(void)
 	t_advance(T_TIMEOUT_NS);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* Two losses in one window halve the congestion window once: the second
+ * go-back (its resend lost again) comes before what was in flight at the
+ * first is acknowledged.  Halving on each took the window to a quarter
+ * for what TCP's recovery counts as one congestion event. */
+static void test_loss_window_halves_once(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	uint32_t psn0, cwnd0, target;
+	bool dropped_again = false;
+	unsigned steps = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 16 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 16 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 16 * 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 16 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 16);
+	cwnd0 = p.a.qp->req.cwnd;
+	psn0 = t_psn(0);
+	target = (psn0 + 10) & 0xffffff;
+	t_drop(2);
+	while (t_count() && steps++ < 1000) {
+		/* After the first go-back, its resend of PSN 10 is lost too. */
+		if (!dropped_again && p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] == 1 &&
+		    t_dqpn(0) == ur_qp_num(p.b.qp) && t_psn(0) == target) {
+			t_drop(0);
+			dropped_again = true;
+			continue;
+		}
+		t_deliver(0);
+	}
+	UT_CHECK(dropped_again);
+	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
+	UT_CHECK(p.a.qp->req.cwnd >= cwnd0 / 2);     /* halved once, not twice */
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 16 * 256);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The very first message, before any round trip is measured, gets early
+ * retries too: with retry_cnt 0 it survives two losses in a row (sent at
+ * 0, resent at a quarter and at three quarters of the QP's timeout, none
+ * counted).  Before, it had retry_cnt + 1 tries at whole timeouts: a
+ * pingpong's first message at 20 % loss each way (a try fails 36 % of
+ * the time) ended in RETRY_EXC_ERR for some fault seeds every time. */
+static void test_loss_first_message(void)
+{
+	struct t_opts o = { .retry_cnt = T_ZERO, .timeout = 10 };   /* 4.19 ms */
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(0);
+	t_advance(qpt / 4);
+	UT_EQ(t_count(), 1);              /* early, uncounted */
+	t_drop(0);
+	t_advance(qpt / 2);
+	UT_EQ(t_count(), 1);              /* again, before the timeout */
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The timer from the measured round trip: once a round trip is measured
+ * (50 us here), a lost last packet is resent after the RTO's floor (1 ms),
+ * not the QP's timeout (4 s), and again after twice that; neither counts
+ * against retry_cnt.  A peer that has vanished still ends the request only
+ * after (retry_cnt + 1) whole QP timeouts, as before. */
+static void test_loss_rtt_timer(void)
+{
+	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };   /* 4.19 ms */
+	uint64_t qpt = ur_rel_timeout_ns(10), t0;
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	/* Nothing measured yet: a quarter of the QP's timeout. */
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + qpt / 4);
+	t_advance(50000);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->comp.srtt_ns, 50000);
+	/* A tail loss: resent after 1 ms, then after 2 ms, uncounted. */
+	UT_EQ(t_post_recv(&p.b, 10, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + UR_MIN_RTO_NS);
+	t_drop(0);
+	t_advance(UR_MIN_RTO_NS - 1);
+	UT_EQ(t_count(), 0);
+	t_advance(1);
+	UT_EQ(t_count(), 1);
+	UT_EQ(p.a.qp->comp.retry_left, 2);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + 2 * UR_MIN_RTO_NS);
+	t_drop(0);
+	t_advance(2 * UR_MIN_RTO_NS);
+	UT_EQ(t_count(), 1);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 10, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->comp.backoff, 0);
+	UT_EQ(p.a.qp->comp.retry_left, 2);
+	/* The peer is gone: every packet lost.  RETRY_EXC_ERR no sooner than
+	 * three QP timeouts, and no later than four. */
+	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t0 = t_clock_ns;
+	while (p.a.qp->state == IBV_QPS_RTS && t_clock_ns - t0 < 10 * qpt) {
+		while (t_count())
+			t_drop(0);
+		t_advance(100000);
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(t_clock_ns - t0 >= 3 * qpt);
+	UT_CHECK(t_clock_ns - t0 <= 4 * qpt);
+	UT_EQ(p.a.qp->comp.retry_left, 0);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_RETRY_EXC_ERR);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A peer that never takes a packet again (a frozen process of this host:
+ * its socket full, the transport refusing with EAGAIN): the retry timer
+ * still runs though going back sent nothing, and the oldest WQE ends in
+ * RETRY_EXC_ERR, the next in FLUSH_ERR, never a wait without end. */
+static void test_loss_peer_frozen(void)
+{
+	struct t_opts o = { .retry_cnt = 2 };
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	while (t_count())
+		t_drop(0);
+	net.eagain = true;
+	for (int i = 0; i < 3 && p.a.qp->state == IBV_QPS_RTS; i++) {
+		UT_CHECK(p.a.qp->comp.retrans_deadline != 0);
+		t_advance(T_TIMEOUT_NS);
+	}
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	UT_CHECK(t_cq_empty(p.a.scq));
+	net.eagain = false;
 	t_mem_free(&sa);
 	t_pair_close(&p);
 }

@@ -16,6 +16,7 @@
 #include "xrc_tests.c"
 #include "xrc_shared_tests.c"
 #include "eagain_tests.c"
+#include "congest_tests.c"
 #include "error_tests.c"
 #include "misc_tests.c"
 #include "edge_tests.c"
@@ -41,6 +42,8 @@ int main(void)
 	UT_RUN(test_loss_middle_nak_once);
 	UT_RUN(test_loss_two_gaps);
 	UT_RUN(test_loss_ack_timer);
+	UT_RUN(test_loss_first_message);
+	UT_RUN(test_loss_window_halves_once);
 	UT_RUN(test_loss_atomic_duplicate);
 	UT_RUN(test_loss_read_response);
 	UT_RUN(test_loss_read_response_one_retry);
@@ -48,6 +51,8 @@ int main(void)
 	UT_RUN(test_loss_read_chunked);
 	UT_RUN(test_loss_retry_exhausted);
 	UT_RUN(test_loss_retry_zero);
+	UT_RUN(test_loss_rtt_timer);
+	UT_RUN(test_loss_peer_frozen);
 	UT_RUN(test_loss_gbn_across_wqes);
 	UT_RUN(test_loss_duplicates_everywhere);
 	UT_RUN(test_loss_ack_before_read);
@@ -120,6 +125,13 @@ int main(void)
 	UT_RUN(test_eagain_nak_survives_error);
 	UT_RUN(test_xport_hard_error);
 	UT_RUN(test_destroy_while_waiting);
+	UT_RUN(test_congest_turns_do_not_count);
+	UT_RUN(test_congest_response_before_resend);
+	UT_RUN(test_congest_dup_reads_share_slots);
+	UT_RUN(test_congest_repeat_gives_way);
+	UT_RUN(test_congest_fair_turns);
+	UT_RUN(test_congest_wait_in_line);
+	UT_RUN(test_congest_wait_in_line_bounded);
 
 	UT_RUN(test_err_flush_in_order);
 	UT_RUN(test_err_srq_last_wqe);

@@ -1,0 +1,326 @@
+/* Many QPs on one full transport (a host's socket shared by 1000 QPs under
+ * load): a QP waits longer than its QP timeout for its turn, answers arrive
+ * before the requests they answer were resent, and a responder that cannot
+ * send piles up duplicates.  None of that may end a healthy connection. */
+
+/* Going back over a message of 8 packets while the transport is full: the
+ * QP gets a turn (one packet out) every 0.3 QP timeout, so its resend takes
+ * 2.4 timeouts before the packet that asks for an ACK leaves.  Those
+ * turns are the wait for this host's wire, not the peer's silence: the
+ * timer runs from each packet that leaves, nothing more counts against
+ * retry_cnt (1 here: the old rule ended the QP in RETRY_EXC_ERR), and the
+ * resend is not started over meanwhile. */
+static void test_congest_turns_do_not_count(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };   /* 4.19 ms */
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	unsigned turns = 0;
+	uint64_t retries;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 8);
+	while (t_count())
+		t_drop(0);                /* all lost */
+	net.eagain = true;
+	t_advance(qpt);                   /* the first retry (counted); its resend waits */
+	UT_EQ(p.a.qp->comp.retry_left, 0);
+	UT_CHECK(p.a.qp->req.blocked);
+	retries = p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR];
+	for (turns = 0; turns < 8 && p.a.qp->state == IBV_QPS_RTS; turns++) {
+		t_advance(qpt * 3 / 10);
+		net.eagain = false;
+		net.eagain_after = (int)net.sent + 1;
+		ur_progress_resume(t_stack());
+		net.eagain = true;
+		net.eagain_after = -1;
+		t_run();                  /* the packet, and an ACK if it asked */
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(turns, 8);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], retries);   /* not started over */
+	net.eagain = false;
+	ur_progress_resume(t_stack());    /* the ACK the last packet asked for */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 8 * 256);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A READ response arrives after the requester went back but before the
+ * transport let it resend the READ: it is the answer expected next and is
+ * taken (dropping it cost another round trip and, under load, another
+ * timeout each time); the READ is not sent again. */
+static void test_congest_response_before_resend(void)
+{
+	struct t_opts o = { .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct t_pkt *resp;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 100, la.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 1024, la.mr->lkey,
+			    (uintptr_t)tb.buf + 1024, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_count(), 2);
+	t_deliver(0);
+	t_deliver(0);
+	UT_EQ(t_count(), 2);              /* the READ response and the atomic ACK */
+	resp = t_take(0);
+	net.eagain = true;
+	t_advance(qpt);                   /* goes back; the resend is refused */
+	UT_CHECK(p.a.qp->req.blocked);
+	UT_EQ(p.a.qp->req.psn, p.a.qp->comp.psn);
+	t_inject(resp);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(la.buf, tb.buf, 100);
+	t_deliver(0);                     /* the atomic ACK, also before its resend */
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	t_run();
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);   /* nothing was resent */
+	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A responder that cannot send keeps its READ answers queued; the
+ * requester goes back and asks again.  A duplicate is answered from the
+ * slot of its original, not from a new one: duplicates filled the ring and
+ * the next new READ, within max_dest_rd_atomic, was refused with a NAK
+ * invalid request that ended the QP. */
+static void test_congest_dup_reads_share_slots(void)
+{
+	struct t_opts o = { .rd_atomic = 4 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct t_pkt *r4, *dup[3];
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	for (int i = 0; i < 4; i++)
+		UT_EQ(t_post_rdma(&p.a, 1 + i, IBV_WR_RDMA_READ, la.buf + 1024 * i, 300 + i,
+				  la.mr->lkey, (uintptr_t)tb.buf + 1024 * i, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 4);
+	r4 = t_take(3);
+	for (int i = 0; i < 3; i++)
+		dup[i] = t_copy(i);
+	net.eagain = true;
+	for (int i = 0; i < 3; i++)
+		t_deliver(0);             /* executed; answers wait */
+	for (int i = 0; i < 3; i++)
+		t_inject(dup[i]);         /* asked again while they wait */
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 3);
+	t_inject(r4);                     /* the fourth of four allowed */
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	t_run();
+	for (int i = 0; i < 4; i++)
+		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
+	for (int i = 0; i < 4; i++)
+		UT_MEMEQ(la.buf + 1024 * i, tb.buf + 1024 * i, 300 + i);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* An atomic's answer reached the requester, which then asked anew (one
+ * new request within max_dest_rd_atomic); a repeat of the first request,
+ * sent before its answer came, arrives while the responder cannot send.
+ * The repeat took the ring's read pointer back to the first slot, and the
+ * new request found every slot "with output" and was refused with a NAK
+ * invalid request that ended both QPs (perftest's ib_atomic_bw -q 4 under
+ * ASan, and a long soak).  The repeat gives way instead. */
+static void test_congest_repeat_gives_way(void)
+{
+	struct t_opts o = { .rd_atomic = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct t_pkt *dup, *a3;
+	struct ibv_wc wc;
+	uint64_t v;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	memset(tb.buf, 0, 8);
+	for (int i = 0; i < 2; i++)
+		UT_EQ(t_post_atomic(&p.a, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8 * i,
+				    la.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_count(), 2);
+	dup = t_copy(0);
+	t_deliver(0);
+	t_deliver(0);                     /* both executed and answered */
+	UT_EQ(t_count(), 2);
+	t_deliver(0);                     /* the first answer */
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 16, la.mr->lkey,
+			    (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_count(), 2);              /* the second answer, the third request */
+	a3 = t_take(1);
+	net.eagain = true;
+	t_inject(dup);                    /* its answer cannot leave */
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	t_inject(a3);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	memcpy(&v, tb.buf, 8);
+	UT_EQ(v, 3);                      /* each executed once */
+	memcpy(&v, la.buf + 16, 8);
+	UT_EQ(v, 2);                      /* the third saw the first two */
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* Turns come in the order the QPs came to wait: three QPs blocked on a
+ * full transport, and each drain makes room for two packets.  The first
+ * drain is the first QP's, the second the second's, the third the
+ * third's; a drain with no room at all costs nobody a place.  (Giving all
+ * of them a try at every drain put them back in the same order, and only
+ * the first ever sent.) */
+static void test_congest_fair_turns(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p[3];
+	struct t_mem sa[3], rb[3];
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 3; i++) {
+		if (t_pair_open(&p[i], &o))
+			return;
+		t_mem_reg(&sa[i], &p[i].a, 1024, IBV_ACCESS_LOCAL_WRITE, (uint8_t)(1 + i));
+		t_mem_reg(&rb[i], &p[i].b, 1024, IBV_ACCESS_LOCAL_WRITE, (uint8_t)(4 + i));
+		UT_EQ(t_post_recv(&p[i].b, 9, rb[i].buf, 1024, rb[i].mr->lkey), 0);
+	}
+	net.eagain = true;
+	for (int i = 0; i < 3; i++) {
+		UT_EQ(t_post_send(&p[i].a, 1, IBV_WR_SEND, sa[i].buf, 1024, sa[i].mr->lkey,
+				  IBV_SEND_SIGNALED), 0);
+		UT_CHECK(p[i].a.qp->req.blocked);
+	}
+	UT_EQ(t_count(), 0);
+	/* No room at all: the head stays the head. */
+	net.eagain = false;
+	net.eagain_after = (int)net.sent;
+	ur_progress_resume(t_stack());
+	UT_EQ(t_count(), 0);
+	for (int turn = 0; turn < 3; turn++) {
+		net.eagain = false;
+		net.eagain_after = (int)net.sent + 2;
+		ur_progress_resume(t_stack());
+		UT_EQ(t_count(), 2u * (turn + 1));
+		UT_EQ(t_dqpn(2 * turn), ur_qp_num(p[turn].b.qp));
+		UT_EQ(t_dqpn(2 * turn + 1), ur_qp_num(p[turn].b.qp));
+	}
+	net.eagain = false;
+	net.eagain_after = -1;
+	ur_progress_resume(t_stack());
+	t_run();
+	for (int i = 0; i < 3; i++) {
+		t_expect_wc(p[i].a.scq, &wc, 1, IBV_WC_SUCCESS);
+		t_expect_wc(p[i].b.rcq, &wc, 9, IBV_WC_SUCCESS);
+		UT_MEMEQ(rb[i].buf, sa[i].buf, 1024);
+		t_mem_free(&sa[i]);
+		t_mem_free(&rb[i]);
+		t_pair_close(&p[i]);
+	}
+}
+
+/* Waiting in line: a QP whose resend cannot leave (the transport is full)
+ * while other QPs' turns keep draining it has nothing out on the wire to
+ * time out, so its retries do not count, for up to UR_MAX_TURN_WAIT QP
+ * timeouts; once nothing drains any more (a peer that takes nothing), they
+ * count again and the QP ends in RETRY_EXC_ERR. */
+static void test_congest_wait_in_line(void)
+{
+	struct t_opts o = { .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(0);
+	net.eagain = true;
+	t_advance(qpt);                   /* counted; the resend waits in line */
+	UT_EQ(p.a.qp->comp.retry_left, 0);
+	UT_CHECK(p.a.qp->req.blocked);
+	for (int i = 0; i < 10; i++) {
+		t_stack()->last_turn_ns = t_clock_ns;     /* others' turns drain */
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	}
+	UT_EQ(t_count(), 0);
+	t_advance(2 * qpt);               /* nothing drains any more */
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	net.eagain = false;
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
+
+/* ... and the wait in line is bounded: after UR_MAX_TURN_WAIT QP timeouts
+ * the retries count even while others drain. */
+static void test_congest_wait_in_line_bounded(void)
+{
+	struct t_opts o = { .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa;
+	struct ibv_wc wc;
+	unsigned periods = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	t_drop(0);
+	net.eagain = true;
+	t_advance(qpt);
+	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * UR_MAX_TURN_WAIT) {
+		t_stack()->last_turn_ns = t_clock_ns;
+		t_advance(qpt);
+		periods++;
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(periods >= UR_MAX_TURN_WAIT - 1 && periods <= UR_MAX_TURN_WAIT + 2);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	net.eagain = false;
+	t_mem_free(&sa);
+	t_pair_close(&p);
+}
