@@ -22,6 +22,10 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_MALFORMED] = "malformed",
 	[UR_CNT_NO_QP] = "no_qp",
 	[UR_CNT_COMPLETION_ERRORS] = "completion_errors",
+	[UR_CNT_INJECTED_LOSS] = "injected_loss",
+	[UR_CNT_INJECTED_REORDER] = "injected_reorder",
+	[UR_CNT_INJECTED_DUP] = "injected_dup",
+	[UR_CNT_INJECTED_CORRUPT] = "injected_corrupt",
 };
 
 int ur_counter_by_name(const char *name)

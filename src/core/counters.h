@@ -28,6 +28,12 @@ enum ur_counter {
 	UR_CNT_MALFORMED,        /* dropped: failed to parse */
 	UR_CNT_NO_QP,            /* dropped: no such QP on the host */
 	UR_CNT_COMPLETION_ERRORS, /* completions in error, flushes aside */
+	/* What the fault injector (UROCE_FAULTS) did to received packets, so
+	 * that a test can reconcile the other counters with it. */
+	UR_CNT_INJECTED_LOSS,
+	UR_CNT_INJECTED_REORDER,
+	UR_CNT_INJECTED_DUP,
+	UR_CNT_INJECTED_CORRUPT,
 	UR_CNT_NR
 };
 

@@ -45,6 +45,19 @@ static void on_dropped(void *arg, enum ur_xport_drop why, const union ibv_gid *d
 									: UR_CNT_MALFORMED);
 }
 
+static void on_injected(void *arg, enum ur_xport_fault what, const union ibv_gid *dgid)
+{
+	static const enum ur_counter cnt[] = {
+		[UR_XPORT_FAULT_LOSS] = UR_CNT_INJECTED_LOSS,
+		[UR_XPORT_FAULT_REORDER] = UR_CNT_INJECTED_REORDER,
+		[UR_XPORT_FAULT_DUP] = UR_CNT_INJECTED_DUP,
+		[UR_XPORT_FAULT_CORRUPT] = UR_CNT_INJECTED_CORRUPT,
+	};
+
+	(void)arg;
+	ur_device_count_by_gid(dgid, cnt[what]);
+}
+
 /* ---- housekeeping (engine thread) ---------------------------------------- */
 
 /* Port-4791 elections, port and GID events, counters published for other
@@ -99,6 +112,7 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	const struct ur_xport_hooks hooks = {
 		.rx = on_rx, .local_msg = on_local_msg, .writable = on_writable,
 		.dropped = on_dropped,
+		.injected = on_injected,
 	};
 	struct ur_xport_hooks h = hooks;
 	struct ur_stack *s;

@@ -72,6 +72,14 @@ enum ur_xport_drop {
 	UR_XPORT_DROP_NR
 };
 
+/* What the fault injector did to a received packet (UROCE_FAULTS). */
+enum ur_xport_fault {
+	UR_XPORT_FAULT_LOSS,
+	UR_XPORT_FAULT_REORDER,
+	UR_XPORT_FAULT_DUP,
+	UR_XPORT_FAULT_CORRUPT,
+};
+
 /* What a transport calls, from reactor callbacks (never concurrently). */
 struct ur_xport_hooks {
 	void *arg;
@@ -84,6 +92,8 @@ struct ur_xport_hooks {
 	/* A packet dropped before anything could read it; dgid, if known,
 	 * is where it was going (the device it counts against). */
 	void (*dropped)(void *arg, enum ur_xport_drop why, const union ibv_gid *dgid);
+	/* The fault injector did this to a packet going to dgid. */
+	void (*injected)(void *arg, enum ur_xport_fault what, const union ibv_gid *dgid);
 };
 
 struct ur_xport_stats {

@@ -9,20 +9,25 @@
 #include "wire/icrc.h"
 #include "xport/udp/udp_priv.h"
 
+void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_gid *dgid)
+{
+	if (ip->family == AF_INET) {
+		ur_gid_from_v4(sgid, ip->v4.saddr);
+		ur_gid_from_v4(dgid, ip->v4.daddr);
+	} else {
+		memcpy(sgid->raw, &ip->v6.saddr, 16);
+		memcpy(dgid->raw, &ip->v6.daddr, 16);
+	}
+}
+
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
 		    uint8_t tclass, uint8_t hop)
 {
 	struct ur_rx_meta meta = { .traffic_class = tclass, .hop_limit = hop };
 
 	UR_UDP_COUNT(u, rcvd_pkts, 1);
-	if (ip->family == AF_INET) {
-		ur_gid_from_v4(&meta.sgid, ip->v4.saddr);
-		ur_gid_from_v4(&meta.dgid, ip->v4.daddr);
-	} else {
-		memcpy(meta.sgid.raw, &ip->v6.saddr, 16);
-		memcpy(meta.dgid.raw, &ip->v6.daddr, 16);
-		meta.ipv6 = true;
-	}
+	ur_udp_ip_gids(ip, &meta.sgid, &meta.dgid);
+	meta.ipv6 = ip->family != AF_INET;
 	if (ur_icrc_check(ip, pkt, len, NULL)) {
 		UR_UDP_COUNT(u, icrc_errors, 1);
 		ur_dbg(NULL, "dropped a %zu byte packet: ICRC mismatch", len);

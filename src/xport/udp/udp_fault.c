@@ -30,7 +30,6 @@ struct ur_udp_fault {
 	uint8_t held_tclass, held_hop;
 	uint8_t held_pkt[UR_UDP_BUF];
 	uint8_t scratch[UR_UDP_BUF];  /* a corrupted copy */
-	uint64_t lost, reordered, duplicated, corrupted;
 };
 
 /* xorshift64*: reproducible from the seed, cheap. */
@@ -105,6 +104,27 @@ void ur_udp_fault_open(struct ur_udp *u)
 	u->fault = f;
 }
 
+/* Counted against the device the packet was going to, so that a test can
+ * reconcile what was done with what the device saw. */
+static void injected(struct ur_udp *u, enum ur_xport_fault what, const struct ur_roce_ip *ip)
+{
+	union ibv_gid sgid, dgid;
+
+	ur_udp_ip_gids(ip, &sgid, &dgid);
+	if (u->hooks.injected)
+		u->hooks.injected(u->hooks.arg, what, &dgid);
+}
+
+/* A bit to flip, anywhere but in the BTH's FECN/BECN byte (byte 4): the
+ * ICRC does not cover it, so a flip there would be neither caught nor
+ * harmful, and every injected corruption must show as an ICRC error. */
+static size_t corrupt_bit(struct ur_udp_fault *f, size_t len)
+{
+	size_t bit = (size_t)(next_unit(f) * (double)((len - (len > 4)) * 8));
+
+	return len > 4 && bit >= 4 * 8 ? bit + 8 : bit;
+}
+
 static void hold(struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
 		 const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
@@ -114,7 +134,6 @@ static void hold(struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
 	f->held_tclass = tclass;
 	f->held_hop = hop;
 	f->held = true;
-	f->reordered++;
 }
 
 void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
@@ -124,24 +143,27 @@ void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const str
 	bool release = f->held;
 
 	if (next_unit(f) < f->loss) {
-		f->lost++;
+		injected(u, UR_XPORT_FAULT_LOSS, ip);
 		return;
 	}
 	if (!f->held && len <= sizeof(f->held_pkt) && next_unit(f) < f->reorder) {
 		hold(f, pkt, len, ip, tclass, hop);
+		injected(u, UR_XPORT_FAULT_REORDER, ip);
 		return;
 	}
 	if (len && len <= sizeof(f->scratch) && next_unit(f) < f->corrupt) {
-		size_t bit = (size_t)(next_unit(f) * (double)(len * 8));
+		size_t bit = corrupt_bit(f, len);
 
 		memcpy(f->scratch, pkt, len);
 		f->scratch[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		pkt = f->scratch;
-		f->corrupted++;
+		injected(u, UR_XPORT_FAULT_CORRUPT, ip);
 	}
 	ur_udp_deliver(u, pkt, len, ip, tclass, hop);
 	if (next_unit(f) < f->dup) {
-		f->duplicated++;
+		injected(u, UR_XPORT_FAULT_DUP, ip);
+		if (pkt == f->scratch)   /* a second corrupted delivery */
+			injected(u, UR_XPORT_FAULT_CORRUPT, ip);
 		ur_udp_deliver(u, pkt, len, ip, tclass, hop);
 	}
 	if (release) {

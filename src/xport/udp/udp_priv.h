@@ -212,6 +212,9 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events);
  * Anything malformed is counted and dropped (fuzzed by tests/fuzz/fuzz_local). */
 void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len);
 
+/* A received packet's addresses as GIDs. */
+void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_gid *dgid);
+
 /* Checks a received packet's ICRC and hands it up (counted, or dropped and counted). */
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
 		    uint8_t tclass, uint8_t hop);

@@ -298,7 +298,7 @@ static int to_init(struct vt_qp *q)
 	return ibv_modify_qp(q->qp, &a, mask);
 }
 
-static int to_rtr(struct vt_qp *q, struct vt_qp *peer)
+static int to_rtr_remote(struct vt_qp *q, uint32_t qpn, const union ibv_gid *gid)
 {
 	struct ibv_qp_attr a;
 	int mask = IBV_QP_STATE;
@@ -307,10 +307,10 @@ static int to_rtr(struct vt_qp *q, struct vt_qp *peer)
 	a.qp_state = IBV_QPS_RTR;
 	if (q->o.type != IBV_QPT_UD) {
 		a.path_mtu = q->o.mtu;
-		a.dest_qp_num = peer->qp->qp_num;
+		a.dest_qp_num = qpn;
 		a.rq_psn = 0x100;
 		a.ah_attr.is_global = 1;
-		a.ah_attr.grh.dgid = peer->dev->gid;
+		a.ah_attr.grh.dgid = *gid;
 		a.ah_attr.grh.sgid_index = (uint8_t)q->dev->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 		a.ah_attr.port_num = q->dev->port;
@@ -322,6 +322,11 @@ static int to_rtr(struct vt_qp *q, struct vt_qp *peer)
 		}
 	}
 	return ibv_modify_qp(q->qp, &a, mask);
+}
+
+static int to_rtr(struct vt_qp *q, struct vt_qp *peer)
+{
+	return to_rtr_remote(q, peer->qp->qp_num, &peer->dev->gid);
 }
 
 static int to_rts(struct vt_qp *q)
@@ -352,6 +357,15 @@ int vt_qp_connect(struct vt_qp *a, struct vt_qp *b)
 	if ((ret = to_rtr(a, b)) || (ret = to_rtr(b, a)))
 		return ret;
 	if ((ret = to_rts(a)) || (ret = to_rts(b)))
+		return ret;
+	return 0;
+}
+
+int vt_qp_connect_remote(struct vt_qp *q, uint32_t qpn, const union ibv_gid *gid)
+{
+	int ret;
+
+	if ((ret = to_init(q)) || (ret = to_rtr_remote(q, qpn, gid)) || (ret = to_rts(q)))
 		return ret;
 	return 0;
 }

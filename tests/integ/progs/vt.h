@@ -117,6 +117,9 @@ void vt_qp_destroy(struct vt_qp *q);
 /* RC/UC: connects a and b to each other (RESET -> INIT -> RTR -> RTS) with
  * a GRH to the device's GID; UD: both to RTS.  0 or an errno value. */
 int vt_qp_connect(struct vt_qp *a, struct vt_qp *b);
+/* RC/UC: connects q to a QP of another process, qpn at gid (both ends use
+ * PSN 0x100). */
+int vt_qp_connect_remote(struct vt_qp *q, uint32_t qpn, const union ibv_gid *gid);
 /* RC pair in one call: a requester and a responder, each with its options. */
 void vt_rc_pair(struct vt_dev *d, struct vt_qp *a, const struct vt_qp_opts *ao,
 		struct vt_qp *b, const struct vt_qp_opts *bo);

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# ctest-timeout: 300
+# ctest-labels: reliability
+# Peers that freeze or die mid-transfer, on one host and across network
+# namespaces: the survivor gets error completions, never a hang, and the
+# next run right after works.
+#
+#  - SIGSTOP of an ib_write_bw server mid-run (lo, then two namespaces):
+#    its client's writes end in "transport retry counter exceeded" within
+#    seconds (perftest's timeout 14 and retry_cnt 7: 8 timeouts of 67 ms);
+#    the server, continued (SIGCONT), ends too, and a fresh pair works;
+#  - SIGKILL of an ib_write_bw server mid-run across namespaces: the same
+#    for its client; the killed process's registry slot and QP numbers do
+#    not stop a fresh pair in the same namespaces.
+. "$(dirname "$0")/lib.sh"
+UR_TIMEOUT=120
+
+# fz_prog_signal NAME SIG: SIG to the program of run NAME.
+fz_prog_signal() {
+	local p
+	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to signal"; return 1; }
+	kill "-$2" "$p"
+}
+
+# fz_case TAG DEV GID ADDR SIG: an ib_write_bw pair (server in UR_SNS,
+# client in UR_CNS); 3 s into the run the server gets SIG; the client must
+# end with retry exceeded within 20 s; a stopped server is continued and
+# must end within 20 s; then a fresh ibv_rc_pingpong pair works.
+fz_case() {
+	local tag=$1 dev=$2 g=$3 addr=$4 sig=$5 port t0 t
+	port=$(ur_port)
+	UR_NS=${UR_SNS-$UR_NS} ur_start "$tag.server" ib_write_bw -d "$dev" -x "$g" -p "$port" -D 60
+	if ! UR_NS=${UR_SNS-$UR_NS} ur_wait_listen "$port" "${UR_PID[$tag.server]}"; then
+		ur_fail "$tag: the ib_write_bw server did not listen"
+		ur_show "$tag.server"
+		ur_stop "$tag.server"
+		return 1
+	fi
+	UR_NS=${UR_CNS-$UR_NS} ur_start "$tag.client" ib_write_bw -d "$dev" -x "$g" -p "$port" -D 60 "$addr"
+	sleep 3
+	if ! kill -0 "${UR_PID[$tag.client]}" 2>/dev/null; then
+		ur_fail "$tag: the client ended before its server could be signalled"
+		ur_show "$tag.client"
+		ur_stop "$tag.server"
+		return 1
+	fi
+	fz_prog_signal "$tag.server" "$sig"
+	t0=$(date +%s.%N)
+	for _ in $(seq 200); do
+		kill -0 "${UR_PID[$tag.client]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	t=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
+	if kill -0 "${UR_PID[$tag.client]}" 2>/dev/null; then
+		ur_fail "$tag: the client still runs 20 s after its server got SIG$sig"
+		ur_stop "$tag.client"
+	else
+		ur_wait "$tag.client"
+		ur_pass "$tag: the client ended ${t} s after its server got SIG$sig"
+		ur_expect_fail_fast "$tag.client" "$tag: the client of a server that got SIG$sig"
+		ur_expect_grep "$tag.client" 'transport retry counter exceeded|Failed status 12' \
+			"$tag: the client's writes end in retry exceeded"
+	fi
+	if [ "$sig" = STOP ]; then
+		fz_prog_signal "$tag.server" CONT
+		for _ in $(seq 200); do
+			kill -0 "${UR_PID[$tag.server]}" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "${UR_PID[$tag.server]}" 2>/dev/null; then
+			ur_fail "$tag: the continued server still runs 20 s later"
+			ur_stop "$tag.server"
+		else
+			ur_wait "$tag.server"
+			ur_pass "$tag: the continued server ended (exit ${UR_RC[$tag.server]})"
+		fi
+	else
+		ur_wait "$tag.server"
+		ur_expect_eq "$tag: the killed server's exit" 137 "${UR_RC[$tag.server]}"
+	fi
+	port=$(ur_port)
+	ur_pair "$tag.fresh" "$port" ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 \
+		-- ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 "$addr"
+	ur_expect_pair_ok "$tag.fresh" "$tag: a fresh ibv_rc_pingpong pair right after"
+}
+
+g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g"
+[ -n "$g" ] || ur_done
+fz_case stop.lo uroce0 "$g" 127.0.0.1 STOP
+
+ur_netns_pair 1500
+export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
+fz_case stop.veth uroce1 1 "$UR_IP_B" STOP
+fz_case kill.veth uroce1 1 "$UR_IP_B" KILL
+ur_done

@@ -1,0 +1,30 @@
+/* Two processes of a verbs test: a TCP side channel to exchange QP numbers,
+ * GIDs and verdicts, and byte streams both sides can regenerate from a key
+ * (so that what must arrive need not be sent twice).  Exits the program
+ * (status 2) when the side channel breaks. */
+#ifndef UROCE_INTEG_VT_PEER_H
+#define UROCE_INTEG_VT_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Listens on TCP port (any address, IPv4 and IPv6) and returns the first
+ * connection. */
+int vt_tcp_accept(const char *port);
+/* Connects to host:port, retrying for 10 s while nobody listens yet. */
+int vt_tcp_connect(const char *host, const char *port);
+/* Sends (out) or receives exactly len bytes. */
+void vt_xfer(int fd, void *buf, size_t len, bool out);
+
+/* A 64-bit mixer (splitmix64's finaliser): distinct inputs, unrelated
+ * outputs. */
+uint64_t vt_mix(uint64_t x);
+/* Byte off of the stream named key. */
+uint8_t vt_stream_byte(uint64_t key, uint64_t off);
+/* p[0..len) = the stream's bytes start .. start + len. */
+void vt_stream_fill(uint8_t *p, size_t len, uint64_t key, uint64_t start);
+/* The first offset where p differs from the stream, or -1. */
+long vt_stream_diff(const uint8_t *p, size_t len, uint64_t key, uint64_t start);
+
+#endif

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# ctest-timeout: 900
+# ctest-labels: reliability
+# RC under load and faults between two processes (tests/integ/progs/storm.c):
+# random messages of 1 B .. 1 MiB (SEND, SEND with immediate, WRITE, WRITE
+# with immediate, READ, fetch-and-add, compare-and-swap), every byte, every
+# receive's order, length and immediate, every atomic result and the final
+# atomic words checked; both processes run with uroce's fault injector
+# (UROCE_FAULTS): loss 1 %, 5 % and 20 %, each with 5 % reordering, 1 %
+# duplication and 0.1 % corruption.  Then 1000 RC QPs between the two
+# processes, traffic on all of them, under 1 % loss; and 1 % loss across
+# two network namespaces.  Goodput is printed beside the clean figure.
+# storm_long.test.sh (label long) runs 100 000 messages at each loss rate.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/progs_lib.sh"
+. "$(dirname "$0")/storm_lib.sh"
+UR_TIMEOUT=300
+F="reorder=0.05,dup=0.01,corrupt=0.001"
+
+g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g"
+[ -n "$g" ] || ur_done
+declare -A before=()
+fault_counters before
+
+declare -A gbps
+storm_case lo.clean uroce0 "$g" 127.0.0.1 none --messages 10000 --seed 1
+gbps[0]=$STORM_GBPS
+storm_case lo.loss1 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
+gbps[1]=$STORM_GBPS
+storm_case lo.loss5 uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
+gbps[5]=$STORM_GBPS
+storm_case lo.loss20 uroce0 "$g" 127.0.0.1 "loss=0.20,$F" --messages 500 --seed 4
+gbps[20]=$STORM_GBPS
+ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
+
+# 1000 connected RC QPs between two processes (kernel rxe's old limit),
+# 100 messages of up to 4 KiB on each, 4 in flight per QP.
+storm_case lo.qps1000 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --qps 1000 --max-size 4096 \
+	--depth 4 --messages 100000 --seed 5
+fault_reconcile before
+
+ur_netns_pair 1500
+UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A storm_case veth.loss1 uroce1 1 "$UR_IP_B" "loss=0.01,$F" \
+	--messages 5000 --seed 6
+ur_done
