@@ -63,6 +63,10 @@ one() {
 			echo "--- guest's QPs while the client hangs:"
 			vm_run -t 20 "rdma res show qp" 2>&1 || true
 		fi
+		if [ "$rc" = 0 ] && ! vm_bg_done "srv$i" "$run_timeout"; then
+			echo "--- guest's QPs while its server hangs:"
+			vm_run -t 20 "rdma res show qp" 2>&1 || true
+		fi
 		srv=$(vm_wait "srv$i" $((rc ? 5 : run_timeout)) 2>&1) || rc=$((rc ? rc : $?))
 	else
 		timeout "$run_timeout" "$uroce" run -- ibv_rc_pingpong -d "$dev" -g "$hidx" "${args[@]}" \

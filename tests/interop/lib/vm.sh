@@ -458,6 +458,17 @@ rm -f $d.sh $d.pid $d.rc $d.out $d.err
 exit \${rc:-255}"
 }
 
+# vm_bg_done NAME [TIMEOUT]: true once the vm_bg job has ended (waits up to TIMEOUT s, default
+# 60); false if it still runs.  Leaves it running and uncollected (vm_wait collects it), so that
+# the guest's state can be looked at while it hangs.
+vm_bg_done() {
+	vm__job_name_ok "${1:-}" || return 2
+	local d=/tmp/uroce/bg/$1 t=${2:-60}
+	vm_run -t $((t + 20)) "n=0
+while [ ! -e $d.rc ] && [ \$n -lt $((t * 10)) ]; do sleep 0.1; n=\$((n + 1)); done
+[ -e $d.rc ]"
+}
+
 # vm_wait NAME [TIMEOUT]: wait for a vm_bg job (default 60 s); its stdout, stderr and exit status.
 # A job still running at the timeout is killed (TERM, then KILL) and vm_wait returns 124.
 vm_wait() {
