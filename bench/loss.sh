@@ -84,6 +84,15 @@ uroce_bw() {
 	wait "${pids[-1]}" 2>/dev/null || true
 }
 
+# retries NS IP: the requester's go-backs so far (completer_retry_err of
+# the device holding IP in NS; counters outlive the processes).
+retries() {
+	local d
+	d=$(dev_gid_of "$1" "$2" | awk '{ print $2 }')
+	ip netns exec "$1" "$uroce" devinfo -c -d "$d" 2>/dev/null |
+		awk '$1 == "completer_retry_err" { print $2; f = 1 } END { if (!f) print 0 }'
+}
+
 tcp_bw() {
 	ip netns exec "$nsb" iperf3 -s -1 >/dev/null 2>&1 &
 	pids+=($!)
@@ -94,14 +103,16 @@ tcp_bw() {
 	wait "${pids[-1]}" 2>/dev/null || true
 }
 
-printf '| loss | uroce ib_write_bw 64 KiB | kernel TCP (iperf3) | uroce / TCP |\n|---|---|---|---|\n'
+printf '| loss | uroce ib_write_bw 64 KiB | uroce go-backs | kernel TCP (iperf3) | uroce / TCP |\n|---|---|---|---|---|\n'
 json="["
 for l in "${losses[@]}"; do
 	set_loss "$l"
+	r0=$(retries "$nsa" 10.97.0.1)
 	u=$(uroce_bw)
+	g=$(( $(retries "$nsa" 10.97.0.1) - r0 ))
 	t=$(tcp_bw)
 	r=$(awk -v u="$u" -v t="$t" 'BEGIN { if (u + 0 > 0 && t + 0 > 0) printf "%.2f", u / t; else print "-" }')
-	printf '| %s %% | %s Gb/s | %s Gb/s | %s |\n' "$l" "$u" "$t" "$r"
-	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"tcp_gbps\": \"$t\"},"
+	printf '| %s %% | %s Gb/s | %s | %s Gb/s | %s |\n' "$l" "$u" "$g" "$t" "$r"
+	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"uroce_go_backs\": $g, \"tcp_gbps\": \"$t\"},"
 done
 echo "${json%,}]" >loss.json
