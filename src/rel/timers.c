@@ -46,6 +46,12 @@ void ur_timers_update(struct ur_qp *qp)
 void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code)
 {
 	qp->comp.retrans_deadline = 0;
+	/* The responder answered: its silence is what a counted retry
+	 * measures, so the period starts anew with the resend.  Otherwise
+	 * seconds of RNR rounds (rnr_retry 7 waits for ever) turn any answer
+	 * slower than the RTO into a counted retry, and a loaded host ends a
+	 * live QP in RETRY_EXC_ERR. */
+	qp->comp.period_ns = 0;
 	qp->comp.rnr_deadline = ur_now_ns() + ur_rel_rnr_timer_ns(code);
 	ur_timers_update(qp);
 }

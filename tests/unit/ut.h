@@ -35,9 +35,13 @@ static int ut_checks;
 
 #define UT_MEMEQ(a, b, n) UT_CHECK(memcmp((a), (b), (n)) == 0)
 
+/* UT_ONLY=name runs only that test (to replay one while debugging). */
 #define UT_RUN(fn)                                                          \
 	do {                                                                \
 		int _before = ut_failures;                                  \
+		const char *_only = getenv("UT_ONLY");                      \
+		if (_only && strcmp(_only, #fn))                            \
+			break;                                              \
 		fn();                                                       \
 		fprintf(stderr, "%-6s %s\n",                                \
 			ut_failures == _before ? "ok" : "FAIL", #fn);       \

@@ -1,7 +1,9 @@
 /* A property test of the whole protocol: a random mix of SENDs, WRITEs,
  * READs and atomics across the PSN wrap, through a network that loses,
  * duplicates and reorders packets in both directions, with receives posted
- * late (RNR).  Whatever happens, every WQE completes once, successfully,
+ * late (RNR), and on a loaded host (timers firing with answers on their
+ * way, a transport that refuses for a while).  Whatever happens, every WQE
+ * completes once, successfully,
  * in order; every byte lands where it belongs; every atomic executes once.
  * Deterministic: each seed replays the same run. */
 
@@ -16,6 +18,14 @@ static uint32_t chaos_rnd(uint32_t n)
 }
 
 enum { CH_WQES = 48, CH_AREA = 2048, CH_PSNS = 4096 };
+
+/* Timing knobs (per mille of steps), 0 unless a test sets them.  early:
+ * the clock jumps by up to 4 minimum RTOs while packets are still in
+ * flight, so retransmission timers fire with answers on their way (as a
+ * loaded host's do).  eagain: the transport starts refusing (a full
+ * socket) for a while, then the engine resumes the waiting QPs. */
+static unsigned ch_early, ch_eagain;
+static uint8_t ch_rd_atomic = 4;    /* max_rd_atomic (and max_dest_rd_atomic) */
 
 /* A request PSN names one packet for good: whatever is sent again at a
  * PSN must be what was sent there first (a READ asked again from the
@@ -56,7 +66,8 @@ struct ch_wqe {
 static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reorder, bool may_fail)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xffffe0 + (uint32_t)(seed % 32),
-			    .b_psn = 0x10, .timeout = 14, .rd_atomic = 4, .min_rnr_timer = 1 };
+			    .b_psn = 0x10, .timeout = 14, .rd_atomic = ch_rd_atomic,
+			    .min_rnr_timer = 1 };
 	struct ch_wqe w[CH_WQES];
 	struct t_pair p;
 	struct t_mem src, dst, tgt, rdsrc, rcv;
@@ -153,7 +164,20 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 		int n;
 
 		steps++;
+		if (net.eagain && chaos_rnd(8) == 0) {
+			net.eagain = false;
+			ur_progress_resume(t_stack());
+		} else if (!net.eagain && chaos_rnd(1000) < ch_eagain) {
+			net.eagain = true;
+		}
+		if (chaos_rnd(1000) < ch_early)
+			t_advance(chaos_rnd(4 * UR_MIN_RTO_NS));
 		if (!t_count()) {
+			if (net.eagain) {
+				net.eagain = false;
+				ur_progress_resume(t_stack());
+				continue;
+			}
 			if (nrecv_posted < nsend) {
 				UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted,
 						  rcv.buf + nrecv_posted * CH_AREA, CH_AREA,
@@ -212,6 +236,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			}
 		}
 	}
+	net.eagain = false;
 	UT_EQ(ch_psn_changed, 0);
 	UT_EQ(ncomp, CH_WQES);
 	if (!failed) {
@@ -272,8 +297,9 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	}
 	UT_CHECK(t_mem_intact(&rdsrc, 4));
 	if (ut_failures != before)
-		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u: %u steps, %u completed)\n",
-			(unsigned long long)seed, loss, dup, reorder, steps, ncomp);
+		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u, early %u, eagain %u, "
+			"rd_atomic %u: %u steps, %u completed)\n", (unsigned long long)seed, loss, dup,
+			reorder, ch_early, ch_eagain, o.rd_atomic, steps, ncomp);
 	UT_EQ(ur_verbs_dealloc_mw(mw), 0);
 	t_mem_free(&src);
 	t_mem_free(&dst);
@@ -286,6 +312,9 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 static void test_chaos(void)
 {
 	if (getenv("T_SEED")) {
+		ch_early = getenv("T_EARLY") ? (unsigned)atoi(getenv("T_EARLY")) : 0;
+		ch_eagain = getenv("T_EAGAIN") ? (unsigned)atoi(getenv("T_EAGAIN")) : 0;
+		ch_rd_atomic = getenv("T_RD") ? (uint8_t)atoi(getenv("T_RD")) : 4;
 		chaos_run(strtoull(getenv("T_SEED"), NULL, 0), (unsigned)atoi(getenv("T_LOSS")),
 			  (unsigned)atoi(getenv("T_DUP")), (unsigned)atoi(getenv("T_REORDER")),
 			  getenv("T_MAY_FAIL") != NULL);
@@ -298,6 +327,15 @@ static void test_chaos(void)
 	/* Heavy loss: the retry budget may run out, correctly. */
 	for (uint64_t seed = 100; seed <= 130; seed++)
 		chaos_run(seed, 250, 50, 80, true);
+	/* A loaded host: timers fire with answers on their way, the transport
+	 * refuses for a while, 16 READ/atomics outstanding. */
+	ch_early = 30;
+	ch_eagain = 100;
+	ch_rd_atomic = 16;
+	for (uint64_t seed = 200; seed <= 260; seed++)
+		chaos_run(seed, 100, 30, 30, false);
+	ch_early = ch_eagain = 0;
+	ch_rd_atomic = 4;
 }
 
 /* UC under the same network: a message arrives whole and intact or not at

@@ -70,6 +70,7 @@ int main(void)
 	UT_RUN(test_rnr_exhausted);
 	UT_RUN(test_rnr_zero);
 	UT_RUN(test_rnr_infinite);
+	UT_RUN(test_rnr_slow_naks);
 	UT_RUN(test_rnr_second_message);
 	UT_RUN(test_rnr_write_imm);
 	UT_RUN(test_rnr_with_packets_behind);

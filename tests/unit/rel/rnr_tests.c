@@ -161,6 +161,45 @@ static void test_rnr_infinite(void)
 	t_pair_close(&p);
 }
 
+/* RNR rounds for longer than the QP's timeout, each RNR NAK slower than
+ * the RTO (a loaded host): early retries go out, but a responder that keeps
+ * answering is not a transport timeout: no retry counts, and the SEND
+ * completes once a receive is posted. */
+static void test_rnr_slow_naks(void)
+{
+	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 7, .retry_cnt = 2, .timeout = 14 };
+	uint64_t qpt = ur_rel_timeout_ns(14);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	/* Ten timeouts' worth of rounds: the SEND(s) reach B, the clock runs
+	 * past the RTO before B's RNR NAKs reach A. */
+	for (uint64_t spent = 0; spent < 10 * qpt; spent += qpt / 3) {
+		while (t_count() && (t_op(0) & 0x1f) != UR_OPL_ACKNOWLEDGE)
+			t_deliver(0);
+		t_advance(qpt / 3);
+		t_run();
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.a.qp->comp.retry_left, 2);
+		t_advance(ur_rel_rnr_timer_ns(1));
+	}
+	UT_CHECK(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR] >= 10);
+	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	t_advance(ur_rel_rnr_timer_ns(1));
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
 /* RNR in the middle of a stream: the message before completes, the one
  * without a receive waits, the ones after it are resent after it. */
 static void test_rnr_second_message(void)
