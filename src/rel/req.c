@@ -398,6 +398,25 @@ void ur_req_rewind(struct ur_qp *qp)
  * responder has every request before next.  The requester moves there as
  * if it had resent them: WQEs are segmented the same way every time, so
  * they get the PSNs of their first transmission. */
+/* READ and atomic requests whose answers end within the take packets of w
+ * from its offset on (a READ's answer ends with each chunk and with the
+ * WQE). */
+static uint32_t answers_ending(const struct ur_qp *qp, const struct ur_send_wqe *w, uint32_t take)
+{
+	uint32_t first, total, n = 0;
+
+	if (!ur_wr_is_rd_atomic(w->opcode))
+		return 0;
+	if (w->opcode != IBV_WR_RDMA_READ)
+		return take;
+	total = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
+	first = w->offset / qp->mtu;
+	for (uint32_t i = first; i < first + take; i++)
+		if ((i + 1) % UR_READ_CHUNK_PKTS == 0 || i + 1 == total)
+			n++;
+	return n;
+}
+
 void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
 {
 	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {
@@ -417,6 +436,10 @@ void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
 		if (w->offset == 0)
 			w->first_psn = qp->req.psn;
 		take = ur_min(pkts, (uint32_t)psn_diff(next, qp->req.psn));
+		/* The responder has these READs/atomics and their answers are
+		 * still to come: they count against max_rd_atomic as if
+		 * resent (each answer's last packet counts one off). */
+		qp->req.rd_atomic += answers_ending(qp, w, take);
 		if (take < pkts) {
 			w->offset += take * qp->mtu;
 			qp->req.psn = psn_add(qp->req.psn, take);

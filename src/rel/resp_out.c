@@ -145,16 +145,23 @@ struct ur_resp_res *ur_resp_take_res(struct ur_qp *qp)
 	if (!r->nres)
 		return NULL;
 	if (r->res_next - r->res_tx >= r->nres) {
-		struct ur_resp_res *oldest = &r->res[r->res_tx % r->nres];
+		uint32_t k = r->res_tx;
 
-		/* Every slot still has output.  If the oldest has never been
-		 * answered, the requester went over its limit.  If it has, a
-		 * duplicate took res_tx back to it: the requester had its
-		 * answer and may have asked anew since, so the repeat gives
-		 * way (the requester asks again for what it still misses). */
-		if (!oldest->answered)
+		/* Every slot still has output.  A slot whose answer went out
+		 * once, or that a duplicate took (a repeat), gives way: the
+		 * requester had that answer and counts it no more, or asks
+		 * again for what it still misses.  The oldest such goes; the
+		 * slots before it move up one, keeping the order answers leave
+		 * in.  If none was ever answered, the requester went over its
+		 * limit.  (A late duplicate may sit in any slot, not only the
+		 * oldest: one behind an answer still waiting to leave made the
+		 * next new request look like one too many.) */
+		while (k != r->res_next && !r->res[k % r->nres].answered)
+			k++;
+		if (k == r->res_next)
 			return NULL;
-		oldest->pending = false;
+		for (; k != r->res_tx; k--)
+			r->res[k % r->nres] = r->res[(k - 1) % r->nres];
 		r->res_tx++;
 	}
 	res = &r->res[r->res_next % r->nres];

@@ -17,7 +17,7 @@ static uint32_t chaos_rnd(uint32_t n)
 	return (uint32_t)((chaos_state * 0x2545f4914f6cdd1dull) >> 33) % n;
 }
 
-enum { CH_WQES = 48, CH_AREA = 2048, CH_PSNS = 4096 };
+enum { CH_WQES = 48, CH_PSNS = 8192 };
 
 /* Timing knobs (per mille of steps), 0 unless a test sets them.  early:
  * the clock jumps by up to 4 minimum RTOs while packets are still in
@@ -26,6 +26,7 @@ enum { CH_WQES = 48, CH_AREA = 2048, CH_PSNS = 4096 };
  * socket) for a while, then the engine resumes the waiting QPs. */
 static unsigned ch_early, ch_eagain;
 static uint8_t ch_rd_atomic = 4;    /* max_rd_atomic (and max_dest_rd_atomic) */
+static uint32_t ch_area = 2048;     /* each WQE's bytes at most (MTU 256: 32 KiB is 4 READ chunks) */
 
 /* A request PSN names one packet for good: whatever is sent again at a
  * PSN must be what was sent there first (a READ asked again from the
@@ -88,12 +89,12 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	memset(ch_op_at, 0, sizeof(ch_op_at));
 	ch_psn_changed = 0;
 	net.on_send = ch_on_send;
-	t_mem_reg(&src, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&dst, &p.a, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 2);
-	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * CH_AREA, T_ALL_ACCESS, 3);
-	t_mem_reg(&rdsrc, &p.b, CH_WQES * CH_AREA, T_ALL_ACCESS, 4);
-	t_mem_reg(&rcv, &p.b, CH_WQES * CH_AREA, IBV_ACCESS_LOCAL_WRITE, 5);
-	counter = (uint64_t *)(tgt.buf + CH_WQES * CH_AREA);   /* past the WRITEs' areas */
+	t_mem_reg(&src, &p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&dst, &p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 2);
+	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * ch_area, T_ALL_ACCESS, 3);
+	t_mem_reg(&rdsrc, &p.b, CH_WQES * ch_area, T_ALL_ACCESS, 4);
+	t_mem_reg(&rcv, &p.b, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 5);
+	counter = (uint64_t *)(tgt.buf + CH_WQES * ch_area);   /* past the WRITEs' areas */
 	/* A's own window, bound now and then in the middle of the stream: a
 	 * local operation the requester must step over when it goes back. */
 	{
@@ -110,11 +111,11 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
 			IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
 		};
-		uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+		uint8_t *s = src.buf + i * ch_area, *d = dst.buf + i * ch_area;
 		int ret;
 
 		w[i].op = chaos_rnd(12) ? ops[chaos_rnd(UR_ARRAY_SIZE(ops))] : IBV_WR_BIND_MW;
-		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(CH_AREA);
+		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(ch_area);
 		switch (w[i].op) {
 		case IBV_WR_SEND:
 		case IBV_WR_SEND_WITH_IMM:
@@ -126,11 +127,11 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			/* fall through */
 		case IBV_WR_RDMA_WRITE:
 			ret = t_post_rdma(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey,
-					  (uintptr_t)tgt.buf + i * CH_AREA, tgt.mr->rkey);
+					  (uintptr_t)tgt.buf + i * ch_area, tgt.mr->rkey);
 			break;
 		case IBV_WR_RDMA_READ:
 			ret = t_post_rdma(&p.a, i, w[i].op, d, w[i].len, dst.mr->lkey,
-					  (uintptr_t)rdsrc.buf + i * CH_AREA, rdsrc.mr->rkey);
+					  (uintptr_t)rdsrc.buf + i * ch_area, rdsrc.mr->rkey);
 			break;
 		case IBV_WR_BIND_MW: {
 			struct ibv_send_wr b = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
@@ -157,8 +158,8 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	/* Half the receives now, the rest one by one when the network is
 	 * quiet: RNR NAKs meanwhile. */
 	for (; nrecv_posted < nsend / 2; nrecv_posted++)
-		UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted, rcv.buf + nrecv_posted * CH_AREA,
-				  CH_AREA, rcv.mr->lkey), 0);
+		UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted, rcv.buf + nrecv_posted * ch_area,
+				  ch_area, rcv.mr->lkey), 0);
 
 	while (ncomp < CH_WQES && steps < 200000) {
 		int n;
@@ -180,7 +181,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			}
 			if (nrecv_posted < nsend) {
 				UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted,
-						  rcv.buf + nrecv_posted * CH_AREA, CH_AREA,
+						  rcv.buf + nrecv_posted * ch_area, ch_area,
 						  rcv.mr->lkey), 0);
 				nrecv_posted++;
 			}
@@ -256,7 +257,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 		unsigned recv_i = 0, ok_atomics = 0;
 
 		for (unsigned i = 0; i < CH_WQES; i++) {
-			uint8_t *s = src.buf + i * CH_AREA, *d = dst.buf + i * CH_AREA;
+			uint8_t *s = src.buf + i * ch_area, *d = dst.buf + i * ch_area;
 			bool ok = wst[i] == IBV_WC_SUCCESS;
 			uint64_t orig;
 
@@ -264,7 +265,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 			case IBV_WR_SEND:
 			case IBV_WR_SEND_WITH_IMM:
 				if (recv_i < nrecv)
-					UT_MEMEQ(rcv.buf + recv_i * CH_AREA, s, w[i].len);
+					UT_MEMEQ(rcv.buf + recv_i * ch_area, s, w[i].len);
 				recv_i++;
 				break;
 			case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -272,11 +273,11 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 				/* fall through */
 			case IBV_WR_RDMA_WRITE:
 				if (ok)
-					UT_MEMEQ(tgt.buf + i * CH_AREA, s, w[i].len);
+					UT_MEMEQ(tgt.buf + i * ch_area, s, w[i].len);
 				break;
 			case IBV_WR_RDMA_READ:
 				if (ok)
-					UT_MEMEQ(d, rdsrc.buf + i * CH_AREA, w[i].len);
+					UT_MEMEQ(d, rdsrc.buf + i * ch_area, w[i].len);
 				break;
 			case IBV_WR_BIND_MW:
 				break;
@@ -315,6 +316,7 @@ static void test_chaos(void)
 		ch_early = getenv("T_EARLY") ? (unsigned)atoi(getenv("T_EARLY")) : 0;
 		ch_eagain = getenv("T_EAGAIN") ? (unsigned)atoi(getenv("T_EAGAIN")) : 0;
 		ch_rd_atomic = getenv("T_RD") ? (uint8_t)atoi(getenv("T_RD")) : 4;
+		ch_area = getenv("T_AREA") ? (uint32_t)atoi(getenv("T_AREA")) : 2048;
 		chaos_run(strtoull(getenv("T_SEED"), NULL, 0), (unsigned)atoi(getenv("T_LOSS")),
 			  (unsigned)atoi(getenv("T_DUP")), (unsigned)atoi(getenv("T_REORDER")),
 			  getenv("T_MAY_FAIL") != NULL);
@@ -334,6 +336,16 @@ static void test_chaos(void)
 	ch_rd_atomic = 16;
 	for (uint64_t seed = 200; seed <= 260; seed++)
 		chaos_run(seed, 100, 30, 30, false);
+	/* Two READ/atomics out: seed 65 ended in REM_INV_REQ_ERR when late
+	 * duplicates could take the responder's slots. */
+	ch_rd_atomic = 2;
+	for (uint64_t seed = 1; seed <= 80; seed++)
+		chaos_run(seed, 100, 30, 30, false);
+	ch_area = 32768;                  /* 4 READ chunks */
+	ch_rd_atomic = 16;
+	for (uint64_t seed = 300; seed <= 330; seed++)
+		chaos_run(seed, 100, 30, 30, false);
+	ch_area = 2048;
 	ch_early = ch_eagain = 0;
 	ch_rd_atomic = 4;
 }

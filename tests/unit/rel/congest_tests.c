@@ -324,3 +324,139 @@ static void test_congest_wait_in_line_bounded(void)
 	t_mem_free(&sa);
 	t_pair_close(&p);
 }
+
+/* An ACK that comes while the requester went back and cannot resend (its
+ * transport full) moves it over READs the responder has: their answers
+ * are still to come, so they count against max_rd_atomic as if resent.
+ * Counted as none, the requester sent new READs in their place and, as
+ * their answers came, more again: the responder, its answers held up too,
+ * had more READs than max_dest_rd_atomic and refused the next with an
+ * invalid request NAK (REM_INV_REQ_ERR ended a 10-minute soak). */
+static void test_congest_ff_counts_reads(void)
+{
+	struct t_opts o = { .rd_atomic = 2, .timeout = 14 };
+	struct t_pair p;
+	struct t_mem la, lb, rb;
+	struct t_pkt *resp[2];
+	struct ibv_wc wc;
+	unsigned naks = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&lb, &p.b, 4096, T_ALL_ACCESS, 2);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 3);
+	UT_EQ(t_post_recv(&p.b, 100, rb.buf, 4096, rb.mr->lkey), 0);
+	/* X, Y: READs; Z: a SEND; then four more READs. */
+	for (int i = 0; i < 2; i++)
+		UT_EQ(t_post_rdma(&p.a, 1 + i, IBV_WR_RDMA_READ, la.buf + 64 * i, 64, la.mr->lkey,
+				  (uintptr_t)lb.buf + 64 * i, lb.mr->rkey), 0);
+	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, la.buf + 1024, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	for (int i = 0; i < 4; i++)
+		UT_EQ(t_post_rdma(&p.a, 4 + i, IBV_WR_RDMA_READ, la.buf + 128 + 64 * i, 64, la.mr->lkey,
+				  (uintptr_t)lb.buf + 128 + 64 * i, lb.mr->rkey), 0);
+	UT_EQ(t_count(), 3);              /* X, Y, Z: max_rd_atomic holds the rest */
+	for (int i = 0; i < 3; i++)
+		t_deliver(0);
+	UT_EQ(t_count(), 3);              /* X's and Y's answers, Z's ACK */
+	UT_EQ(t_op(2), UR_OP_RC_ACKNOWLEDGE);
+	resp[0] = t_take(0);
+	resp[1] = t_take(0);
+	/* A goes back and cannot resend; then Z's ACK arrives. */
+	net.eagain = true;
+	t_advance(ur_rel_timeout_ns(14) / 4 + 1);
+	UT_CHECK(p.a.qp->req.blocked);
+	t_deliver(0);
+	/* Room again: A may send new READs only as X's and Y's answers come. */
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	t_inject(resp[0]);
+	t_inject(resp[1]);
+	/* B's transport full while it takes what A sent since. */
+	net.eagain = true;
+	while (t_count()) {
+		if (t_dqpn(0) == ur_qp_num(p.b.qp))
+			t_deliver(0);
+		else
+			t_drop(0);
+	}
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	for (int round = 0; round < 5; round++) {   /* timers fire in between */
+		while (t_count()) {
+			if ((t_op(0) & 0x1f) == UR_OPL_ACKNOWLEDGE && (t_syn(0) & UR_AETH_TYPE_MASK) == UR_AETH_NAK)
+				naks++;
+			t_deliver(0);
+		}
+		t_advance(ur_rel_timeout_ns(14));
+	}
+	UT_EQ(naks, 0);
+	for (uint64_t id = 1; id <= 7; id++)
+		t_expect_wc(p.a.scq, &wc, id, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 100, IBV_WC_SUCCESS);
+	UT_MEMEQ(la.buf, lb.buf, 128);
+	UT_MEMEQ(la.buf + 128, lb.buf + 128, 256);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&lb);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A late duplicate of an atomic long answered takes a free slot behind an
+ * answer that cannot leave yet (the responder's transport full); the next
+ * new request, within max_dest_rd_atomic, finds the ring full.  The
+ * duplicate's slot gives way, wherever it is, and the new request is
+ * executed (it was refused with an invalid request NAK while only the
+ * oldest slot could give way). */
+static void test_congest_late_dup_gives_way(void)
+{
+	struct t_opts o = { .rd_atomic = 2 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct t_pkt *dup1;
+	struct ibv_wc wc;
+	uint64_t v;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	memset(tb.buf, 0, 8);
+	/* A READ (a late duplicate of it finds its slot reused and takes a
+	 * new one) and an atomic. */
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf + 64, 8, la.mr->lkey,
+			  (uintptr_t)tb.buf + 64, tb.mr->rkey), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8, la.mr->lkey,
+			    (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	dup1 = t_copy(0);                 /* the READ, arriving late */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	for (int i = 2; i < 4; i++)
+		UT_EQ(t_post_atomic(&p.a, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8 * i,
+				    la.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_count(), 2);
+	net.eagain = true;
+	t_deliver(0);                     /* the third: executed, its answer held */
+	t_inject(dup1);                   /* the late duplicate: a free slot */
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	t_deliver(0);                     /* the fourth */
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	net.eagain = false;
+	ur_progress_resume(t_stack());
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
+	memcpy(&v, tb.buf, 8);
+	UT_EQ(v, 3);                      /* each executed once */
+	memcpy(&v, la.buf + 24, 8);
+	UT_EQ(v, 2);                      /* the fourth saw the two before it */
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

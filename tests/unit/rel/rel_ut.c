@@ -130,6 +130,8 @@ int main(void)
 	UT_RUN(test_congest_response_before_resend);
 	UT_RUN(test_congest_dup_reads_share_slots);
 	UT_RUN(test_congest_repeat_gives_way);
+	UT_RUN(test_congest_ff_counts_reads);
+	UT_RUN(test_congest_late_dup_gives_way);
 	UT_RUN(test_congest_fair_turns);
 	UT_RUN(test_congest_wait_in_line);
 	UT_RUN(test_congest_wait_in_line_bounded);
