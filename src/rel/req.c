@@ -270,6 +270,11 @@ static bool window_full(struct ur_qp *qp)
 
 static bool rd_atomic_full(struct ur_qp *qp)
 {
+	/* Everything sent is answered: nothing is outstanding, whatever was
+	 * counted (a count left too high would hold READs back for good,
+	 * with no timer running to go back and reset it). */
+	if (!psn_lt(qp->comp.psn, qp->req.psn))
+		qp->req.rd_atomic = 0;
 	return qp->req.rd_atomic >= (uint32_t)ur_max(qp->attr.max_rd_atomic, (uint8_t)1);
 }
 
