@@ -211,7 +211,7 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		if (hints->ai_flags & RAI_NUMERICHOST)
 			ai_hints.ai_flags |= AI_NUMERICHOST;
 		if (hints->ai_family == AF_IB) {
-			errno = ENOSYS;   /* no native InfiniBand addresses on RoCE */
+			errno = EOPNOTSUPP;   /* no native InfiniBand addresses on RoCE */
 			return -1;
 		}
 		ai_hints.ai_family = hints->ai_family;

@@ -1,6 +1,5 @@
-/* What librdmacm exports and uroce does not do: each fails with ENOSYS
- * (not built yet) or EOPNOTSUPP (not supported), and -1 or the function's
- * error value, never pretends.
+/* What librdmacm exports and uroce does not do: each fails with
+ * EOPNOTSUPP and -1 or the function's error value, never pretends.
  *  - ECE (enhanced connection establishment), which RoCE NICs of
  *    one vendor only negotiate: EOPNOTSUPP, as the device's
  *    ibv_query_ece answers, so programs go on without it (pyverbs does);
@@ -13,8 +12,7 @@
 
 #include "util/compiler.h"
 
-#define NOSYS_RET(val) do { errno = ENOSYS; return (val); } while (0)
-/* What the device does not support (as ibv_query_ece says on uroce). */
+/* Not supported (for ECE, as ibv_query_ece says on uroce). */
 #define UNSUPPORTED_RET(val) do { errno = EOPNOTSUPP; return (val); } while (0)
 
 UR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
@@ -39,164 +37,164 @@ UR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 UR_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	(void)domain; (void)type; (void)protocol;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
 {
 	(void)s; (void)addr; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rlisten(int s, int backlog)
 {
 	(void)s; (void)backlog;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
 {
 	(void)s; (void)addr; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t len)
 {
 	(void)s; (void)addr; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rshutdown(int s, int how)
 {
 	(void)s; (void)how;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rclose(int s)
 {
 	(void)s;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
 {
 	(void)s; (void)buf; (void)len; (void)flags;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rrecvfrom(int s, void *buf, size_t len, int flags, struct sockaddr *src,
 			    socklen_t *alen)
 {
 	(void)s; (void)buf; (void)len; (void)flags; (void)src; (void)alen;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rrecvmsg(int s, struct msghdr *msg, int flags)
 {
 	(void)s; (void)msg; (void)flags;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rsend(int s, const void *buf, size_t len, int flags)
 {
 	(void)s; (void)buf; (void)len; (void)flags;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
 			  const struct sockaddr *dst, socklen_t alen)
 {
 	(void)s; (void)buf; (void)len; (void)flags; (void)dst; (void)alen;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rsendmsg(int s, const struct msghdr *msg, int flags)
 {
 	(void)s; (void)msg; (void)flags;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rread(int s, void *buf, size_t count)
 {
 	(void)s; (void)buf; (void)count;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rreadv(int s, const struct iovec *iov, int iovcnt)
 {
 	(void)s; (void)iov; (void)iovcnt;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
 {
 	(void)s; (void)buf; (void)count;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT ssize_t rwritev(int s, const struct iovec *iov, int iovcnt)
 {
 	(void)s; (void)iov; (void)iovcnt;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	(void)fds; (void)nfds; (void)timeout;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)
 {
 	(void)nfds; (void)r; (void)w; (void)e; (void)timeout;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rgetpeername(int s, struct sockaddr *addr, socklen_t *len)
 {
 	(void)s; (void)addr; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rgetsockname(int s, struct sockaddr *addr, socklen_t *len)
 {
 	(void)s; (void)addr; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rsetsockopt(int s, int level, int optname, const void *optval, socklen_t optlen)
 {
 	(void)s; (void)level; (void)optname; (void)optval; (void)optlen;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rgetsockopt(int s, int level, int optname, void *optval, socklen_t *optlen)
 {
 	(void)s; (void)level; (void)optname; (void)optval; (void)optlen;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT int rfcntl(int s, int cmd, ...)
 {
 	(void)s; (void)cmd;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT off_t riomap(int s, void *buf, size_t len, int prot, int flags, off_t offset)
 {
 	(void)s; (void)buf; (void)len; (void)prot; (void)flags; (void)offset;
-	NOSYS_RET((off_t)-1);
+	UNSUPPORTED_RET((off_t)-1);
 }
 
 UR_EXPORT int riounmap(int s, void *buf, size_t len)
 {
 	(void)s; (void)buf; (void)len;
-	NOSYS_RET(-1);
+	UNSUPPORTED_RET(-1);
 }
 
 UR_EXPORT size_t riowrite(int s, const void *buf, size_t count, off_t offset, int flags)
 {
 	(void)s; (void)buf; (void)count; (void)offset; (void)flags;
-	errno = ENOSYS;
+	errno = EOPNOTSUPP;
 	return 0;
 }

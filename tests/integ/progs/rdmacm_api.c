@@ -12,7 +12,7 @@
  *  - backlog:  a listener with backlog 1 turns the second pending request
  *              away (REJECTED) instead of queueing it;
  *  - addr:     an address with no route is an ADDR_ERROR event;
- *  - nosys:    what is not implemented fails with ENOSYS, never pretends
+ *  - unsupported: what is not supported fails with EOPNOTSUPP, never pretends
  *              (UD ids' SIDR and multicast: progs/rdmacm_ud.c);
  *  - teardown: a thread inside rdma_get_cm_event when its id and channel
  *              are destroyed (rping's event thread) stays asleep, as on the
@@ -288,12 +288,12 @@ static void case_addr(struct vt_dev *d)
 	rdma_destroy_id(id);
 }
 
-static void case_nosys(struct vt_dev *d)
+static void case_unsupported(struct vt_dev *d)
 {
 	int r = rsocket(AF_INET, SOCK_STREAM, 0);
 
 	(void)d;
-	vt_check(r == -1 && errno == ENOSYS, "rsocket: -1/ENOSYS (%s)", strerror(errno));
+	vt_check(r == -1 && errno == EOPNOTSUPP, "rsocket: -1/EOPNOTSUPP (%s)", strerror(errno));
 }
 
 static atomic_int reader_errors, reader_errno, reader_in;
@@ -380,7 +380,7 @@ static const struct vt_case cases[] = {
 	{ "reject", case_reject },
 	{ "backlog", case_backlog },
 	{ "addr", case_addr },
-	{ "nosys", case_nosys },
+	{ "unsupported", case_unsupported },
 	{ "teardown", case_teardown },
 	{ NULL, NULL },
 };
