@@ -11,7 +11,8 @@
 # exactly once and intact, UC/UD every message delivered intact or counted
 # lost; no sanitizer report (the ASan stage makes it a leak check).  Then
 # uroce0's counters (the pairs on lo) are reconciled with what the
-# injector says it did (fault_reconcile).
+# injector says it did, and packets sent with packets received plus
+# counted drops (fault_reconcile).
 soak_run() {
 	local secs=$1 f="loss=0.01,reorder=0.05,dup=0.01,corrupt=0.001" g tag port
 	local -a tags=()
