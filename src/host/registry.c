@@ -350,6 +350,13 @@ int ur_registry_attach(void)
 				continue;
 			if (atomic_load(&s->pid))
 				release_slot_blocks((int)i);
+			/* Counters a free slot still shows were retired with
+			 * their owner (or came after it detached): not ours. */
+			for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
+				for (unsigned k = 0; k < UR_REG_COUNTERS; k++)
+					atomic_store(&reg.shm->slot_cnt[i][d].cnt[k], 0);
+				atomic_store(&reg.shm->slot_cnt[i][d].ifindex, 0);
+			}
 			s->gen++;
 			s->start_time = proc_start_time(me);
 			atomic_store(&s->port4, 0);
@@ -629,21 +636,36 @@ int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out
 int ur_registry_publish_counters(unsigned ifindex, const uint64_t *cnt, unsigned n)
 {
 	struct ur_reg_devcnt *c = NULL;
+	int ret = 0;
 
-	if (!reg.shm || reg.slot < 0 || !ifindex)
+	if (!ifindex)
 		return -ENODEV;
+	/* Under reg.lock, and only while the slot is ours: once detached its
+	 * counters have joined the retired totals, and a late publish (the
+	 * engine thread's, as the process exits) would count them twice for
+	 * whoever takes the slot next. */
+	pthread_mutex_lock(&reg.lock);
+	if (!reg.shm || reg.slot < 0 ||
+	    atomic_load(&reg.shm->slot[reg.slot].pid) != (uint32_t)getpid()) {
+		ret = -ENODEV;
+		goto out;
+	}
 	for (unsigned d = 0; d < UR_REG_SLOT_DEVS && !c; d++) {
 		uint32_t cur = atomic_load(&reg.shm->slot_cnt[reg.slot][d].ifindex);
 
 		if (cur == ifindex || !cur)
 			c = &reg.shm->slot_cnt[reg.slot][d];
 	}
-	if (!c)
-		return -ENOSPC;
+	if (!c) {
+		ret = -ENOSPC;
+		goto out;
+	}
 	for (unsigned i = 0; i < n && i < UR_REG_COUNTERS; i++)
 		atomic_store(&c->cnt[i], cnt[i]);
 	atomic_store(&c->ifindex, ifindex);
-	return 0;
+out:
+	pthread_mutex_unlock(&reg.lock);
+	return ret;
 }
 
 int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n)
