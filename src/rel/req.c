@@ -398,11 +398,6 @@ void ur_req_rewind(struct ur_qp *qp)
 		qp->req.wqe = old_end;
 }
 
-/* An ACK or NAK past what was resent since going back (go-back-N lowered
- * req.psn; the first transmission had gone further, up to req.psn_max): the
- * responder has every request before next.  The requester moves there as
- * if it had resent them: WQEs are segmented the same way every time, so
- * they get the PSNs of their first transmission. */
 /* READ and atomic requests whose answers end within the take packets of w
  * from its offset on (a READ's answer ends with each chunk and with the
  * WQE). */
@@ -422,6 +417,11 @@ static uint32_t answers_ending(const struct ur_qp *qp, const struct ur_send_wqe 
 	return n;
 }
 
+/* An ACK or NAK past what was resent since going back (go-back-N lowered
+ * req.psn; the first transmission had gone further, up to req.psn_max): the
+ * responder has every request before next.  The requester moves there as
+ * if it had resent them: WQEs are segmented the same way every time, so
+ * they get the PSNs of their first transmission. */
 void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
 {
 	while (psn_lt(qp->req.psn, next) && qp->req.wqe != qp->sq.tail) {

@@ -460,3 +460,29 @@ static void test_congest_late_dup_gives_way(void)
 	t_mem_free(&tb);
 	t_pair_close(&p);
 }
+
+/* A count of outstanding READ/atomics left too high (by any path) with
+ * nothing unanswered must not hold READs back: no timer runs then to go
+ * back and reset it, and the READ would never leave. */
+static void test_congest_stale_rd_count(void)
+{
+	struct t_opts o = { .rd_atomic = 2 };
+	struct t_pair p;
+	struct t_mem la, lb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&lb, &p.b, 4096, T_ALL_ACCESS, 2);
+	p.a.qp->req.rd_atomic = 2;        /* stale: nothing was ever sent */
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
+			  (uintptr_t)lb.buf, lb.mr->rkey), 0);
+	UT_EQ(t_count(), 1);              /* the READ left */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(la.buf, lb.buf, 64);
+	t_mem_free(&la);
+	t_mem_free(&lb);
+	t_pair_close(&p);
+}

@@ -132,6 +132,7 @@ int main(void)
 	UT_RUN(test_congest_repeat_gives_way);
 	UT_RUN(test_congest_ff_counts_reads);
 	UT_RUN(test_congest_late_dup_gives_way);
+	UT_RUN(test_congest_stale_rd_count);
 	UT_RUN(test_congest_fair_turns);
 	UT_RUN(test_congest_wait_in_line);
 	UT_RUN(test_congest_wait_in_line_bounded);
