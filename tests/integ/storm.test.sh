@@ -35,14 +35,9 @@ gbps[20]=$STORM_GBPS
 ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
 
 # 1000 connected RC QPs between two processes (kernel rxe's old limit),
-# 100 messages of up to 4 KiB on each, 4 in flight per QP.  Under ASan the
-# server, instrumented, answers some QP only after more than the default
-# timeout's 8 x 67 ms (6 runs in 12 here ended in RETRY_EXC_ERR within 2 s):
-# its QPs get a timeout that covers it, as a slow peer's user would set.
-qto=()
-ur_is_asan && qto=(--timeout 16)
+# 100 messages of up to 4 KiB on each, 4 in flight per QP.
 storm_case lo.qps1000 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --qps 1000 --max-size 4096 \
-	--depth 4 --messages 100000 --seed 5 "${qto[@]}"
+	--depth 4 --messages 100000 --seed 5 "${STORM_MANY_QPS[@]}"
 fault_reconcile before
 
 ur_netns_pair 1500
