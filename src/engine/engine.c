@@ -21,6 +21,10 @@
 
 #define UR_MAX_WATCH 96            /* sockets, and up to 64 local peers */
 #define UR_BATCH 32                /* events taken per epoll_wait */
+#define UR_MAX_POLLERS 2
+#define UR_SPIN_NS_DEFAULT 20000u   /* polling on after work, before sleeping */
+#define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
+#define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
 
 struct watch {
 	int fd;                        /* -1: a free slot */
@@ -49,6 +53,15 @@ struct ur_engine {
 	unsigned reserved;             /* timers initialised: the heap's room */
 	unsigned cap;                  /* heap[] entries allocated (heap[0] unused) */
 	uint64_t sleep_until;          /* the engine thread sleeps until then; 0: awake */
+
+	/* Set before the work they poll can arrive, cleared after a quiesce:
+	 * read without a lock by dispatchers. */
+	struct ur_poller pollers[UR_MAX_POLLERS];
+	_Atomic unsigned npollers;
+	uint64_t spin_ns;
+	_Atomic uint64_t last_app_poll; /* ns: an application thread ran the pollers */
+	_Atomic bool light_sleep;       /* the thread naps without telling the pollers */
+	_Atomic bool deep_sleep;        /* ... or sleeps, having told them */
 };
 
 /* Set while this thread runs callbacks: quiesce must not wait for itself. */
@@ -300,21 +313,111 @@ static void run_inline(struct ur_engine *e)
 		run_events(e, evs, n);
 }
 
+/* dispatch_lock held: whether any poller found work. */
+static bool run_pollers(struct ur_engine *e)
+{
+	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
+	bool found = false;
+
+	for (unsigned i = 0; i < n; i++)
+		if (e->pollers[i].poll(e->pollers[i].arg))
+			found = true;
+	return found;
+}
+
+/* Tells the pollers the thread goes to sleep (going) or woke: false if
+ * one of them had work come meanwhile. */
+static bool pollers_sleep(struct ur_engine *e, bool going)
+{
+	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
+	bool ok = true;
+
+	for (unsigned i = 0; i < n; i++)
+		if (!e->pollers[i].sleep(e->pollers[i].arg, going))
+			ok = false;
+	return ok;
+}
+
+int ur_engine_add_poller(struct ur_engine *e, const struct ur_poller *p)
+{
+	unsigned n;
+	int ret = 0;
+
+	pthread_mutex_lock(&e->watch_lock);
+	n = atomic_load(&e->npollers);
+	if (n == UR_MAX_POLLERS) {
+		ret = -ENOSPC;
+	} else {
+		e->pollers[n] = *p;
+		atomic_store_explicit(&e->npollers, n + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&e->watch_lock);
+	wake(e);   /* the thread may be asleep without having asked it */
+	return ret;
+}
+
+void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p)
+{
+	unsigned n, keep = 0;
+
+	pthread_mutex_lock(&e->watch_lock);
+	n = atomic_load(&e->npollers);
+	/* Out of reach first, then the callers in progress are waited for
+	 * (without watch_lock: a dispatcher takes it). */
+	atomic_store(&e->npollers, 0);
+	pthread_mutex_unlock(&e->watch_lock);
+	ur_engine_quiesce(e);
+	pthread_mutex_lock(&e->watch_lock);
+	for (unsigned i = 0; i < n; i++)
+		if (e->pollers[i].arg != p->arg || e->pollers[i].poll != p->poll)
+			e->pollers[keep++] = e->pollers[i];
+	atomic_store_explicit(&e->npollers, keep, memory_order_release);
+	pthread_mutex_unlock(&e->watch_lock);
+}
+
 bool ur_engine_poll(struct ur_engine *e)
 {
 	struct epoll_event evs[UR_BATCH];
+	bool found;
 	int n;
 
 	/* Somebody is dispatching already: what arrives, they take. */
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
 	in_dispatch = true;
+	if (atomic_load_explicit(&e->npollers, memory_order_relaxed)) {
+		atomic_store_explicit(&e->last_app_poll, ur_now_ns(), memory_order_relaxed);
+		/* Asleep, the engine thread has producers wake it for what we
+		 * take anyway: woken once, it naps instead. */
+		if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
+		    atomic_exchange(&e->deep_sleep, false))
+			wake(e);
+	}
+	found = run_pollers(e);
 	n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
 	if (n > 0)
 		run_events(e, evs, n);
 	in_dispatch = false;
 	pthread_mutex_unlock(&e->dispatch_lock);
-	return n > 0;
+	return n > 0 || found;
+}
+
+void ur_engine_app_waits(struct ur_engine *e)
+{
+	atomic_store(&e->last_app_poll, 0);
+	if (atomic_load(&e->light_sleep))
+		wake(e);
+}
+
+/* Whether the thread may nap (an application thread polls, so the pollers
+ * need not wake it): then the flag is up, and app_waits sees it. */
+static bool may_nap(struct ur_engine *e, uint64_t now)
+{
+	atomic_store(&e->light_sleep, true);
+	if (now - atomic_load(&e->last_app_poll) < UR_POLLED_RECENTLY_NS)
+		return true;
+	atomic_store(&e->light_sleep, false);
+	return false;
 }
 
 void ur_engine_quiesce(struct ur_engine *e)
@@ -377,6 +480,7 @@ static void *engine_main(void *arg)
 {
 	struct ur_engine *e = arg;
 	struct epoll_event evs[UR_BATCH];
+	uint64_t last_work = 0;
 	sigset_t all;
 
 	/* Signals belong to the application's threads. */
@@ -384,9 +488,36 @@ static void *engine_main(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	set_priority();
 	while (!atomic_load(&e->stopping)) {
+		static const struct timespec now_ts;
 		struct timespec ts;
-		int n = epoll_pwait2(e->epfd, evs, UR_BATCH,
-				     sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts, NULL);
+		const struct timespec *to = sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts;
+		bool polled = atomic_load_explicit(&e->npollers, memory_order_acquire) > 0;
+		bool told = false;
+		int n;
+
+		uint64_t now = ur_now_ns();
+
+		/* Pollers: spin a little after work; nap while an application
+		 * thread polls (it finds the work first); else sleep, once
+		 * they have made sure their work will wake us. */
+		if (polled && now - last_work < e->spin_ns) {
+			to = &now_ts;
+		} else if (polled && may_nap(e, now)) {
+			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
+					   UR_LIGHT_SLEEP_NS)
+				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
+			to = &ts;
+		} else if (polled) {
+			told = true;
+			atomic_store(&e->deep_sleep, true);
+			if (!pollers_sleep(e, true))
+				to = &now_ts;
+		}
+		n = epoll_pwait2(e->epfd, evs, UR_BATCH, to, NULL);
+		atomic_store(&e->light_sleep, false);
+		atomic_store(&e->deep_sleep, false);
+		if (told)
+			pollers_sleep(e, false);
 
 		pthread_mutex_lock(&e->timer_lock);
 		e->sleep_until = 0;        /* awake: arming a timer needs no wake-up */
@@ -397,6 +528,8 @@ static void *engine_main(void *arg)
 		in_dispatch = true;
 		if (n > 0)
 			run_events(e, evs, n);
+		if (polled && run_pollers(e))
+			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());
 		in_dispatch = false;
 		pthread_mutex_unlock(&e->dispatch_lock);
@@ -429,6 +562,9 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 		e->watches[i].fd = -1;
 	e->cap = 2;
 	e->heap = calloc(e->cap, sizeof(*e->heap));
+	e->spin_ns = UR_SPIN_NS_DEFAULT;
+	if (getenv("UROCE_SPIN_US"))
+		e->spin_ns = strtoull(getenv("UROCE_SPIN_US"), NULL, 10) * 1000u;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->inline_epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

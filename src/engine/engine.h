@@ -62,10 +62,32 @@ void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadl
  * frees the timer's object quiesces first. */
 void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t);
 
-/* From a thread that waits for something an INLINE fd will bring: runs
- * their callbacks if no other thread is dispatching.  Returns whether any
- * callback ran. */
+/* Work no fd announces (a ring in shared memory) is found by polling.  A
+ * poller's poll runs wherever INLINE callbacks run, under the same rules,
+ * and says whether it found any.  Before the engine thread sleeps it calls
+ * sleep(arg, true): the poller must then make new work wake the thread
+ * through an fd it watches, and returns false if work came meanwhile (the
+ * thread then does not sleep); once awake, sleep(arg, false).  After work
+ * the thread keeps polling for UROCE_SPIN_US (default 20) before it sleeps. */
+struct ur_poller {
+	bool (*poll)(void *arg);
+	bool (*sleep)(void *arg, bool going);
+	void *arg;
+};
+
+/* Adds a poller (at most 2), before anything it polls can arrive: 0 or
+ * -ENOSPC.  Removing one quiesces the reactor first. */
+int ur_engine_add_poller(struct ur_engine *e, const struct ur_poller *p);
+void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p);
+
+/* From a thread that waits for something an INLINE fd or a poller will
+ * bring: runs their callbacks if no other thread is dispatching.  Returns
+ * whether any callback ran or a poller found work. */
 bool ur_engine_poll(struct ur_engine *e);
+
+/* An application thread stops polling and will wait (on a completion
+ * channel, say): the engine thread must now take what pollers find. */
+void ur_engine_app_waits(struct ur_engine *e);
 
 /* How many timers are armed (diagnostics, tests). */
 unsigned ur_engine_timers_armed(struct ur_engine *e);

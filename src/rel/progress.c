@@ -130,3 +130,8 @@ void ur_progress_poll(struct ur_stack *s)
 	else if (++empty_polls % UR_POLL_YIELD_EVERY == 0)
 		sched_yield();
 }
+
+void ur_progress_app_waits(struct ur_stack *s)
+{
+	ur_engine_app_waits(s->engine);
+}

@@ -21,5 +21,8 @@ void ur_progress_resume(struct ur_stack *s);
  * receive path runs inline if no other thread is at it, and now and then
  * the thread gives its core away. */
 void ur_progress_poll(struct ur_stack *s);
+/* The application arms a CQ's notification: it stops polling and will
+ * wait, so the engine thread takes over receiving. */
+void ur_progress_app_waits(struct ur_stack *s);
 
 #endif

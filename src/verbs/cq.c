@@ -135,6 +135,8 @@ int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
+	if (to_ucq(cq)->ctx->stack)
+		ur_progress_app_waits(to_ucq(cq)->ctx->stack);
 	return ur_cq_req_notify(to_ucq(cq), solicited_only);
 }
 

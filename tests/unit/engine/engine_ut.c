@@ -3,7 +3,9 @@
  * armed; fds in the INLINE class are dispatched by a polling thread and
  * ENGINE-class ones never are; callbacks never run two at a time;
  * quiesce waits for the callback in progress; a deadline already past is
- * deferred work. */
+ * deferred work; pollers run wherever INLINE callbacks do, and a producer
+ * that rings the bell only while the engine thread says it sleeps never
+ * has its work stranded. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -259,6 +261,150 @@ static void test_quiesce(void)
 	ur_engine_destroy(e);
 }
 
+/* ---- pollers ------------------------------------------------------------------ */
+
+/* Work no fd announces: a counter a producer raises and the poller takes,
+ * with the bell protocol the shared-memory transport uses. */
+struct t_poll {
+	int work;                      /* items waiting */
+	int taken;
+	int sleeping;                  /* the engine thread said it sleeps */
+	int sleeps;                    /* times it did */
+	int bell;                      /* eventfd, watched INLINE */
+};
+
+static bool t_poll(void *arg)
+{
+	struct t_poll *p = arg;
+	int n = __atomic_exchange_n(&p->work, 0, __ATOMIC_SEQ_CST);
+
+	__atomic_add_fetch(&p->taken, n, __ATOMIC_SEQ_CST);
+	return n > 0;
+}
+
+static bool t_sleep(void *arg, bool going)
+{
+	struct t_poll *p = arg;
+
+	__atomic_store_n(&p->sleeping, going, __ATOMIC_SEQ_CST);
+	if (!going)
+		return true;
+	__atomic_add_fetch(&p->sleeps, 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&p->work, __ATOMIC_SEQ_CST) == 0;
+}
+
+static void t_bell(void *arg, uint32_t events)
+{
+	struct t_poll *p = arg;
+	uint64_t v;
+
+	(void)events;
+	UT_CHECK(read(p->bell, &v, sizeof(v)) == sizeof(v));
+}
+
+static void produce(struct t_poll *p)
+{
+	__atomic_add_fetch(&p->work, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&p->sleeping, __ATOMIC_SEQ_CST))
+		poke(p->bell);
+}
+
+/* Without a thread: ur_engine_poll runs the poller and says whether it
+ * found work. */
+static void test_poller_polled(void)
+{
+	struct t_poll p = { 0 };
+	struct ur_poller pl = { t_poll, t_sleep, &p };
+	struct ur_engine *e;
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	UT_CHECK(!ur_engine_poll(e));
+	p.work = 3;
+	UT_CHECK(ur_engine_poll(e));
+	UT_EQ(p.taken, 3);
+	UT_CHECK(!ur_engine_poll(e));
+	ur_engine_remove_poller(e, &pl);
+	p.work = 1;
+	UT_CHECK(!ur_engine_poll(e));            /* removed: not run */
+	UT_EQ(p.taken, 3);
+	ur_engine_destroy(e);
+}
+
+/* With the thread and nobody polling: every item produced is taken, the
+ * thread sleeping between them (so the bell was needed), none stranded. */
+static void test_poller_threaded(void)
+{
+	struct t_poll p = { 0 };
+	struct ur_poller pl = { t_poll, t_sleep, &p };
+	struct ur_engine *e;
+	uint64_t seed = 7;
+	int n = 300;
+
+	p.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, p.bell, EPOLLIN, UR_WATCH_INLINE, t_bell, &p), 0);
+	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	for (int i = 0; i < n; i++) {
+		produce(&p);
+		/* Sometimes while it spins, sometimes once it sleeps. */
+		if (next_rand(&seed) % 4 == 0)
+			usleep(25 + next_rand(&seed) % 50);
+	}
+	wait_for(&p.taken, n);
+	UT_EQ(p.taken, n);
+	wait_for(&p.sleeping, 1);
+	UT_EQ(p.sleeping, 1);                    /* idle: asleep, not spinning */
+	UT_CHECK(p.sleeps >= 1);
+	/* One more after it sleeps: the bell wakes it. */
+	produce(&p);
+	wait_for(&p.taken, n + 1);
+	UT_EQ(p.taken, n + 1);
+	ur_engine_remove_poller(e, &pl);
+	ur_engine_unwatch(e, p.bell);
+	close(p.bell);
+	ur_engine_destroy(e);
+}
+
+/* An application thread polls: the engine thread naps without saying it
+ * sleeps (producers need not ring); once the application says it will
+ * wait, the engine thread sleeps properly and a bell wakes it. */
+static void test_poller_app_waits(void)
+{
+	struct t_poll p = { 0 };
+	struct ur_poller pl = { t_poll, t_sleep, &p };
+	struct ur_engine *e;
+
+	p.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, p.bell, EPOLLIN, UR_WATCH_INLINE, t_bell, &p), 0);
+	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	int slept = 0;
+
+	wait_for(&p.sleeping, 1);
+	/* Asleep when the application starts polling: one bell wakes it,
+	 * and from then on it naps. */
+	produce(&p);
+	for (int i = 0; i < 300; i++) {          /* 30 ms of application polling */
+		ur_engine_poll(e);
+		usleep(100);
+		if (i >= 100 && __atomic_load_n(&p.sleeping, __ATOMIC_SEQ_CST))
+			slept++;
+	}
+	UT_EQ(p.taken, 1);
+	UT_EQ(slept, 0);
+	ur_engine_app_waits(e);
+	wait_for(&p.sleeping, 1);
+	UT_EQ(p.sleeping, 1);
+	produce(&p);
+	wait_for(&p.taken, 2);
+	UT_EQ(p.taken, 2);
+	ur_engine_remove_poller(e, &pl);
+	ur_engine_unwatch(e, p.bell);
+	close(p.bell);
+	ur_engine_destroy(e);
+}
+
 int main(void)
 {
 	UT_RUN(test_timer_order);
@@ -266,5 +412,8 @@ int main(void)
 	UT_RUN(test_classes_polled);
 	UT_RUN(test_classes_threaded);
 	UT_RUN(test_quiesce);
+	UT_RUN(test_poller_polled);
+	UT_RUN(test_poller_threaded);
+	UT_RUN(test_poller_app_waits);
 	return UT_DONE();
 }
