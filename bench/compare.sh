@@ -7,7 +7,11 @@
 #
 # With a baseline (another build of uroce, say the last release's), every
 # uroce figure is taken for both, alternately, and their ratio printed.
-# Everything runs on loopback.  Prints a markdown table.
+# Without one, the same build is taken again with UROCE_SHM=0 (processes of
+# the host reached over UDP and unix sockets, not shared memory), and that
+# ratio printed.  Then the ratios against the peers measured in the same
+# run.  Everything runs on loopback.  Prints a markdown table, and the raw
+# figures as JSON to $COMPARE_JSON (default: compare.json here).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
@@ -57,6 +61,7 @@ printf '|%s|%s|%s|\n' "----------------------------------------------" "--------
 "$build/bin/bench_memcpy" 0.3 >"$tmp/memcpy"
 row "memcpy, 64 KiB (in cache)" "$(awk '$1==65536{print $2}' "$tmp/memcpy") GB/s" "bench_memcpy (glibc)"
 row "ur_memcpy, 64 KiB (uroce's data-path copy)" "$(awk '$1==65536{print $3}' "$tmp/memcpy") GB/s" "bench_memcpy"
+row "memcpy, 1 MiB" "$(awk '$1==1048576{print $2}' "$tmp/memcpy") GB/s" "bench_memcpy (glibc)"
 row "memcpy, 64 MiB (out of cache)" "$(awk '$1==67108864{print $2}' "$tmp/memcpy") GB/s" "bench_memcpy"
 
 # kernel TCP/UDP
@@ -82,31 +87,68 @@ ucx() {
 }
 u_lat=$(ucx sm,self tag_lat 8 | awk '{print $3}')
 u_bw=$(ucx sm,self ucp_put_bw 65536 | awk '{print $(NF-2)}')
+u_bw1m=$(ucx sm,self ucp_put_bw 1048576 | awk '{print $(NF-2)}')
+u_rate=$(ucx sm,self tag_bw 8 | awk '{print $(NF-1)}')
 ut_lat=$(ucx tcp,self tag_lat 8 | awk '{print $3}')
 row "UCX shared memory latency, 8 B (one way)" "${u_lat:-?} us" "ucx_perftest -t tag_lat, UCX_TLS=sm,self"
 row "UCX shared memory put bandwidth, 64 KiB" "${u_bw:-?} MB/s" "ucx_perftest -t ucp_put_bw"
+row "UCX shared memory put bandwidth, 1 MiB" "${u_bw1m:-?} MB/s" "ucx_perftest -t ucp_put_bw"
+row "UCX shared memory message rate, 8 B" "${u_rate:-?} msg/s" "ucx_perftest -t tag_bw"
 row "UCX TCP latency, 8 B (one way)" "${ut_lat:-?} us" "ucx_perftest -t tag_lat, UCX_TLS=tcp,self"
 
-# uroce: each figure of this build, and of the baseline right after it.
+# uroce: each figure of this build, and of the baseline right after it
+# (another build, or this one with UROCE_SHM=0).
 # field: the perftest column (4 = average bandwidth, 5 = typical latency).
+declare -A fig=()
 uroce_row() {
-	local what=$1 unit=$2 how=$3 field=$4 prog=$5 a b
-	shift 5
+	local key=$1 what=$2 unit=$3 how=$4 field=$5 prog=$6 a b bname
+	shift 6
 	a=$(perf_pair "$build" "$prog" "$@" | awk -v f="$field" '{print $f}')
-	if [ -z "$base" ]; then
-		row "uroce $what" "$a $unit" "$how"
-		return
+	fig[$key]=$a
+	if [ -n "$base" ]; then
+		b=$(perf_pair "$base" "$prog" "$@" | awk -v f="$field" '{print $f}')
+		bname="baseline build"
+	else
+		b=$(UROCE_SHM=0 perf_pair "$build" "$prog" "$@" | awk -v f="$field" '{print $f}')
+		bname="same build, UROCE_SHM=0"
 	fi
-	b=$(perf_pair "$base" "$prog" "$@" | awk -v f="$field" '{print $f}')
+	fig[$key.base]=$b
 	row "uroce $what" "$a $unit" "$how"
-	row "  baseline build" "$b $unit" "ratio this/baseline $(awk -v a="$a" -v b="$b" \
+	row "  $bname" "$b $unit" "ratio this/that $(awk -v a="$a" -v b="$b" \
 		'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "?" }')"
 }
 
-uroce_row "RDMA WRITE bandwidth, 64 KiB" MB/s "ib_write_bw, two processes" 4 ib_write_bw -s 65536 -n 5000
-uroce_row "RDMA WRITE bandwidth, 1 MiB" MB/s "ib_write_bw" 4 ib_write_bw -s 1048576 -n 500
-uroce_row "RDMA READ bandwidth, 64 KiB" MB/s "ib_read_bw" 4 ib_read_bw -s 65536 -n 5000
-uroce_row "SEND bandwidth, 64 KiB" MB/s "ib_send_bw" 4 ib_send_bw -s 65536 -n 5000
-uroce_row "SEND message rate, 8 B" Mpps "ib_send_bw -s 8" 5 ib_send_bw -s 8 -n 20000
-uroce_row "SEND latency, 2 B (one way, typical)" us "ib_send_lat" 5 ib_send_lat -s 2 -n 5000
-uroce_row "WRITE latency, 2 B (one way, typical)" us "ib_write_lat" 5 ib_write_lat -s 2 -n 5000
+uroce_row write64k "RDMA WRITE bandwidth, 64 KiB" MB/s "ib_write_bw, two processes" 4 ib_write_bw -s 65536 -n 5000
+uroce_row write1m "RDMA WRITE bandwidth, 1 MiB" MB/s "ib_write_bw" 4 ib_write_bw -s 1048576 -n 500
+uroce_row read64k "RDMA READ bandwidth, 64 KiB" MB/s "ib_read_bw" 4 ib_read_bw -s 65536 -n 5000
+uroce_row read1m "RDMA READ bandwidth, 1 MiB" MB/s "ib_read_bw" 4 ib_read_bw -s 1048576 -n 500
+uroce_row send64k "SEND bandwidth, 64 KiB" MB/s "ib_send_bw" 4 ib_send_bw -s 65536 -n 5000
+uroce_row rate8 "SEND message rate, 8 B" Mpps "ib_send_bw -s 8" 5 ib_send_bw -s 8 -n 20000
+uroce_row sendlat "SEND latency, 2 B (one way, typical)" us "ib_send_lat" 5 ib_send_lat -s 2 -n 5000
+uroce_row writelat "WRITE latency, 2 B (one way, typical)" us "ib_write_lat" 5 ib_write_lat -s 2 -n 5000
+
+# The issue's ratios, against the peers of this run.
+ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a * m / b; else print "?" }'; }
+mc1m=$(awk '$1==1048576{print $2}' "$tmp/memcpy")
+echo
+printf '| %-52s | %8s |\n' "ratio (one run)" "figure"
+printf '|%s|%s|\n' "------------------------------------------------------" "----------"
+printf '| %-52s | %8s |\n' "WRITE 1 MiB / UCX sm put 1 MiB" "$(ratio "${fig[write1m]}" "${u_bw1m:-0}")"
+printf '| %-52s | %8s |\n' "WRITE 1 MiB / memcpy 1 MiB" "$(ratio "${fig[write1m]}" "$mc1m" 0.001)"
+printf '| %-52s | %8s |\n' "READ 1 MiB / WRITE 1 MiB" "$(ratio "${fig[read1m]}" "${fig[write1m]}")"
+printf '| %-52s | %8s |\n' "SEND latency 2 B / UCX sm tag_lat 8 B (lower is better)" "$(ratio "${fig[sendlat]}" "${u_lat:-0}")"
+printf '| %-52s | %8s |\n' "SEND rate 8 B / UCX sm tag_bw 8 B" "$(ratio "${fig[rate8]}" "${u_rate:-0}" 1000000)"
+
+json=${COMPARE_JSON:-compare.json}
+{
+	printf '{"date":"%s","cores":%s,"memcpy_1m_GBps":"%s","ucx_sm_lat_us":"%s","ucx_sm_put_1m_MBps":"%s","ucx_sm_rate_msgps":"%s","uroce":{' \
+		"$(date -u +%FT%TZ)" "$(nproc)" "$mc1m" "${u_lat:-}" "${u_bw1m:-}" "${u_rate:-}"
+	sep=
+	for k in "${!fig[@]}"; do
+		printf '%s"%s":"%s"' "$sep" "$k" "${fig[$k]}"
+		sep=,
+	done
+	printf '}}\n'
+} > "$json"
+echo
+echo "raw figures: $json"

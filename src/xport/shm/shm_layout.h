@@ -1,0 +1,87 @@
+/* The shared-memory transport's file, as every process of the user sees it.
+ *
+ * Each process that receives by shared memory owns one file,
+ * /dev/shm/uroce-<uid>-shm-<pid>-v<version> (mode 0600, the user's alone),
+ * and a FIFO beside it, its doorbell.  The file holds one ring per sending
+ * process: a sender claims a free ring (owner 0 -> its pid) and is its only
+ * producer; the owner of the file is every ring's only consumer.  Offsets,
+ * never pointers; a version in the name and the header, so that two
+ * layouts never meet.
+ *
+ * Who writes what: the producer writes records and then the ring's tail
+ * (release) and sets want_room when it waits for room; the consumer reads
+ * records up to the tail (acquire), then writes head (release); the owner
+ * alone writes sleeping and frees a ring whose producer died.
+ */
+#ifndef UROCE_XPORT_SHM_SHM_LAYOUT_H
+#define UROCE_XPORT_SHM_SHM_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UR_SHM_MAGIC 0x75534d52u        /* "uSMR" */
+#define UR_SHM_VERSION 1u
+#define UR_SHM_RINGS 32u                /* sending processes per receiver */
+#define UR_SHM_RING_BYTES (1u << 20)    /* a power of two */
+#define UR_SHM_ALIGN 64u                /* records start on a cache line */
+#define UR_SHM_MAX_PKT 8192u            /* BTH .. ICRC: MTU 4096 and headers, with room */
+#define UR_SHM_REC_WRAP 0xffffffffu     /* "the rest of the ring is empty: go to 0" */
+
+/* What precedes each packet in a ring. */
+struct ur_shm_rec {
+	uint32_t len;                   /* packet bytes (BTH .. ICRC), or UR_SHM_REC_WRAP */
+	uint8_t traffic_class;
+	uint8_t hop_limit;
+	uint8_t ipv6;
+	uint8_t reserved;
+	uint8_t sgid[16];
+	uint8_t dgid[16];
+	uint8_t pad[8];
+};
+_Static_assert(sizeof(struct ur_shm_rec) == 48, "a record header is 48 bytes");
+
+/* A record's room in the ring: header and packet, to a cache line. */
+static inline uint32_t ur_shm_rec_room(uint32_t len)
+{
+	return (uint32_t)((sizeof(struct ur_shm_rec) + len + UR_SHM_ALIGN - 1) & ~(UR_SHM_ALIGN - 1));
+}
+
+/* One ring's indices: free-running byte counts, each on its own line. */
+struct ur_shm_ring_ctl {
+	uint32_t owner;                 /* the producer's pid; 0: free */
+	uint32_t reserved;
+	uint64_t producer_id;           /* the producer's random id (a pid can be reused) */
+	uint8_t pad0[48];
+	uint64_t tail;                  /* producer: bytes written */
+	uint32_t want_room;             /* producer waits: ring its bell when head moves */
+	uint8_t pad1[52];
+	uint64_t head;                  /* consumer: bytes read */
+	uint8_t pad2[56];
+};
+_Static_assert(sizeof(struct ur_shm_ring_ctl) == 192, "three cache lines per ring");
+_Static_assert(offsetof(struct ur_shm_ring_ctl, tail) == 64, "tail on its own line");
+_Static_assert(offsetof(struct ur_shm_ring_ctl, head) == 128, "head on its own line");
+
+struct ur_shm_file {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t layout_size;           /* sizeof(struct ur_shm_file) */
+	uint32_t pid;                   /* the consumer */
+	uint32_t reserved;
+	uint8_t pad0[40];
+	uint32_t sleeping;              /* the consumer's engine thread sleeps: ring the bell */
+	uint8_t pad1[60];
+	uint64_t active;                /* a bit per ring claimed */
+	uint8_t pad2[56];
+	struct ur_shm_ring_ctl ring[UR_SHM_RINGS];
+	/* To a page, so that each ring's data starts on one. */
+	uint8_t pad3[4096 - 192 - (UR_SHM_RINGS * sizeof(struct ur_shm_ring_ctl)) % 4096];
+	uint8_t data[UR_SHM_RINGS][UR_SHM_RING_BYTES];
+};
+_Static_assert(offsetof(struct ur_shm_file, sleeping) == 64, "sleeping on its own line");
+_Static_assert(offsetof(struct ur_shm_file, data) % 4096 == 0, "ring data page-aligned");
+_Static_assert(UR_SHM_RINGS <= 64, "active is a 64-bit mask");
+_Static_assert((UR_SHM_RING_BYTES & (UR_SHM_RING_BYTES - 1)) == 0, "ring size a power of two");
+_Static_assert(UR_SHM_MAX_PKT + 2 * UR_SHM_ALIGN < UR_SHM_RING_BYTES / 4, "records fit a ring");
+
+#endif

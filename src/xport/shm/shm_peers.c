@@ -1,0 +1,218 @@
+/* The files we send into: one entry per receiving process, its file
+ * mapped, the ring we claimed in it, its doorbell.
+ *
+ * An entry lives as long as its process: a peer that died is noticed at
+ * the next tick (or when its bell cannot be opened) and its entry marked
+ * dead, so that what is still sent to it is counted as lost; the mapping
+ * goes under the entry's lock, which every send holds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "xport/shm/shm_priv.h"
+
+void ur_shm_file_name(char *buf, size_t len, pid_t pid, bool bell)
+{
+	snprintf(buf, len, "/dev/shm/uroce-%u-%s-%d-v%u", (unsigned)geteuid(),
+		 bell ? "bell" : "shm", (int)pid, UR_SHM_VERSION);
+}
+
+void ur_shm_ring_bell(int fd)
+{
+	static const uint8_t one = 1;
+
+	/* EAGAIN: the FIFO is full, so the bell is ringing already. */
+	if (write(fd, &one, 1) < 0 && errno != EAGAIN)
+		ur_dbg(NULL, "a doorbell did not ring: %s", strerror(errno));
+}
+
+void ur_shm_peers_init(struct ur_shm *s)
+{
+	pthread_mutex_init(&s->peers_lock, NULL);
+	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
+		pthread_spin_init(&s->peers[i].lock, PTHREAD_PROCESS_PRIVATE);
+		s->peers[i].bell_fd = -1;
+	}
+}
+
+/* Opens pid's file (only if it is this user's alone) and maps it. */
+static struct ur_shm_file *map_peer(pid_t pid, int *why)
+{
+	char path[80];
+	struct ur_shm_file *f;
+	struct stat st;
+	int fd;
+
+	ur_shm_file_name(path, sizeof(path), pid, false);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*why = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) || (size_t)st.st_size != sizeof(*f)) {
+		close(fd);
+		*why = -EPERM;
+		return NULL;
+	}
+	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED) {
+		*why = -errno;
+		return NULL;
+	}
+	if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != UR_SHM_MAGIC ||
+	    f->version != UR_SHM_VERSION || f->layout_size != sizeof(*f) ||
+	    f->pid != (uint32_t)pid) {
+		munmap(f, sizeof(*f));
+		*why = -EPROTO;
+		return NULL;
+	}
+	return f;
+}
+
+int ur_shm_open_bell(pid_t pid)
+{
+	char path[80];
+	struct stat st;
+	int fd;
+
+	ur_shm_file_name(path, sizeof(path), pid, true);
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* A free ring in f, now ours: its index, or -ENOSPC. */
+static int claim_ring(struct ur_shm *s, struct ur_shm_file *f)
+{
+	for (unsigned i = 0; i < UR_SHM_RINGS; i++) {
+		struct ur_shm_ring_ctl *c = &f->ring[i];
+		uint32_t free_owner = 0;
+
+		if (!__atomic_compare_exchange_n(&c->owner, &free_owner, (uint32_t)getpid(), false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		c->producer_id = s->id;
+		c->want_room = 0;
+		/* A freed ring is empty (head == tail); the consumer looks at
+		 * it once its bit is set. */
+		__atomic_store_n(&c->tail, __atomic_load_n(&c->head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
+		__atomic_or_fetch(&f->active, 1ull << i, __ATOMIC_RELEASE);
+		return (int)i;
+	}
+	return -ENOSPC;
+}
+
+static void unmap_peer(struct ur_shm_peer *p)
+{
+	if (p->f)
+		munmap(p->f, sizeof(*p->f));
+	if (p->bell_fd >= 0)
+		close(p->bell_fd);
+	p->f = NULL;
+	p->bell_fd = -1;
+}
+
+/* A new entry for pid: its file mapped, a ring claimed, its bell open. */
+static int peer_new(struct ur_shm *s, struct ur_shm_peer *p, pid_t pid)
+{
+	int why = 0, ring;
+	struct ur_shm_file *f = map_peer(pid, &why);
+
+	if (!f)
+		return why;
+	ring = claim_ring(s, f);
+	if (ring < 0) {
+		munmap(f, sizeof(*f));
+		return ring;
+	}
+	why = ur_shm_open_bell(pid);
+	if (why < 0) {
+		__atomic_and_fetch(&f->active, ~(1ull << ring), __ATOMIC_RELEASE);
+		__atomic_store_n(&f->ring[ring].owner, 0, __ATOMIC_RELEASE);
+		munmap(f, sizeof(*f));
+		return why;
+	}
+	pthread_spin_lock(&p->lock);
+	p->f = f;
+	p->ring = (unsigned)ring;
+	p->bell_fd = why;
+	p->dead = false;
+	p->blocked = false;
+	pthread_spin_unlock(&p->lock);
+	__atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ur_shm_peer_get(struct ur_shm *s, pid_t pid)
+{
+	struct ur_shm_peer *free_p = NULL;
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&s->peers_lock);
+	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
+		struct ur_shm_peer *p = &s->peers[i];
+
+		if (p->pid == pid && !p->dead) {
+			ret = (int)i;
+			goto out;
+		}
+		if (!free_p && (!p->pid || (p->dead && !p->f)))
+			free_p = p;
+	}
+	if (free_p) {
+		ret = peer_new(s, free_p, pid);
+		if (!ret)
+			ret = (int)(free_p - s->peers);
+	}
+	/* Said once per peer process, for whoever asks (UROCE_LOG=info). */
+	if (ret >= 0)
+		ur_info(NULL, "process %d reached by shared memory (ring %u of its file)",
+			(int)pid, s->peers[ret].ring);
+	else
+		ur_info(NULL, "process %d not reached by shared memory (%s): UDP", (int)pid,
+			ret == -ENOENT ? "it has no shared-memory file" : strerror(-ret));
+out:
+	pthread_mutex_unlock(&s->peers_lock);
+	return ret;
+}
+
+void ur_shm_peers_reap(struct ur_shm *s)
+{
+	pthread_mutex_lock(&s->peers_lock);
+	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
+		struct ur_shm_peer *p = &s->peers[i];
+
+		if (!p->pid || p->dead || !(kill(p->pid, 0) && errno == ESRCH))
+			continue;
+		pthread_spin_lock(&p->lock);
+		p->dead = true;
+		unmap_peer(p);
+		pthread_spin_unlock(&p->lock);
+	}
+	pthread_mutex_unlock(&s->peers_lock);
+}
+
+void ur_shm_peers_close(struct ur_shm *s)
+{
+	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
+		/* Our rings stay claimed: their consumers free them once we
+		 * are gone. */
+		unmap_peer(&s->peers[i]);
+	}
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# ctest-timeout: 300
+# The shared-memory transport between processes of one host (uroce0 on lo):
+#  - unmodified ibv_rc_pingpong -c (data checked) from 1 B to 8 MiB, and
+#    ibv_uc_pingpong -c: both sides say (UROCE_LOG=info) that they reached
+#    each other by shared memory, and the data arrives intact;
+#  - the fallback: a server with UROCE_SHM=0 has no file, so the client says
+#    it is not reached by shared memory and both sides go by UDP, data
+#    checked; the same with the client off;
+#  - an idle process holding a device, a QP and a CQ (a server waiting for
+#    its client) uses no CPU: at most 2 clock ticks in 3 s, its engine
+#    thread asleep until a packet or a timer (issue: < 1 % of a core);
+#  - the files: a running process's ring file and doorbell are mode 0600,
+#    the user's; both are gone after a clean exit; a process killed by
+#    SIGKILL leaves them, and the next process to open a device removes
+#    them;
+#  - a peer killed in the middle of 8 MiB RDMA WRITEs (ib_write_bw): the
+#    survivor ends with an error completion and a non-zero exit within
+#    seconds, not a hang, and nothing of the dead process's is left.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rc_pingpong_cases.sh"
+
+g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+[ -n "$g4" ] || { ur_fail "uroce0 has no GID for 127.0.0.1"; ur_done; }
+uid=$(id -u)
+shm_file() { echo "/dev/shm/uroce-$uid-shm-$1-v1"; }
+bell_file() { echo "/dev/shm/uroce-$uid-bell-$1-v1"; }
+
+# shm_pp TAG PROG ARGS...: a pair over shared memory, both sides saying so.
+shm_pp() {
+	local tag=$1 prog=$2 port
+	shift 2
+	port=$(ur_port)
+	UR_ENV=(UROCE_LOG=info)   # (an array cannot prefix a call)
+	ur_pair "$tag" "$port" "$prog" -d uroce0 -g "$g4" -p "$port" "$@" \
+		-- "$prog" -d uroce0 -g "$g4" -p "$port" "$@" 127.0.0.1
+	UR_ENV=()
+	ur_expect_pair_ok "$tag" "$prog $*" || return
+	ur_expect_grep "$tag.server" "reached by shared memory" "$tag: the server reaches the client by shared memory"
+	ur_expect_grep "$tag.client" "reached by shared memory" "$tag: the client reaches the server by shared memory"
+	ur_expect_no_grep "$tag.client" "invalid data|Failed status|parse WC failed" "$tag: client saw no bad completion or data"
+	ur_expect_no_grep "$tag.server" "invalid data|Failed status|parse WC failed" "$tag: server saw no bad completion or data"
+	ur_sanitizer_clean "$tag.server"
+	ur_sanitizer_clean "$tag.client"
+}
+
+shm_pp rc.s1 ibv_rc_pingpong -s 1 -c -n 2000
+shm_pp rc.s4095 ibv_rc_pingpong -s 4095 -c -n 1000
+shm_pp rc.s64k ibv_rc_pingpong -s 65536 -c -n 500
+shm_pp rc.s1m ibv_rc_pingpong -s 1048576 -c -n 50
+shm_pp rc.s8m ibv_rc_pingpong -s 8388608 -c -n 10
+shm_pp rc.events ibv_rc_pingpong -s 4096 -c -e -n 1000
+shm_pp uc.s4k ibv_uc_pingpong -s 4096 -c -n 1000
+
+# The fallback: one side without the transport; both go by UDP.
+shm_off() {
+	local tag=$1 side=$2 port senv=(UROCE_LOG=info) cenv=(UROCE_LOG=info)
+	port=$(ur_port)
+	if [ "$side" = server ]; then senv+=(UROCE_SHM=0); else cenv+=(UROCE_SHM=0); fi
+	UR_ENV=("${senv[@]}")
+	ur_start "$tag.server" ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" \
+		-s 1048576 -c -n 50
+	if ! ur_wait_listen "$port" "${UR_PID[$tag.server]}"; then
+		ur_stop "$tag.server"
+		ur_fail "$tag: the server did not listen"
+		return
+	fi
+	UR_ENV=("${cenv[@]}")
+	ur_start "$tag.client" ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" \
+		-s 1048576 -c -n 50 127.0.0.1
+	UR_ENV=()
+	ur_wait "$tag.client"
+	ur_wait "$tag.server"
+	ur_expect_pair_ok "$tag" "$tag: ibv_rc_pingpong -s 1048576 -c with UROCE_SHM=0 on the $side" || return
+	ur_expect_grep "$tag.$side" "shared-memory transport off \(UROCE_SHM=0\)" \
+		"$tag: the $side says its transport is off"
+	local other=client
+	[ "$side" = client ] && other=server
+	ur_expect_no_grep "$tag.server" "reached by shared memory \(ring" "$tag: the server does not use shared memory"
+	ur_expect_no_grep "$tag.client" "reached by shared memory \(ring" "$tag: the client does not use shared memory"
+	[ "$side" = server ] && ur_expect_grep "$tag.client" "not reached by shared memory \(it has no shared-memory file\): UDP" \
+		"$tag: the client falls back to UDP and says why"
+}
+shm_off fallback.server-off server
+shm_off fallback.client-off client
+
+# The files of a running process, then after it ends.
+port=$(ur_port)
+ur_start files.server ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" -n 10
+if ur_wait_listen "$port" "${UR_PID[files.server]}"; then
+	pid=$(ur_prog_pid files.server)
+	ur_expect_eq "files: the ring file is the user's, mode 0600" "600 $uid" \
+		"$(stat -c '%a %u' "$(shm_file "$pid")" 2>&1)"
+	ur_expect_eq "files: the doorbell is a FIFO, the user's, mode 0600" "fifo 600 $uid" \
+		"$(stat -c '%F %a %u' "$(bell_file "$pid")" 2>&1 | sed 's/^named pipe/fifo/')"
+	t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	sleep 3
+	t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	if [ $((t1 - t0)) -le 2 ]; then
+		ur_pass "idle: a waiting server used $((t1 - t0)) clock ticks in 3 s"
+	else
+		ur_fail "idle: a waiting server used $((t1 - t0)) clock ticks in 3 s (expected at most 2)"
+	fi
+	ur_start files.client ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" -n 10 127.0.0.1
+	ur_wait files.client
+	ur_wait files.server
+	ur_expect_pair_ok files "files: a pair ran"
+	ur_expect_eq "files: gone after a clean exit" "" \
+		"$(ls "$(shm_file "$pid")" "$(bell_file "$pid")" 2>/dev/null)"
+else
+	ur_stop files.server
+	ur_fail "files: the server did not listen"
+fi
+
+# SIGKILL leaves the files; the next process that opens a device sweeps them.
+port=$(ur_port)
+ur_start killed.server ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" -n 10
+if ur_wait_listen "$port" "${UR_PID[killed.server]}"; then
+	pid=$(ur_prog_pid killed.server)
+	kill -KILL "$pid"
+	ur_wait killed.server
+	ur_expect_eq "killed: SIGKILL leaves the ring file" "$(shm_file "$pid")" \
+		"$(ls "$(shm_file "$pid")" 2>/dev/null)"
+	ur_run killed.next ibv_devinfo -d uroce0
+	ur_expect_rc killed.next 0 "killed: ibv_devinfo runs"
+	ur_expect_eq "killed: the next process removed the dead one's files" "" \
+		"$(ls "$(shm_file "$pid")" "$(bell_file "$pid")" 2>/dev/null)"
+else
+	ur_stop killed.server
+	ur_fail "killed: the server did not listen"
+fi
+
+# A peer killed in the middle of large WRITEs: the survivor errs, promptly.
+port=$(ur_port)
+UR_ENV=(UROCE_LOG=info)
+ur_start midwrite.server ib_write_bw -d uroce0 -x "$g4" -p "$port" \
+	-s 8388608 -D 30
+if ur_wait_listen "$port" "${UR_PID[midwrite.server]}"; then
+	UR_TIMEOUT=60 ur_start midwrite.client ib_write_bw -d uroce0 \
+		-x "$g4" -p "$port" -s 8388608 -D 30 127.0.0.1
+	for _ in $(seq 100); do
+		grep -q "reached by shared memory (ring" "$(ur_out midwrite.client)" && break
+		sleep 0.1
+	done
+	sleep 1
+	UR_ENV=()
+	spid=$(ur_prog_pid midwrite.server)
+	kill -KILL "$spid"
+	ur_wait midwrite.server
+	ur_wait midwrite.client
+	ur_expect_grep midwrite.client "reached by shared memory \(ring" \
+		"midwrite: the client was writing by shared memory"
+	ur_expect_fail_fast midwrite.client "midwrite: the client, its server killed mid-WRITE"
+	ur_expect_grep midwrite.client "[Cc]ompletion with error|Failed status|status" \
+		"midwrite: the client saw an error completion"
+	ur_sanitizer_clean midwrite.client
+else
+	UR_ENV=()
+	ur_stop midwrite.server
+	ur_fail "midwrite: the server did not listen"
+fi
+
+ur_done
