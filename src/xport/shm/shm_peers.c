@@ -106,8 +106,8 @@ static int claim_ring(struct ur_shm *s, struct ur_shm_file *f)
 		if (!__atomic_compare_exchange_n(&c->owner, &free_owner, (uint32_t)getpid(), false,
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
-		c->producer_id = s->id;
-		c->want_room = 0;
+		__atomic_store_n(&c->producer_id, s->id, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->want_room, 0, __ATOMIC_RELAXED);
 		/* A freed ring is empty (head == tail); the consumer looks at
 		 * it once its bit is set. */
 		__atomic_store_n(&c->tail, __atomic_load_n(&c->head, __ATOMIC_ACQUIRE),
