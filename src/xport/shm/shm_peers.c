@@ -35,11 +35,18 @@ void ur_shm_ring_bell(int fd)
 
 void ur_shm_peers_init(struct ur_shm *s)
 {
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&s->peers_lock, NULL);
 	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
-		pthread_spin_init(&s->peers[i].lock, PTHREAD_PROCESS_PRIVATE);
+		/* A mutex, not a spinlock: the holder copies a packet and
+		 * may be preempted with more threads than cores. */
+		pthread_mutex_init(&s->peers[i].lock, &attr);
 		s->peers[i].bell_fd = -1;
 	}
+	pthread_mutexattr_destroy(&attr);
 }
 
 /* Opens pid's file (only if it is this user's alone) and maps it. */
@@ -148,13 +155,13 @@ static int peer_new(struct ur_shm *s, struct ur_shm_peer *p, pid_t pid)
 		munmap(f, sizeof(*f));
 		return why;
 	}
-	pthread_spin_lock(&p->lock);
+	pthread_mutex_lock(&p->lock);
 	p->f = f;
 	p->ring = (unsigned)ring;
 	p->bell_fd = why;
 	p->dead = false;
 	p->blocked = false;
-	pthread_spin_unlock(&p->lock);
+	pthread_mutex_unlock(&p->lock);
 	__atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -200,10 +207,10 @@ void ur_shm_peers_reap(struct ur_shm *s)
 
 		if (!p->pid || p->dead || !(kill(p->pid, 0) && errno == ESRCH))
 			continue;
-		pthread_spin_lock(&p->lock);
+		pthread_mutex_lock(&p->lock);
 		p->dead = true;
 		unmap_peer(p);
-		pthread_spin_unlock(&p->lock);
+		pthread_mutex_unlock(&p->lock);
 	}
 	pthread_mutex_unlock(&s->peers_lock);
 }

@@ -30,7 +30,7 @@ _Static_assert(sizeof(struct ur_shm_path) <= UR_PATH_PRIV_BYTES, "a shm path fit
 
 /* A process we send to: its file, the ring we claimed there, its bell. */
 struct ur_shm_peer {
-	pthread_spinlock_t lock;        /* producers of this process; dead, f, bell_fd */
+	pthread_mutex_t lock;           /* producers of this process; dead, f, bell_fd */
 	pid_t pid;                      /* 0: a free entry (under peers_lock) */
 	bool dead;                      /* gone: what is sent is lost */
 	bool blocked;                   /* a send found the ring full */

@@ -67,7 +67,7 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	/* The pad, and the ICRC's room: nothing crossed a wire to check. */
 	iov[niov++] = (struct iovec){ (void *)zeros, pkt->pad + UR_ICRC_BYTES };
 
-	pthread_spin_lock(&peer->lock);
+	pthread_mutex_lock(&peer->lock);
 	if (peer->dead || __atomic_load_n(&peer->pid, __ATOMIC_RELAXED) != p->pid) {
 		ret = -ESRCH;
 	} else {
@@ -76,7 +76,7 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 		if (ret == -EAGAIN)
 			peer->blocked = true;
 	}
-	pthread_spin_unlock(&peer->lock);
+	pthread_mutex_unlock(&peer->lock);
 	if (!ret) {
 		written |= 1ull << p->peer;
 		UR_SHM_COUNT(s, sent_pkts, 1);
@@ -104,10 +104,10 @@ int ur_shm_flush(struct ur_xport *x)
 		struct ur_shm_peer *peer = &s->peers[__builtin_ctzll(w)];
 
 		w &= w - 1;
-		pthread_spin_lock(&peer->lock);
+		pthread_mutex_lock(&peer->lock);
 		if (!peer->dead && peer->f && __atomic_load_n(&peer->f->sleeping, __ATOMIC_RELAXED))
 			ur_shm_ring_bell(peer->bell_fd);
-		pthread_spin_unlock(&peer->lock);
+		pthread_mutex_unlock(&peer->lock);
 	}
 	return 0;
 }
@@ -120,7 +120,7 @@ static bool ask_room(struct ur_shm_peer *peer)
 	struct ur_shm_ring_ctl *c;
 	bool room = true;
 
-	pthread_spin_lock(&peer->lock);
+	pthread_mutex_lock(&peer->lock);
 	if (!peer->blocked) {
 		room = false;
 	} else if (!peer->dead && peer->f) {
@@ -131,7 +131,7 @@ static bool ask_room(struct ur_shm_peer *peer)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		room = ur_shm_ring_has_room(c, UR_SHM_MAX_PKT);
 	}
-	pthread_spin_unlock(&peer->lock);
+	pthread_mutex_unlock(&peer->lock);
 	return room;
 }
 
@@ -144,9 +144,9 @@ void ur_shm_room_check(struct ur_shm *s)
 
 		if (!__atomic_load_n(&peer->pid, __ATOMIC_ACQUIRE) || !ask_room(peer))
 			continue;
-		pthread_spin_lock(&peer->lock);
+		pthread_mutex_lock(&peer->lock);
 		peer->blocked = false;
-		pthread_spin_unlock(&peer->lock);
+		pthread_mutex_unlock(&peer->lock);
 		any = true;
 	}
 	if (any && __atomic_load_n(&s->want, __ATOMIC_ACQUIRE))
