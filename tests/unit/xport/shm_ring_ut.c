@@ -206,7 +206,7 @@ static void test_full(void)
 {
 	const uint32_t big = 1000, small = 700;
 	const unsigned fit = RING / room(big);
-	static uint32_t lens[RING / 1088 + 1];
+	static uint32_t lens[RING / 1088 + 2];   /* the records that fit, the small one, the wrapped one */
 	struct sink s = { 0, lens, 0 };
 	uint64_t seq = 0;
 
@@ -449,9 +449,11 @@ static void test_bad_indices(void)
 	UT_EQ(s3.calls, 0);
 	check_works_again();
 	/* A head off its cache line (the consumer's own word, but in the
-	 * shared file). */
+	 * shared file), with a record that would pass for good under it:
+	 * only the alignment check refuses it. */
 	put_some(0, 3, 0);
 	R.c->head += 8;
+	poke_len(R.c->head, 0);
 	check_refused(&s4, 0);
 	UT_EQ(s4.calls, 0);
 	check_works_again();
