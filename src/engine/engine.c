@@ -325,6 +325,17 @@ static bool run_pollers(struct ur_engine *e)
 	return found;
 }
 
+/* Whether any poller may get work: else the thread just sleeps. */
+static bool pollers_active(struct ur_engine *e)
+{
+	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!e->pollers[i].active || e->pollers[i].active(e->pollers[i].arg))
+			return true;
+	return false;
+}
+
 /* Tells the pollers the thread goes to sleep (going) or woke: false if
  * one of them had work come meanwhile. */
 static bool pollers_sleep(struct ur_engine *e, bool going)
@@ -502,7 +513,7 @@ static void *engine_main(void *arg)
 		 * they have made sure their work will wake us. */
 		if (polled && now - last_work < e->spin_ns) {
 			to = &now_ts;
-		} else if (polled && may_nap(e, now)) {
+		} else if (polled && pollers_active(e) && may_nap(e, now)) {
 			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
 					   UR_LIGHT_SLEEP_NS)
 				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };

@@ -72,6 +72,9 @@ void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t);
 struct ur_poller {
 	bool (*poll)(void *arg);
 	bool (*sleep)(void *arg, bool going);
+	/* Whether anything may come to poll at all (NULL: always): with
+	 * nothing, the thread neither naps nor spins, it sleeps. */
+	bool (*active)(void *arg);
 	void *arg;
 };
 

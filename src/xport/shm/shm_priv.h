@@ -94,6 +94,7 @@ void ur_shm_ring_bell(int fd);
 /* shm_rx.c */
 bool ur_shm_poll(void *arg);
 bool ur_shm_sleep(void *arg, bool going);
+bool ur_shm_active(void *arg);
 void ur_shm_on_bell(void *arg, uint32_t events);
 /* Tick: free the rings of producers that died. */
 void ur_shm_rx_reap(struct ur_shm *s);

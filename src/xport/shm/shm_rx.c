@@ -85,6 +85,14 @@ bool ur_shm_poll(void *arg)
 	return found;
 }
 
+/* Anything may come: some process has claimed one of our rings. */
+bool ur_shm_active(void *arg)
+{
+	struct ur_shm *s = arg;
+
+	return __atomic_load_n(&s->own->active, __ATOMIC_RELAXED) != 0;
+}
+
 /* Our engine thread goes to sleep: producers must ring from now on, and
  * anything that came before they could see it is found here. */
 bool ur_shm_sleep(void *arg, bool going)
