@@ -511,16 +511,21 @@ static void *engine_main(void *arg)
 		/* Pollers: spin a little after work; nap while an application
 		 * thread polls (it finds the work first); else sleep, once
 		 * they have made sure their work will wake us. */
+		bool active = polled && pollers_active(e);
+
 		if (polled && now - last_work < e->spin_ns) {
 			to = &now_ts;
-		} else if (polled && pollers_active(e) && may_nap(e, now)) {
+		} else if (active && may_nap(e, now)) {
 			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
 					   UR_LIGHT_SLEEP_NS)
 				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
 			to = &ts;
 		} else if (polled) {
 			told = true;
-			atomic_store(&e->deep_sleep, true);
+			/* Only a thread that would nap is worth an application's
+			 * kick: with nothing to poll it sleeps as before. */
+			if (active)
+				atomic_store(&e->deep_sleep, true);
 			if (!pollers_sleep(e, true))
 				to = &now_ts;
 		}
