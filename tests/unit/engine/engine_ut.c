@@ -367,8 +367,9 @@ static void test_poller_threaded(void)
 }
 
 /* An application thread polls: the engine thread naps without saying it
- * sleeps (producers need not ring); once the application says it will
- * wait, the engine thread sleeps properly and a bell wakes it. */
+ * sleeps (producers need not ring) at least some of the time; once the
+ * application says it will wait, the engine thread sleeps properly and a
+ * bell wakes it. */
 static void test_poller_app_waits(void)
 {
 	struct t_poll p = { 0 };
@@ -392,7 +393,10 @@ static void test_poller_app_waits(void)
 			slept++;
 	}
 	UT_EQ(p.taken, 1);
-	UT_EQ(slept, 0);
+	/* Napping is a matter of timing (a loaded machine can leave more than
+	 * 1 ms between two polls, and then the thread rightly sleeps): it must
+	 * have napped at some point, not all along. */
+	UT_CHECK(slept < 200);
 	ur_engine_app_waits(e);
 	wait_for(&p.sleeping, 1);
 	UT_EQ(p.sleeping, 1);
