@@ -8,6 +8,12 @@
 
 #define RING_MASK ((uint64_t)UR_SHM_RING_BYTES - 1)
 
+/* The indices are stored and loaded sequentially consistent: each pairs
+ * with a flag (the consumer's sleeping, the producer's want_room) that the
+ * other side stores before loading an index, so that of a store and a
+ * wait, one side always sees the other (no fences: ThreadSanitizer does
+ * not model them). */
+
 /* Where a record of room bytes goes: its offset, after skipping to 0 if it
  * would cross the end; *need is the bytes it takes with the skip. */
 static uint64_t place(uint64_t tail, uint32_t room, uint64_t *need)
@@ -22,7 +28,7 @@ static uint64_t place(uint64_t tail, uint32_t room, uint64_t *need)
 int ur_shm_ring_has_room(const struct ur_shm_ring_ctl *c, uint32_t len)
 {
 	uint64_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
-	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_SEQ_CST);
 	uint64_t need;
 
 	place(tail, ur_shm_rec_room(len), &need);
@@ -33,7 +39,7 @@ int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_sh
 		    const struct iovec *iov, int niov, uint32_t len)
 {
 	uint64_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
-	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_SEQ_CST);
 	uint32_t room = ur_shm_rec_room(len);
 	uint64_t need, off;
 	uint8_t *p;
@@ -56,7 +62,7 @@ int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_sh
 		p += iov[i].iov_len;
 	}
 	/* Records and mark are seen by whoever sees the tail. */
-	__atomic_store_n(&c->tail, tail + need, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->tail, tail + need, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -88,13 +94,13 @@ int ur_shm_ring_take(struct ur_shm_ring_ctl *c, const uint8_t *data, unsigned ma
 			goto bad;
 		fn(arg, rec, (const uint8_t *)(rec + 1), len);
 		head += room;
-		__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->head, head, __ATOMIC_SEQ_CST);
 		n++;
 	}
-	__atomic_store_n(&c->head, head, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->head, head, __ATOMIC_SEQ_CST);
 	return n;
 
 bad:
-	__atomic_store_n(&c->head, tail, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->head, tail, __ATOMIC_SEQ_CST);
 	return -EBADMSG;
 }

@@ -37,7 +37,7 @@ int ur_shm_ring_take(struct ur_shm_ring_ctl *c, const uint8_t *data, unsigned ma
 /* Consumer: whether anything is published and not yet taken. */
 static inline int ur_shm_ring_pending(const struct ur_shm_ring_ctl *c)
 {
-	return __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	return __atomic_load_n(&c->tail, __ATOMIC_SEQ_CST) != __atomic_load_n(&c->head, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -33,9 +33,9 @@ static void tell_producer(struct ur_shm *s, unsigned i)
 	struct ur_shm_ring_ctl *c = &s->own->ring[i];
 	uint32_t owner;
 
-	/* Pairs with the producer's fence between asking and looking. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&c->want_room, __ATOMIC_RELAXED))
+	/* Head moved (sequentially consistent), now want_room: the
+	 * producer does the two the other way round. */
+	if (!__atomic_load_n(&c->want_room, __ATOMIC_SEQ_CST))
 		return;
 	__atomic_store_n(&c->want_room, 0, __ATOMIC_RELAXED);
 	owner = __atomic_load_n(&c->owner, __ATOMIC_ACQUIRE);
@@ -100,10 +100,9 @@ bool ur_shm_sleep(void *arg, bool going)
 	struct ur_shm *s = arg;
 	uint64_t active;
 
-	__atomic_store_n(&s->own->sleeping, going ? 1u : 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->own->sleeping, going ? 1u : 0u, __ATOMIC_SEQ_CST);
 	if (!going)
 		return true;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	active = __atomic_load_n(&s->own->active, __ATOMIC_ACQUIRE);
 	while (active) {
 		unsigned i = (unsigned)__builtin_ctzll(active);

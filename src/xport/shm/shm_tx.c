@@ -88,9 +88,9 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	return ret;
 }
 
-/* Rings the bell of each peer written to whose engine thread sleeps.  The
- * fence pairs with the one the sleeper makes between saying so and
- * looking at its rings a last time: one of the two sees the other. */
+/* Rings the bell of each peer written to whose engine thread sleeps.  We
+ * published the tail, then look at sleeping; the sleeper says so, then
+ * looks at the tails (all sequentially consistent): one sees the other. */
 int ur_shm_flush(struct ur_xport *x)
 {
 	struct ur_shm *s = ur_shm_of(x);
@@ -99,13 +99,12 @@ int ur_shm_flush(struct ur_xport *x)
 	if (!w)
 		return 0;
 	written = 0;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	while (w) {
 		struct ur_shm_peer *peer = &s->peers[__builtin_ctzll(w)];
 
 		w &= w - 1;
 		pthread_mutex_lock(&peer->lock);
-		if (!peer->dead && peer->f && __atomic_load_n(&peer->f->sleeping, __ATOMIC_RELAXED))
+		if (!peer->dead && peer->f && __atomic_load_n(&peer->f->sleeping, __ATOMIC_SEQ_CST))
 			ur_shm_ring_bell(peer->bell_fd);
 		pthread_mutex_unlock(&peer->lock);
 	}
@@ -125,10 +124,9 @@ static bool ask_room(struct ur_shm_peer *peer)
 		room = false;
 	} else if (!peer->dead && peer->f) {
 		c = &peer->f->ring[peer->ring];
-		__atomic_store_n(&c->want_room, 1, __ATOMIC_RELAXED);
-		/* Pairs with the consumer's fence between moving head and
-		 * looking at want_room. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		/* Sequentially consistent, as the consumer's head: it moves
+		 * head then looks at want_room, we the other way round. */
+		__atomic_store_n(&c->want_room, 1, __ATOMIC_SEQ_CST);
 		room = ur_shm_ring_has_room(c, UR_SHM_MAX_PKT);
 	}
 	pthread_mutex_unlock(&peer->lock);
