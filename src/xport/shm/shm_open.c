@@ -171,6 +171,17 @@ static bool wanted(void)
 			"host are reached over UDP and unix sockets");
 		return false;
 	}
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer orders a socket's send before any socket's receive,
+	 * which is how it sees that a peer's completion (told over TCP, say)
+	 * follows our placement; through shared memory it sees nothing and
+	 * reports the application's read of placed data as a race. */
+	if (!on || strcmp(on, "1")) {
+		ur_info(NULL, "shared-memory transport off under ThreadSanitizer (it cannot see "
+			"ordering between processes through shared memory); UROCE_SHM=1 forces it");
+		return false;
+	}
+#endif
 	if (faults && *faults) {
 		ur_info(NULL, "shared-memory transport off: UROCE_FAULTS injects faults on the "
 			"UDP receive path, so this process's packets take it");
