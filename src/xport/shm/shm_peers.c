@@ -92,7 +92,9 @@ int ur_shm_open_bell(pid_t pid)
 	int fd;
 
 	ur_shm_file_name(path, sizeof(path), pid, true);
-	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	/* Read-write, so that the FIFO always has a reader: written with no
+	 * reader (its owner died), it would raise SIGPIPE in the application. */
+	fd = open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid() ||

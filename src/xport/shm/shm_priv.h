@@ -86,7 +86,7 @@ int ur_shm_peer_get(struct ur_shm *s, pid_t pid);
 /* Tick: forget peers that died. */
 void ur_shm_peers_reap(struct ur_shm *s);
 void ur_shm_peers_close(struct ur_shm *s);
-/* pid's bell, write end: the fd or -errno. */
+/* pid's bell, opened read-write (never a FIFO without a reader: no SIGPIPE): the fd or -errno. */
 int ur_shm_open_bell(pid_t pid);
 /* Writes a byte to a FIFO (a bell); a full FIFO has rung already. */
 void ur_shm_ring_bell(int fd);
