@@ -84,25 +84,19 @@ static int own_file(struct ur_shm *s)
 	return 0;
 }
 
-/* Our doorbell: a FIFO only we (the user) may open, read end held open
- * read-write so that it never reports end of file. */
+/* Our doorbell: a FIFO only we (the user) may open, held open read-write
+ * (as a sender holds it) so that it never reports end of file. */
 static int own_bell(struct ur_shm *s)
 {
-	struct stat st;
 	int fd;
 
 	ur_shm_file_name(s->bell_path, sizeof(s->bell_path), getpid(), true);
 	unlink(s->bell_path);
 	if (mkfifo(s->bell_path, 0600))
 		return -errno;
-	fd = open(s->bell_path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	fd = ur_shm_open_bell(getpid());
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	s->bell_fd = fd;
 	return 0;
 }
