@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/limits.h"
 #include "core/pd.h"
 #include "util/copy.h"
 #include "util/random.h"
+#include "xport/xport.h"
 
 /* Slots for every region and window at half load, plus reservations. */
 #define MAX_SLOTS (4u * (UR_MAX_MR + UR_MAX_MW))
@@ -272,4 +274,27 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 		off = 0;
 	}
 	return len == 0;
+}
+
+void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
+{
+	struct ur_xport_region r = {
+		.rkey = mr->ke.key,
+		.pd = ur_pd_id(mr->pd),
+		.access = (uint32_t)mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+		.iova = mr->iova,
+		.length = mr->length,
+		.host = mr->host,
+	};
+
+	if (!ctx->xports || !r.access || !mr->host)
+		return;
+	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
+}
+
+void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
+{
+	if (mr->exposed && ctx->xports)
+		ur_xports_revoke_region(ctx->xports, mr->ke.key);
+	mr->exposed = false;
 }

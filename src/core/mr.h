@@ -46,6 +46,7 @@ struct ur_mr {
 	int access;            /* IBV_ACCESS_* */
 	uint32_t windows;      /* MWs bound to it: dereg fails with EBUSY */
 	uint32_t *dm_users;    /* over device memory: its count of regions (verbs/dm.c) */
+	bool exposed;          /* published to transports that copy into us */
 };
 
 struct ur_mw {
@@ -134,6 +135,14 @@ void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd
  * maybe some bytes placed) if one does not.  Read lock held. */
 bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct ibv_sge *sge,
 		   uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+
+/* A region with remote access, published to the transports that copy
+ * into (or out of) this process directly; ur_mr_revoke takes it back and
+ * returns once no peer copies into it any more.  Before any change to the
+ * region and before it goes. */
+struct ur_context;
+void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr);
+void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);
 
 /* Memory windows (mw.c), executed for a QP.  A BIND_MW or LOCAL_INV work
  * request: its completion status. */

@@ -27,6 +27,13 @@ static inline struct ur_pd *to_upd(struct ibv_pd *ibpd)
 	return pd->protection ? pd->protection : pd;
 }
 
+/* The PD's name in what a process publishes for peers that copy into it
+ * (never 0: that means "none"). */
+static inline uint32_t ur_pd_id(const struct ur_pd *pd)
+{
+	return (uint32_t)pd->ibpd.handle + 1;
+}
+
 int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out);
 int ur_pd_dealloc(struct ur_pd *pd);
 

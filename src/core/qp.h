@@ -52,6 +52,8 @@ struct ur_send_wqe {
 	/* progress, owned by the requester and completer */
 	uint8_t state;
 	bool is_inline;
+	bool place_tried;        /* WRITE: the transport was asked to copy it */
+	bool placed;             /* ... and did: it is one packet of headers */
 	uint32_t first_psn, last_psn;
 	uint32_t length;         /* message bytes */
 	uint32_t offset;         /* bytes packetized (reads: requested) */

@@ -1,11 +1,24 @@
 #include "rel/qp_error.h"
 
+#include "core/context.h"
+#include "core/pd.h"
 #include "core/qp.h"
 #include "rel/rel_priv.h"
+#include "rel/stack.h"
 #include "rel/timers.h"
+
+void ur_rel_expose(struct ur_qp *qp, bool on)
+{
+	struct ur_stack *s = qp->ctx->stack;
+
+	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+		return;
+	ur_xports_expose_qp(&s->xports, ur_qp_num(qp), on ? ur_pd_id(qp->pd) : 0);
+}
 
 void ur_rel_abort(struct ur_qp *qp)
 {
+	ur_rel_expose(qp, false);
 	qp->comp.retrans_deadline = 0;
 	qp->comp.rnr_deadline = 0;
 	qp->req.rnr_wait = false;

@@ -49,6 +49,7 @@ static void enter_rtr(struct ur_qp *qp)
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.drop_msg = false;
+	ur_rel_expose(qp, true);
 }
 
 static void enter_rts(struct ur_qp *qp)

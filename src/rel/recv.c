@@ -80,6 +80,20 @@ static void to_group(struct ur_stack *s, const struct ur_pkt_view *pkt,
 	}
 }
 
+/* A WRITE whose payload the sender copied into our memory itself: one
+ * packet of RC or UC, however long, that came with headers only. */
+static bool take_placed(struct ur_pkt_view *v, uint32_t placed)
+{
+	uint32_t whole = UR_OPF_WRITE | UR_OPF_START | UR_OPF_END;
+
+	if ((v->mask & whole) != whole || v->paylen || v->opcode >= UR_OP_TYPE_RD)
+		return false;
+	v->paylen = placed;
+	v->payload = NULL;
+	v->placed = true;
+	return true;
+}
+
 void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 		    const struct ur_rx_meta *meta)
 {
@@ -87,6 +101,8 @@ void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 	enum ur_parse_result pr = ur_pkt_parse(&v, pkt, len);
 	struct ur_qp *qp;
 
+	if (pr == UR_PARSE_OK && meta->placed && !take_placed(&v, meta->placed))
+		pr = UR_PARSE_BAD_PAYLOAD;
 	if (pr != UR_PARSE_OK) {
 		__atomic_add_fetch(&s->malformed, 1, __ATOMIC_RELAXED);
 		ur_device_count_by_gid(&meta->dgid, UR_CNT_MALFORMED);

@@ -106,18 +106,46 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
 }
 
+/* A WRITE longer than a packet, on a connected QP whose transport can copy
+ * into the responder's memory itself: asked once per WQE (so that a resend
+ * keeps its PSNs), and if the bytes are there, the WRITE leaves as one
+ * packet of headers.  MR read lock held. */
+static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
+{
+	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
+
+	w->place_tried = true;
+	if (!ops || !ops->place || w->length <= qp->mtu || w->is_inline ||
+	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
+	    (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM))
+		return;
+	if (gather(qp, w, 0, w->length, scratch))
+		return;         /* a bad lkey: the packets' own gather fails it */
+	w->placed = !ops->place(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
+				w->remote_addr, scratch->iov, scratch->niov, w->length);
+}
+
 /* One request packet of a SEND or WRITE. */
 static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;
 	const struct ur_path *path = qp->type == IBV_QPT_UD ? &w->ah->path : &qp->path;
-	uint32_t len = ur_min(w->length - w->offset, qp->mtu);
-	bool first = w->offset == 0, last = w->offset + len == w->length;
-	uint8_t op = ur_qp_op_base(qp) | req_opcode(w->opcode, first, last);
-	const struct ur_opcode_info *info = &ur_opcode[op];
-	uint32_t dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->attr.dest_qp_num;
-	bool ackreq = false;
+	uint32_t len, dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->attr.dest_qp_num;
+	const struct ur_opcode_info *info;
+	bool first, last, ackreq = false;
+	uint8_t op;
 	int ret;
+
+	if (w->offset == 0 && !w->place_tried) {
+		ur_mr_read_lock(&qp->ctx->mrs);
+		try_place(qp, w, &p);
+		ur_mr_read_unlock(&qp->ctx->mrs);
+	}
+	len = w->placed ? w->length - w->offset : ur_min(w->length - w->offset, qp->mtu);
+	first = w->offset == 0;
+	last = w->offset + len == w->length;
+	op = ur_qp_op_base(qp) | req_opcode(w->opcode, first, last);
+	info = &ur_opcode[op];
 
 	if (ur_qp_is_reliable(qp)) {
 		/* Ask for an ACK every so often, and always when this packet
@@ -130,8 +158,8 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 
 		ackreq = last || qp->req.noack + 1 >= every || inflight >= window;
 	}
-	ur_tx_init(qp, &p, op, len, last && (w->send_flags & IBV_SEND_SOLICITED), dqpn, ackreq,
-		   qp->req.psn);
+	ur_tx_init(qp, &p, op, w->placed ? 0 : len, last && (w->send_flags & IBV_SEND_SOLICITED),
+		   dqpn, ackreq, qp->req.psn);
 	if (info->mask & UR_OPF_RETH) {
 		uint8_t *r = p.hdr + info->offset[UR_HDR_RETH];
 
@@ -148,7 +176,13 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	put_xrceth(w, &p, info);
 
 	ur_mr_read_lock(&qp->ctx->mrs);
-	ret = gather(qp, w, w->offset, len, &p);
+	if (w->placed) {
+		p.niov = 0;
+		p.placed = len;
+		ret = 0;
+	} else {
+		ret = gather(qp, w, w->offset, len, &p);
+	}
 	if (!ret)
 		ret = ur_tx_send(qp, path, &p);
 	ur_mr_read_unlock(&qp->ctx->mrs);
@@ -434,7 +468,8 @@ void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
 			qp->req.wqe++;
 			continue;
 		}
-		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+		    w->placed)
 			pkts = w->offset ? 0 : 1;
 		else
 			pkts = left ? (left + qp->mtu - 1) / qp->mtu : (w->offset ? 0 : 1);

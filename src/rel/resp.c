@@ -208,7 +208,7 @@ static enum resp_state check_op_seq(struct resp_ctx *c)
 			 (!(ur_opcode[cur].mask & UR_OPF_SEND) || (m & UR_OPF_SEND)) &&
 			 (!(ur_opcode[cur].mask & UR_OPF_WRITE) || (m & UR_OPF_WRITE));
 	if ((m & UR_OPF_START) && (m & UR_OPF_END))
-		len_ok = paylen <= qp->mtu;
+		len_ok = paylen <= qp->mtu || c->pkt->placed;
 	else if (m & (UR_OPF_START | UR_OPF_MIDDLE))
 		len_ok = paylen == qp->mtu;
 	else

@@ -121,7 +121,8 @@ enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pk
 	 * placing the last packet if none is posted. */
 	if ((pkt->mask & UR_OPF_IMM) && (pkt->mask & UR_OPF_END) && !get_recv(qp))
 		return UR_EXEC_RNR;
-	if (pkt->paylen) {
+	/* Placed by the sender: the whole range was checked above. */
+	if (pkt->paylen && !pkt->placed) {
 		ur_mr_read_lock(&qp->ctx->mrs);
 		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, ur_resp_pd(qp), qp, r->write_va,
 				  pkt->paylen, IBV_ACCESS_REMOTE_WRITE);

@@ -15,6 +15,7 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	p->pad = (uint8_t)ur_pad_of(paylen);
 	p->paylen = 0;
 	p->niov = 0;
+	p->placed = 0;
 	memset(p->hdr, 0, p->hdr_len);
 	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
 }

@@ -127,6 +127,7 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 	mr->ibmr.lkey = mr->ibmr.rkey = mr->ke.key;
 	mr->ibmr.handle = mr->ke.index;
 	atomic_fetch_add(&pd->users, 1);
+	ur_mr_expose(ctx, mr);
 	return &mr->ibmr;
 }
 
@@ -163,7 +164,9 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	if (__atomic_load_n(&mr->windows, __ATOMIC_ACQUIRE))
 		return EBUSY;    /* memory windows are bound to it */
-	/* The table's write lock waits out any copy into or out of it. */
+	/* Peers copying into it directly are waited out first, then the
+	 * table's write lock waits out our own copies. */
+	ur_mr_revoke(ctx, mr);
 	ur_mr_table_remove(&ctx->mrs, &mr->ke);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	if (mr->dm_users)
@@ -195,6 +198,7 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, 
 		errno = -ret;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
+	ur_mr_revoke(ctx, mr);
 	pthread_rwlock_wrlock(&ctx->mrs.lock);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->host = addr;
@@ -212,6 +216,7 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, 
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	pthread_rwlock_unlock(&ctx->mrs.lock);
+	ur_mr_expose(ctx, mr);
 	return 0;
 }
 

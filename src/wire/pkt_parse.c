@@ -55,5 +55,6 @@ enum ur_parse_result ur_pkt_parse(struct ur_pkt_view *v, const uint8_t *buf, siz
 	v->hdr_len = info->length;
 	v->payload = buf + info->length;
 	v->paylen = (uint32_t)paylen;
+	v->placed = false;
 	return UR_PARSE_OK;
 }

@@ -11,6 +11,7 @@
 #define UROCE_WIRE_PKT_PARSE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "wire/opcode.h"
@@ -23,6 +24,7 @@ struct ur_pkt_view {
 	uint16_t hdr_len;		/* BTH + extension headers */
 	const uint8_t *payload;		/* first payload byte */
 	uint32_t paylen;		/* payload bytes, pad excluded */
+	bool placed;			/* the sender placed them already: payload NULL */
 };
 
 enum ur_parse_result {

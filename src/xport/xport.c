@@ -92,6 +92,39 @@ void ur_xports_drain(struct ur_xports *s, int timeout_ms)
 			s->x[i]->ops->drain(s->x[i], timeout_ms);
 }
 
+int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		int ret;
+
+		if (!s->x[i]->ops->expose_region)
+			continue;
+		ret = s->x[i]->ops->expose_region(s->x[i], r);
+		if (!ret)
+			continue;
+		/* All or none, so that revoking never takes another's entry. */
+		while (i--)
+			if (s->x[i]->ops->revoke_region)
+				s->x[i]->ops->revoke_region(s->x[i], r->rkey);
+		return ret;
+	}
+	return 0;
+}
+
+void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->revoke_region)
+			s->x[i]->ops->revoke_region(s->x[i], rkey);
+}
+
+void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->expose_qp)
+			s->x[i]->ops->expose_qp(s->x[i], qpn, pd);
+}
+
 void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -105,6 +138,7 @@ void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out)
 		out->sent_pkts += one.sent_pkts;
 		out->forwarded += one.forwarded;
 		out->tx_eagain += one.tx_eagain;
+		out->placed += one.placed;
 		out->icrc_errors += one.icrc_errors;
 		out->malformed += one.malformed;
 		out->lost += one.lost;

@@ -55,6 +55,9 @@ struct ur_tx_pkt {
 	uint32_t paylen;
 	int niov;
 	struct iovec iov[UR_TX_MAX_IOV];
+	/* Payload bytes the sender already placed in the receiver's memory
+	 * (ops->place): the packet carries none of them (paylen 0). */
+	uint32_t placed;
 };
 
 /* What a transport knows about a received packet besides its bytes. */
@@ -64,6 +67,9 @@ struct ur_rx_meta {
 	uint8_t traffic_class;
 	uint8_t hop_limit;
 	bool ipv6;                      /* for the GRH of UD receives */
+	/* The sender placed this many payload bytes already (a WRITE with one
+	 * copy): the packet holds its headers only.  0 otherwise. */
+	uint32_t placed;
 };
 
 enum ur_xport_drop {
@@ -102,6 +108,18 @@ struct ur_xport_stats {
 	uint64_t tx_eagain;             /* sends refused for lack of room */
 	uint64_t icrc_errors, malformed;
 	uint64_t lost;                  /* sent or forwarded into a peer that was gone */
+	uint64_t placed;                /* messages copied straight into a peer's memory */
+};
+
+/* A memory region others may copy into or out of directly (expose_region):
+ * this process's rkey, the PD it belongs to, and where it lies. */
+struct ur_xport_region {
+	uint32_t rkey;
+	uint32_t pd;                    /* the PD's handle */
+	uint32_t access;                /* IBV_ACCESS_REMOTE_WRITE / _READ */
+	uint64_t iova;                  /* what the peer names */
+	uint64_t length;
+	void *host;                     /* where iova lands here */
 };
 
 struct ur_xport_ops {
@@ -131,6 +149,25 @@ struct ur_xport_ops {
 	/* At exit: sends what is queued, waiting up to timeout_ms for room. */
 	void (*drain)(struct ur_xport *x, int timeout_ms);
 	void (*stats)(struct ur_xport *x, struct ur_xport_stats *out);
+
+	/* Optional: one copy between address spaces.  The three below may be
+	 * NULL. */
+	/* Copies len bytes gathered from iov straight into what rkey names at
+	 * va, behind QP dqpn of the process at the other end of path, if that
+	 * process exposed the region, for dqpn's PD, with remote write, and
+	 * the range lies inside it.  0: every byte is there; -errno: not
+	 * placed (maybe some bytes were: the caller sends them all in packets
+	 * instead, and the receiver checks and places them as usual). */
+	int (*place)(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		     uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+	/* Publishes one of our regions (0, or -errno: not exposed, so peers
+	 * send its bytes in packets), or takes it back: revoke_region returns
+	 * once no peer copies into or out of it any more. */
+	int (*expose_region)(struct ur_xport *x, const struct ur_xport_region *r);
+	void (*revoke_region)(struct ur_xport *x, uint32_t rkey);
+	/* Publishes which PD our QP qpn checks remote keys against (pd 0:
+	 * forget the QP). */
+	void (*expose_qp)(struct ur_xport *x, uint32_t qpn, uint32_t pd);
 };
 
 struct ur_xport {
@@ -162,6 +199,11 @@ int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifin
 int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);
 void ur_xports_tick(struct ur_xports *s, uint64_t now);
 void ur_xports_drain(struct ur_xports *s, int timeout_ms);
+/* Regions and QPs published to every transport that places: 0, or
+ * -errno and published nowhere. */
+int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r);
+void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey);
+void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd);
 /* Summed over the transports. */
 void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out);
 

@@ -14,17 +14,26 @@
 #    the user's; both are gone after a clean exit; a process killed by
 #    SIGKILL leaves them, and the next process to open a device removes
 #    them;
-#  - a peer killed in the middle of 8 MiB RDMA WRITEs (ib_write_bw): the
-#    survivor ends with an error completion and a non-zero exit within
-#    seconds, not a hang, and nothing of the dead process's is left.
+#  - a peer killed in the middle of 8 MiB RDMA WRITEs (ib_write_bw, copied
+#    straight into it): the survivor ends with an error completion and a
+#    non-zero exit within seconds, not a hang;
+#  - single copy (integ_single_copy): WRITEs and WRITEs with immediate of
+#    1 B .. 8 MiB at odd offsets from 1 or 3 SGEs, the responder checking
+#    its whole region and guard bytes after each, and a WRITE past the
+#    region's end (remote access error, nothing changed); the requester
+#    says it copied straight into the responder; the same with
+#    UROCE_SHM_SINGLE_COPY=0 (through the rings, and it says so);
+#    ibv_dereg_mr under a stream of 8 MiB WRITEs (nothing lands after it
+#    returns, the requester gets a remote access error); a requester killed
+#    mid-stream (the responder deregisters at once, guards intact).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rc_pingpong_cases.sh"
 
 g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
 [ -n "$g4" ] || { ur_fail "uroce0 has no GID for 127.0.0.1"; ur_done; }
 uid=$(id -u)
-shm_file() { echo "/dev/shm/uroce-$uid-shm-$1-v1"; }
-bell_file() { echo "/dev/shm/uroce-$uid-bell-$1-v1"; }
+shm_file() { echo "/dev/shm/uroce-$uid-shm-$1-v2"; }
+bell_file() { echo "/dev/shm/uroce-$uid-bell-$1-v2"; }
 
 # shm_pp TAG PROG ARGS...: a pair over shared memory, both sides saying so.
 shm_pp() {
@@ -150,6 +159,8 @@ if ur_wait_listen "$port" "${UR_PID[midwrite.server]}"; then
 	ur_wait midwrite.client
 	ur_expect_grep midwrite.client "reached by shared memory \(ring" \
 		"midwrite: the client was writing by shared memory"
+	ur_expect_grep midwrite.client "copied straight into its memory \(single copy\)" \
+		"midwrite: the client was copying straight into the server"
 	ur_expect_fail_fast midwrite.client "midwrite: the client, its server killed mid-WRITE"
 	ur_expect_grep midwrite.client "[Cc]ompletion with error|Failed status|status" \
 		"midwrite: the client saw an error completion"
@@ -158,6 +169,54 @@ else
 	UR_ENV=()
 	ur_stop midwrite.server
 	ur_fail "midwrite: the server did not listen"
+fi
+
+# Single copy: sizes and alignments, then the same through the rings.
+SC=$UR_BUILD/bin/integ_single_copy
+sc_pair() {
+	local tag=$1 mode=$2 port
+	port=$(ur_port)
+	ur_pair "$tag" "$port" "$SC" uroce0 "$g4" -s "$port" "$mode" \
+		-- "$SC" uroce0 "$g4" -c 127.0.0.1 "$port" "$mode"
+	ur_report "$tag.server" grep -E '^(ok|FAIL): ' "$(ur_out "$tag.server")"
+	ur_report "$tag.client" grep -E '^(ok|FAIL): ' "$(ur_out "$tag.client")"
+	ur_expect_pair_ok "$tag" "$tag: integ_single_copy $mode" || return 1
+	ur_sanitizer_clean "$tag.server"
+	ur_sanitizer_clean "$tag.client"
+}
+UR_ENV=(UROCE_LOG=info)
+sc_pair sc.sizes sizes && ur_expect_grep sc.sizes.client \
+	"copied straight into its memory \(single copy\)" "sc.sizes: the requester copied straight into the responder"
+UR_ENV=(UROCE_LOG=info UROCE_SHM_SINGLE_COPY=0)
+sc_pair sc.ring sizes && {
+	ur_expect_grep sc.ring.client "single copy off \(UROCE_SHM_SINGLE_COPY=0\)" "sc.ring: the requester says single copy is off"
+	ur_expect_no_grep sc.ring.client "copied straight" "sc.ring: and copies nothing straight"
+	ur_expect_grep sc.ring.client "reached by shared memory \(ring" "sc.ring: the rings carry the bytes"
+}
+UR_ENV=(UROCE_LOG=info)
+sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client \
+	"copied straight into its memory \(single copy\)" "sc.dereg: the requester was copying straight into the responder"
+UR_ENV=()
+
+# A requester killed while it copies: the responder is not held up.
+port=$(ur_port)
+ur_start sc.killed.server "$SC" uroce0 "$g4" -s "$port" killed
+if ur_wait_listen "$port" "${UR_PID[sc.killed.server]}"; then
+	ur_start sc.killed.client "$SC" uroce0 "$g4" -c 127.0.0.1 "$port" killed
+	for _ in $(seq 100); do
+		grep -q "^streaming" "$(ur_out sc.killed.client)" && break
+		sleep 0.1
+	done
+	sleep 1
+	kill -KILL "$(ur_prog_pid sc.killed.client)"
+	ur_wait sc.killed.client
+	ur_wait sc.killed.server
+	ur_expect_rc sc.killed.server 0 "sc.killed: the responder ends well"
+	ur_report sc.killed.server grep -E '^(ok|FAIL): ' "$(ur_out sc.killed.server)"
+	ur_sanitizer_clean sc.killed.server
+else
+	ur_stop sc.killed.server
+	ur_fail "sc.killed: the responder did not listen"
 fi
 
 ur_done

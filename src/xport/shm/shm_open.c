@@ -140,6 +140,10 @@ static const struct ur_xport_ops shm_ops = {
 	.tick = shm_tick,
 	.drain = shm_drain,
 	.stats = shm_stats,
+	.place = ur_shm_place,
+	.expose_region = ur_shm_expose_region,
+	.revoke_region = ur_shm_revoke_region,
+	.expose_qp = ur_shm_expose_qp,
 };
 
 static void shm_close(struct ur_shm *s)
@@ -184,6 +188,24 @@ static bool wanted(void)
 	return true;
 }
 
+/* WRITEs of at least this many bytes are copied straight into the peer
+ * (measured: below it a system call costs more than a copy through the
+ * ring).  UROCE_SHM_SINGLE_COPY=0 sends every byte through the rings. */
+#define UR_SHM_PLACE_MIN_DEFAULT 16384u
+
+static uint64_t place_min(void)
+{
+	const char *on = getenv("UROCE_SHM_SINGLE_COPY");
+	const char *min = getenv("UROCE_SHM_PLACE_MIN");
+
+	if (on && !strcmp(on, "0")) {
+		ur_info(NULL, "single copy off (UROCE_SHM_SINGLE_COPY=0): WRITEs go through "
+			"the shared-memory rings");
+		return UINT64_MAX;
+	}
+	return min && *min ? strtoull(min, NULL, 10) : UR_SHM_PLACE_MIN_DEFAULT;
+}
+
 int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
 {
 	struct ur_poller poller;
@@ -203,6 +225,8 @@ int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 	for (unsigned i = 0; i < UR_SHM_RINGS; i++)
 		s->producer_bell[i] = -1;
 	ur_shm_peers_init(s);
+	pthread_mutex_init(&s->expose_lock, NULL);
+	s->place_min = place_min();
 	if (ur_random_bytes(&s->id, sizeof(s->id)))
 		s->id = (uint64_t)getpid() << 32 | (uint64_t)time(NULL);
 	sweep_dead();

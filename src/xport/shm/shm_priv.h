@@ -1,8 +1,10 @@
 /* Internals shared by the shared-memory transport's files.  They call one
  * way, from the top: shm_open.c (ops, our own file and doorbell,
  * housekeeping) -> shm_rx.c (our rings, our doorbell) -> shm_tx.c
- * (resolve, send, flush, room) -> shm_peers.c (the files we send into,
- * bells) -> shm_ring.c (one ring). */
+ * (resolve, send, flush, room) -> shm_place.c (one copy into a peer) ->
+ * shm_expose.c (our published regions and QPs, and how a peer reads
+ * them) -> shm_peers.c (the files we send into, bells) -> shm_ring.c (one
+ * ring). */
 #ifndef UROCE_XPORT_SHM_SHM_PRIV_H
 #define UROCE_XPORT_SHM_SHM_PRIV_H
 
@@ -34,6 +36,8 @@ struct ur_shm_peer {
 	pid_t pid;                      /* 0: a free entry (under peers_lock) */
 	bool dead;                      /* gone: what is sent is lost */
 	bool blocked;                   /* a send found the ring full */
+	bool place_refused;             /* the kernel refused a single copy into it */
+	bool placed_once;               /* a single copy into it worked (logged) */
 	struct ur_shm_file *f;
 	unsigned ring;
 	int bell_fd;                    /* its FIFO, write end */
@@ -57,6 +61,9 @@ struct ur_shm {
 	struct ur_shm_peer peers[UR_SHM_PEERS];
 	bool want;                      /* the protocol waits for room */
 
+	pthread_mutex_t expose_lock;    /* our file's region and QP tables */
+	uint64_t place_min;             /* WRITEs this long or longer: one copy */
+
 	struct ur_xport_stats stats;
 };
 
@@ -75,6 +82,19 @@ int ur_shm_flush(struct ur_xport *x);
 void ur_shm_want_writable(struct ur_xport *x, bool waiting);
 /* Our bell rang: rings we wait on may have room. */
 void ur_shm_room_check(struct ur_shm *s);
+
+/* shm_place.c */
+int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		 uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+
+/* shm_expose.c */
+int ur_shm_expose_region(struct ur_xport *x, const struct ur_xport_region *r);
+void ur_shm_revoke_region(struct ur_xport *x, uint32_t rkey);
+void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd);
+/* In a peer's file: the PD QP qpn checks keys against (0: not published);
+ * the slot of region rkey, or -ENOENT. */
+uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn);
+int ur_shm_region_slot(const struct ur_shm_file *f, uint32_t rkey);
 
 /* shm_peers.c */
 /* A process's ring file (or, with bell, its doorbell FIFO) in /dev/shm. */

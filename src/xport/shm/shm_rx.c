@@ -19,6 +19,7 @@ static void on_rec(void *arg, const struct ur_shm_rec *rec, const uint8_t *pkt, 
 		.traffic_class = rec->traffic_class,
 		.hop_limit = rec->hop_limit,
 		.ipv6 = rec->ipv6 != 0,
+		.placed = rec->placed,
 	};
 
 	memcpy(meta.sgid.raw, rec->sgid, 16);
@@ -146,6 +147,7 @@ void ur_shm_rx_reap(struct ur_shm *s)
 		__atomic_store_n(&c->head, __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE),
 				 __ATOMIC_RELEASE);
 		__atomic_store_n(&c->want_room, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->copying, 0, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&c->owner, 0, __ATOMIC_RELEASE);
 		if (s->producer_bell[i] >= 0)
 			close(s->producer_bell[i]);

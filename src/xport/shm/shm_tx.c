@@ -56,6 +56,7 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 		.traffic_class = path->traffic_class,
 		.hop_limit = path->hop_limit,
 		.ipv6 = p->ipv6,
+		.placed = pkt->placed,
 	};
 	int niov = 0, ret;
 

@@ -169,6 +169,8 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	uint8_t *p;
 	int ret;
 
+	if (pkt->placed)
+		return -EPROTO;         /* a packet without its payload: never on the wire */
 	if (!b)
 		return -ENOMEM;
 	dest_of(u, path, pkt, &d);

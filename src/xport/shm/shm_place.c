@@ -1,0 +1,87 @@
+/* One copy for a large WRITE: the producer copies the bytes straight into
+ * the receiver's memory (process_vm_writev) and then sends the WRITE's
+ * headers alone through its ring.  The receiver's protocol checks the rkey
+ * again and completes the WRITE as if the payload had come in the ring.
+ *
+ * The producer copies only into a region the receiver published for a PD
+ * that the target QP has, with remote write, the whole range inside it;
+ * anything else (a window, an unknown key, a refused copy) is answered
+ * with an error and the caller sends the bytes in packets, where the
+ * receiver's own checks decide.  Cross-memory attach needs the same user
+ * and ptrace permission over the receiver: where the kernel refuses it
+ * (Yama, a container's seccomp), the first refusal turns single copy off
+ * for that peer, said once in the log.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <infiniband/verbs.h>
+
+#include "util/log.h"
+#include "xport/shm/shm_priv.h"
+
+static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
+{
+	return va >= start && len <= size && va - start <= size - len;
+}
+
+/* Copies into slot, announced in our ring's copying word so that a
+ * revocation waits for us.  Peer lock held. */
+static int copy_into(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t pd,
+		     uint64_t va, const struct iovec *iov, int niov, uint64_t len)
+{
+	struct ur_shm_ring_ctl *c = &peer->f->ring[peer->ring];
+	const struct ur_shm_region *g = &peer->f->region[slot];
+	struct iovec remote;
+	ssize_t n = -1;
+	int ret = -EACCES;
+
+	__atomic_store_n(&c->copying, (uint32_t)slot + 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&g->rkey, __ATOMIC_SEQ_CST) == rkey &&
+	    __atomic_load_n(&g->pd, __ATOMIC_RELAXED) == pd &&
+	    (__atomic_load_n(&g->access, __ATOMIC_RELAXED) & IBV_ACCESS_REMOTE_WRITE) &&
+	    inside(g->iova, g->length, va, len)) {
+		remote.iov_base = (void *)(uintptr_t)(g->host + (va - g->iova));
+		remote.iov_len = len;
+		n = process_vm_writev(peer->pid, iov, (unsigned long)niov, &remote, 1, 0);
+		ret = n < 0 ? -errno : (uint64_t)n == len ? 0 : -EFAULT;
+	}
+	__atomic_store_n(&c->copying, 0, __ATOMIC_RELEASE);
+	return ret;
+}
+
+int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		 uint64_t va, const struct iovec *iov, int niov, uint64_t len)
+{
+	struct ur_shm *s = ur_shm_of(x);
+	const struct ur_shm_path *p = (const struct ur_shm_path *)path->priv.bytes;
+	struct ur_shm_peer *peer = &s->peers[p->peer];
+	uint32_t pd;
+	int slot, ret;
+
+	if (len < s->place_min)
+		return -EMSGSIZE;       /* through the ring is as fast */
+	pthread_mutex_lock(&peer->lock);
+	if (peer->dead || __atomic_load_n(&peer->pid, __ATOMIC_RELAXED) != p->pid) {
+		ret = -ESRCH;
+	} else if (peer->place_refused) {
+		ret = -EPERM;
+	} else if (!(pd = ur_shm_qp_pd(peer->f, dqpn)) || (slot = ur_shm_region_slot(peer->f, rkey)) < 0) {
+		ret = -ENOENT;
+	} else {
+		ret = copy_into(peer, slot, rkey, pd, va, iov, niov, len);
+		if (ret == -EPERM || ret == -ENOSYS) {
+			peer->place_refused = true;
+			ur_info(NULL, "process %d: the kernel refuses to copy into it (%s): its "
+				"large WRITEs go through the ring", (int)p->pid, strerror(-ret));
+		} else if (!ret && !peer->placed_once) {
+			peer->placed_once = true;
+			ur_info(NULL, "process %d: large WRITEs copied straight into its memory "
+				"(single copy)", (int)p->pid);
+		}
+	}
+	pthread_mutex_unlock(&peer->lock);
+	if (!ret)
+		UR_SHM_COUNT(s, placed, 1);
+	return ret;
+}

@@ -1,0 +1,395 @@
+/* RDMA WRITEs between two processes of one host, where uroce copies large
+ * ones straight into the responder's memory (or, with
+ * UROCE_SHM_SINGLE_COPY=0, through its rings): the same checks either way.
+ *
+ *   single_copy DEVICE GID_INDEX -s PORT MODE            the responder
+ *   single_copy DEVICE GID_INDEX -c HOST PORT MODE       the requester
+ *
+ * MODE sizes: WRITEs and WRITEs with immediate of 1 B .. 8 MiB at odd
+ *   offsets on both sides, from one or three SGEs; after each the
+ *   responder compares its whole region and the guard bytes around it with
+ *   what must be there (the written range the requester's stream, every
+ *   other byte unchanged).  Last, a 1 MiB WRITE straddling the region's end
+ *   by one byte: IBV_WC_REM_ACCESS_ERR, and not one byte changed.
+ * MODE dereg: the requester keeps 8 MiB WRITEs in flight; the responder
+ *   deregisters the region under them, refills it at once and checks 0.5 s
+ *   later that nothing landed after ibv_dereg_mr returned; the requester
+ *   ends with IBV_WC_REM_ACCESS_ERR after some successes.
+ * MODE killed: the requester keeps 8 MiB WRITEs in flight until it is
+ *   killed (by the test); the responder, seeing its side channel close,
+ *   deregisters within a second (a copier that died holds nothing) and
+ *   finds the guard bytes around the region intact.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt.h"
+#include "vt_peer.h"
+
+#define REGION (8u << 20)
+#define SRC_SLACK 64u
+#define DEPTH 4
+#define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+struct hello {
+	uint32_t qpn;
+	uint32_t rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+struct wcase {
+	uint32_t dst_off, src_off, len;
+	int nsge;
+	bool imm;
+};
+
+static struct vt_dev dev;
+static struct vt_qp qp;
+static struct vt_buf buf;
+static int fd;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "single_copy: %s\n", what);
+	exit(2);
+}
+
+/* The cases of MODE sizes, both sides derive the same list. */
+static int make_cases(struct wcase *c, int max)
+{
+	static const uint32_t lens[] = { 1, 4095, 16383, 16384, 16385, 65539, 1u << 20,
+					 (1u << 20) + 4095, REGION - 4097, REGION };
+	static const uint32_t offs[] = { 0, 1, 7, 4093 };
+	int n = 0;
+
+	for (unsigned l = 0; l < sizeof(lens) / sizeof(*lens); l++)
+		for (unsigned o = 0; o < sizeof(offs) / sizeof(*offs) && n < max; o++) {
+			uint32_t dst = offs[o] * 17 % 65536, len = lens[l];
+
+			if (dst + len > REGION)
+				dst = REGION - len;
+			c[n++] = (struct wcase){ dst, offs[(o + l) % 4] % SRC_SLACK, len,
+						 (l + o) % 3 ? 1 : 3, (l + o) % 4 == 1 };
+		}
+	return n;
+}
+
+static void connect_qp(const struct hello *peer)
+{
+	struct vt_qp_opts o = { .sq = 64, .rq = 64, .max_sge = 4 };
+
+	vt_qp_create(&qp, &dev, &o);
+	if (vt_qp_connect_remote(&qp, peer->qpn, &peer->gid))
+		die("cannot connect the QP");
+}
+
+static void hello_out(struct hello *h)
+{
+	h->qpn = qp.qp->qp_num;
+	h->gid = dev.gid;
+	vt_xfer(fd, h, sizeof(*h), true);
+}
+
+/* ---- the responder -------------------------------------------------------- */
+
+static void serve_sizes(uint8_t *shadow)
+{
+	struct wcase c[64];
+	int n = make_cases(c, 64);
+	size_t span = buf.len + 2 * VT_GUARD;
+	char what[160];
+
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = vt_sge(&buf, 0, 0);
+		uint8_t go;
+		long diff;
+
+		/* Posted before the requester can be told to go on (RNR retries
+		 * cover a WRITE_WITH_IMM that comes first). */
+		if (c[i].imm && vt_post_recv(&qp, (uint64_t)i, &sge, 1))
+			die("cannot post a receive");
+		vt_xfer(fd, &go, 1, false);  /* its completion came */
+		vt_case = "sizes";
+		if (c[i].imm) {
+			struct ibv_wc wc;
+
+			snprintf(what, sizeof(what), "WRITE_WITH_IMM %u B at +%u: completion", c[i].len,
+				 c[i].dst_off);
+			if (vt_poll_one(qp.rcq, &wc, 10, what) && wc.status == IBV_WC_SUCCESS)
+				VT_EXPECT_EQ("its immediate", i, ntohl(wc.imm_data));
+		}
+		vt_stream_fill(shadow + VT_GUARD + c[i].dst_off, c[i].len, (uint64_t)i + 1, 0);
+		diff = -1;
+		for (size_t j = 0; j < span; j++)
+			if (buf.base[j] != shadow[j]) {
+				diff = (long)j;
+				break;
+			}
+		if (diff < 0)
+			vt_ok("%s %u B at region +%u from source +%u, %d SGE(s): every byte of the "
+			      "region and its guards as it must be", c[i].imm ? "WRITE_WITH_IMM" : "WRITE",
+			      c[i].len, c[i].dst_off, c[i].src_off, c[i].nsge);
+		else
+			vt_fail("%s %u B at region +%u from source +%u, %d SGE(s): span byte %ld is "
+				"0x%02x, must be 0x%02x", c[i].imm ? "WRITE_WITH_IMM" : "WRITE", c[i].len,
+				c[i].dst_off, c[i].src_off, c[i].nsge, diff, buf.base[diff], shadow[diff]);
+		vt_xfer(fd, &go, 1, true);
+	}
+	/* The straddling WRITE: nothing may change. */
+	uint8_t go;
+
+	vt_xfer(fd, &go, 1, false);
+	vt_check(!memcmp(buf.base, shadow, span),
+		 "a 1 MiB WRITE past the region's end by 1 byte changed nothing, guards included");
+}
+
+static void serve_dereg(void)
+{
+	uint8_t go = 1, mark[256];
+	double t0;
+
+	vt_xfer(fd, &go, 1, false);    /* the requester is writing */
+	vt_sleep(0.3);
+	t0 = vt_now();
+	vt_check(!ibv_dereg_mr(buf.mr), "ibv_dereg_mr under in-flight WRITEs succeeds");
+	buf.mr = NULL;
+	/* A copy still running would reach the region's end last (copies go
+	 * up): mark the end at once, and see whether anything overwrites it. */
+	memset(buf.p + buf.len - sizeof(mark), 0xee, sizeof(mark));
+	vt_check(vt_now() - t0 < 2.0, "ibv_dereg_mr returned in %.3f s", vt_now() - t0);
+	vt_sleep(0.2);
+	memset(mark, 0xee, sizeof(mark));
+	vt_check(!memcmp(buf.p + buf.len - sizeof(mark), mark, sizeof(mark)),
+		 "the region's last %zu bytes, marked as ibv_dereg_mr returned, stay so",
+		 sizeof(mark));
+	vt_buf_fill(&buf, 0x77);
+	vt_sleep(0.5);
+	vt_buf_unchanged(&buf, "nothing landed in the region or its guards after ibv_dereg_mr returned");
+	vt_xfer(fd, &go, 1, false);    /* the requester saw its error */
+}
+
+static bool guards_intact(void)
+{
+	size_t span = buf.len + 2 * VT_GUARD;
+
+	for (size_t i = 0; i < span; i++) {
+		if (i == VT_GUARD)
+			i += buf.len;
+		if (buf.base[i] != vt_pattern(buf.seed, i))
+			return false;
+	}
+	return true;
+}
+
+static void serve_killed(void)
+{
+	uint8_t go;
+	double t0;
+
+	vt_buf_fill(&buf, 0x33);
+	vt_xfer(fd, &go, 1, true);     /* begin */
+	if (read(fd, &go, 1) != 0)
+		die("the requester was to be killed, and said something instead");
+	t0 = vt_now();
+	vt_check(!ibv_dereg_mr(buf.mr), "ibv_dereg_mr after the requester was killed succeeds");
+	buf.mr = NULL;
+	vt_check(vt_now() - t0 < 1.0, "ibv_dereg_mr returned in %.3f s (a dead copier holds nothing)",
+		 vt_now() - t0);
+	vt_check(guards_intact(), "the guard bytes around the region are intact");
+}
+
+static void serve(const char *port, const char *mode)
+{
+	struct hello me = { 0 }, peer;
+	uint8_t *shadow;
+
+	fd = vt_tcp_accept(port);
+	vt_buf_init(&buf, &dev, REGION, ALL_ACCESS, 0x21);
+	vt_xfer(fd, &peer, sizeof(peer), false);
+	connect_qp(&peer);
+	me.rkey = buf.mr->rkey;
+	me.addr = (uintptr_t)buf.p;
+	hello_out(&me);     /* the requester connects after this: we are at RTR already */
+	vt_case = mode;
+	if (!strcmp(mode, "sizes")) {
+		shadow = malloc(buf.len + 2 * VT_GUARD);
+		if (!shadow)
+			die("out of memory");
+		memcpy(shadow, buf.base, buf.len + 2 * VT_GUARD);
+		serve_sizes(shadow);
+		free(shadow);
+	} else if (!strcmp(mode, "dereg")) {
+		serve_dereg();
+	} else {
+		serve_killed();
+	}
+}
+
+/* ---- the requester -------------------------------------------------------- */
+
+static struct ibv_send_wr write_wr(const struct hello *peer, uint64_t wr_id, struct ibv_sge *sge,
+				   int nsge, uint32_t dst_off, uint32_t len)
+{
+	struct ibv_send_wr wr = vt_wr(wr_id, IBV_WR_RDMA_WRITE, sge);
+
+	wr.num_sge = nsge;
+	wr.wr.rdma.remote_addr = peer->addr + dst_off;
+	wr.wr.rdma.rkey = peer->rkey;
+	(void)len;
+	return wr;
+}
+
+static void request_sizes(const struct hello *peer)
+{
+	struct wcase c[64];
+	int n = make_cases(c, 64);
+	struct ibv_sge sge[3];
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	char what[160];
+	uint8_t go = 1;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t cut1 = c[i].len / 3, cut2 = c[i].len / 3 * 2;
+
+		vt_stream_fill(buf.p + c[i].src_off, c[i].len, (uint64_t)i + 1, 0);
+		if (c[i].nsge == 3) {
+			sge[0] = vt_sge(&buf, c[i].src_off, cut1);
+			sge[1] = vt_sge(&buf, c[i].src_off + cut1, cut2 - cut1);
+			sge[2] = vt_sge(&buf, c[i].src_off + cut2, c[i].len - cut2);
+		} else {
+			sge[0] = vt_sge(&buf, c[i].src_off, c[i].len);
+		}
+		wr = write_wr(peer, (uint64_t)i, sge, c[i].nsge, c[i].dst_off, c[i].len);
+		if (c[i].imm) {
+			wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+			wr.imm_data = htonl((uint32_t)i);
+		}
+		if (vt_post_send(&qp, &wr))
+			die("cannot post a WRITE");
+		snprintf(what, sizeof(what), "WRITE %u B to +%u: completion", c[i].len, c[i].dst_off);
+		if (vt_poll_one(qp.scq, &wc, 20, what))
+			VT_EXPECT_STATUS(what, IBV_WC_SUCCESS, wc.status);
+		vt_xfer(fd, &go, 1, true);   /* done: look */
+		vt_xfer(fd, &go, 1, false);  /* looked */
+	}
+	sge[0] = vt_sge(&buf, 0, 1u << 20);
+	wr = write_wr(peer, 999, sge, 1, REGION - (1u << 20) + 1, 1u << 20);
+	if (vt_post_send(&qp, &wr))
+		die("cannot post a WRITE");
+	if (vt_poll_one(qp.scq, &wc, 20, "a 1 MiB WRITE past the region's end"))
+		VT_EXPECT_STATUS("a 1 MiB WRITE past the region's end", IBV_WC_REM_ACCESS_ERR, wc.status);
+	vt_xfer(fd, &go, 1, true);
+}
+
+/* 8 MiB WRITEs, DEPTH in flight, until one fails: how many succeeded, and
+ * the failing status (or -1 if none failed within seconds). */
+static int stream_writes(const struct hello *peer, uint8_t *said, double seconds, int *status)
+{
+	struct ibv_sge sge = vt_sge(&buf, 0, REGION);
+	double end = vt_now() + seconds;
+	int inflight = 0, ok = 0;
+
+	*status = -1;
+	while (vt_now() < end) {
+		struct ibv_wc wc[DEPTH];
+		int n;
+
+		while (inflight < DEPTH) {
+			struct ibv_send_wr wr = write_wr(peer, 1, &sge, 1, 0, REGION);
+
+			if (vt_post_send(&qp, &wr))
+				die("cannot post a WRITE");
+			inflight++;
+		}
+		n = ibv_poll_cq(qp.scq, DEPTH, wc);
+		for (int i = 0; i < n; i++) {
+			inflight--;
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				*status = wc[i].status;
+				return ok;
+			}
+			if (++ok == 2 && said) {
+				uint8_t go = 1;
+
+				vt_xfer(fd, &go, 1, true);
+				*said = 1;
+			}
+		}
+	}
+	return ok;
+}
+
+static void request_dereg(const struct hello *peer)
+{
+	uint8_t said = 0, go = 1;
+	int status, ok = stream_writes(peer, &said, 20, &status);
+
+	vt_check(ok >= 2, "%d 8 MiB WRITEs succeeded before the region went", ok);
+	VT_EXPECT_STATUS("the first WRITE after ibv_dereg_mr", IBV_WC_REM_ACCESS_ERR,
+			 (enum ibv_wc_status)status);
+	if (said)
+		vt_xfer(fd, &go, 1, true);
+}
+
+static void request_killed(const struct hello *peer)
+{
+	uint8_t go;
+	int status;
+
+	vt_xfer(fd, &go, 1, false);
+	printf("streaming\n");
+	stream_writes(peer, NULL, 60, &status);
+	vt_fail("the requester was not killed within 60 s");
+}
+
+static void request(const char *host, const char *port, const char *mode)
+{
+	struct hello me = { 0 }, peer;
+
+	fd = vt_tcp_connect(host, port);
+	vt_buf_init(&buf, &dev, REGION + SRC_SLACK, ALL_ACCESS, 0x42);
+	vt_qp_create(&qp, &dev, &(struct vt_qp_opts){ .sq = 64, .rq = 64, .max_sge = 4 });
+	hello_out(&me);
+	vt_xfer(fd, &peer, sizeof(peer), false);
+	if (vt_qp_connect_remote(&qp, peer.qpn, &peer.gid))
+		die("cannot connect the QP");
+	vt_case = mode;
+	if (!strcmp(mode, "sizes"))
+		request_sizes(&peer);
+	else if (!strcmp(mode, "dereg"))
+		request_dereg(&peer);
+	else
+		request_killed(&peer);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argv[argc - 1];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 6 || (strcmp(argv[3], "-s") && strcmp(argv[3], "-c")) ||
+	    (!strcmp(argv[3], "-c") && argc < 7) ||
+	    (strcmp(mode, "sizes") && strcmp(mode, "dereg") && strcmp(mode, "killed"))) {
+		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
+			"MODE: sizes, dereg or killed\n", argv[0]);
+		return 2;
+	}
+	vt_dev_open(&dev, argv[1], atoi(argv[2]));
+	if (!strcmp(argv[3], "-s"))
+		serve(argv[4], mode);
+	else
+		request(argv[4], argv[5], mode);
+	vt_case = "teardown";
+	vt_qp_destroy(&qp);
+	vt_buf_free(&buf);
+	close(fd);
+	vt_dev_close(&dev);
+	fprintf(stderr, "%d checks, %d failed\n", vt_checks, vt_failures);
+	return vt_failures || !vt_checks ? 1 : 0;
+}
