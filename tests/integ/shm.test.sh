@@ -198,19 +198,25 @@ sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client \
 	"copied straight into its memory \(single copy\)" "sc.dereg: the requester was copying straight into the responder"
 UR_ENV=()
 
-# A requester killed while it copies: the responder is not held up.
+# A requester killed while it copies, left a zombie (its parent, a shell
+# that became `sleep`, never reaps it): the responder is not held up.
 port=$(ur_port)
 ur_start sc.killed.server "$SC" uroce0 "$g4" -s "$port" killed
 if ur_wait_listen "$port" "${UR_PID[sc.killed.server]}"; then
-	ur_start sc.killed.client "$SC" uroce0 "$g4" -c 127.0.0.1 "$port" killed
+	rm -f "$UR_TMP/sc.killed.pid"
+	ur_start sc.killed.client sh -c 'f=$1; shift; "$@" & echo $! > "$f"; exec sleep 60' sh \
+		"$UR_TMP/sc.killed.pid" "$SC" uroce0 "$g4" -c 127.0.0.1 "$port" killed
 	for _ in $(seq 100); do
 		grep -q "^streaming" "$(ur_out sc.killed.client)" && break
 		sleep 0.1
 	done
 	sleep 1
-	kill -KILL "$(ur_prog_pid sc.killed.client)"
-	ur_wait sc.killed.client
+	cpid=$(cat "$UR_TMP/sc.killed.pid")
+	kill -KILL "$cpid"
 	ur_wait sc.killed.server
+	ur_expect_eq "sc.killed: the killed requester is a zombie while the responder deregisters" Z \
+		"$(ps -o stat= -p "$cpid" | cut -c1)"
+	ur_stop sc.killed.client
 	ur_expect_rc sc.killed.server 0 "sc.killed: the responder ends well"
 	ur_report sc.killed.server grep -E '^(ok|FAIL): ' "$(ur_out sc.killed.server)"
 	ur_sanitizer_clean sc.killed.server

@@ -9,8 +9,12 @@
  * shm_layout.h for why one of the two always sees the other.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #include "xport/shm/shm_priv.h"
@@ -64,6 +68,30 @@ int ur_shm_expose_region(struct ur_xport *x, const struct ur_xport_region *r)
 	return ret;
 }
 
+/* A process that exited copies nothing more, even while its parent has
+ * not reaped it (a zombie answers kill(pid, 0)). */
+static bool pid_gone(pid_t pid)
+{
+	char path[40], buf[256], *end;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	end = strrchr(buf, ')');
+	return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+}
+
 /* Whether ring c's producer may still be copying into slot (a producer
  * that died copies nothing more). */
 static bool copying_into(const struct ur_shm_ring_ctl *c, uint32_t slot)
@@ -73,7 +101,7 @@ static bool copying_into(const struct ur_shm_ring_ctl *c, uint32_t slot)
 	if (__atomic_load_n(&c->copying, __ATOMIC_SEQ_CST) != slot + 1)
 		return false;
 	owner = __atomic_load_n(&c->owner, __ATOMIC_ACQUIRE);
-	return owner && !(kill((pid_t)owner, 0) && errno == ESRCH);
+	return owner && !pid_gone((pid_t)owner);
 }
 
 void ur_shm_revoke_region(struct ur_xport *x, uint32_t rkey)
