@@ -65,6 +65,8 @@ struct ur_resp_res {
 	bool answered;           /* the whole answer went out once, or this is a
 				  * repeat: the requester no longer counts it
 				  * against its limit */
+	bool placed;             /* the requester fetched the bytes itself: one
+				  * response of headers */
 	uint32_t first_psn, last_psn;
 	uint32_t cur_psn;        /* next response PSN to send (reads) */
 	uint32_t msn;

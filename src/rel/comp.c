@@ -214,12 +214,16 @@ static enum comp_state read(struct comp_ctx *c)
 	}
 	off = (uint32_t)psn_diff(psn, w->first_psn) * qp->mtu;
 	if (off != w->read_done || off + pkt->paylen > w->length ||
-	    (!last && pkt->paylen != qp->mtu))
+	    (!last && pkt->paylen != qp->mtu) || pkt->placed != w->placed ||
+	    (w->placed && pkt->paylen != w->length))
 		return error(c, w, IBV_WC_BAD_RESP_ERR);
-	ur_mr_read_lock(&qp->ctx->mrs);
-	ok = ur_mr_scatter(&qp->ctx->mrs, qp->pd, w->sge, w->num_sge, off, pkt->payload,
-			   pkt->paylen);
-	ur_mr_read_unlock(&qp->ctx->mrs);
+	ok = true;
+	if (!pkt->placed) {       /* else we fetched the bytes ourselves */
+		ur_mr_read_lock(&qp->ctx->mrs);
+		ok = ur_mr_scatter(&qp->ctx->mrs, qp->pd, w->sge, w->num_sge, off, pkt->payload,
+				   pkt->paylen);
+		ur_mr_read_unlock(&qp->ctx->mrs);
+	}
 	if (!ok)
 		return error(c, w, IBV_WC_LOC_PROT_ERR);
 	w->read_done += pkt->paylen;

@@ -80,15 +80,26 @@ static void to_group(struct ur_stack *s, const struct ur_pkt_view *pkt,
 	}
 }
 
-/* A WRITE whose payload the sender copied into our memory itself: one
- * packet of RC or UC, however long, that came with headers only. */
+/* A request whose bytes its sender copied itself (a WRITE into our memory,
+ * a READ out of it), or the one response of headers to such a READ: one
+ * packet of RC (WRITEs: or UC), however long, that came with headers
+ * only.  A WRITE or a response counts the placed bytes as its payload; a
+ * READ request names them in its RETH, which must agree. */
 static bool take_placed(struct ur_pkt_view *v, uint32_t placed)
 {
 	uint32_t whole = UR_OPF_WRITE | UR_OPF_START | UR_OPF_END;
 
-	if ((v->mask & whole) != whole || v->paylen || v->opcode >= UR_OP_TYPE_RD)
+	if (v->paylen)
 		return false;
-	v->paylen = placed;
+	if (v->opcode == UR_OP_RC_RDMA_READ_REQUEST) {
+		if (reth_len(v->bth + ur_opcode[v->opcode].offset[UR_HDR_RETH]) != placed)
+			return false;
+	} else if (v->opcode == UR_OP_RC_RDMA_READ_RESPONSE_ONLY ||
+		   ((v->mask & whole) == whole && v->opcode < UR_OP_TYPE_RD)) {
+		v->paylen = placed;
+	} else {
+		return false;
+	}
 	v->payload = NULL;
 	v->placed = true;
 	return true;

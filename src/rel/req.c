@@ -56,10 +56,11 @@ static void note_sent(struct ur_qp *qp)
 
 _Static_assert(UR_MAX_SGE + 1 <= UR_TX_MAX_IOV, "a packet's pieces hold a WQE's SGEs");
 
-/* Gathers [off, off + len) of the WQE's data into p->iov.  MR read lock
- * held.  -EFAULT: an SGE's lkey is not valid for it. */
-static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_t len,
-		  struct ur_tx_pkt *p)
+/* Gathers [off, off + len) of the WQE's SGEs into p->iov, each granting
+ * access (0: read).  MR read lock held.  -EFAULT: an SGE's lkey is not
+ * valid for it. */
+static int sges_to_iov(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_t len,
+		       struct ur_tx_pkt *p, int access)
 {
 	p->niov = 0;
 	p->paylen = len;
@@ -79,7 +80,7 @@ static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_
 			continue;
 		}
 		take = ur_min(s->length - off, len);
-		host = ur_mr_check(&qp->ctx->mrs, s->lkey, qp->pd, s->addr + off, take, 0);
+		host = ur_mr_check(&qp->ctx->mrs, s->lkey, qp->pd, s->addr + off, take, access);
 		if (!host)
 			return -EFAULT;
 		p->iov[p->niov++] = (struct iovec){ host, take };
@@ -87,6 +88,12 @@ static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_
 		len -= take;
 	}
 	return len ? -EFAULT : 0;
+}
+
+static int gather(struct ur_qp *qp, struct ur_send_wqe *w, uint32_t off, uint32_t len,
+		  struct ur_tx_pkt *p)
+{
+	return sges_to_iov(qp, w, off, len, p, 0);
 }
 
 static void put_ud_headers(struct ur_qp *qp, struct ur_send_wqe *w, uint8_t *h)
@@ -106,23 +113,29 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
 }
 
-/* A WRITE longer than a packet, on a connected QP whose transport can copy
- * into the responder's memory itself: asked once per WQE (so that a resend
- * keeps its PSNs), and if the bytes are there, the WRITE leaves as one
- * packet of headers.  MR read lock held. */
+/* A WRITE or READ longer than a packet, on a connected QP whose transport
+ * can copy into or out of the responder's memory itself: asked once per
+ * WQE (so that a resend keeps its PSNs), and if the bytes are there, the
+ * request leaves as one packet of headers (a READ's answer too).  MR read
+ * lock held. */
 static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
 {
 	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
+	bool read = w->opcode == IBV_WR_RDMA_READ;
+	int (*copy)(struct ur_xport *, const struct ur_path *, uint32_t, uint32_t, uint64_t,
+		    const struct iovec *, int, uint64_t);
 
 	w->place_tried = true;
-	if (!ops || !ops->place || w->length <= qp->mtu || w->is_inline ||
-	    (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) ||
-	    (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM))
+	if (!ops || w->length <= qp->mtu || w->is_inline ||
+	    (qp->type != IBV_QPT_RC && (qp->type != IBV_QPT_UC || read)) ||
+	    (!read && w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM))
 		return;
-	if (gather(qp, w, 0, w->length, scratch))
-		return;         /* a bad lkey: the packets' own gather fails it */
-	w->placed = !ops->place(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
-				w->remote_addr, scratch->iov, scratch->niov, w->length);
+	copy = read ? ops->fetch : ops->place;
+	/* A bad lkey: the packets' own checks fail it as usual. */
+	if (!copy || sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0))
+		return;
+	w->placed = !copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey, w->remote_addr,
+			  scratch->iov, scratch->niov, w->length);
 }
 
 /* One request packet of a SEND or WRITE. */
@@ -211,12 +224,20 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 	uint8_t op = ur_qp_op_base(qp) | UR_OPL_RDMA_READ_REQUEST;
 	const struct ur_opcode_info *info = &ur_opcode[op];
 	uint32_t chunk = UR_READ_CHUNK_PKTS * qp->mtu;
-	uint32_t len = ur_min(w->length - w->offset, chunk - w->offset % chunk);
-	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	uint32_t len, npkts;
 	uint8_t *r;
 	int ret;
 
+	if (w->offset == 0 && !w->place_tried) {
+		ur_mr_read_lock(&qp->ctx->mrs);
+		try_place(qp, w, &p);
+		ur_mr_read_unlock(&qp->ctx->mrs);
+	}
+	/* Fetched already: one request, answered by one response. */
+	len = w->placed ? w->length - w->offset : ur_min(w->length - w->offset, chunk - w->offset % chunk);
+	npkts = w->placed || !len ? 1 : (len + qp->mtu - 1) / qp->mtu;
 	ur_tx_init(qp, &p, op, 0, false, qp->attr.dest_qp_num, true, qp->req.psn);
+	p.placed = w->placed ? len : 0;
 	put_xrceth(w, &p, info);
 	r = p.hdr + info->offset[UR_HDR_RETH];
 	reth_set_va(r, w->remote_addr + w->offset);
@@ -441,7 +462,7 @@ static uint32_t answers_ending(const struct ur_qp *qp, const struct ur_send_wqe 
 
 	if (!ur_wr_is_rd_atomic(w->opcode))
 		return 0;
-	if (w->opcode != IBV_WR_RDMA_READ)
+	if (w->opcode != IBV_WR_RDMA_READ || w->placed)
 		return take;
 	total = w->length ? (w->length + qp->mtu - 1) / qp->mtu : 1;
 	first = w->offset / qp->mtu;

@@ -146,7 +146,8 @@ void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicat
 	const uint8_t *reth = pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_RETH];
 	uint64_t va = reth_va(reth);
 	uint32_t rkey = reth_rkey(reth), len = reth_len(reth);
-	uint32_t npkts = len ? (len + qp->mtu - 1) / qp->mtu : 1;
+	/* Fetched by the requester: answered by one response of headers. */
+	uint32_t npkts = pkt->placed || !len ? 1 : (len + qp->mtu - 1) / qp->mtu;
 	struct ur_resp_res *res;
 	void *src;
 
@@ -180,6 +181,7 @@ void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicat
 	res->pd = ur_resp_pd(qp);
 	res->resid = len;
 	res->length = len;
+	res->placed = pkt->placed;
 	res->answered = duplicate;   /* a repeat may give way to a new request */
 	if (!duplicate) {
 		qp->resp.msn++;

@@ -34,8 +34,8 @@ static int send_ack(struct ur_qp *qp)
 /* One READ response packet from resource res. */
 static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 {
-	uint32_t len = ur_min(res->resid, qp->mtu);
-	bool first = res->resid == res->length, last = res->resid <= qp->mtu;
+	uint32_t len = res->placed ? res->resid : ur_min(res->resid, qp->mtu);
+	bool first = res->resid == res->length, last = res->placed || res->resid <= qp->mtu;
 	uint8_t low = first ? (last ? UR_OPL_RDMA_READ_RESPONSE_ONLY : UR_OPL_RDMA_READ_RESPONSE_FIRST)
 			    : (last ? UR_OPL_RDMA_READ_RESPONSE_LAST : UR_OPL_RDMA_READ_RESPONSE_MIDDLE);
 	uint8_t op = ur_qp_op_base(qp) | low;
@@ -43,7 +43,8 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 	void *src = NULL;
 	int ret;
 
-	ur_tx_init(qp, &p, op, len, false, qp->attr.dest_qp_num, false, res->cur_psn);
+	ur_tx_init(qp, &p, op, res->placed ? 0 : len, false, qp->attr.dest_qp_num, false,
+		   res->cur_psn);
 	if (ur_opcode[op].mask & UR_OPF_AETH) {
 		uint8_t *a = ur_tx_hdr(&p, UR_HDR_AETH);
 
@@ -63,6 +64,11 @@ static int send_read_response(struct ur_qp *qp, struct ur_resp_res *res)
 		p.niov = 1;
 	}
 	p.paylen = len;
+	if (res->placed) {
+		p.niov = 0;
+		p.paylen = 0;
+		p.placed = len;
+	}
 	ret = ur_tx_send(qp, &qp->path, &p);
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (ret)

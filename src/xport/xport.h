@@ -56,7 +56,9 @@ struct ur_tx_pkt {
 	int niov;
 	struct iovec iov[UR_TX_MAX_IOV];
 	/* Payload bytes the sender already placed in the receiver's memory
-	 * (ops->place): the packet carries none of them (paylen 0). */
+	 * (ops->place), or, on a READ request and its response, that the
+	 * requester fetched itself (ops->fetch): the packet carries none of
+	 * them (paylen 0). */
 	uint32_t placed;
 };
 
@@ -150,7 +152,7 @@ struct ur_xport_ops {
 	void (*drain)(struct ur_xport *x, int timeout_ms);
 	void (*stats)(struct ur_xport *x, struct ur_xport_stats *out);
 
-	/* Optional: one copy between address spaces.  The three below may be
+	/* Optional: one copy between address spaces.  The five below may be
 	 * NULL. */
 	/* Copies len bytes gathered from iov straight into what rkey names at
 	 * va, behind QP dqpn of the process at the other end of path, if that
@@ -159,6 +161,10 @@ struct ur_xport_ops {
 	 * placed (maybe some bytes were: the caller sends them all in packets
 	 * instead, and the receiver checks and places them as usual). */
 	int (*place)(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		     uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+	/* The same the other way (a READ with one copy): len bytes of what
+	 * rkey names at va, with remote read, scattered into iov. */
+	int (*fetch)(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
 		     uint64_t va, const struct iovec *iov, int niov, uint64_t len);
 	/* Publishes one of our regions (0, or -errno: not exposed, so peers
 	 * send its bytes in packets), or takes it back: revoke_region returns

@@ -159,7 +159,7 @@ if ur_wait_listen "$port" "${UR_PID[midwrite.server]}"; then
 	ur_wait midwrite.client
 	ur_expect_grep midwrite.client "reached by shared memory \(ring" \
 		"midwrite: the client was writing by shared memory"
-	ur_expect_grep midwrite.client "copied straight into its memory \(single copy\)" \
+	ur_expect_grep midwrite.client "copied straight into and out of its memory \(single copy\)" \
 		"midwrite: the client was copying straight into the server"
 	ur_expect_fail_fast midwrite.client "midwrite: the client, its server killed mid-WRITE"
 	ur_expect_grep midwrite.client "[Cc]ompletion with error|Failed status|status" \
@@ -186,7 +186,7 @@ sc_pair() {
 }
 UR_ENV=(UROCE_LOG=info)
 sc_pair sc.sizes sizes && ur_expect_grep sc.sizes.client \
-	"copied straight into its memory \(single copy\)" "sc.sizes: the requester copied straight into the responder"
+	"copied straight into and out of its memory \(single copy\)" "sc.sizes: the requester copied straight into the responder"
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SINGLE_COPY=0)
 sc_pair sc.ring sizes && {
 	ur_expect_grep sc.ring.client "single copy off \(UROCE_SHM_SINGLE_COPY=0\)" "sc.ring: the requester says single copy is off"
@@ -195,7 +195,7 @@ sc_pair sc.ring sizes && {
 }
 UR_ENV=(UROCE_LOG=info)
 sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client \
-	"copied straight into its memory \(single copy\)" "sc.dereg: the requester was copying straight into the responder"
+	"copied straight into and out of its memory \(single copy\)" "sc.dereg: the requester was copying straight into the responder"
 UR_ENV=()
 
 # A requester killed while it copies, left a zombie (its parent, a shell

@@ -141,6 +141,7 @@ static const struct ur_xport_ops shm_ops = {
 	.drain = shm_drain,
 	.stats = shm_stats,
 	.place = ur_shm_place,
+	.fetch = ur_shm_fetch,
 	.expose_region = ur_shm_expose_region,
 	.revoke_region = ur_shm_revoke_region,
 	.expose_qp = ur_shm_expose_qp,

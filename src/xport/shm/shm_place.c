@@ -1,10 +1,12 @@
-/* One copy for a large WRITE: the producer copies the bytes straight into
- * the receiver's memory (process_vm_writev) and then sends the WRITE's
- * headers alone through its ring.  The receiver's protocol checks the rkey
- * again and completes the WRITE as if the payload had come in the ring.
+/* One copy for a large WRITE or READ: the producer copies the bytes
+ * straight into the receiver's memory (process_vm_writev), or out of it
+ * (process_vm_readv), and then sends the request's headers alone through
+ * its ring.  The receiver's protocol checks the rkey again and answers as
+ * if the payload had come in the ring (a READ with one response of
+ * headers).
  *
  * The producer copies only into a region the receiver published for a PD
- * that the target QP has, with remote write, the whole range inside it;
+ * that the target QP has, with remote write (read), the whole range inside it;
  * anything else (a window, an unknown key, a refused copy) is answered
  * with an error and the caller sends the bytes in packets, where the
  * receiver's own checks decide.  Cross-memory attach needs the same user
@@ -25,9 +27,9 @@ static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 	return va >= start && len <= size && va - start <= size - len;
 }
 
-/* Copies into slot, announced in our ring's copying word so that a
- * revocation waits for us.  Peer lock held. */
-static int copy_into(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t pd,
+/* Copies into slot (write) or out of it, announced in our ring's copying
+ * word so that a revocation waits for us.  Peer lock held. */
+static int copy_with(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t pd, bool write,
 		     uint64_t va, const struct iovec *iov, int niov, uint64_t len)
 {
 	struct ur_shm_ring_ctl *c = &peer->f->ring[peer->ring];
@@ -39,19 +41,21 @@ static int copy_into(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t
 	__atomic_store_n(&c->copying, (uint32_t)slot + 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&g->rkey, __ATOMIC_SEQ_CST) == rkey &&
 	    __atomic_load_n(&g->pd, __ATOMIC_RELAXED) == pd &&
-	    (__atomic_load_n(&g->access, __ATOMIC_RELAXED) & IBV_ACCESS_REMOTE_WRITE) &&
+	    (__atomic_load_n(&g->access, __ATOMIC_RELAXED) &
+	     (write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ)) &&
 	    inside(g->iova, g->length, va, len)) {
 		remote.iov_base = (void *)(uintptr_t)(g->host + (va - g->iova));
 		remote.iov_len = len;
-		n = process_vm_writev(peer->pid, iov, (unsigned long)niov, &remote, 1, 0);
+		n = write ? process_vm_writev(peer->pid, iov, (unsigned long)niov, &remote, 1, 0)
+			  : process_vm_readv(peer->pid, iov, (unsigned long)niov, &remote, 1, 0);
 		ret = n < 0 ? -errno : (uint64_t)n == len ? 0 : -EFAULT;
 	}
 	__atomic_store_n(&c->copying, 0, __ATOMIC_RELEASE);
 	return ret;
 }
 
-int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
-		 uint64_t va, const struct iovec *iov, int niov, uint64_t len)
+static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		    bool write, uint64_t va, const struct iovec *iov, int niov, uint64_t len)
 {
 	struct ur_shm *s = ur_shm_of(x);
 	const struct ur_shm_path *p = (const struct ur_shm_path *)path->priv.bytes;
@@ -69,19 +73,33 @@ int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, 
 	} else if (!(pd = ur_shm_qp_pd(peer->f, dqpn)) || (slot = ur_shm_region_slot(peer->f, rkey)) < 0) {
 		ret = -ENOENT;
 	} else {
-		ret = copy_into(peer, slot, rkey, pd, va, iov, niov, len);
+		ret = copy_with(peer, slot, rkey, pd, write, va, iov, niov, len);
 		if (ret == -EPERM || ret == -ENOSYS) {
 			peer->place_refused = true;
 			ur_info(NULL, "process %d: the kernel refuses to copy into it (%s): its "
-				"large WRITEs go through the ring", (int)p->pid, strerror(-ret));
+				"large WRITEs and READs go through the ring", (int)p->pid,
+				strerror(-ret));
 		} else if (!ret && !peer->placed_once) {
 			peer->placed_once = true;
-			ur_info(NULL, "process %d: large WRITEs copied straight into its memory "
-				"(single copy)", (int)p->pid);
+			ur_info(NULL, "process %d: large WRITEs and READs copied straight into and "
+				"out of its memory (single copy)", (int)p->pid);
 		}
 	}
 	pthread_mutex_unlock(&peer->lock);
 	if (!ret)
 		UR_SHM_COUNT(s, placed, 1);
 	return ret;
+}
+
+
+int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		 uint64_t va, const struct iovec *iov, int niov, uint64_t len)
+{
+	return one_copy(x, path, dqpn, rkey, true, va, iov, niov, len);
+}
+
+int ur_shm_fetch(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		 uint64_t va, const struct iovec *iov, int niov, uint64_t len)
+{
+	return one_copy(x, path, dqpn, rkey, false, va, iov, niov, len);
 }

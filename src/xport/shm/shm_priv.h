@@ -87,6 +87,9 @@ void ur_shm_room_check(struct ur_shm *s);
 int ur_shm_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
 		 uint64_t va, const struct iovec *iov, int niov, uint64_t len);
 
+int ur_shm_fetch(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
+		 uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+
 /* shm_expose.c */
 int ur_shm_expose_region(struct ur_xport *x, const struct ur_xport_region *r);
 void ur_shm_revoke_region(struct ur_xport *x, uint32_t rkey);

@@ -9,7 +9,8 @@
  *   offsets on both sides, from one or three SGEs; after each the
  *   responder compares its whole region and the guard bytes around it with
  *   what must be there (the written range the requester's stream, every
- *   other byte unchanged).  Last, a 1 MiB WRITE straddling the region's end
+ *   other byte unchanged), and the requester READs the range back to an
+ *   odd offset and compares it.  Last, a 1 MiB WRITE straddling the region's end
  *   by one byte: IBV_WC_REM_ACCESS_ERR, and not one byte changed.
  * MODE dereg: the requester keeps 8 MiB WRITEs in flight; the responder
  *   deregisters the region under them, refills it at once and checks 0.5 s
@@ -50,7 +51,7 @@ struct wcase {
 
 static struct vt_dev dev;
 static struct vt_qp qp;
-static struct vt_buf buf;
+static struct vt_buf buf, back;
 static int fd;
 
 static void die(const char *what)
@@ -244,6 +245,28 @@ static struct ibv_send_wr write_wr(const struct hello *peer, uint64_t wr_id, str
 	return wr;
 }
 
+/* READs what case c wrote back, to an odd offset, and checks it. */
+static void read_back(const struct hello *peer, const struct wcase *c, uint64_t key)
+{
+	uint32_t at = (c->src_off * 5 + 3) % SRC_SLACK;
+	struct ibv_sge sge = vt_sge(&back, at, c->len);
+	struct ibv_send_wr wr = write_wr(peer, 7, &sge, 1, c->dst_off, c->len);
+	struct ibv_wc wc;
+	char what[160];
+	long diff;
+
+	wr.opcode = IBV_WR_RDMA_READ;
+	memset(back.p + at, 0, c->len);
+	if (vt_post_send(&qp, &wr))
+		die("cannot post a READ");
+	snprintf(what, sizeof(what), "READ %u B from region +%u to +%u", c->len, c->dst_off, at);
+	if (!vt_poll_one(qp.scq, &wc, 20, what) || !VT_EXPECT_STATUS(what, IBV_WC_SUCCESS, wc.status))
+		return;
+	diff = vt_stream_diff(back.p + at, c->len, key, 0);
+	vt_check(diff < 0, "%s: %s (first difference at byte %ld)", what,
+		 diff < 0 ? "every byte what was written" : "WRONG", diff);
+}
+
 static void request_sizes(const struct hello *peer)
 {
 	struct wcase c[64];
@@ -277,6 +300,7 @@ static void request_sizes(const struct hello *peer)
 			VT_EXPECT_STATUS(what, IBV_WC_SUCCESS, wc.status);
 		vt_xfer(fd, &go, 1, true);   /* done: look */
 		vt_xfer(fd, &go, 1, false);  /* looked */
+		read_back(peer, &c[i], (uint64_t)i + 1);
 	}
 	sge[0] = vt_sge(&buf, 0, 1u << 20);
 	wr = write_wr(peer, 999, sge, 1, REGION - (1u << 20) + 1, 1u << 20);
@@ -354,6 +378,7 @@ static void request(const char *host, const char *port, const char *mode)
 
 	fd = vt_tcp_connect(host, port);
 	vt_buf_init(&buf, &dev, REGION + SRC_SLACK, ALL_ACCESS, 0x42);
+	vt_buf_init(&back, &dev, REGION + SRC_SLACK, ALL_ACCESS, 0x43);
 	vt_qp_create(&qp, &dev, &(struct vt_qp_opts){ .sq = 64, .rq = 64, .max_sge = 4 });
 	hello_out(&me);
 	vt_xfer(fd, &peer, sizeof(peer), false);
@@ -388,6 +413,8 @@ int main(int argc, char **argv)
 	vt_case = "teardown";
 	vt_qp_destroy(&qp);
 	vt_buf_free(&buf);
+	if (back.base)
+		vt_buf_free(&back);
 	close(fd);
 	vt_dev_close(&dev);
 	fprintf(stderr, "%d checks, %d failed\n", vt_checks, vt_failures);
