@@ -349,6 +349,15 @@ static bool pollers_sleep(struct ur_engine *e, bool going)
 	return ok;
 }
 
+static void pollers_doze(struct ur_engine *e, bool dozing)
+{
+	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
+
+	for (unsigned i = 0; i < n; i++)
+		if (e->pollers[i].doze)
+			e->pollers[i].doze(e->pollers[i].arg, dozing);
+}
+
 int ur_engine_add_poller(struct ur_engine *e, const struct ur_poller *p)
 {
 	unsigned n;
@@ -503,7 +512,7 @@ static void *engine_main(void *arg)
 		struct timespec ts;
 		const struct timespec *to = sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts;
 		bool polled = atomic_load_explicit(&e->npollers, memory_order_acquire) > 0;
-		bool told = false;
+		bool told = false, dozed = false;
 		int n;
 
 		uint64_t now = ur_now_ns();
@@ -520,6 +529,8 @@ static void *engine_main(void *arg)
 					   UR_LIGHT_SLEEP_NS)
 				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
 			to = &ts;
+			dozed = true;
+			pollers_doze(e, true);
 		} else if (polled) {
 			told = true;
 			/* Only a thread that would nap is worth an application's
@@ -534,6 +545,8 @@ static void *engine_main(void *arg)
 		atomic_store(&e->deep_sleep, false);
 		if (told)
 			pollers_sleep(e, false);
+		if (dozed)
+			pollers_doze(e, false);
 
 		pthread_mutex_lock(&e->timer_lock);
 		e->sleep_until = 0;        /* awake: arming a timer needs no wake-up */

@@ -13,7 +13,8 @@ void ur_rel_expose(struct ur_qp *qp, bool on)
 
 	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
 		return;
-	ur_xports_expose_qp(&s->xports, ur_qp_num(qp), on ? ur_pd_id(qp->pd) : 0);
+	ur_xports_expose_qp(&s->xports, ur_qp_num(qp), on ? ur_pd_id(qp->pd) : 0,
+			    on ? (uint32_t)qp->attr.qp_access_flags : 0);
 }
 
 void ur_rel_abort(struct ur_qp *qp)

@@ -10,9 +10,10 @@ struct ur_qp;
 /* Drops the protocol state that refers to queued WQEs and stops the
  * timers (entering ERROR, RESET, or being destroyed). */
 void ur_rel_abort(struct ur_qp *qp);
-/* Publishes an RC or UC QP (with its PD) to the transports that copy into
- * this process directly, at RTR; ur_rel_abort takes it back, so that
- * nothing is placed through a QP in ERROR or RESET. */
+/* Publishes an RC or UC QP (with its PD and access flags) to the
+ * transports that copy into this process directly, at RTR and when its
+ * access flags change; ur_rel_abort takes it back, so that nothing is
+ * placed through a QP in ERROR or RESET. */
 void ur_rel_expose(struct ur_qp *qp, bool on);
 /* Moves the QP to ERROR: flushes both queues, raises IBV_EVENT_QP_FATAL
  * when fatal and IBV_EVENT_QP_LAST_WQE_REACHED for an SRQ's QP. */

@@ -110,6 +110,9 @@ int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
 			break;
 		}
 	}
+	if ((mask & IBV_QP_ACCESS_FLAGS) && c.next != IBV_QPS_RESET && c.next != IBV_QPS_INIT &&
+	    c.next != IBV_QPS_ERR && qp->state == c.next)
+		ur_rel_expose(qp, true);
 	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s -> %s", ur_qp_num(qp), ur_qp_state_name[c.cur],
 	       ur_qp_state_name[c.next]);
 out:

@@ -113,11 +113,10 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
 }
 
-/* A WRITE or READ longer than a packet, on a connected QP whose transport
- * can copy into or out of the responder's memory itself: asked once per
- * WQE (so that a resend keeps its PSNs), and if the bytes are there, the
- * request leaves as one packet of headers (a READ's answer too).  MR read
- * lock held. */
+/* A WRITE or READ on a connected QP whose transport can copy into or out
+ * of the responder's memory itself: asked once per WQE (so that a resend
+ * keeps its PSNs), and if the bytes are there, the request leaves as one
+ * packet of headers (a READ's answer too).  MR read lock held. */
 static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
 {
 	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
@@ -126,7 +125,8 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 		    const struct iovec *, int, uint64_t);
 
 	w->place_tried = true;
-	if (!ops || w->length <= qp->mtu || w->is_inline ||
+	/* The transport decides by size and by whether the peer is awake. */
+	if (!ops || !w->length ||
 	    (qp->type != IBV_QPT_RC && (qp->type != IBV_QPT_UC || read)) ||
 	    (!read && w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM))
 		return;
@@ -195,6 +195,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		ret = 0;
 	} else {
 		ret = gather(qp, w, w->offset, len, &p);
+		p.write_data = len && (info->mask & UR_OPF_WRITE);
 	}
 	if (!ret)
 		ret = ur_tx_send(qp, path, &p);

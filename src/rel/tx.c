@@ -16,6 +16,7 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	p->paylen = 0;
 	p->niov = 0;
 	p->placed = 0;
+	p->write_data = false;
 	memset(p->hdr, 0, p->hdr_len);
 	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
 }

@@ -118,11 +118,11 @@ void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey)
 			s->x[i]->ops->revoke_region(s->x[i], rkey);
 }
 
-void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd)
+void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd, uint32_t access)
 {
 	for (unsigned i = 0; i < s->n; i++)
 		if (s->x[i]->ops->expose_qp)
-			s->x[i]->ops->expose_qp(s->x[i], qpn, pd);
+			s->x[i]->ops->expose_qp(s->x[i], qpn, pd, access);
 }
 
 void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out)

@@ -60,6 +60,9 @@ struct ur_tx_pkt {
 	 * requester fetched itself (ops->fetch): the packet carries none of
 	 * them (paylen 0). */
 	uint32_t placed;
+	/* WRITE payload: a later copy straight into the receiver (ops->place)
+	 * must not overtake it. */
+	bool write_data;
 };
 
 /* What a transport knows about a received packet besides its bytes. */
@@ -171,9 +174,9 @@ struct ur_xport_ops {
 	 * once no peer copies into or out of it any more. */
 	int (*expose_region)(struct ur_xport *x, const struct ur_xport_region *r);
 	void (*revoke_region)(struct ur_xport *x, uint32_t rkey);
-	/* Publishes which PD our QP qpn checks remote keys against (pd 0:
-	 * forget the QP). */
-	void (*expose_qp)(struct ur_xport *x, uint32_t qpn, uint32_t pd);
+	/* Publishes which PD our QP qpn checks remote keys against and the
+	 * remote access it grants (pd 0: forget the QP). */
+	void (*expose_qp)(struct ur_xport *x, uint32_t qpn, uint32_t pd, uint32_t access);
 };
 
 struct ur_xport {
@@ -209,7 +212,7 @@ void ur_xports_drain(struct ur_xports *s, int timeout_ms);
  * -errno and published nowhere. */
 int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r);
 void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey);
-void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd);
+void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd, uint32_t access);
 /* Summed over the transports. */
 void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out);
 

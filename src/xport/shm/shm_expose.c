@@ -127,7 +127,7 @@ void ur_shm_revoke_region(struct ur_xport *x, uint32_t rkey)
 	pthread_mutex_unlock(&s->expose_lock);
 }
 
-void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd)
+void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd, uint32_t access)
 {
 	struct ur_shm *s = ur_shm_of(x);
 	struct ur_shm_qp *free_slot = NULL;
@@ -140,9 +140,9 @@ void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd)
 		uint32_t n = __atomic_load_n(&q->qpn, __ATOMIC_RELAXED);
 
 		if (n == qpn) {
-			/* Gone, or (at a new RTR) in another PD: unpublished
-			 * first, so that no reader pairs the number with a
-			 * PD it no longer has. */
+			/* Gone, or changed: unpublished first, so that no
+			 * reader pairs the number with what it no longer
+			 * has. */
 			__atomic_store_n(&q->qpn, 0, __ATOMIC_SEQ_CST);
 			if (!free_slot)
 				free_slot = q;
@@ -152,14 +152,15 @@ void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd)
 	}
 	if (pd && free_slot) {
 		__atomic_store_n(&free_slot->pd, pd, __ATOMIC_RELAXED);
+		__atomic_store_n(&free_slot->access, access, __ATOMIC_RELAXED);
 		__atomic_store_n(&free_slot->qpn, qpn, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&s->expose_lock);
 }
 
 /* Where a producer finds them (shm_place.c): the PD QP qpn checks keys
- * against, or 0 if it is not published. */
-uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn)
+ * against (0 if it is not published) and the access it grants. */
+uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn, uint32_t *access)
 {
 	for (unsigned i = 0; i < UR_SHM_PROBE; i++) {
 		const struct ur_shm_qp *q = &f->qp[(qp_home(qpn) + i) & (UR_SHM_QPS - 1)];
@@ -168,7 +169,8 @@ uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn)
 		if (__atomic_load_n(&q->qpn, __ATOMIC_ACQUIRE) != qpn)
 			continue;
 		pd = __atomic_load_n(&q->pd, __ATOMIC_ACQUIRE);
-		/* Still the same QP after reading its PD. */
+		*access = __atomic_load_n(&q->access, __ATOMIC_ACQUIRE);
+		/* Still the same QP after reading them. */
 		if (__atomic_load_n(&q->qpn, __ATOMIC_ACQUIRE) == qpn)
 			return pd;
 	}

@@ -11,7 +11,7 @@
  * Who writes what: the producer writes records and then the ring's tail
  * (release) and sets want_room when it waits for room; the consumer reads
  * records up to the tail (acquire), then writes head (release); the owner
- * alone writes sleeping and frees a ring whose producer died.
+ * alone writes sleeping and dozing and frees a ring whose producer died.
  *
  * The file also publishes the owner's regions and QPs, so that a producer
  * can copy a large WRITE straight into the owner's memory
@@ -88,10 +88,13 @@ struct ur_shm_region {
 };
 _Static_assert(sizeof(struct ur_shm_region) == 48, "a region is 48 bytes");
 
-/* A QP the owner exposes: the PD its remote keys must belong to. */
+/* A QP the owner exposes: the PD its remote keys must belong to, and the
+ * remote access it grants (its qp_access_flags). */
 struct ur_shm_qp {
-	uint32_t qpn;                   /* 0: a free slot; written after pd */
+	uint32_t qpn;                   /* 0: a free slot; written after the rest */
 	uint32_t pd;
+	uint32_t access;
+	uint32_t reserved;
 };
 
 struct ur_shm_file {
@@ -102,7 +105,8 @@ struct ur_shm_file {
 	uint32_t reserved;
 	uint8_t pad0[40];
 	uint32_t sleeping;              /* the consumer's engine thread sleeps: ring the bell */
-	uint8_t pad1[60];
+	uint32_t dozing;                /* ... or naps: a small WRITE is better placed */
+	uint8_t pad1[56];
 	uint64_t active;                /* a bit per ring claimed */
 	uint8_t pad2[56];
 	struct ur_shm_ring_ctl ring[UR_SHM_RINGS];

@@ -60,17 +60,29 @@ static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqp
 	struct ur_shm *s = ur_shm_of(x);
 	const struct ur_shm_path *p = (const struct ur_shm_path *)path->priv.bytes;
 	struct ur_shm_peer *peer = &s->peers[p->peer];
-	uint32_t pd;
+	uint32_t pd, qp_access = 0, need = write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
 	int slot, ret;
 
-	if (len < s->place_min)
-		return -EMSGSIZE;       /* through the ring is as fast */
+	if (s->place_min == UINT64_MAX)
+		return -EOPNOTSUPP;     /* UROCE_SHM_SINGLE_COPY=0 */
 	pthread_mutex_lock(&peer->lock);
 	if (peer->dead || __atomic_load_n(&peer->pid, __ATOMIC_RELAXED) != p->pid) {
 		ret = -ESRCH;
 	} else if (peer->place_refused) {
 		ret = -EPERM;
-	} else if (!(pd = ur_shm_qp_pd(peer->f, dqpn)) || (slot = ur_shm_region_slot(peer->f, rkey)) < 0) {
+	} else if (len < s->place_min && !__atomic_load_n(&peer->f->dozing, __ATOMIC_RELAXED) &&
+		   !__atomic_load_n(&peer->f->sleeping, __ATOMIC_RELAXED)) {
+		/* Small, and the peer's engine thread is up: the ring is as
+		 * fast, and costs no system call. */
+		ret = -EMSGSIZE;
+	} else if ((int64_t)(__atomic_load_n(&peer->f->ring[peer->ring].head, __ATOMIC_ACQUIRE) -
+			     peer->write_tail) < 0) {
+		/* WRITE bytes of ours still wait in the ring: placing now
+		 * would land these before them. */
+		ret = -EBUSY;
+	} else if (!(pd = ur_shm_qp_pd(peer->f, dqpn, &qp_access)) || !(qp_access & need) ||
+		   (slot = ur_shm_region_slot(peer->f, rkey)) < 0) {
+		/* Not published, or the QP refuses: the responder says so. */
 		ret = -ENOENT;
 	} else {
 		ret = copy_with(peer, slot, rkey, pd, write, va, iov, niov, len);

@@ -38,6 +38,9 @@ struct ur_shm_peer {
 	bool blocked;                   /* a send found the ring full */
 	bool place_refused;             /* the kernel refused a single copy into it */
 	bool placed_once;               /* a single copy into it worked (logged) */
+	/* Our ring's tail after the last WRITE bytes sent through it: a copy
+	 * straight into the peer waits until it has taken them (in order). */
+	uint64_t write_tail;
 	struct ur_shm_file *f;
 	unsigned ring;
 	int bell_fd;                    /* its FIFO, write end */
@@ -93,10 +96,10 @@ int ur_shm_fetch(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, 
 /* shm_expose.c */
 int ur_shm_expose_region(struct ur_xport *x, const struct ur_xport_region *r);
 void ur_shm_revoke_region(struct ur_xport *x, uint32_t rkey);
-void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd);
-/* In a peer's file: the PD QP qpn checks keys against (0: not published);
- * the slot of region rkey, or -ENOENT. */
-uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn);
+void ur_shm_expose_qp(struct ur_xport *x, uint32_t qpn, uint32_t pd, uint32_t access);
+/* In a peer's file: the PD QP qpn checks keys against (0: not published)
+ * and the remote access it grants; the slot of region rkey, or -ENOENT. */
+uint32_t ur_shm_qp_pd(const struct ur_shm_file *f, uint32_t qpn, uint32_t *access);
 int ur_shm_region_slot(const struct ur_shm_file *f, uint32_t rkey);
 
 /* shm_peers.c */
@@ -118,6 +121,7 @@ void ur_shm_ring_bell(int fd);
 bool ur_shm_poll(void *arg);
 bool ur_shm_sleep(void *arg, bool going);
 bool ur_shm_active(void *arg);
+void ur_shm_doze(void *arg, bool dozing);
 void ur_shm_on_bell(void *arg, uint32_t events);
 /* Tick: free the rings of producers that died. */
 void ur_shm_rx_reap(struct ur_shm *s);

@@ -94,6 +94,15 @@ bool ur_shm_active(void *arg)
 	return __atomic_load_n(&s->own->active, __ATOMIC_RELAXED) != 0;
 }
 
+/* Our engine thread naps: a producer with a small WRITE for us copies it
+ * straight in rather than leave it in the ring for half a millisecond. */
+void ur_shm_doze(void *arg, bool dozing)
+{
+	struct ur_shm *s = arg;
+
+	__atomic_store_n(&s->own->dozing, dozing ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
 /* Our engine thread goes to sleep: producers must ring from now on, and
  * anything that came before they could see it is found here. */
 bool ur_shm_sleep(void *arg, bool going)

@@ -72,10 +72,13 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	if (peer->dead || __atomic_load_n(&peer->pid, __ATOMIC_RELAXED) != p->pid) {
 		ret = -ESRCH;
 	} else {
-		ret = ur_shm_ring_put(&peer->f->ring[peer->ring], peer->f->data[peer->ring], &rec,
-				      iov, niov, len);
+		struct ur_shm_ring_ctl *c = &peer->f->ring[peer->ring];
+
+		ret = ur_shm_ring_put(c, peer->f->data[peer->ring], &rec, iov, niov, len);
 		if (ret == -EAGAIN)
 			peer->blocked = true;
+		else if (!ret && pkt->write_data)
+			peer->write_tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&peer->lock);
 	if (!ret) {

@@ -73,6 +73,7 @@ static void server(const struct qpt_opts *o)
 	struct side s;
 	struct ibv_wc wc[8];
 	int64_t sent0, rcvd0, sent1, rcvd1;
+	long long got, merged;
 	int n, i;
 
 	setup(&s, o);
@@ -133,12 +134,17 @@ static void server(const struct qpt_opts *o)
 	/* The counters: the server's QP sent nothing (no ACK, no NAK). */
 	sent1 = qpt_counter_settle(s.d.ctx, "sent_pkts", 1000);
 	rcvd1 = qpt_counter_settle(s.d.ctx, "rcvd_pkts", 1000);
-	CHECK(rcvd1 - rcvd0 == MSG_PKTS,
-	      "rcvd_pkts grew by exactly the %d request packets (by %lld)", MSG_PKTS,
-	      (long long)(rcvd1 - rcvd0));
-	CHECK(sent1 - sent0 == (s.same_ns ? MSG_PKTS : 0),
-	      "sent_pkts grew by %d (%s): the responder sent no ACK (by %lld)",
-	      s.same_ns ? MSG_PKTS : 0,
+	/* On one host a WRITE may be copied straight into the responder and
+	 * travel as one packet of headers: 8 KiB as 1 packet instead of 8,
+	 * 3000 bytes as 1 instead of 3. */
+	got = rcvd1 - rcvd0;
+	merged = MSG_PKTS - got;
+	CHECK(got == MSG_PKTS || (s.same_ns && (merged == 7 || merged == 2 || merged == 9)),
+	      "rcvd_pkts grew by the %d request packets, or (one host) fewer by the WRITEs "
+	      "copied straight in (by %lld)", MSG_PKTS, got);
+	CHECK(sent1 - sent0 == (s.same_ns ? got : 0),
+	      "sent_pkts grew by %lld (%s): the responder sent no ACK (by %lld)",
+	      s.same_ns ? got : 0,
 	      s.same_ns ? "the client's requests, same namespace" : "other namespace",
 	      (long long)(sent1 - sent0));
 	qpt_sync(s.fd, "counters-done");
@@ -173,6 +179,7 @@ static void client(const struct qpt_opts *o)
 	struct ibv_sge sge;
 	struct ibv_send_wr wr, *bad;
 	int64_t rcvd0, rcvd1;
+	long long merged;
 	uint8_t *b;
 	int n, ret;
 
@@ -258,9 +265,12 @@ static void client(const struct qpt_opts *o)
 	/* No ACK ever came back: the client's namespace received nothing
 	 * (or, sharing the namespace, exactly the client's own requests). */
 	rcvd1 = qpt_counter_settle(s.d.ctx, "rcvd_pkts", 1000);
-	CHECK(rcvd1 - rcvd0 == (s.same_ns ? MSG_PKTS : 0),
-	      "rcvd_pkts on the sender's side grew by %d: no ACKs (by %lld)",
-	      s.same_ns ? MSG_PKTS : 0, (long long)(rcvd1 - rcvd0));
+	/* (WRITEs copied straight in travel as one packet: see the server.) */
+	merged = MSG_PKTS - (rcvd1 - rcvd0);
+	CHECK(s.same_ns ? merged == 0 || merged == 7 || merged == 2 || merged == 9
+			: rcvd1 == rcvd0,
+	      "rcvd_pkts on the sender's side grew by %d (fewer by the WRITEs copied straight "
+	      "in): no ACKs (by %lld)", s.same_ns ? MSG_PKTS : 0, (long long)(rcvd1 - rcvd0));
 	qpt_sync(s.fd, "counters-done");
 
 	/* Phase 3: a SEND while the server has no receive posted. */

@@ -314,7 +314,7 @@ static void produce(struct t_poll *p)
 static void test_poller_polled(void)
 {
 	struct t_poll p = { 0 };
-	struct ur_poller pl = { t_poll, t_sleep, NULL, &p };
+	struct ur_poller pl = { .poll = t_poll, .sleep = t_sleep, .arg = &p };
 	struct ur_engine *e;
 
 	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut-engine", &e), 0);
@@ -336,7 +336,7 @@ static void test_poller_polled(void)
 static void test_poller_threaded(void)
 {
 	struct t_poll p = { 0 };
-	struct ur_poller pl = { t_poll, t_sleep, NULL, &p };
+	struct ur_poller pl = { .poll = t_poll, .sleep = t_sleep, .arg = &p };
 	struct ur_engine *e;
 	uint64_t seed = 7;
 	int n = 300;
@@ -373,7 +373,7 @@ static void test_poller_threaded(void)
 static void test_poller_app_waits(void)
 {
 	struct t_poll p = { 0 };
-	struct ur_poller pl = { t_poll, t_sleep, NULL, &p };
+	struct ur_poller pl = { .poll = t_poll, .sleep = t_sleep, .arg = &p };
 	struct ur_engine *e;
 
 	p.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
