@@ -21,7 +21,7 @@
 #    1 B .. 8 MiB at odd offsets from 1 or 3 SGEs, the responder checking
 #    its whole region and guard bytes after each, and a WRITE past the
 #    region's end (remote access error, nothing changed); the requester
-#    says it copied straight into the responder; the same with
+#    says it copied straight into the responder; the WRITEs on UC too; the same with
 #    UROCE_SHM_SINGLE_COPY=0 (through the rings, and it says so);
 #    ibv_dereg_mr under a stream of 8 MiB WRITEs (nothing lands after it
 #    returns, the requester gets a remote access error); a requester killed
@@ -187,6 +187,8 @@ sc_pair() {
 UR_ENV=(UROCE_LOG=info)
 sc_pair sc.sizes sizes && ur_expect_grep sc.sizes.client \
 	"copied straight into and out of its memory \(single copy\)" "sc.sizes: the requester copied straight into the responder"
+sc_pair sc.uc uc && ur_expect_grep sc.uc.client \
+	"copied straight into and out of its memory \(single copy\)" "sc.uc: the requester copied straight into the responder"
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SINGLE_COPY=0)
 sc_pair sc.ring sizes && {
 	ur_expect_grep sc.ring.client "single copy off \(UROCE_SHM_SINGLE_COPY=0\)" "sc.ring: the requester says single copy is off"

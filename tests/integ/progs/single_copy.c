@@ -12,6 +12,8 @@
  *   other byte unchanged), and the requester READs the range back to an
  *   odd offset and compares it.  Last, a 1 MiB WRITE straddling the region's end
  *   by one byte: IBV_WC_REM_ACCESS_ERR, and not one byte changed.
+ * MODE uc: the same WRITEs on UC (no READ back, no straddling WRITE: UC
+ *   has neither READ nor NAK).
  * MODE dereg: the requester keeps 8 MiB WRITEs in flight; the responder
  *   deregisters the region under them, refills it at once and checks 0.5 s
  *   later that nothing landed after ibv_dereg_mr returned; the requester
@@ -53,6 +55,7 @@ static struct vt_dev dev;
 static struct vt_qp qp;
 static struct vt_buf buf, back;
 static int fd;
+static bool uc;          /* MODE uc: the sizes on UC (no READ, no NAK) */
 
 static void die(const char *what)
 {
@@ -82,7 +85,8 @@ static int make_cases(struct wcase *c, int max)
 
 static void connect_qp(const struct hello *peer)
 {
-	struct vt_qp_opts o = { .sq = 64, .rq = 64, .max_sge = 4 };
+	struct vt_qp_opts o = { .type = uc ? IBV_QPT_UC : IBV_QPT_RC, .sq = 64, .rq = 64,
+				.max_sge = 4 };
 
 	vt_qp_create(&qp, &dev, &o);
 	if (vt_qp_connect_remote(&qp, peer->qpn, &peer->gid))
@@ -97,6 +101,14 @@ static void hello_out(struct hello *h)
 }
 
 /* ---- the responder -------------------------------------------------------- */
+
+static long first_diff(const uint8_t *shadow, size_t span)
+{
+	for (size_t j = 0; j < span; j++)
+		if (buf.base[j] != shadow[j])
+			return (long)j;
+	return -1;
+}
 
 static void serve_sizes(uint8_t *shadow)
 {
@@ -115,7 +127,7 @@ static void serve_sizes(uint8_t *shadow)
 		if (c[i].imm && vt_post_recv(&qp, (uint64_t)i, &sge, 1))
 			die("cannot post a receive");
 		vt_xfer(fd, &go, 1, false);  /* its completion came */
-		vt_case = "sizes";
+		vt_case = uc ? "uc" : "sizes";
 		if (c[i].imm) {
 			struct ibv_wc wc;
 
@@ -125,12 +137,14 @@ static void serve_sizes(uint8_t *shadow)
 				VT_EXPECT_EQ("its immediate", i, ntohl(wc.imm_data));
 		}
 		vt_stream_fill(shadow + VT_GUARD + c[i].dst_off, c[i].len, (uint64_t)i + 1, 0);
-		diff = -1;
-		for (size_t j = 0; j < span; j++)
-			if (buf.base[j] != shadow[j]) {
-				diff = (long)j;
+		/* UC completes at the requester once sent: give the bytes a
+		 * moment to land when they came through a ring. */
+		for (double end = vt_now() + (uc ? 5 : 0);;) {
+			diff = first_diff(shadow, span);
+			if (diff < 0 || vt_now() >= end)
 				break;
-			}
+			vt_sleep(0.001);
+		}
 		if (diff < 0)
 			vt_ok("%s %u B at region +%u from source +%u, %d SGE(s): every byte of the "
 			      "region and its guards as it must be", c[i].imm ? "WRITE_WITH_IMM" : "WRITE",
@@ -144,6 +158,8 @@ static void serve_sizes(uint8_t *shadow)
 	/* The straddling WRITE: nothing may change. */
 	uint8_t go;
 
+	if (uc)
+		return;
 	vt_xfer(fd, &go, 1, false);
 	vt_check(!memcmp(buf.base, shadow, span),
 		 "a 1 MiB WRITE past the region's end by 1 byte changed nothing, guards included");
@@ -217,7 +233,7 @@ static void serve(const char *port, const char *mode)
 	me.addr = (uintptr_t)buf.p;
 	hello_out(&me);     /* the requester connects after this: we are at RTR already */
 	vt_case = mode;
-	if (!strcmp(mode, "sizes")) {
+	if (!strcmp(mode, "sizes") || uc) {
 		shadow = malloc(buf.len + 2 * VT_GUARD);
 		if (!shadow)
 			die("out of memory");
@@ -300,8 +316,11 @@ static void request_sizes(const struct hello *peer)
 			VT_EXPECT_STATUS(what, IBV_WC_SUCCESS, wc.status);
 		vt_xfer(fd, &go, 1, true);   /* done: look */
 		vt_xfer(fd, &go, 1, false);  /* looked */
-		read_back(peer, &c[i], (uint64_t)i + 1);
+		if (!uc)
+			read_back(peer, &c[i], (uint64_t)i + 1);
 	}
+	if (uc)
+		return;
 	sge[0] = vt_sge(&buf, 0, 1u << 20);
 	wr = write_wr(peer, 999, sge, 1, REGION - (1u << 20) + 1, 1u << 20);
 	if (vt_post_send(&qp, &wr))
@@ -379,13 +398,14 @@ static void request(const char *host, const char *port, const char *mode)
 	fd = vt_tcp_connect(host, port);
 	vt_buf_init(&buf, &dev, REGION + SRC_SLACK, ALL_ACCESS, 0x42);
 	vt_buf_init(&back, &dev, REGION + SRC_SLACK, ALL_ACCESS, 0x43);
-	vt_qp_create(&qp, &dev, &(struct vt_qp_opts){ .sq = 64, .rq = 64, .max_sge = 4 });
+	vt_qp_create(&qp, &dev, &(struct vt_qp_opts){ .type = uc ? IBV_QPT_UC : IBV_QPT_RC,
+						      .sq = 64, .rq = 64, .max_sge = 4 });
 	hello_out(&me);
 	vt_xfer(fd, &peer, sizeof(peer), false);
 	if (vt_qp_connect_remote(&qp, peer.qpn, &peer.gid))
 		die("cannot connect the QP");
 	vt_case = mode;
-	if (!strcmp(mode, "sizes"))
+	if (!strcmp(mode, "sizes") || uc)
 		request_sizes(&peer);
 	else if (!strcmp(mode, "dereg"))
 		request_dereg(&peer);
@@ -400,11 +420,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 6 || (strcmp(argv[3], "-s") && strcmp(argv[3], "-c")) ||
 	    (!strcmp(argv[3], "-c") && argc < 7) ||
-	    (strcmp(mode, "sizes") && strcmp(mode, "dereg") && strcmp(mode, "killed"))) {
+	    (strcmp(mode, "sizes") && strcmp(mode, "uc") && strcmp(mode, "dereg") &&
+	     strcmp(mode, "killed"))) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
-			"MODE: sizes, dereg or killed\n", argv[0]);
+			"MODE: sizes, uc, dereg or killed\n", argv[0]);
 		return 2;
 	}
+	uc = !strcmp(mode, "uc");
 	vt_dev_open(&dev, argv[1], atoi(argv[2]));
 	if (!strcmp(argv[3], "-s"))
 		serve(argv[4], mode);
