@@ -11,7 +11,11 @@
 # the host reached over UDP and unix sockets, not shared memory), and that
 # ratio printed.  Then the ratios against the peers measured in the same
 # run.  Everything runs on loopback.  Prints a markdown table, and the raw
-# figures as JSON to $COMPARE_JSON (default: compare.json here).
+# figures as JSON to $COMPARE_JSON (default: compare.json here).  Then it
+# sweeps message sizes (perftest -a on uroce with and without shared
+# memory, UCX sm, kernel TCP, memcpy) and plots bandwidth and latency
+# against size to $COMPARE_SVG (default compare.svg; its points beside it
+# as .tsv); COMPARE_SWEEP=0 skips that.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
@@ -65,10 +69,11 @@ row "memcpy, 1 MiB" "$(awk '$1==1048576{print $2}' "$tmp/memcpy") GB/s" "bench_m
 row "memcpy, 64 MiB (out of cache)" "$(awk '$1==67108864{print $2}' "$tmp/memcpy") GB/s" "bench_memcpy"
 
 # kernel TCP/UDP
-qperf --listen_port "$((port + 500))" >/dev/null 2>&1 &
+qport=$((port + 500))
+qperf --listen_port "$qport" >/dev/null 2>&1 &
 pids+=($!)
 sleep 0.5
-qperf -lp "$((port + 500))" -t 3 127.0.0.1 tcp_bw udp_bw tcp_lat udp_lat >"$tmp/qperf" 2>&1 || true
+qperf -lp "$qport" -t 3 127.0.0.1 tcp_bw udp_bw tcp_lat udp_lat >"$tmp/qperf" 2>&1 || true
 q() { awk -v t="$1" -v k="$2" '$1==t":"{f=1;next} f&&$1==k{print $3, $4; f=0}' "$tmp/qperf"; }
 row "kernel TCP bandwidth (qperf tcp_bw)" "$(q tcp_bw bw)" "loopback"
 row "kernel UDP bandwidth (qperf udp_bw, recv)" "$(q udp_bw recv_bw)" "loopback"
@@ -152,3 +157,49 @@ json=${COMPARE_JSON:-compare.json}
 } > "$json"
 echo
 echo "raw figures: $json"
+
+# The sweep: bandwidth and latency against message size for uroce and its
+# peers, plotted (COMPARE_SWEEP=0 skips it).
+[ "${COMPARE_SWEEP:-1}" = 0 ] && exit 0
+svg=${COMPARE_SVG:-compare.svg}
+tsv=${svg%.svg}.tsv
+: > "$tsv"
+point() { [ -n "$4" ] && printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$tsv"; return 0; }
+
+# perftest -a on uroce0: every size's line (size, then column field).
+perf_sweep() {
+	local series=$1 panel=$2 field=$3 prog=$4
+	shift 4
+	port=$((port + 1))
+	timeout 300 "$prog" -d uroce0 -x "$gid" -p "$port" -a "$@" >"$tmp/srv" 2>&1 &
+	local spid=$!
+	for _ in $(seq 100); do
+		ss -ltn "sport = :$port" | grep -q LISTEN && break
+		sleep 0.1
+	done
+	timeout 300 "$prog" -d uroce0 -x "$gid" -p "$port" -a "$@" 127.0.0.1 >"$tmp/cli" 2>&1 || true
+	wait "$spid" || true
+	grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/cli" | awk -v s="$series" -v p="$panel" -v f="$field" \
+		'{ printf "%s\t%s\t%s\t%s\n", s, p, $1, $f }' >> "$tsv"
+}
+export LD_LIBRARY_PATH=$build/lib
+perf_sweep "uroce RDMA WRITE (shared memory)" bw 4 ib_write_bw -n 200
+UROCE_SHM=0 perf_sweep "uroce RDMA WRITE (UROCE_SHM=0: UDP)" bw 4 ib_write_bw -n 200
+perf_sweep "uroce SEND (shared memory)" lat 5 ib_send_lat -n 200
+UROCE_SHM=0 perf_sweep "uroce SEND (UROCE_SHM=0: UDP)" lat 5 ib_send_lat -n 200
+unset LD_LIBRARY_PATH
+
+for sz in 8 512 4096 32768 262144 1048576 8388608; do
+	n=$((268435456 / sz)); [ $n -gt 20000 ] && n=20000; [ $n -lt 50 ] && n=50
+	point "UCX shared memory (put / tag_lat)" bw "$sz" "$(ucx sm,self ucp_put_bw "$sz" | awk '{print $(NF-2)}')"
+	[ "$sz" -le 1048576 ] &&
+		point "UCX shared memory (put / tag_lat)" lat "$sz" "$(ucx sm,self tag_lat "$sz" | awk '{print $3}')"
+done
+awk 'NR > 1 { printf "memcpy (glibc)\tbw\t%s\t%.0f\n", $1, $2 * 1000 }' "$tmp/memcpy" >> "$tsv"
+for sz in 8 512 4096 32768 262144 1048576; do
+	qperf -lp "$qport" -t 1 -m "$sz" 127.0.0.1 tcp_bw tcp_lat >"$tmp/qp" 2>&1 || true
+	point "kernel TCP (qperf)" bw "$sz" "$(awk '$1=="bw" { v=$3; u=$4; m = u ~ /^GB/ ? 1000 : u ~ /^KB/ ? 0.001 : u ~ /^MB/ ? 1 : 0.000001; printf "%.3f", v * m }' "$tmp/qp")"
+	point "kernel TCP (qperf)" lat "$sz" "$(awk '$1=="latency" { v=$3; u=$4; m = u ~ /^ms/ ? 1000 : u ~ /^ns/ ? 0.001 : 1; printf "%.3f", v * m }' "$tmp/qp")"
+done
+python3 "$src/bench/plot_compare.py" "$tsv" "$svg" \
+	"uroce and its peers, one run on $(nproc) cores, $(date -u +%F)" && echo "plot: $svg (points: $tsv)"

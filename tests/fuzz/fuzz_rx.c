@@ -8,7 +8,10 @@
  * ASan (guard pages).  Selector bits 0x40 / 0x20 move the PSN into the
  * responder's or completer's window, where random PSNs would rarely land,
  * and 0x10 writes the region's rkey into a RETH or AtomicETH (keys are
- * drawn at random in every process, so a saved input could not name it). */
+ * drawn at random in every process, so a saved input could not name it).
+ * Bit 0x08 says, as a shared-memory ring's record may, that the sender
+ * placed the payload itself: as many bytes as the RETH's length with 0x04,
+ * else as the packet's last four bytes say. */
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
@@ -31,6 +34,16 @@ static void aim_rkey(uint8_t *pkt, size_t len)
 
 	if (at && at + 12 <= len)
 		reth_set_rkey(pkt + at, fz.mr->rkey);   /* the AtomicETH's R_Key sits alike */
+}
+
+static uint32_t placed_claim(const uint8_t *pkt, size_t len, bool as_reth)
+{
+	unsigned at = ur_opcode[bth_opcode(pkt)].offset[UR_HDR_RETH];
+
+	if (as_reth && at && at + 16 <= len)
+		return reth_len(pkt + at);
+	return (uint32_t)pkt[len - 4] << 24 | (uint32_t)pkt[len - 3] << 16 |
+	       (uint32_t)pkt[len - 2] << 8 | pkt[len - 1];
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -61,6 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	meta.dgid = fz.peer;
 	meta.hop_limit = 64;
 	meta.ipv6 = data[0] & 0x80;
+	if (data[0] & 0x08)
+		meta.placed = placed_claim(pkt, size - 1, data[0] & 0x04);
 	ur_recv_packet(to_uctx(fz.ctx)->stack, pkt, size - 1, &meta);
 	fuzz_stack_tidy();
 	return 0;

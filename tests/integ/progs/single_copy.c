@@ -117,15 +117,17 @@ static void serve_sizes(uint8_t *shadow)
 	size_t span = buf.len + 2 * VT_GUARD;
 	char what[160];
 
+	struct ibv_sge sge = vt_sge(&buf, 0, 0);
+
+	/* Each case's receive is posted before the requester may send it (UC
+	 * drops a WRITE_WITH_IMM that finds none). */
+	if (n && c[0].imm && vt_post_recv(&qp, 0, &sge, 1))
+		die("cannot post a receive");
+	vt_xfer(fd, &(uint8_t){ 1 }, 1, true);   /* ready */
 	for (int i = 0; i < n; i++) {
-		struct ibv_sge sge = vt_sge(&buf, 0, 0);
 		uint8_t go;
 		long diff;
 
-		/* Posted before the requester can be told to go on (RNR retries
-		 * cover a WRITE_WITH_IMM that comes first). */
-		if (c[i].imm && vt_post_recv(&qp, (uint64_t)i, &sge, 1))
-			die("cannot post a receive");
 		vt_xfer(fd, &go, 1, false);  /* its completion came */
 		vt_case = uc ? "uc" : "sizes";
 		if (c[i].imm) {
@@ -153,6 +155,8 @@ static void serve_sizes(uint8_t *shadow)
 			vt_fail("%s %u B at region +%u from source +%u, %d SGE(s): span byte %ld is "
 				"0x%02x, must be 0x%02x", c[i].imm ? "WRITE_WITH_IMM" : "WRITE", c[i].len,
 				c[i].dst_off, c[i].src_off, c[i].nsge, diff, buf.base[diff], shadow[diff]);
+		if (i + 1 < n && c[i + 1].imm && vt_post_recv(&qp, (uint64_t)i + 1, &sge, 1))
+			die("cannot post a receive");
 		vt_xfer(fd, &go, 1, true);
 	}
 	/* The straddling WRITE: nothing may change. */
@@ -293,6 +297,7 @@ static void request_sizes(const struct hello *peer)
 	char what[160];
 	uint8_t go = 1;
 
+	vt_xfer(fd, &go, 1, false);   /* the responder is ready */
 	for (int i = 0; i < n; i++) {
 		uint32_t cut1 = c[i].len / 3, cut2 = c[i].len / 3 * 2;
 
