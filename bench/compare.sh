@@ -183,17 +183,17 @@ perf_sweep() {
 		'{ printf "%s\t%s\t%s\t%s\n", s, p, $1, $f }' >> "$tsv"
 }
 export LD_LIBRARY_PATH=$build/lib
-perf_sweep "uroce RDMA WRITE (shared memory)" bw 4 ib_write_bw -n 200
-UROCE_SHM=0 perf_sweep "uroce RDMA WRITE (UROCE_SHM=0: UDP)" bw 4 ib_write_bw -n 200
-perf_sweep "uroce SEND (shared memory)" lat 5 ib_send_lat -n 200
-UROCE_SHM=0 perf_sweep "uroce SEND (UROCE_SHM=0: UDP)" lat 5 ib_send_lat -n 200
+perf_sweep "uroce WRITE, shared memory" bw 4 ib_write_bw -n 500
+UROCE_SHM=0 perf_sweep "uroce WRITE, UDP (UROCE_SHM=0)" bw 4 ib_write_bw -n 500
+perf_sweep "uroce SEND, shared memory" lat 5 ib_send_lat -n 500
+UROCE_SHM=0 perf_sweep "uroce SEND, UDP (UROCE_SHM=0)" lat 5 ib_send_lat -n 500
 unset LD_LIBRARY_PATH
 
 for sz in 8 512 4096 32768 262144 1048576 8388608; do
 	n=$((268435456 / sz)); [ $n -gt 20000 ] && n=20000; [ $n -lt 50 ] && n=50
-	point "UCX shared memory (put / tag_lat)" bw "$sz" "$(ucx sm,self ucp_put_bw "$sz" | awk '{print $(NF-2)}')"
+	point "UCX sm (put_bw, tag_lat)" bw "$sz" "$(ucx sm,self ucp_put_bw "$sz" | awk '{print $(NF-2)}')"
 	[ "$sz" -le 1048576 ] &&
-		point "UCX shared memory (put / tag_lat)" lat "$sz" "$(ucx sm,self tag_lat "$sz" | awk '{print $3}')"
+		point "UCX sm (put_bw, tag_lat)" lat "$sz" "$(ucx sm,self tag_lat "$sz" | awk '{print $3}')"
 done
 awk 'NR > 1 { printf "memcpy (glibc)\tbw\t%s\t%.0f\n", $1, $2 * 1000 }' "$tmp/memcpy" >> "$tsv"
 for sz in 8 512 4096 32768 262144 1048576; do

@@ -13,7 +13,7 @@ import math
 import sys
 from xml.sax.saxutils import escape
 
-WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 900, 280, 80, 260, 50, 80
+WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 1000, 280, 80, 310, 50, 80
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
           "#17becf", "#7f7f7f"]
 PANELS = [("bw", "bandwidth, MB/s (higher is better)"),
