@@ -183,10 +183,10 @@ perf_sweep() {
 		'{ printf "%s\t%s\t%s\t%s\n", s, p, $1, $f }' >> "$tsv"
 }
 export LD_LIBRARY_PATH=$build/lib
-perf_sweep "uroce WRITE, shared memory" bw 4 ib_write_bw -n 500
-UROCE_SHM=0 perf_sweep "uroce WRITE, UDP (UROCE_SHM=0)" bw 4 ib_write_bw -n 500
-perf_sweep "uroce SEND, shared memory" lat 5 ib_send_lat -n 500
-UROCE_SHM=0 perf_sweep "uroce SEND, UDP (UROCE_SHM=0)" lat 5 ib_send_lat -n 500
+perf_sweep "uroce WRITE, shared memory" bw 4 ib_write_bw -n 2000
+UROCE_SHM=0 perf_sweep "uroce WRITE, UDP (UROCE_SHM=0)" bw 4 ib_write_bw -n 2000
+perf_sweep "uroce SEND, shared memory" lat 5 ib_send_lat -n 1000
+UROCE_SHM=0 perf_sweep "uroce SEND, UDP (UROCE_SHM=0)" lat 5 ib_send_lat -n 1000
 unset LD_LIBRARY_PATH
 
 for sz in 8 512 4096 32768 262144 1048576 8388608; do
