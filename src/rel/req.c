@@ -113,29 +113,41 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
 }
 
-/* A WRITE or READ on a connected QP whose transport can copy into or out
- * of the responder's memory itself: asked once per WQE (so that a resend
- * keeps its PSNs), and if the bytes are there, the request leaves as one
- * packet of headers (a READ's answer too).  MR read lock held. */
-static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
+/* The transport's one-copy operation for w, if w may use one: a WRITE on
+ * RC or UC or a READ on RC, on a path whose transport copies between
+ * address spaces.  NULL for everything else, at the cost of a few tests. */
+static ur_xport_copy_fn *one_copy_op(const struct ur_qp *qp, const struct ur_send_wqe *w)
 {
 	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
+
+	if (!ops || !w->length)
+		return NULL;
+	if (w->opcode == IBV_WR_RDMA_READ)
+		return qp->type == IBV_QPT_RC ? ops->fetch : NULL;
+	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		return NULL;
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC ? ops->place : NULL;
+}
+
+/* A WRITE or READ the transport may copy into or out of the responder's
+ * memory itself: asked once per WQE (so that a resend keeps its PSNs), and
+ * if the bytes are there, the request leaves as one packet of headers (a
+ * READ's answer too).  The transport decides by size and by whether the
+ * peer is awake. */
+static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
+{
+	ur_xport_copy_fn *copy = one_copy_op(qp, w);
 	bool read = w->opcode == IBV_WR_RDMA_READ;
-	int (*copy)(struct ur_xport *, const struct ur_path *, uint32_t, uint32_t, uint64_t,
-		    const struct iovec *, int, uint64_t);
 
 	w->place_tried = true;
-	/* The transport decides by size and by whether the peer is awake. */
-	if (!ops || !w->length ||
-	    (qp->type != IBV_QPT_RC && (qp->type != IBV_QPT_UC || read)) ||
-	    (!read && w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM))
+	if (!copy)
 		return;
-	copy = read ? ops->fetch : ops->place;
+	ur_mr_read_lock(&qp->ctx->mrs);
 	/* A bad lkey: the packets' own checks fail it as usual. */
-	if (!copy || sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0))
-		return;
-	w->placed = !copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey, w->remote_addr,
-			  scratch->iov, scratch->niov, w->length);
+	if (!sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0))
+		w->placed = !copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
+				  w->remote_addr, scratch->iov, scratch->niov, w->length);
+	ur_mr_read_unlock(&qp->ctx->mrs);
 }
 
 /* One request packet of a SEND or WRITE. */
@@ -149,11 +161,8 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	uint8_t op;
 	int ret;
 
-	if (w->offset == 0 && !w->place_tried) {
-		ur_mr_read_lock(&qp->ctx->mrs);
+	if (w->offset == 0 && !w->place_tried)
 		try_place(qp, w, &p);
-		ur_mr_read_unlock(&qp->ctx->mrs);
-	}
 	len = w->placed ? w->length - w->offset : ur_min(w->length - w->offset, qp->mtu);
 	first = w->offset == 0;
 	last = w->offset + len == w->length;
@@ -229,11 +238,8 @@ static int send_read_request(struct ur_qp *qp, struct ur_send_wqe *w, bool *done
 	uint8_t *r;
 	int ret;
 
-	if (w->offset == 0 && !w->place_tried) {
-		ur_mr_read_lock(&qp->ctx->mrs);
+	if (w->offset == 0 && !w->place_tried)
 		try_place(qp, w, &p);
-		ur_mr_read_unlock(&qp->ctx->mrs);
-	}
 	/* Fetched already: one request, answered by one response. */
 	len = w->placed ? w->length - w->offset : ur_min(w->length - w->offset, chunk - w->offset % chunk);
 	npkts = w->placed || !len ? 1 : (len + qp->mtu - 1) / qp->mtu;

@@ -127,6 +127,12 @@ struct ur_xport_region {
 	void *host;                     /* where iova lands here */
 };
 
+/* A copy between our memory (iov) and what rkey names at va behind QP
+ * dqpn of the process at the other end of path (ops->place, ops->fetch). */
+typedef int ur_xport_copy_fn(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn,
+			     uint32_t rkey, uint64_t va, const struct iovec *iov, int niov,
+			     uint64_t len);
+
 struct ur_xport_ops {
 	const char *name;
 	/* Fills a path to (dgid, dqpn) from our address sgid on interface
@@ -163,12 +169,10 @@ struct ur_xport_ops {
 	 * the range lies inside it.  0: every byte is there; -errno: not
 	 * placed (maybe some bytes were: the caller sends them all in packets
 	 * instead, and the receiver checks and places them as usual). */
-	int (*place)(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
-		     uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+	ur_xport_copy_fn *place;
 	/* The same the other way (a READ with one copy): len bytes of what
 	 * rkey names at va, with remote read, scattered into iov. */
-	int (*fetch)(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
-		     uint64_t va, const struct iovec *iov, int niov, uint64_t len);
+	ur_xport_copy_fn *fetch;
 	/* Publishes one of our regions (0, or -errno: not exposed, so peers
 	 * send its bytes in packets), or takes it back: revoke_region returns
 	 * once no peer copies into or out of it any more. */

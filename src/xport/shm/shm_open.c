@@ -189,9 +189,9 @@ static bool wanted(void)
 	return true;
 }
 
-/* WRITEs of at least this many bytes are copied straight into the peer
- * (measured: below it a system call costs more than a copy through the
- * ring).  UROCE_SHM_SINGLE_COPY=0 sends every byte through the rings. */
+/* WRITEs and READs of at least this many bytes are copied straight into
+ * or out of the peer (smaller WRITEs only while its engine thread naps or
+ * sleeps).  UROCE_SHM_SINGLE_COPY=0 sends every byte through the rings. */
 #define UR_SHM_PLACE_MIN_DEFAULT 16384u
 
 static uint64_t place_min(void)
@@ -200,8 +200,8 @@ static uint64_t place_min(void)
 	const char *min = getenv("UROCE_SHM_PLACE_MIN");
 
 	if (on && !strcmp(on, "0")) {
-		ur_info(NULL, "single copy off (UROCE_SHM_SINGLE_COPY=0): WRITEs go through "
-			"the shared-memory rings");
+		ur_info(NULL, "single copy off (UROCE_SHM_SINGLE_COPY=0): WRITEs and READs go "
+			"through the shared-memory rings");
 		return UINT64_MAX;
 	}
 	return min && *min ? strtoull(min, NULL, 10) : UR_SHM_PLACE_MIN_DEFAULT;
