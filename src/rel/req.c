@@ -129,6 +129,28 @@ static ur_xport_copy_fn *one_copy_op(const struct ur_qp *qp, const struct ur_sen
 	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC ? ops->place : NULL;
 }
 
+/* Whether every request before w that the responder has not acknowledged
+ * has landed already: copied straight in (placed), or a READ (which
+ * changes nothing there).  A copy made now must not overtake a SEND, WRITE
+ * or atomic that the responder may not have executed: one it dropped
+ * behind an RNR NAK or a gap is executed only when resent, and a READ
+ * fetched before it would return the old bytes for good (the fetch is not
+ * repeated), a WRITE copied before it be overwritten by it. */
+static bool earlier_landed(struct ur_qp *qp, const struct ur_send_wqe *w)
+{
+	for (uint32_t i = qp->sq.head; i != qp->req.wqe; i++) {
+		const struct ur_send_wqe *e = ur_sq_wqe(qp, i);
+
+		if (e == w)
+			break;
+		if (e->state == UR_WQE_DONE || ur_wr_is_local(e->opcode) || e->placed ||
+		    e->opcode == IBV_WR_RDMA_READ)
+			continue;
+		return false;
+	}
+	return true;
+}
+
 /* A WRITE or READ the transport may copy into or out of the responder's
  * memory itself: asked once per WQE (so that a resend keeps its PSNs), and
  * if the bytes are there, the request leaves as one packet of headers (a
@@ -140,7 +162,7 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 	bool read = w->opcode == IBV_WR_RDMA_READ;
 
 	w->place_tried = true;
-	if (!copy)
+	if (!copy || !earlier_landed(qp, w))
 		return;
 	ur_mr_read_lock(&qp->ctx->mrs);
 	/* A bad lkey: the packets' own checks fail it as usual. */

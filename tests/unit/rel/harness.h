@@ -103,6 +103,7 @@ static inline int t_kill(pid_t pid, int sig)
 
 struct t_pkt {
 	uint32_t len;
+	uint32_t placed;             /* bytes the sender copied itself (rx meta) */
 	uint8_t buf[T_PKT_MAX];
 };
 
@@ -155,6 +156,7 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 	}
 	off += p->pad;          /* calloc: pad bytes and ICRC are zero */
 	k->len = off + 4;
+	k->placed = p->placed;
 	if (net.n == net.cap) {
 		unsigned ncap = net.cap ? net.cap * 2 : 64;
 		struct t_pkt **nq = realloc(net.q, ncap * sizeof(*nq));
@@ -225,9 +227,55 @@ static inline int t_xport_local_msg(struct ur_xport *x, pid_t pid, const struct 
 	return 0;
 }
 
+/* One copy between the sides, both in this process: off unless a test
+ * turns it on (t_onecopy.fetch, .place); counts what it copied.  The responder checks
+ * the key as it would for any placed request. */
+static struct {
+	bool fetch, place;           /* each direction on */
+	unsigned fetches, places;
+} t_onecopy;
+
+static inline int t_xport_copy(bool fetch, uint64_t va, const struct iovec *iov, int niov)
+{
+	uint8_t *remote = (uint8_t *)(uintptr_t)va;
+
+	if (!(fetch ? t_onecopy.fetch : t_onecopy.place))
+		return -EOPNOTSUPP;
+	for (int i = 0; i < niov; i++) {
+		if (fetch)
+			memcpy(iov[i].iov_base, remote, iov[i].iov_len);
+		else
+			memcpy(remote, iov[i].iov_base, iov[i].iov_len);
+		remote += iov[i].iov_len;
+	}
+	if (fetch)
+		t_onecopy.fetches++;
+	else
+		t_onecopy.places++;
+	return 0;
+}
+
+static inline int t_xport_fetch(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn,
+				uint32_t rkey, uint64_t va, const struct iovec *iov, int niov,
+				uint64_t len)
+{
+	(void)x, (void)path, (void)dqpn, (void)rkey, (void)len;
+	return t_xport_copy(true, va, iov, niov);
+}
+
+static inline int t_xport_place(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn,
+				uint32_t rkey, uint64_t va, const struct iovec *iov, int niov,
+				uint64_t len)
+{
+	(void)x, (void)path, (void)dqpn, (void)rkey, (void)len;
+	return t_xport_copy(false, va, iov, niov);
+}
+
 static const struct ur_xport_ops t_xport_ops = {
 	.name = "test",
 	.send = t_xport_send,
+	.place = t_xport_place,
+	.fetch = t_xport_fetch,
 	.resolve = t_xport_resolve,
 	.mcast = t_xport_mcast,
 	.local_msg = t_xport_local_msg,
@@ -411,6 +459,7 @@ static inline void t_inject(struct t_pkt *k)
 	if (!k)
 		return;
 	t_meta(&m);
+	m.placed = k->placed;
 	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
 }

@@ -7,6 +7,7 @@
 #include "send_tests.c"
 #include "rdma_tests.c"
 #include "loss_tests.c"
+#include "place_tests.c"
 #include "dup_ack_tests.c"
 #include "rnr_tests.c"
 #include "uc_ud_tests.c"
@@ -44,6 +45,8 @@ int main(void)
 	UT_RUN(test_loss_ack_timer);
 	UT_RUN(test_loss_first_message);
 	UT_RUN(test_loss_window_halves_once);
+	UT_RUN(test_place_read_behind_write);
+	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_loss_atomic_duplicate);
 	UT_RUN(test_loss_read_response);
 	UT_RUN(test_loss_read_response_one_retry);
