@@ -4,7 +4,9 @@
 # nftables in the receiving namespace dropping each packet of the flow at
 # random (numgen) in both directions: uroce's UDP (port 4791 and its own
 # ports) and iperf3's TCP port.  uroce: unmodified ib_write_bw (64 KiB
-# messages, 5 s); TCP: iperf3 (5 s).  Needs root (namespaces, nftables).
+# messages, 5 s) with selective retransmission (UROCE_SELECTIVE_RETRANSMIT=1)
+# and with go-back-N (the default); TCP: iperf3 (5 s).  Needs root
+# (namespaces, nftables).
 #
 #   bench/loss.sh [BUILD_DIR] [LOSS_PERCENT...]      (default: build, 0 1 5)
 #
@@ -64,9 +66,11 @@ dev_gid_of() {   # "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in namespace 
 					    print "-d " dev " -x " g; exit }'
 }
 
-# uroce_bw: ib_write_bw 64 KiB for 5 s, B serving; prints Gb/s (average).
+# uroce_bw SELECTIVE: ib_write_bw 64 KiB for 5 s, B serving, selective
+# retransmission on (1) or off (0); prints Gb/s (average).
 uroce_bw() {
 	local gb ga port=$((20000 + RANDOM % 10000))
+	export UROCE_SELECTIVE_RETRANSMIT=$1
 	gb=$(dev_gid_of "$nsb" 10.97.0.2)
 	ga=$(dev_gid_of "$nsa" 10.97.0.1)
 	# shellcheck disable=SC2086
@@ -82,6 +86,16 @@ uroce_bw() {
 		echo "failed"
 	fi
 	wait "${pids[-1]}" 2>/dev/null || true
+	unset UROCE_SELECTIVE_RETRANSMIT
+}
+
+# counter NS IP NAME: a counter of the device holding IP in NS (counters
+# outlive the processes).
+counter() {
+	local d
+	d=$(dev_gid_of "$1" "$2" | awk '{ print $2 }')
+	ip netns exec "$1" "$uroce" devinfo -c -d "$d" 2>/dev/null |
+		awk -v n="$3" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }'
 }
 
 # retries NS IP: the requester's go-backs so far (completer_retry_err of
@@ -103,16 +117,22 @@ tcp_bw() {
 	wait "${pids[-1]}" 2>/dev/null || true
 }
 
-printf '| loss | uroce ib_write_bw 64 KiB | uroce go-backs | kernel TCP (iperf3) | uroce / TCP |\n|---|---|---|---|---|\n'
+printf '| loss | uroce, selective | resent alone / go-backs | uroce, go-back-N only | go-backs | kernel TCP (iperf3) | selective / TCP | selective / go-back-N |\n|---|---|---|---|---|---|---|---|\n'
 json="["
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 for l in "${losses[@]}"; do
 	set_loss "$l"
 	r0=$(retries "$nsa" 10.97.0.1)
-	u=$(uroce_bw)
+	s0=$(counter "$nsa" 10.97.0.1 selective_resends)
+	u=$(uroce_bw 1)
 	g=$(( $(retries "$nsa" 10.97.0.1) - r0 ))
+	sr=$(( $(counter "$nsa" 10.97.0.1 selective_resends) - s0 ))
+	r0=$(retries "$nsa" 10.97.0.1)
+	ub=$(uroce_bw 0)
+	gb=$(( $(retries "$nsa" 10.97.0.1) - r0 ))
 	t=$(tcp_bw)
-	r=$(awk -v u="$u" -v t="$t" 'BEGIN { if (u + 0 > 0 && t + 0 > 0) printf "%.2f", u / t; else print "-" }')
-	printf '| %s %% | %s Gb/s | %s | %s Gb/s | %s |\n' "$l" "$u" "$g" "$t" "$r"
-	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"uroce_go_backs\": $g, \"tcp_gbps\": \"$t\"},"
+	printf '| %s %% | %s Gb/s | %s / %s | %s Gb/s | %s | %s Gb/s | %s | %s |\n' "$l" "$u" "$sr" "$g" \
+		"$ub" "$gb" "$t" "$(ratio "$u" "$t")" "$(ratio "$u" "$ub")"
+	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"uroce_selective_resends\": $sr, \"uroce_go_backs\": $g, \"uroce_go_back_only_gbps\": \"$ub\", \"go_back_only_go_backs\": $gb, \"tcp_gbps\": \"$t\"},"
 done
 echo "${json%,}]" >loss.json

@@ -28,6 +28,8 @@ enum ur_counter {
 	UR_CNT_MALFORMED,        /* dropped: failed to parse */
 	UR_CNT_NO_QP,            /* dropped: no such QP on the host */
 	UR_CNT_COMPLETION_ERRORS, /* completions in error, flushes aside */
+	UR_CNT_HELD_OUT_OF_SEQ,  /* responder: kept past a gap, executed when it filled */
+	UR_CNT_SELECTIVE_RESENDS, /* requester: one packet resent for a NAK, not the window */
 	/* What the fault injector (UROCE_FAULTS) did to received packets, so
 	 * that a test can reconcile the other counters with it. */
 	UR_CNT_INJECTED_LOSS,

@@ -26,6 +26,7 @@ struct ur_srq;
 struct ur_ah;
 struct ur_xrcd;
 struct ur_xrc_queue;
+struct ur_held;
 
 enum ur_wqe_state {
 	UR_WQE_POSTED = 0,       /* not yet (fully) packetized */
@@ -75,6 +76,7 @@ struct ur_qp {
 	struct ur_srq *resp_srq;         /* XRC target: the SRQ of the message in progress */
 	uint32_t xrc_gen;                /* XRC target: incarnation, new at each RTR */
 	struct ur_xrc_queue *xrc_q;      /* XRC target: packets held while parked (rel/xrc.c) */
+	struct ur_held *held;            /* RC responder: packets past a gap (rel/held.c) */
 	enum ibv_qp_type type;
 
 	pthread_mutex_t lock;            /* everything below */

@@ -29,6 +29,14 @@ struct ur_req_state {
 	bool blocked;            /* the transport had no room: resume when writable */
 	uint64_t blocked_ns;     /* since when it waits for a turn without sending */
 	bool rnr_wait;           /* waiting out an RNR NAK timer */
+	bool force_ackreq;       /* the packet being sent asks for an ACK */
+	bool sel_pending;        /* comp.sel_psn waits for room to be resent */
+};
+
+enum ur_peer_holds {
+	UR_PEER_HOLDS_UNKNOWN = 0,
+	UR_PEER_HOLDS_YES,
+	UR_PEER_HOLDS_NO,
 };
 
 struct ur_comp_state {
@@ -49,6 +57,14 @@ struct ur_comp_state {
 	/* Start of the QP-timeout period that a retry counts against: the
 	 * last progress, or the last counted retry. */
 	uint64_t period_ns;
+	/* Selective retransmission (rel/held.h): whether the responder holds
+	 * what follows a gap (learnt from its answer to the first packet
+	 * resent alone), and sel_psn, the one packet resent for its NAK. */
+	uint8_t peer_holds;          /* enum ur_peer_holds */
+	uint8_t holds_misses;        /* answers that showed nothing held, before a yes */
+	uint32_t sel_next, sel_run;  /* the last run resent alone: [next - run, next) */
+	bool sel_sent;
+	uint32_t sel_psn;
 };
 
 enum ur_res_type {
@@ -97,6 +113,10 @@ struct ur_resp_state {
 	int opcode;              /* last request opcode mid-message, -1 between */
 	bool nak_sent;           /* one sequence NAK per gap, not a storm */
 	bool drop_msg;           /* UC: drop packets until the next FIRST/ONLY */
+	bool peer_selective;     /* the requester marks its requests: hold what
+				  * arrives past a gap (rel/held.h) */
+	bool draining;           /* executing held packets: one answer at the end */
+	bool drain_ackreq;       /* one of them asked for an ACK */
 
 	/* a SEND spanning several packets */
 	bool recv_active;

@@ -63,6 +63,7 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 
 	qp->comp.psn = new_psn;
 	qp->comp.retrying = false;
+	qp->comp.sel_sent = false;
 	if (qp->req.recovering && !psn_lt(new_psn, qp->req.recover_psn))
 		qp->req.recovering = false;   /* the window of that loss is through */
 	qp->comp.retry_left = qp->attr.retry_cnt;

@@ -3,6 +3,8 @@
  * send WQEs into completions; losses turn into go-back-N retransmission
  * from the oldest unacknowledged PSN, errors into an error completion and
  * a QP in ERROR.  Timeouts enter the same machine at RETRY. */
+#include <errno.h>
+
 #include "rel/comp.h"
 
 #include "core/mr.h"
@@ -12,6 +14,7 @@
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/req.h"
+#include "rel/stack.h"
 #include "rel/timers.h"
 #include "util/log.h"
 
@@ -127,11 +130,43 @@ static enum comp_state check_ack(struct comp_ctx *c)
 	}
 }
 
+/* The answer to a packet resent alone tells whether the responder holds
+ * what followed it: an ACK or NAK past it says yes; an ACK of exactly it,
+ * with more sent after it, says those were dropped (a responder that goes
+ * back, as rxe; or they were all lost: a burst, or the window's tail): go
+ * back for them now.  Three such answers and never a yes: it goes back. */
+#define UR_HOLDS_MISSES_MAX 3
+static bool learn_holds(struct ur_qp *qp, uint32_t psn, bool nak)
+{
+	struct ur_comp_state *c = &qp->comp;
+	uint32_t past = nak ? psn_add(c->sel_psn, 2) : psn_inc(c->sel_psn);
+
+	if (!c->sel_sent)
+		return true;
+	if (psn_ge(psn, past)) {
+		c->peer_holds = UR_PEER_HOLDS_YES;
+		return true;
+	}
+	if (nak || psn != c->sel_psn || !psn_lt(psn_inc(psn), qp->req.psn_max))
+		return true;
+	if (c->peer_holds == UR_PEER_HOLDS_UNKNOWN && ++c->holds_misses >= UR_HOLDS_MISSES_MAX) {
+		c->peer_holds = UR_PEER_HOLDS_NO;
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: the responder does not hold packets past a gap: "
+		       "go-back-N", ur_qp_num(qp));
+	}
+	return false;
+}
+
 /* Past a READ/ATOMIC still waiting, its response was lost.  Every later ACK
  * says so again; one retry answers them all. */
 static enum comp_state ack(struct comp_ctx *c)
 {
-	if (!ur_ack_through(c->qp, c->pkt->psn) && !c->qp->comp.retrying)
+	struct ur_qp *qp = c->qp;
+	bool held = learn_holds(qp, c->pkt->psn, false);
+
+	if (!ur_ack_through(qp, c->pkt->psn) && !qp->comp.retrying)
+		return COMP_RETRY;
+	if (!held && !qp->comp.retrying)
 		return COMP_RETRY;
 	return COMP_RETIRE;
 }
@@ -158,14 +193,69 @@ static enum comp_state rnr_nak(struct comp_ctx *c)
 	return COMP_RETIRE;
 }
 
+/* A responder that holds what follows a gap NAKs the gap and needs only
+ * that packet again: one resend, not the window.  Once per gap: the same
+ * NAK again before progress is news of nothing.  Anything that cannot be
+ * resent alone (a READ, an atomic, a packet not yet sent since going
+ * back), or a resend the transport refuses, goes back as before; so does
+ * a lost resend, when the timer fires. */
+static enum comp_state selective(struct comp_ctx *c)
+{
+	struct ur_qp *qp = c->qp;
+	uint32_t psn = c->pkt->psn;
+	int ret;
+
+	struct ur_comp_state *cs = &qp->comp;
+	uint32_t run = 1, sent = 0;
+
+	if (cs->sel_run && psn_lt(psn, cs->sel_next) &&
+	    !psn_lt(psn, psn_add(cs->sel_next, (UR_PSN_MASK + 1) - cs->sel_run)))
+		return COMP_RETIRE;       /* resent already, in the last run */
+	if (!psn_lt(psn, qp->req.psn))
+		return COMP_RETIRE;       /* gone back before it: it goes again in turn */
+	/* The gap right after the last run: a burst was lost (a GRO batch
+	 * dropped whole, a full queue).  Each run twice the last, so a burst
+	 * of n costs log2(n) round trips, not n. */
+	if (cs->sel_run && psn == cs->sel_next)
+		run = ur_min(cs->sel_run * 2, UR_SEL_RUN_MAX);
+	ret = qp->req.rnr_wait ? -EINVAL : ur_req_resend_one(qp, psn);
+	if (ret && ret != -EAGAIN)
+		return qp->comp.retrying ? COMP_RETIRE : COMP_RETRY;
+	sent = 1;
+	while (!ret && sent < run && psn_lt(psn_add(psn, sent), qp->req.psn) &&
+	       !ur_req_resend_one(qp, psn_add(psn, sent)))
+		sent++;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s PSN 0x%06x and %u after it alone (sent up to 0x%06x, "
+	       "cwnd %u)", ur_qp_num(qp), ret ? "will resend" : "resent", psn, sent - 1,
+	       qp->req.psn, qp->req.cwnd);
+	cs->sel_next = psn_add(psn, sent);
+	cs->sel_run = sent;
+	qp->comp.sel_sent = true;
+	qp->comp.sel_psn = psn;
+	/* The transport was full: the requester resends it first when it
+	 * has room (req.c). */
+	qp->req.sel_pending = ret == -EAGAIN;
+	ur_timers_retry(qp);   /* Karn: no round trip timed across a resend */
+	/* The window stays: one packet lost and the rest delivered is a
+	 * random loss, not a path that cannot carry the window (that one
+	 * loses the resends too, and the timer's go-back halves it). */
+	ur_timers_arm_retrans(qp);
+	return COMP_RETIRE;
+}
+
 static enum comp_state nak(struct comp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
 
 	UR_QP_COUNT(qp, UR_CNT_RCVD_NAK);
+	if (c->syn == UR_NAK_PSN_SEQ_ERR)
+		learn_holds(qp, c->pkt->psn, true);
 	ur_ack_through(qp, psn_add(c->pkt->psn, UR_PSN_MASK));   /* as for RNR */
 	if (c->syn == UR_NAK_PSN_SEQ_ERR) {
 		UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
+		if (qp->type == IBV_QPT_RC && qp->ctx->stack->selective &&
+		    qp->comp.peer_holds != UR_PEER_HOLDS_NO)
+			return selective(c);
 		/* A new gap comes with progress (which clears retrying); one for
 		 * where we went back to already is stale: packets sent before
 		 * going back met the gap. */
@@ -369,6 +459,15 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 			if (c.early && qp->req.blocked) {
 				/* Waiting for room on the transport: going back
 				 * would only rewind what has not left yet. */
+				ur_timers_arm_retrans(qp);
+				return;
+			}
+			if (c.early && qp->comp.peer_holds == UR_PEER_HOLDS_YES &&
+			    qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn &&
+			    !qp->req.sel_pending && !ur_req_resend_one(qp, qp->comp.psn)) {
+				/* The packet resent alone, or its answer, was
+				 * lost: the rest is held, so once more alone
+				 * (the timer doubles), not the window. */
 				ur_timers_arm_retrans(qp);
 				return;
 			}

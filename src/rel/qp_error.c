@@ -3,6 +3,7 @@
 #include "core/context.h"
 #include "core/pd.h"
 #include "core/qp.h"
+#include "rel/held.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
@@ -31,6 +32,7 @@ void ur_rel_abort(struct ur_qp *qp)
 	if (qp->state != IBV_QPS_ERR || ur_aeth_type(qp->resp.ack_syn) != UR_AETH_NAK)
 		qp->resp.ack_pending = false;
 	qp->resp.res_tx = qp->resp.res_next;
+	ur_held_clear(qp);
 	ur_timers_update(qp);
 }
 

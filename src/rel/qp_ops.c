@@ -8,6 +8,7 @@
 #include "core/qp.h"
 #include "core/qp_modify.h"
 #include "host/registry.h"
+#include "rel/held.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -46,6 +47,7 @@ static void enter_rtr(struct ur_qp *qp)
 	qp->resp.xrc_wait = false;
 	qp->xrc_gen = ur_xrc_new_gen();
 	ur_xrc_queue_clear(qp);
+	ur_held_clear(qp);
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.drop_msg = false;

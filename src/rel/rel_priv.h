@@ -17,6 +17,8 @@
 #define UR_MAX_UNACKED_PSNS 128u
 #define UR_CWND_MIN 4u
 #define UR_CWND_INIT 64u
+/* Packets resent alone for one NAK at most (comp.c, selective). */
+#define UR_SEL_RUN_MAX 32u
 /* Ask for an ACK at least this often, well inside the window. */
 #define UR_ACK_EVERY 16u
 /* A READ is requested in pieces of at most this many response packets, so

@@ -200,7 +200,8 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		uint32_t every = ur_min(UR_ACK_EVERY, ur_max(window / 2, 1u));
 		uint32_t inflight = (uint32_t)psn_diff(qp->req.psn, qp->comp.psn) + 1;
 
-		ackreq = last || qp->req.noack + 1 >= every || inflight >= window;
+		ackreq = last || qp->req.noack + 1 >= every || inflight >= window ||
+			 qp->req.force_ackreq;
 	}
 	ur_tx_init(qp, &p, op, w->placed ? 0 : len, last && (w->send_flags & IBV_SEND_SOLICITED),
 		   dqpn, ackreq, qp->req.psn);
@@ -366,6 +367,15 @@ static void req_run(struct ur_qp *qp);
 
 void ur_req_run(struct ur_qp *qp)
 {
+	/* A packet to resend alone goes before anything new. */
+	if (qp->req.sel_pending && !qp->req.blocked && qp->state == IBV_QPS_RTS) {
+		int ret = ur_req_resend_one(qp, qp->comp.sel_psn);
+
+		if (ret != -EAGAIN)
+			qp->req.sel_pending = false;
+		if (ret && ret != -EAGAIN)
+			ur_timers_arm_retrans(qp);   /* gone meanwhile: the timer decides */
+	}
 	req_run(qp);
 	ur_tx_flush(qp);
 }
@@ -441,6 +451,8 @@ void ur_req_rewind(struct ur_qp *qp)
 	qp->req.noack = 0;
 	qp->req.rd_atomic = 0;
 	qp->req.blocked = false;
+	qp->req.sel_pending = false;   /* everything from comp.psn goes again */
+	qp->comp.sel_run = 0;
 	for (uint32_t i = qp->sq.head; i != old_end; i++) {
 		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
 
@@ -541,4 +553,56 @@ void ur_req_fast_forward(struct ur_qp *qp, uint32_t next)
 		qp->req.psn = psn_add(qp->req.psn, pkts);
 		qp->req.wqe++;
 	}
+}
+
+/* The WQE whose packets include psn, among those with packets out. */
+static struct ur_send_wqe *wqe_of_psn(struct ur_qp *qp, uint32_t psn)
+{
+	uint32_t end = ur_ack_inflight_end(qp);
+
+	for (uint32_t i = qp->sq.head; i != end; i++) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
+
+		if (w->state == UR_WQE_DONE || ur_wr_is_local(w->opcode) || psn_lt(psn, w->first_psn))
+			continue;
+		if (w->state == UR_WQE_SENT ? psn_le(psn, w->last_psn) : i == qp->req.wqe)
+			return w;
+	}
+	return NULL;
+}
+
+int ur_req_resend_one(struct ur_qp *qp, uint32_t psn)
+{
+	struct ur_send_wqe *w;
+	uint32_t psn_now, offset_now, noack_now, off;
+	bool done;
+	int ret;
+
+	if (!psn_lt(psn, qp->req.psn))
+		return -EINVAL;          /* not sent since going back: it will be */
+	w = wqe_of_psn(qp, psn);
+	if (!w || ur_wr_is_rd_atomic(w->opcode) || w->placed || !w->place_tried)
+		return -EINVAL;
+	off = (uint32_t)psn_diff(psn, w->first_psn) * qp->mtu;
+	if (off >= w->length && w->length)
+		return -EINVAL;
+	/* Build it where it was, then put the requester back. */
+	psn_now = qp->req.psn;
+	offset_now = w->offset;
+	noack_now = qp->req.noack;
+	qp->req.psn = psn;
+	w->offset = off;
+	qp->req.force_ackreq = true;
+	ret = send_data_packet(qp, w, &done);
+	qp->req.force_ackreq = false;
+	qp->req.psn = psn_now;
+	w->offset = offset_now;
+	qp->req.noack = noack_now;
+	if (ret == -EAGAIN)
+		ur_tx_blocked(qp);
+	if (ret)
+		return ret;
+	UR_QP_COUNT(qp, UR_CNT_SELECTIVE_RESENDS);
+	ur_tx_flush(qp);
+	return 0;
 }

@@ -16,5 +16,10 @@ void ur_req_rewind(struct ur_qp *qp);
 /* The responder has every request before next, though the requester went
  * back before it: move there as if they had been resent. */
 void ur_req_fast_forward(struct ur_qp *qp, uint32_t next);
+/* Selective retransmission: the one packet at psn again, asking for an
+ * ACK, the requester's position unchanged.  Only a SEND or WRITE packet
+ * already sent; -EINVAL for anything else (go back instead), -EAGAIN if
+ * the transport has no room. */
+int ur_req_resend_one(struct ur_qp *qp, uint32_t psn);
 
 #endif

@@ -16,6 +16,7 @@
 #include "rel/resp.h"
 
 #include "core/qp.h"
+#include "rel/held.h"
 #include "rel/rel_priv.h"
 #include "rel/resp_exec.h"
 #include "rel/resp_out.h"
@@ -113,6 +114,8 @@ static enum resp_state check_psn(struct resp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
 
+	if (qp->type == IBV_QPT_RC)
+		qp->resp.peer_selective = bth_selective(c->pkt->bth);
 	c->d = psn_diff(c->pkt->psn, qp->resp.psn);
 	if (c->d < 0)
 		return RESP_DUPLICATE;
@@ -161,6 +164,10 @@ static enum resp_state out_of_seq(struct resp_ctx *c)
 	uint32_t m = c->pkt->mask;
 
 	UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
+	/* A requester that resends selectively will send only the gap:
+	 * keep this to execute after it. */
+	if (r->peer_selective && !c->pkt->placed && ur_held_keep(qp, c->pkt, (uint32_t)c->d))
+		UR_QP_COUNT(qp, UR_CNT_HELD_OUT_OF_SEQ);
 	if (qp->type != IBV_QPT_UC) {
 		/* One sequence NAK per gap, not one per packet past it. */
 		if (!r->nak_sent) {
@@ -296,8 +303,12 @@ static enum resp_state acknowledge(struct resp_ctx *c)
 	r->xrc_msg_foreign = false;
 	if (m & UR_OPF_END)
 		r->msn++;
-	if (ur_qp_is_reliable(qp) && bth_ackreq(c->pkt->bth))
-		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, c->pkt->psn);
+	if (ur_qp_is_reliable(qp) && bth_ackreq(c->pkt->bth)) {
+		if (r->draining)
+			r->drain_ackreq = true;   /* one ACK for the whole run */
+		else
+			ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, c->pkt->psn);
+	}
 	return RESP_DONE;
 }
 
@@ -320,7 +331,7 @@ static enum resp_state (*const step[RESP_NR])(struct resp_ctx *c) = {
 	[RESP_ACKNOWLEDGE] = acknowledge,   [RESP_UC_CONSUME] = uc_consume,
 };
 
-void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
+static void walk(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
 	struct resp_ctx c = { .qp = qp, .pkt = pkt, .meta = meta };
 	enum resp_state s = RESP_CHECK_QP;
@@ -329,6 +340,64 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: PSN 0x%06x: %s", ur_qp_num(qp), pkt->psn,
 		       resp_state_name[s]);
 		s = step[s](&c);
+	}
+}
+
+/* The expected PSN moved: the packets held after it go now, in order,
+ * each through the same steps, until the next gap or one that does not
+ * move the expected PSN (an RNR, an error: what is held after it goes,
+ * the requester will send it again). */
+static void drain_held(struct ur_qp *qp, const struct ur_rx_meta *meta)
+{
+	struct ur_resp_state *r = &qp->resp;
+	struct ur_pkt_view v;
+
+	ur_held_forget_before(qp, r->psn);
+	while (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_RTR) {
+		uint32_t before = r->psn;
+		void *held = ur_held_take(qp, r->psn, &v);
+
+		if (!held)
+			break;
+		walk(qp, &v, meta);
+		ur_held_release(held);
+		if (r->psn == before) {
+			ur_held_clear(qp);
+			break;
+		}
+		ur_held_forget_before(qp, r->psn);
+	}
+}
+
+void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
+{
+	struct ur_resp_state *r = &qp->resp;
+	uint32_t before = r->psn;
+	bool moved;
+
+	if (!ur_held_any(qp)) {
+		walk(qp, pkt, meta);
+		return;
+	}
+	/* Packets are held past a gap: this one may fill it.  Whatever
+	 * runs, one answer at the end: the NAK of the next gap (which
+	 * acknowledges everything before it), or the ACK of the newest PSN
+	 * if any packet asked for one. */
+	r->draining = true;
+	r->drain_ackreq = false;
+	walk(qp, pkt, meta);
+	moved = r->psn != before;
+	if (moved)
+		drain_held(qp, meta);
+	r->draining = false;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_RTR)
+		return;
+	/* Still held: another gap right behind (a burst lost) or further on. */
+	if (moved && ur_held_any(qp)) {
+		r->nak_sent = true;
+		ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
+	} else if (r->drain_ackreq) {
+		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, psn_add(r->psn, UR_PSN_MASK));
 	}
 }
 

@@ -31,6 +31,9 @@ struct ur_stack {
 	pthread_mutex_t waiting_lock;       /* waiting, and every QP's wait_link */
 	struct ur_list waiting;             /* QPs a full transport stopped */
 	uint64_t last_turn_ns;              /* a waiting QP last sent on its turn */
+	bool selective;                     /* RC marks its requests and resends
+					     * selectively to peers that hold
+					     * (UROCE_SELECTIVE_RETRANSMIT=1: on) */
 
 	pthread_mutex_t gsi_lock;           /* attaching gsi_rx */
 	void (*gsi_rx)(void *arg, const uint8_t *mad, size_t len,

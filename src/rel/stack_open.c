@@ -89,6 +89,10 @@ static struct ur_stack *alloc_stack(void)
 	pthread_mutex_init(&s->waiting_lock, NULL);
 	pthread_mutex_init(&s->gsi_lock, NULL);
 	ur_list_init(&s->waiting);
+	/* Opt-in: it wins at sparse loss, loses where loss is dense
+	 * (docs/reliability.md). */
+	s->selective = getenv("UROCE_SELECTIVE_RETRANSMIT") &&
+		       !strcmp(getenv("UROCE_SELECTIVE_RETRANSMIT"), "1");
 	ur_mcast_init(&s->mcast);
 	return s;
 }

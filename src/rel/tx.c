@@ -19,6 +19,10 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	p->write_data = false;
 	memset(p->hdr, 0, p->hdr_len);
 	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
+	/* Requests only: Linux rxe (6.1) mishandles answers with the bit. */
+	if (qp->type == IBV_QPT_RC && (ur_opcode[op].mask & UR_OPF_REQ) &&
+	    qp->ctx->stack->selective)
+		bth_set_selective(p->hdr, true);
 }
 
 int ur_tx_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p)

@@ -127,6 +127,11 @@ static inline void ur_set_bit8(uint8_t *b, uint8_t mask, bool on)
 #define UR_BTH_FECN	0x80
 #define UR_BTH_BECN	0x40
 #define UR_BTH_ACKREQ	0x80
+/* resv7's lowest bit, set by uroce on RC requests: "I resend only what a
+ * sequence NAK names, so hold what arrives past the gap" (rel/held.h,
+ * docs/wire.md).  Requesters that know nothing of it send 0, and get
+ * go-back-N from uroce's responder, as the IBA has it. */
+#define UR_BTH_SELECTIVE	0x01
 
 static inline uint8_t bth_opcode(const uint8_t *h) { return h[0]; }
 static inline bool bth_se(const uint8_t *h) { return h[1] & UR_BTH_SE; }
@@ -139,6 +144,7 @@ static inline bool bth_becn(const uint8_t *h) { return h[4] & UR_BTH_BECN; }
 static inline uint32_t bth_qpn(const uint8_t *h) { return ur_get_be24(h + 4); }
 static inline bool bth_ackreq(const uint8_t *h) { return h[8] & UR_BTH_ACKREQ; }
 static inline uint32_t bth_psn(const uint8_t *h) { return ur_get_be24(h + 8); }
+static inline bool bth_selective(const uint8_t *h) { return h[8] & UR_BTH_SELECTIVE; }
 
 static inline void bth_set_opcode(uint8_t *h, uint8_t op) { h[0] = op; }
 static inline void bth_set_se(uint8_t *h, bool se) { ur_set_bit8(&h[1], UR_BTH_SE, se); }
@@ -157,6 +163,7 @@ static inline void bth_set_becn(uint8_t *h, bool on) { ur_set_bit8(&h[4], UR_BTH
 static inline void bth_set_qpn(uint8_t *h, uint32_t qpn) { ur_put_be24(h + 4, qpn); }
 static inline void bth_set_ackreq(uint8_t *h, bool on) { ur_set_bit8(&h[8], UR_BTH_ACKREQ, on); }
 static inline void bth_set_psn(uint8_t *h, uint32_t psn) { ur_put_be24(h + 8, psn); }
+static inline void bth_set_selective(uint8_t *h, bool on) { ur_set_bit8(&h[8], UR_BTH_SELECTIVE, on); }
 
 /* A whole BTH: reserved bits, FECN and BECN zero, TVer 0, MigReq 1.  MigReq 1
  * is the spec's value for a QP in the Migrated state, which is every QP

@@ -11,7 +11,7 @@ import random
 import struct
 import sys
 
-HEADER, SLOTS, BLOCKS, GROUPS, DEVS, COUNTERS = 32, 1024, 65536, 256, 8, 24
+HEADER, SLOTS, BLOCKS, GROUPS, DEVS, COUNTERS = 32, 1024, 65536, 256, 8, 28
 SLOT_AT = HEADER                          # 32-byte slots: pid, gen, start_time, ports
 BLOCK_AT = SLOT_AT + 32 * SLOTS           # u16 owner (slot + 1) per block
 MCAST_AT = BLOCK_AT + 2 * BLOCKS          # 152-byte groups: gid, ifindex, member bits

@@ -34,6 +34,26 @@ storm_case lo.loss20 uroce0 "$g" 127.0.0.1 "loss=0.20,$F" --messages 500 --seed 
 gbps[20]=$STORM_GBPS
 ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
 
+# The same with selective retransmission (opt-in): the responder holds
+# what follows a gap and the requester resends only the gap.
+sel_resends() {
+	"$UR_BUILD/bin/uroce" devinfo -c -d uroce0 | awk '$1 == "selective_resends" { print $2 }'
+}
+s0=$(sel_resends)
+STORM_ENV=(UROCE_SELECTIVE_RETRANSMIT=1)
+storm_case lo.loss1.selective uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
+gbps[s1]=$STORM_GBPS
+storm_case lo.loss5.selective uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
+gbps[s5]=$STORM_GBPS
+STORM_ENV=()
+s1=$(sel_resends)
+if [ "$(( ${s1:-0} - ${s0:-0} ))" -gt 0 ]; then
+	ur_pass "selective: $(( s1 - s0 )) packets resent alone"
+else
+	ur_fail "selective: no packet was resent alone (selective_resends ${s0:-?} -> ${s1:-?})"
+fi
+ur_log "goodput (Gb/s) with selective retransmission: 1 % loss ${gbps[s1]:-?}, 5 % ${gbps[s5]:-?}"
+
 # 1000 connected RC QPs between two processes (kernel rxe's old limit),
 # 100 messages of up to 4 KiB on each, 4 in flight per QP.
 storm_case lo.qps1000 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --qps 1000 --max-size 4096 \

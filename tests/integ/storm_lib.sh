@@ -14,6 +14,7 @@ STORM_GBPS=
 # ended in RETRY_EXC_ERR within 2 s), so its QPs get a timeout that covers
 # it, as a slow peer's user would set; the normal build keeps the default.
 STORM_MANY_QPS=()
+STORM_ENV=()          # more environment for both sides of a case
 ur_is_asan && STORM_MANY_QPS=(--timeout 16)
 
 storm_case() {
@@ -22,6 +23,7 @@ storm_case() {
 	port=$(ur_port)
 	local UR_ENV=()
 	[ "$faults" = none ] || UR_ENV=("UROCE_FAULTS=$faults,seed=$port")
+	UR_ENV+=("${STORM_ENV[@]}")
 	ur_pair "$tag" "$port" "$STORM" "$dev" "$g" -s "$port" \
 		-- "$STORM" "$dev" "$g" -c "$addr" "$port" "$@"
 	ur_expect_pair_ok "$tag" "$tag: storm $*, faults: $faults"

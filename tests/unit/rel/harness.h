@@ -86,6 +86,7 @@ static inline int t_kill(pid_t pid, int sig)
 #include "core/srq.h"
 #include "core/xrcd.h"
 #include "rel/comp.h"
+#include "rel/held.h"
 #include "rel/mcast.h"
 #include "rel/psn.h"
 #include "rel/qp_ops.h"
@@ -521,6 +522,8 @@ struct t_opts {
 	uint32_t max_inline;
 	uint32_t cqe;                /* 0: 256 */
 	bool rtr_only;               /* (t_connect) stop at RTR */
+	bool go_back;                /* packets unmarked: go-back-N as with a peer
+				      * that does not retransmit selectively */
 };
 
 #define T_ZERO 0x80
@@ -573,7 +576,7 @@ static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	t_stack();
+	t_stack()->selective = !o->go_back;
 	s->ctx = ut_context_open(t_device());
 	if (!s->ctx)
 		return -ENODEV;

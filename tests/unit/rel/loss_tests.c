@@ -13,12 +13,14 @@ static unsigned t_count_op(uint8_t op)
 	return n;
 }
 
-/* A middle packet of a SEND is lost: B answers the gap with exactly one
- * sequence NAK however many later packets arrive, A goes back to the lost
- * PSN and resends from there, and the message completes once. */
+/* A middle packet of a SEND is lost between peers that go back (rxe):
+ * B answers the gap with exactly one sequence NAK however many later
+ * packets arrive, A goes back to the lost PSN and resends from there, and
+ * the message completes once. */
 static void test_loss_middle_nak_once(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1 };
+	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1,
+			    .go_back = true };
 	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_wc wc;
@@ -422,7 +424,7 @@ static void test_loss_retry_zero(void)
  * for what TCP's recovery counts as one congestion event. */
 static void test_loss_window_halves_once(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_opts o = { .mtu = IBV_MTU_256, .go_back = true };
 	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_wc wc;

@@ -7,6 +7,7 @@
 #include "send_tests.c"
 #include "rdma_tests.c"
 #include "loss_tests.c"
+#include "selective_tests.c"
 #include "place_tests.c"
 #include "dup_ack_tests.c"
 #include "rnr_tests.c"
@@ -45,6 +46,11 @@ int main(void)
 	UT_RUN(test_loss_ack_timer);
 	UT_RUN(test_loss_first_message);
 	UT_RUN(test_loss_window_halves_once);
+	UT_RUN(test_sel_middle_one_resend);
+	UT_RUN(test_sel_two_gaps);
+	UT_RUN(test_sel_resend_lost);
+	UT_RUN(test_sel_unmarked_requester);
+	UT_RUN(test_sel_learns_go_back);
 	UT_RUN(test_place_read_behind_write);
 	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_loss_atomic_duplicate);
