@@ -4,15 +4,17 @@
 # (injected_loss, _reorder, _dup, _corrupt); the other counters must agree.
 FAULT_COUNTERS="injected_loss injected_reorder injected_dup injected_corrupt icrc_errors malformed duplicate_request sent_pkts rcvd_pkts no_qp"
 
-# fault_counters ARRAY: uroce0's counters (the host's totals, in UR_NS) into
-# the associative array ARRAY.
+# fault_counters ARRAY [DEV [NAMES]]: DEV's (default uroce0) counters named
+# in NAMES (default FAULT_COUNTERS), the totals of the host's processes in
+# UR_NS (empty: the current namespace), into the associative array ARRAY.
 fault_counters() {
 	local -n into=$1
-	local name value
+	local dev=${2:-uroce0} names=${3:-$FAULT_COUNTERS} name value cmd=("$UR_BUILD/bin/uroce")
+	[ -n "$UR_NS" ] && cmd=(ip netns exec "$UR_NS" "${cmd[@]}")
 	while read -r name value; do
 		into[$name]=$value
-	done < <("$UR_BUILD/bin/uroce" devinfo -d uroce0 -c |
-		awk -v want=" $FAULT_COUNTERS " 'index(want, " " $1 " ") { print $1, $2 }')
+	done < <("${cmd[@]}" devinfo -d "$dev" -c |
+		awk -v want=" $names " 'index(want, " " $1 " ") { print $1, $2 }')
 }
 
 # fault_reconcile BEFORE: since the counters read BEFORE, every kind of fault

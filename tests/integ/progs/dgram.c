@@ -5,13 +5,15 @@
  *   dgram DEVICE GID_INDEX -s PORT                                 the server
  *   dgram DEVICE GID_INDEX -c HOST PORT --type uc|ud [--qps N]
  *         [--messages N | --seconds S] [--max-size BYTES] [--depth D] [--seed S]
+ *         [--rate MESSAGES_PER_SECOND]
  *
  * Message i of QP q carries immediate i and len(q, i) bytes of the stream
  * key(q, i) (1 .. max-size bytes, log-uniform; for UD max-size must fit the
  * path MTU).  The client tells the server how many it sent on each QP;
  * the server checks each arrival against what message i must be, and
  * prints how many arrived intact and how many were lost (a receive queue
- * that ran empty drops too: neither transport waits for receives).  UD
+ * that ran empty drops too: neither transport waits for receives; --rate
+ * paces the client so that a receiver can keep up).  UD
  * may deliver a datagram twice (the fault injector duplicates packets, and
  * UD has no sequence to notice): those are counted, not failed.
  */
@@ -283,7 +285,8 @@ static int serve(const char *port)
 
 /* ---- the client ------------------------------------------------------------ */
 
-static int drive(const char *host, const char *port, uint64_t messages, double seconds)
+static int drive(const char *host, const char *port, uint64_t messages, double seconds,
+		 double rate)
 {
 	int fd = vt_tcp_connect(host, port);
 	uint32_t *qpn, *peer_qpn, server_fails, *out;
@@ -291,7 +294,8 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 	union ibv_gid peer_gid;
 	struct ibv_ah *ah = NULL;
 	double t0, stop, t, last;
-	bool posting = true;
+	bool posting = true, paced_out = false;
+	uint32_t first = 0;
 
 	setup(cfg.depth, 1, cfg.max_size);
 	qpn = calloc(cfg.qps, sizeof(*qpn));
@@ -328,8 +332,15 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 		int n;
 
 		if (posting) {
-			for (uint32_t q = 0; q < cfg.qps; q++) {
-				while (out[q] < cfg.depth && (!messages || next[q] < messages / cfg.qps)) {
+			/* Paced: no more than rate x the time since the start,
+			 * the QPs taking turns to go first. */
+			uint64_t allowed = rate > 0 ? (uint64_t)((vt_now() - t0) * rate) + 1 : UINT64_MAX;
+
+			for (uint32_t k = 0; k < cfg.qps; k++) {
+				uint32_t q = (first + k) % cfg.qps;
+
+				while (out[q] < cfg.depth && (!messages || next[q] < messages / cfg.qps) &&
+				       total < allowed) {
 					uint64_t i = next[q];
 					uint8_t *buf = area + ((size_t)q * (cfg.depth + 1) + i % cfg.depth) *
 							      cfg.max_size;
@@ -357,6 +368,8 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 					bytes += sge.length;
 				}
 			}
+			first = (first + 1) % cfg.qps;
+			paced_out = total >= allowed;
 			posting = stop ? vt_now() < stop : total < messages / cfg.qps * cfg.qps;
 		}
 		n = ibv_poll_cq(cq, 64, wc);
@@ -372,10 +385,12 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 			done++;
 		}
 		t = vt_now();
-		if (n)
-			last = t;
+		if (n || (paced_out && done == total))
+			last = t;       /* waiting for the pace is no stall */
 		if (!posting && done == total)
 			break;
+		if (paced_out && !n)
+			usleep(100);    /* leaves the cores to the receiver */
 		if (t - last > STALL_SECONDS) {
 			vt_fail("client: no send completed for %.0f s", STALL_SECONDS);
 			return 1;
@@ -404,7 +419,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: dgram DEVICE GID_INDEX -s PORT\n"
 		"       dgram DEVICE GID_INDEX -c HOST PORT --type uc|ud [--qps N]\n"
-		"             [--messages N | --seconds S] [--max-size BYTES] [--depth D] [--seed S]\n");
+		"             [--messages N | --seconds S] [--max-size BYTES] [--depth D] [--seed S]\n"
+		"             [--rate MESSAGES_PER_SECOND]\n");
 	exit(2);
 }
 
@@ -418,10 +434,11 @@ int main(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'm' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "rate", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t messages = 0;
-	double seconds = 0;
+	double seconds = 0, rate = 0;
 	bool server = false, client = false;
 	int c, ret;
 
@@ -444,6 +461,7 @@ int main(int argc, char **argv)
 		case 'm': cfg.max_size = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'd': cfg.depth = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'S': cfg.seed = strtoull(optarg, NULL, 0); break;
+		case 'r': rate = atof(optarg); break;
 		default: usage();
 		}
 	}
@@ -453,7 +471,7 @@ int main(int argc, char **argv)
 		usage();
 	vt_dev_open(&dev, argv[optind], atoi(argv[optind + 1]));
 	ret = server ? serve(argv[optind + 2])
-		     : drive(argv[optind + 2], argv[optind + 3], messages, seconds);
+		     : drive(argv[optind + 2], argv[optind + 3], messages, seconds, rate);
 	vt_dev_close(&dev);
 	fprintf(stderr, "dgram: %d checks, %d failed\n", vt_checks, vt_failures);
 	return ret ? ret : vt_failures ? 1 : 0;
