@@ -19,7 +19,8 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	p->write_data = false;
 	memset(p->hdr, 0, p->hdr_len);
 	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
-	/* Requests only: Linux rxe (6.1) mishandles answers with the bit. */
+	/* Requests only: runs against Linux rxe (6.1) failed with marked
+	 * answers (docs/interop.md). */
 	if (qp->type == IBV_QPT_RC && (ur_opcode[op].mask & UR_OPF_REQ) &&
 	    qp->ctx->stack->selective)
 		bth_set_selective(p->hdr, true);
