@@ -1,7 +1,10 @@
 /* Device limits, reported by ibv_query_device and enforced at creation
  * (object counts per process and device: ur_device_obj_get).
  * The values follow Linux rxe where it has one, so that programs tuned for
- * rxe size their queues the same way on uroce. */
+ * rxe size their queues the same way on uroce; the CQ depth follows mlx5
+ * instead (rxe's 32767 is too small for libfabric's ofi_rxm, which asks
+ * for (rx + tx) x 256 peers): a CQ's ring is calloc'd, so its pages cost
+ * only once completions reach them. */
 #ifndef UROCE_CORE_LIMITS_H
 #define UROCE_CORE_LIMITS_H
 
@@ -11,7 +14,7 @@
 #define UR_MAX_SGE_RD        32
 #define UR_MAX_INLINE        400
 #define UR_MAX_CQ            16384
-#define UR_MAX_CQE           32767
+#define UR_MAX_CQE           4194303
 #define UR_MAX_MR            65536
 #define UR_MAX_MW            65536
 #define UR_MAX_PD            32764

@@ -184,14 +184,29 @@ static int copy_addr(struct sockaddr **to, socklen_t *len, const struct sockaddr
 	return 0;
 }
 
-/* Neither node nor service: only what the hints give (their source
- * address), as rdma-core's does; pyverbs' AddrInfo(src=...) asks so. */
+/* Neither node nor service: what the hints give (their destination and
+ * source addresses), as rdma-core's does. pyverbs' AddrInfo(src=...) asks
+ * so, and libfabric's verbs provider passes a peer's address this way. */
 static int from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo *r)
 {
-	if (!hints || !hints->ai_src_addr || !hints->ai_src_len)
+	int ret = 0;
+
+	if (!hints)
 		return -EINVAL;
-	r->ai_family = hints->ai_src_addr->sa_family;
-	return copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr, hints->ai_src_len);
+	r->ai_family = hints->ai_family;
+	if (hints->ai_dst_addr && hints->ai_dst_len) {
+		ret = copy_addr(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr,
+				hints->ai_dst_len);
+		if (!r->ai_family)
+			r->ai_family = hints->ai_dst_addr->sa_family;
+	}
+	if (!ret && hints->ai_src_addr && hints->ai_src_len) {
+		ret = copy_addr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+				hints->ai_src_len);
+		if (!r->ai_family)
+			r->ai_family = hints->ai_src_addr->sa_family;
+	}
+	return ret;
 }
 
 UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,

@@ -189,6 +189,13 @@ UR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	return 0;
 }
 
+static bool is_loopback(const struct sockaddr *addr)
+{
+	if (addr->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127;
+	return !memcmp(&((const struct sockaddr_in6 *)addr)->sin6_addr, &in6addr_loopback, 16);
+}
+
 static int bind_addr(struct cma_id *c, const struct sockaddr *addr)
 {
 	socklen_t len = addr->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
@@ -229,11 +236,18 @@ static int bind_addr(struct cma_id *c, const struct sockaddr *addr)
 			memcpy(g.raw, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
 		}
 		dev = cma_dev_of_gid(&g, &idx);
-		if (dev < 0)
+		/* A loopback address that no device holds (uroce0, on lo,
+		 * holds them unless UROCE_DEVICES leaves it out) binds to no
+		 * device, like the wildcard, as the kernel's rdma_cm binds
+		 * every loopback address: libfabric's verbs provider binds
+		 * "localhost" and keeps the devices it is given, all when none. */
+		if (dev < 0 && !is_loopback(addr))
 			return -EADDRNOTAVAIL;
-		cma_id_set_dev(c, dev);
-		c->gid_index = idx;
-		c->sgid = g;
+		if (dev >= 0) {
+			cma_id_set_dev(c, dev);
+			c->gid_index = idx;
+			c->sgid = g;
+		}
 	}
 	c->bound = true;
 	memcpy(&c->id.route.addr.src_addr, &c->src, len);

@@ -9,7 +9,7 @@
 #    integrity checks (-c): 8 B on lo (uroce0), 8 B and 64 KiB between two
 #    namespaces joined by a veth, on uroce1 (GID 0, the one libfabric uses, is the veth's
 #    link-local address).
-# libfabric's verbs MSG endpoints and ofi_rxm need rdma_cm: not here.
+# libfabric's verbs MSG endpoints and ofi_rxm: libfabric_msg.test.sh.
 . "$(dirname "$0")/lib.sh"
 UR_TIMEOUT=60
 

@@ -31,7 +31,9 @@ UR_TIMEOUT=60
 # event channel; private data limits (56 in a REQ, 196 in a REP: EINVAL
 # beyond); QP states INIT / RTS / ERROR; both sides DISCONNECTED; a reject's
 # reason and private data; a backlog of 1 turning the second request away;
-# ADDR_ERROR for an address with no route; EOPNOTSUPP for what is not
+# ADDR_ERROR for an address with no route; a bind to 127.0.0.1 bound to
+# uroce0, and rdma_getaddrinfo answering from the hints' addresses when
+# given neither node nor service; EOPNOTSUPP for what is not
 # supported (rsockets); a
 # thread asleep in rdma_get_cm_event while its channel is destroyed stays
 # asleep (300 rounds; the old code crashed, as rping did at its end).

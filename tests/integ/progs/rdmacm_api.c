@@ -12,6 +12,10 @@
  *  - backlog:  a listener with backlog 1 turns the second pending request
  *              away (REJECTED) instead of queueing it;
  *  - addr:     an address with no route is an ADDR_ERROR event;
+ *  - bind:     binding 127.0.0.1, which the device on lo holds, binds the id
+ *              to that device; rdma_getaddrinfo with neither node nor
+ *              service returns the hints' destination and source addresses
+ *              (libfabric's client passes its server's name so);
  *  - unsupported: what is not supported fails with EOPNOTSUPP, never pretends
  *              (UD ids' SIDR and multicast: progs/rdmacm_ud.c);
  *  - teardown: a thread inside rdma_get_cm_event when its id and channel
@@ -288,6 +292,56 @@ static void case_addr(struct vt_dev *d)
 	rdma_destroy_id(id);
 }
 
+static bool same_addr(const struct sockaddr *a, socklen_t alen, const struct sockaddr_in *b)
+{
+	return a && alen == sizeof(*b) && !memcmp(a, b, sizeof(*b));
+}
+
+static void case_bind(struct vt_dev *d)
+{
+	struct sockaddr_in lo = addr_of("127.0.0.1", (uint16_t)next_port++);
+	struct sockaddr_in peer = addr_of("10.1.2.3", 7471), self = addr_of("10.1.2.4", 0);
+	struct rdma_addrinfo hints, *res = NULL;
+	struct rdma_cm_id *id;
+	int r;
+
+	if (!vt_check(!rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "rdma_create_id"))
+		return;
+	r = rdma_bind_addr(id, (struct sockaddr *)&lo);
+	if (vt_check(!r, "rdma_bind_addr 127.0.0.1%s%s", r ? ": " : "", r ? strerror(errno) : ""))
+		vt_check(id->verbs && !strcmp(ibv_get_device_name(id->verbs->device),
+					      ibv_get_device_name(d->ctx->device)),
+			 "bound to %s, the device that holds 127.0.0.1 (got %s)",
+			 ibv_get_device_name(d->ctx->device),
+			 id->verbs ? ibv_get_device_name(id->verbs->device) : "none");
+	rdma_destroy_id(id);
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_TCP;
+	hints.ai_dst_addr = (struct sockaddr *)&peer;
+	hints.ai_dst_len = sizeof(peer);
+	r = rdma_getaddrinfo(NULL, NULL, &hints, &res);
+	if (vt_check(!r && res, "rdma_getaddrinfo(NULL, NULL, hints with a destination)%s%s",
+		     r ? ": " : "", r ? strerror(errno) : "")) {
+		vt_check(same_addr(res->ai_dst_addr, res->ai_dst_len, &peer) && !res->ai_src_addr,
+			 "it returns the hints' destination, no source");
+		vt_check(res->ai_family == AF_INET && res->ai_port_space == RDMA_PS_TCP,
+			 "family AF_INET (%d), port space TCP", res->ai_family);
+		rdma_freeaddrinfo(res);
+	}
+	res = NULL;
+	hints.ai_src_addr = (struct sockaddr *)&self;
+	hints.ai_src_len = sizeof(self);
+	r = rdma_getaddrinfo(NULL, NULL, &hints, &res);
+	if (vt_check(!r && res, "rdma_getaddrinfo(NULL, NULL, hints with both addresses)%s%s",
+		     r ? ": " : "", r ? strerror(errno) : "")) {
+		vt_check(same_addr(res->ai_dst_addr, res->ai_dst_len, &peer) &&
+			 same_addr(res->ai_src_addr, res->ai_src_len, &self),
+			 "it returns both of the hints' addresses");
+		rdma_freeaddrinfo(res);
+	}
+}
+
 static void case_unsupported(struct vt_dev *d)
 {
 	int r = rsocket(AF_INET, SOCK_STREAM, 0);
@@ -380,6 +434,7 @@ static const struct vt_case cases[] = {
 	{ "reject", case_reject },
 	{ "backlog", case_backlog },
 	{ "addr", case_addr },
+	{ "bind", case_bind },
 	{ "unsupported", case_unsupported },
 	{ "teardown", case_teardown },
 	{ NULL, NULL },
