@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # ctest-timeout: 300
 # The install (cmake/Install.cmake): `cmake --install` of this build into a
-# temporary prefix puts uroce in bin/, its libibverbs.so.1 in the private
-# lib/uroce/ only, and the man pages where man finds them; from there
-# `uroce run -- ibv_devinfo` sees uroce0, a plain ibv_devinfo still gets
+# temporary prefix puts uroce in bin/, its libibverbs.so.1 and
+# librdmacm.so.1 in the private lib/uroce/ only, and the man pages where man
+# finds them; from there `uroce run -- ibv_devinfo` sees uroce0, `uroce run`
+# gives rdma_cm programs the installed librdmacm.so.1 (ucmatose connects on
+# lo through it), a plain ibv_devinfo still gets
 # the system's library (the install shadows nothing), and the opt-in
 # env.sh gives uroce's.  Then `cpack -G DEB` makes a package with the same
 # files under /usr, whose extracted uroce runs the same way (normal build
 # only: the sanitizer builds add nothing to it).
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdmacm_lib.sh"
 
 prefix=$UR_TMP/prefix
 # Programs here get no library path from the harness: only the install's.
@@ -16,12 +19,12 @@ UR_ENV=(LD_LIBRARY_PATH=)
 
 ur_run install cmake --install "$UR_BUILD" --prefix "$prefix"
 ur_expect_rc install 0 "cmake --install --prefix $prefix"
-for f in bin/uroce lib/uroce/libibverbs.so.1 share/man/man1/uroce.1 share/man/man1/uroce-run.1 \
+for f in bin/uroce lib/uroce/libibverbs.so.1 lib/uroce/librdmacm.so.1 share/man/man1/uroce.1 share/man/man1/uroce-run.1 \
 	 share/uroce/env.sh share/uroce/ld.so.conf.d/uroce.conf; do
 	if [ -e "$prefix/$f" ]; then ur_pass "installed $f"; else ur_fail "missing $f"; fi
 done
-leaked=$(find "$prefix" -name 'libibverbs*' -not -path "$prefix/lib/uroce/*")
-ur_expect_eq "libibverbs outside the private lib/uroce/" "" "$leaked"
+leaked=$(find "$prefix" \( -name 'libibverbs*' -o -name 'librdmacm*' \) -not -path "$prefix/lib/uroce/*")
+ur_expect_eq "libibverbs or librdmacm outside the private lib/uroce/" "" "$leaked"
 if command -v man >/dev/null; then
 	ur_expect_eq "man finds uroce(1) in the prefix" "$prefix/share/man/man1/uroce.1" \
 		"$(MANPATH=$prefix/share/man man -w uroce 2>&1)"
@@ -32,6 +35,18 @@ ur_expect_rc inst.run 0 "installed uroce run -- ibv_devinfo"
 ur_expect_grep inst.run '^hca_id:[[:space:]]+uroce0$' "installed uroce run: ibv_devinfo sees uroce0"
 ur_run inst.devices "$prefix/bin/uroce" devices
 ur_expect_grep inst.devices '^ +uroce0 ' "installed uroce devices lists uroce0 (its own library)"
+if command -v ucmatose >/dev/null; then
+	ur_run inst.ldd "$prefix/bin/uroce" run -- ldd "$(command -v ucmatose)"
+	ur_expect_grep inst.ldd "librdmacm\.so\.1 => $prefix/lib/uroce/librdmacm\.so\.1" \
+		"installed uroce run: rdma_cm programs load the installed librdmacm.so.1"
+	ur_expect_grep inst.ldd "libibverbs\.so\.1 => $prefix/lib/uroce/libibverbs\.so\.1" \
+		"installed uroce run: and the installed libibverbs.so.1"
+	port=$(ur_port)
+	cm_pair inst.ucmatose "$prefix/bin/uroce" run ucmatose -p "$port" -c 2 -- \
+		"$prefix/bin/uroce" run ucmatose -s 127.0.0.1 -p "$port" -c 2
+	ur_expect_pair_ok inst.ucmatose "installed uroce run: ucmatose -c 2 on lo" &&
+		ur_expect_grep inst.ucmatose.client '^return status 0' "ucmatose client: return status 0"
+fi
 ur_run inst.plain ibv_devinfo
 ur_expect_no_grep inst.plain 'uroce0' "plain ibv_devinfo after the install: the system's library, no uroce0"
 ur_run inst.env bash -c ". '$prefix/share/uroce/env.sh' && exec ibv_devinfo"
@@ -49,12 +64,13 @@ deb=$(ls "$UR_TMP"/deb/uroce_*.deb 2>/dev/null | head -n1)
 if [ -n "$deb" ]; then
 	ur_pass "cpack -G DEB: $(basename "$deb")"
 	contents=$(dpkg-deb -c "$deb" | awk '{ print $6 }')
-	for f in ./usr/bin/uroce ./usr/lib/uroce/libibverbs.so.1 ./usr/share/man/man1/uroce.1 \
+	for f in ./usr/bin/uroce ./usr/lib/uroce/libibverbs.so.1 ./usr/lib/uroce/librdmacm.so.1 \
+		 ./usr/share/man/man1/uroce.1 \
 		 ./usr/share/uroce/env.sh; do
 		if grep -qxF "$f" <<<"$contents"; then ur_pass "package holds $f"; else ur_fail "package lacks $f"; fi
 	done
-	ur_expect_eq "package: libibverbs only in usr/lib/uroce/" "" \
-		"$(grep libibverbs <<<"$contents" | grep -v '^./usr/lib/uroce/')"
+	ur_expect_eq "package: libibverbs and librdmacm only in usr/lib/uroce/" "" \
+		"$(grep -E 'libibverbs|librdmacm' <<<"$contents" | grep -v '^./usr/lib/uroce/')"
 	dpkg-deb -x "$deb" "$UR_TMP/debroot"
 	ur_run deb.run "$UR_TMP/debroot/usr/bin/uroce" run -- ibv_devinfo
 	ur_expect_grep deb.run '^hca_id:[[:space:]]+uroce0$' "the package's uroce run -- ibv_devinfo sees uroce0"
