@@ -77,6 +77,7 @@ struct ur_qp {
 	uint32_t xrc_gen;                /* XRC target: incarnation, new at each RTR */
 	struct ur_xrc_queue *xrc_q;      /* XRC target: packets held while parked (rel/xrc.c) */
 	struct ur_held *held;            /* RC responder: packets past a gap (rel/held.c) */
+	struct ur_held *held_resp;       /* RC requester: READ responses past a gap */
 	enum ibv_qp_type type;
 
 	pthread_mutex_t lock;            /* everything below */

@@ -11,6 +11,7 @@
 #include "core/names.h"
 #include "core/qp.h"
 #include "rel/ack.h"
+#include "rel/held.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/req.h"
@@ -283,6 +284,19 @@ static struct ur_send_wqe *read_wqe_for(struct ur_qp *qp, uint32_t psn)
 	return NULL;
 }
 
+/* Out-of-order tolerance (UROCE_OOO=1): a READ response past a gap is
+ * kept, to go through these steps once the gap fills; the gap counts as
+ * a loss (a retry) only once UR_OOO_NAK_AFTER wait behind it.  True while
+ * it is kept and the gap is not yet a loss. */
+static bool hold_response(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+{
+	if (!qp->ctx->stack->ooo || pkt->placed ||
+	    !ur_held_keep(&qp->held_resp, pkt, (uint32_t)psn_diff(pkt->psn, qp->comp.psn)))
+		return false;
+	UR_QP_COUNT(qp, UR_CNT_HELD_OUT_OF_SEQ);
+	return ur_held_count(qp->held_resp) < UR_OOO_NAK_AFTER;
+}
+
 static enum comp_state read(struct comp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
@@ -296,6 +310,8 @@ static enum comp_state read(struct comp_ctx *c)
 	if (psn_gt(w->first_psn, qp->comp.psn))
 		ur_ack_progress(qp, w->first_psn);
 	if (psn != qp->comp.psn) {
+		if (psn_gt(psn, qp->comp.psn) && hold_response(qp, pkt))
+			return COMP_RETIRE;
 		/* A gap: responses were lost.  One retry per gap: the rest of
 		 * the old response stream is still arriving behind this one. */
 		if (psn_gt(psn, qp->comp.psn) && !qp->req.rnr_wait && !qp->comp.retrying)
@@ -374,6 +390,7 @@ static enum comp_state retry(struct comp_ctx *c)
 		qp->comp.retry_left--;
 	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);     /* every go-back, as rxe's */
 	qp->comp.retrying = true;
+	ur_held_clear(&qp->held_resp);     /* asked for again */
 	ur_timers_retry(qp);
 	/* A loss on a lossy path: the congestion window halves, once for
 	 * all the losses of one window (what was in flight when the first
@@ -433,11 +450,37 @@ static void run(struct comp_ctx *c, enum comp_state s)
 	}
 }
 
+/* The READ responses held past a gap that the completer now expects, in
+ * order, each through the same steps, until the next gap. */
+static void drain_held_responses(struct ur_qp *qp)
+{
+	struct ur_pkt_view v;
+
+	ur_held_forget_before(qp->held_resp, qp->comp.psn);
+	while (qp->state == IBV_QPS_RTS) {
+		uint32_t before = qp->comp.psn;
+		void *held = ur_held_take(qp->held_resp, qp->comp.psn, &v);
+		struct comp_ctx c = { .qp = qp, .pkt = &v };
+
+		if (!held)
+			break;
+		run(&c, COMP_CHECK_QP);
+		ur_held_release(held);
+		if (qp->comp.psn == before) {
+			ur_held_clear(&qp->held_resp);
+			break;
+		}
+		ur_held_forget_before(qp->held_resp, qp->comp.psn);
+	}
+}
+
 void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	struct comp_ctx c = { .qp = qp, .pkt = pkt };
 
 	run(&c, COMP_CHECK_QP);
+	if (ur_held_any(qp->held_resp))
+		drain_held_responses(qp);
 }
 
 void ur_comp_timers(struct ur_qp *qp, uint64_t now)

@@ -67,9 +67,9 @@ static void pkt_put(struct ur_held_pkt *p)
 	pthread_mutex_unlock(&pool.lock);
 }
 
-bool ur_held_keep(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d)
+bool ur_held_keep(struct ur_held **store, const struct ur_pkt_view *pkt, uint32_t d)
 {
-	struct ur_held *h = qp->held;
+	struct ur_held *h = *store;
 	uint32_t len = pkt->hdr_len + pkt->paylen + pkt->pad + 4u;
 	uint32_t i = pkt->psn & (UR_MAX_UNACKED_PSNS - 1);
 	struct ur_held_pkt *p;
@@ -77,7 +77,7 @@ bool ur_held_keep(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d)
 	if (!d || d >= UR_MAX_UNACKED_PSNS || len > UR_HELD_PKT_MAX)
 		return false;
 	if (!h) {
-		h = qp->held = calloc(1, sizeof(*h));
+		h = *store = calloc(1, sizeof(*h));
 		if (!h)
 			return false;
 	}
@@ -96,9 +96,8 @@ bool ur_held_keep(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d)
 	return true;
 }
 
-void *ur_held_take(struct ur_qp *qp, uint32_t psn, struct ur_pkt_view *v)
+void *ur_held_take(struct ur_held *h, uint32_t psn, struct ur_pkt_view *v)
 {
-	struct ur_held *h = qp->held;
 	uint32_t i = psn & (UR_MAX_UNACKED_PSNS - 1);
 	struct ur_held_pkt *p;
 
@@ -119,10 +118,8 @@ void ur_held_release(void *taken)
 	pkt_put(taken);
 }
 
-void ur_held_forget_before(struct ur_qp *qp, uint32_t psn)
+void ur_held_forget_before(struct ur_held *h, uint32_t psn)
 {
-	struct ur_held *h = qp->held;
-
 	if (!h || !h->n)
 		return;
 	for (uint32_t i = 0; i < UR_MAX_UNACKED_PSNS; i++) {
@@ -134,19 +131,24 @@ void ur_held_forget_before(struct ur_qp *qp, uint32_t psn)
 	}
 }
 
-bool ur_held_any(const struct ur_qp *qp)
+bool ur_held_any(const struct ur_held *h)
 {
-	return qp->held && qp->held->n;
+	return h && h->n;
 }
 
-void ur_held_clear(struct ur_qp *qp)
+uint32_t ur_held_count(const struct ur_held *h)
 {
-	struct ur_held *h = qp->held;
+	return h ? h->n : 0;
+}
+
+void ur_held_clear(struct ur_held **store)
+{
+	struct ur_held *h = *store;
 
 	if (!h)
 		return;
 	for (uint32_t i = 0; i < UR_MAX_UNACKED_PSNS; i++)
 		pkt_put(h->slot[i]);
 	free(h);
-	qp->held = NULL;
+	*store = NULL;
 }

@@ -1,5 +1,7 @@
-/* Request packets an RC responder holds past a gap (selective
- * retransmission).
+/* Packets an RC QP holds past a gap: requests at the responder (selective
+ * retransmission, out-of-order tolerance), READ responses at the requester
+ * (out-of-order tolerance).  Each store is a struct ur_held pointer of the
+ * QP, NULL while empty.
  *
  * Go-back-N throws away every packet after a lost one, and the requester
  * sends them all again: at 1 % loss and a window of 128 packets, most of
@@ -17,22 +19,23 @@
 
 #include "wire/pkt_parse.h"
 
-struct ur_qp;
+struct ur_held;
 
 /* Keeps a packet d PSNs past the expected one (0 < d < the window); a copy
  * already held is a duplicate.  False if it could not be kept. */
-bool ur_held_keep(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint32_t d);
+bool ur_held_keep(struct ur_held **store, const struct ur_pkt_view *pkt, uint32_t d);
 /* The held packet at psn, parsed into *v and no longer held, or NULL.
  * The caller releases what is returned once done with *v (executing it
  * may end the QP, which clears what is held). */
-void *ur_held_take(struct ur_qp *qp, uint32_t psn, struct ur_pkt_view *v);
+void *ur_held_take(struct ur_held *h, uint32_t psn, struct ur_pkt_view *v);
 void ur_held_release(void *taken);
 /* Drops what is held for PSNs before psn: executed as they came again. */
-void ur_held_forget_before(struct ur_qp *qp, uint32_t psn);
+void ur_held_forget_before(struct ur_held *h, uint32_t psn);
 /* Whether packets are still held (call after forgetting those before the
- * expected PSN: then they lie past another gap). */
-bool ur_held_any(const struct ur_qp *qp);
+ * expected PSN: then they lie past another gap), and how many. */
+bool ur_held_any(const struct ur_held *h);
+uint32_t ur_held_count(const struct ur_held *h);
 /* Drops everything held (the QP left RTS/RTR, or went back). */
-void ur_held_clear(struct ur_qp *qp);
+void ur_held_clear(struct ur_held **store);
 
 #endif

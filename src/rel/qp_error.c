@@ -32,7 +32,8 @@ void ur_rel_abort(struct ur_qp *qp)
 	if (qp->state != IBV_QPS_ERR || ur_aeth_type(qp->resp.ack_syn) != UR_AETH_NAK)
 		qp->resp.ack_pending = false;
 	qp->resp.res_tx = qp->resp.res_next;
-	ur_held_clear(qp);
+	ur_held_clear(&qp->held);
+	ur_held_clear(&qp->held_resp);
 	ur_timers_update(qp);
 }
 

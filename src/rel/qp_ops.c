@@ -47,7 +47,7 @@ static void enter_rtr(struct ur_qp *qp)
 	qp->resp.xrc_wait = false;
 	qp->xrc_gen = ur_xrc_new_gen();
 	ur_xrc_queue_clear(qp);
-	ur_held_clear(qp);
+	ur_held_clear(&qp->held);
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
 	qp->resp.drop_msg = false;
@@ -66,6 +66,7 @@ static void enter_rts(struct ur_qp *qp)
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	qp->comp.retrying = false;
+	ur_held_clear(&qp->held_resp);
 	ur_req_run(qp);
 }
 

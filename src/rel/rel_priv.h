@@ -19,6 +19,11 @@
 #define UR_CWND_INIT 64u
 /* Packets resent alone for one NAK at most (comp.c, selective). */
 #define UR_SEL_RUN_MAX 32u
+/* Out-of-order tolerance (UROCE_OOO=1): packets held past a gap before
+ * the gap counts as a loss and is NAKed (or, for READ responses,
+ * requested again); fewer mean the network reordered, and the gap fills
+ * by itself.  TCP's duplicate-ACK threshold, for the same reason. */
+#define UR_OOO_NAK_AFTER 3u
 /* Ask for an ACK at least this often, well inside the window. */
 #define UR_ACK_EVERY 16u
 /* A READ is requested in pieces of at most this many response packets, so

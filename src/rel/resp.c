@@ -20,6 +20,7 @@
 #include "rel/rel_priv.h"
 #include "rel/resp_exec.h"
 #include "rel/resp_out.h"
+#include "rel/stack.h"
 #include "rel/xrc.h"
 #include "util/log.h"
 
@@ -163,11 +164,20 @@ static enum resp_state out_of_seq(struct resp_ctx *c)
 	struct ur_resp_state *r = &qp->resp;
 	uint32_t m = c->pkt->mask;
 
+	bool ooo = qp->type != IBV_QPT_UC && qp->ctx->stack->ooo, kept = false;
+
 	UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
-	/* A requester that resends selectively will send only the gap:
-	 * keep this to execute after it. */
-	if (r->peer_selective && !c->pkt->placed && ur_held_keep(qp, c->pkt, (uint32_t)c->d))
+	/* A requester that resends selectively will send only the gap, and
+	 * a reordered packet fills it by itself: keep this to execute after
+	 * it. */
+	if ((r->peer_selective || ooo) && !c->pkt->placed &&
+	    ur_held_keep(&qp->held, c->pkt, (uint32_t)c->d)) {
 		UR_QP_COUNT(qp, UR_CNT_HELD_OUT_OF_SEQ);
+		kept = true;
+	}
+	/* Reordered, not lost, until enough wait behind the gap. */
+	if (ooo && kept && ur_held_count(qp->held) < UR_OOO_NAK_AFTER)
+		return RESP_DONE;
 	if (qp->type != IBV_QPT_UC) {
 		/* One sequence NAK per gap, not one per packet past it. */
 		if (!r->nak_sent) {
@@ -352,20 +362,20 @@ static void drain_held(struct ur_qp *qp, const struct ur_rx_meta *meta)
 	struct ur_resp_state *r = &qp->resp;
 	struct ur_pkt_view v;
 
-	ur_held_forget_before(qp, r->psn);
+	ur_held_forget_before(qp->held, r->psn);
 	while (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_RTR) {
 		uint32_t before = r->psn;
-		void *held = ur_held_take(qp, r->psn, &v);
+		void *held = ur_held_take(qp->held, r->psn, &v);
 
 		if (!held)
 			break;
 		walk(qp, &v, meta);
 		ur_held_release(held);
 		if (r->psn == before) {
-			ur_held_clear(qp);
+			ur_held_clear(&qp->held);
 			break;
 		}
-		ur_held_forget_before(qp, r->psn);
+		ur_held_forget_before(qp->held, r->psn);
 	}
 }
 
@@ -375,7 +385,7 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	uint32_t before = r->psn;
 	bool moved;
 
-	if (!ur_held_any(qp)) {
+	if (!ur_held_any(qp->held)) {
 		walk(qp, pkt, meta);
 		return;
 	}
@@ -392,8 +402,10 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	r->draining = false;
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_RTR)
 		return;
-	/* Still held: another gap right behind (a burst lost) or further on. */
-	if (moved && ur_held_any(qp)) {
+	/* Still held: another gap right behind (a burst lost) or further on;
+	 * when reordering is tolerated, a loss only once enough wait. */
+	if (moved && ur_held_any(qp->held) &&
+	    (!qp->ctx->stack->ooo || ur_held_count(qp->held) >= UR_OOO_NAK_AFTER)) {
 		r->nak_sent = true;
 		ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
 	} else if (r->drain_ackreq) {

@@ -34,6 +34,10 @@ struct ur_stack {
 	bool selective;                     /* RC marks its requests and resends
 					     * selectively to peers that hold
 					     * (UROCE_SELECTIVE_RETRANSMIT=1: on) */
+	bool ooo;                           /* RC tolerates reordering: holds
+					     * what comes past a gap, NAKs only
+					     * once UR_OOO_NAK_AFTER wait behind
+					     * it (UROCE_OOO=1: on) */
 
 	pthread_mutex_t gsi_lock;           /* attaching gsi_rx */
 	void (*gsi_rx)(void *arg, const uint8_t *mad, size_t len,

@@ -93,6 +93,9 @@ static struct ur_stack *alloc_stack(void)
 	 * (docs/reliability.md). */
 	s->selective = getenv("UROCE_SELECTIVE_RETRANSMIT") &&
 		       !strcmp(getenv("UROCE_SELECTIVE_RETRANSMIT"), "1");
+	/* Opt-in as on NICs (mlx5's out-of-order data placement is a QP
+	 * creation flag): a real loss is NAKed a few packets later. */
+	s->ooo = getenv("UROCE_OOO") && !strcmp(getenv("UROCE_OOO"), "1");
 	ur_mcast_init(&s->mcast);
 	return s;
 }

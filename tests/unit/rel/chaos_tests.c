@@ -28,6 +28,7 @@ static unsigned ch_early, ch_eagain;
 static uint8_t ch_rd_atomic = 4;    /* max_rd_atomic (and max_dest_rd_atomic) */
 static uint32_t ch_area = 2048;     /* each WQE's bytes at most (MTU 256: 32 KiB is 4 READ chunks) */
 static bool ch_go_back;              /* unmarked packets: go-back-N both ways */
+static bool ch_ooo;                  /* both tolerate reordering (UROCE_OOO=1) */
 
 /* A request PSN names one packet for good: whatever is sent again at a
  * PSN must be what was sent there first (a READ asked again from the
@@ -69,7 +70,7 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xffffe0 + (uint32_t)(seed % 32),
 			    .b_psn = 0x10, .timeout = 14, .rd_atomic = ch_rd_atomic,
-			    .min_rnr_timer = 1, .go_back = ch_go_back };
+			    .min_rnr_timer = 1, .go_back = ch_go_back, .ooo = ch_ooo };
 	struct ch_wqe w[CH_WQES];
 	struct t_pair p;
 	struct t_mem src, dst, tgt, rdsrc, rcv;
@@ -319,6 +320,7 @@ static void test_chaos(void)
 		ch_rd_atomic = getenv("T_RD") ? (uint8_t)atoi(getenv("T_RD")) : 4;
 		ch_area = getenv("T_AREA") ? (uint32_t)atoi(getenv("T_AREA")) : 2048;
 		ch_go_back = getenv("T_GO_BACK") != NULL;
+		ch_ooo = getenv("T_OOO") != NULL;
 		chaos_run(strtoull(getenv("T_SEED"), NULL, 0), (unsigned)atoi(getenv("T_LOSS")),
 			  (unsigned)atoi(getenv("T_DUP")), (unsigned)atoi(getenv("T_REORDER")),
 			  getenv("T_MAY_FAIL") != NULL);
@@ -332,7 +334,21 @@ static void test_chaos(void)
 	ch_go_back = true;
 	for (uint64_t seed = 1; seed <= 40; seed++)
 		chaos_run(seed, 100, 30, 30, false);
+	/* Reordering tolerated (held, NAKed only three packets later), with
+	 * go-back-N and with selective resends, READs in chunks too. */
+	ch_ooo = true;
+	for (uint64_t seed = 1; seed <= 30; seed++)
+		chaos_run(seed, 100, 30, 30, false);
 	ch_go_back = false;
+	for (uint64_t seed = 1; seed <= 30; seed++)
+		chaos_run(seed, 100, 30, 30, false);
+	for (uint64_t seed = 400; seed <= 420; seed++)
+		chaos_run(seed, 20, 10, 200, false);
+	ch_area = 32768;
+	for (uint64_t seed = 500; seed <= 515; seed++)
+		chaos_run(seed, 100, 30, 100, false);
+	ch_area = 2048;
+	ch_ooo = false;
 	/* Heavy loss: the retry budget may run out, correctly. */
 	for (uint64_t seed = 100; seed <= 130; seed++)
 		chaos_run(seed, 250, 50, 80, true);

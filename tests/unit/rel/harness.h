@@ -524,6 +524,7 @@ struct t_opts {
 	bool rtr_only;               /* (t_connect) stop at RTR */
 	bool go_back;                /* packets unmarked: go-back-N as with a peer
 				      * that does not retransmit selectively */
+	bool ooo;                    /* both tolerate reordering (UROCE_OOO=1) */
 };
 
 #define T_ZERO 0x80
@@ -577,6 +578,7 @@ static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use
 
 	memset(s, 0, sizeof(*s));
 	t_stack()->selective = !o->go_back;
+	t_stack()->ooo = o->ooo;
 	s->ctx = ut_context_open(t_device());
 	if (!s->ctx)
 		return -ENODEV;

@@ -61,7 +61,7 @@ static void test_sel_middle_one_resend(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(p.a.qp->comp.peer_holds, UR_PEER_HOLDS_YES);   /* learnt from that ACK */
 	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_CHECK(p.b.qp->held == NULL || !ur_held_any(p.b.qp));
+	UT_CHECK(p.b.qp->held == NULL || !ur_held_any(p.b.qp->held));
 	t_mem_free(&sa);
 	t_mem_free(&rb);
 	t_pair_close(&p);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Goodput under reordering, with and without out-of-order tolerance
+# (UROCE_OOO=1), in one run: two network namespaces joined by a veth pair
+# (MTU 1500), unmodified ib_write_bw and ib_read_bw (64 KiB messages, 5 s),
+# uroce's fault injector in both processes holding back a share of the
+# received packets behind the next one (UROCE_FAULTS=reorder=...).  Each
+# configuration: no reordering, then reordering with go-back-N (the
+# default), with selective retransmission (UROCE_SELECTIVE_RETRANSMIT=1)
+# and with out-of-order tolerance.  Needs root (namespaces).
+#
+#   bench/reorder.sh [BUILD_DIR] [REORDER_PERCENT]     (default: build, 5)
+#
+# Prints a markdown table: MB/s, and each against its clean run.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$src/build}
+pct=${2:-5}
+uroce=$build/bin/uroce
+tag=urreo$$
+nsa=${tag}a nsb=${tag}b
+tmp=$(mktemp -d)
+pids=()
+
+for tool in ib_write_bw ib_read_bw ip; do
+	command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install perftest iproute2" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench/reorder.sh needs root (namespaces)" >&2; exit 1; }
+
+cleanup() {
+	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+	ip netns del "$nsa" 2>/dev/null || true
+	ip netns del "$nsb" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$nsa"
+ip netns add "$nsb"
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "$nsa"
+ip link set "${tag}y" netns "$nsb"
+ip -n "$nsa" addr add 10.96.0.1/24 dev "${tag}x"
+ip -n "$nsb" addr add 10.96.0.2/24 dev "${tag}y"
+for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+ip -n "$nsa" link set "${tag}x" up
+ip -n "$nsb" link set "${tag}y" up
+
+dev_gid_of() {   # "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in namespace NS
+	ip netns exec "$1" "$uroce" run -- ibv_devinfo -v | awk -v ip="::ffff:$2," '
+		/^hca_id:/ { dev = $2 }
+		/GID\[/ && index($0, ip) { g = $0; sub(/.*GID\[ */, "", g); sub(/\].*/, "", g)
+					    print "-d " dev " -x " g; exit }'
+}
+
+# bw TOOL ENV...: TOOL 64 KiB for 5 s, B serving, both with ENV; MB/s.
+bw() {
+	local tool=$1 gb ga port=$((20000 + RANDOM % 10000))
+	shift
+	gb=$(dev_gid_of "$nsb" 10.96.0.2)
+	ga=$(dev_gid_of "$nsa" 10.96.0.1)
+	# shellcheck disable=SC2086
+	ip netns exec "$nsb" env "$@" timeout 60 "$uroce" run -- "$tool" $gb -s 65536 -D 5 \
+		-p "$port" >"$tmp/srv" 2>&1 &
+	pids+=($!)
+	sleep 1
+	# shellcheck disable=SC2086
+	if ip netns exec "$nsa" env "$@" timeout 60 "$uroce" run -- "$tool" $ga -s 65536 -D 5 \
+		-p "$port" 10.96.0.2 >"$tmp/cli" 2>&1; then
+		awk '$1 == 65536 { print $4 }' "$tmp/cli" | tail -n 1
+	else
+		echo "failed"
+	fi
+	wait "${pids[-1]}" 2>/dev/null || true
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+
+faults="UROCE_FAULTS=reorder=0.$(printf '%02d' "$pct")"
+printf '## Reordering %s %% of received packets, %s, %s cores, %s\n\n' "$pct" "$(date -u +%F)" "$(nproc)" "$(uname -r)"
+printf '| 64 KiB, 5 s | no reordering | go-back-N | selective | out-of-order tolerance (UROCE_OOO=1) | go-back-N / clean | selective / clean | tolerance / clean |\n|---|---|---|---|---|---|---|---|\n'
+for tool in ib_write_bw ib_read_bw; do
+	clean=$(bw "$tool" UROCE_OOO=0)
+	gbn=$(bw "$tool" "$faults" UROCE_OOO=0)
+	sel=$(bw "$tool" "$faults" UROCE_OOO=0 UROCE_SELECTIVE_RETRANSMIT=1)
+	ooo=$(bw "$tool" "$faults" UROCE_OOO=1)
+	printf '| %s (MB/s) | %s | %s | %s | %s | %s | %s | %s |\n' "$tool" "$clean" "$gbn" "$sel" "$ooo" \
+		"$(ratio "$gbn" "$clean")" "$(ratio "$sel" "$clean")" "$(ratio "$ooo" "$clean")"
+done
