@@ -9,6 +9,7 @@
 #include "core/pd.h"
 #include "util/copy.h"
 #include "util/random.h"
+#include "util/vm_range.h"
 #include "xport/xport.h"
 
 /* Slots for every region and window at half load, plus reservations. */
@@ -221,6 +222,18 @@ static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 	return off <= size && len <= size - off;
 }
 
+/* The host address of [va, va+len) in mr, whose bounds it lies in; for an
+ * implicit region, only if the process maps it so (reading, and writing
+ * when access asks for it), or NULL. */
+static void *host_of(const struct ur_mr *mr, uint64_t va, uint64_t len, int access)
+{
+	if (mr->implicit)
+		return ur_vm_range_ok(va, len, access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+							  IBV_ACCESS_REMOTE_ATOMIC))
+		       ? (void *)(uintptr_t)va : NULL;
+	return mr->host + (va - mr->iova);
+}
+
 void *ur_mr_check(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
 		  uint64_t va, uint64_t len, int access)
 {
@@ -229,7 +242,7 @@ void *ur_mr_check(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
 	if (!mr || mr->pd != pd || (mr->access & access) != access ||
 	    !inside(mr->iova, mr->length, va, len))
 		return NULL;
-	return mr->host + (va - mr->iova);
+	return host_of(mr, va, len, access);
 }
 
 void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd *pd,
@@ -249,7 +262,7 @@ void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd
 	/* Type 1: reachable through any QP of its PD; type 2: only its QP. */
 	if (mw->ibmw.type == IBV_MW_TYPE_1 ? mw->pd != pd : mw->qp != qp)
 		return NULL;
-	return mw->mr->host + (va - mw->mr->iova);
+	return host_of(mw->mr, va, len, access);
 }
 
 bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct ibv_sge *sge,

@@ -47,6 +47,8 @@ struct ur_mr {
 	uint32_t windows;      /* MWs bound to it: dereg fails with EBUSY */
 	uint32_t *dm_users;    /* over device memory: its count of regions (verbs/dm.c) */
 	bool exposed;          /* published to transports that copy into us */
+	bool implicit;         /* implicit on-demand: the whole address space,
+				* each access checked against the mappings */
 };
 
 struct ur_mw {

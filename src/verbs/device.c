@@ -106,9 +106,9 @@ int ur_verbs_query_device_ex(struct ibv_context *context,
 	full.phys_port_cnt_ex = 1;
 	full.cq_mod_caps.max_cq_count = UINT16_MAX;
 	full.cq_mod_caps.max_cq_period = UINT16_MAX;   /* microseconds */
-	/* On-demand paging, explicit regions only (verbs/mr.c): every
+	/* On-demand paging, explicit and implicit regions (verbs/mr.c): every
 	 * operation of every transport, since regions are never pinned. */
-	full.odp_caps.general_caps = IBV_ODP_SUPPORT;
+	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
 	full.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
 		IBV_ODP_SUPPORT_SRQ_RECV;

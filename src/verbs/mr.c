@@ -85,19 +85,22 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 	struct ur_pd *pd = to_upd(ibpd);
 	struct ur_context *ctx = pd->ctx;
 	struct ur_mr *mr;
+	bool implicit;
 	int ret;
 
 	access &= ~(unsigned)IBV_ACCESS_OPTIONAL_RANGE;
 	ret = check_access(ctx, access);
 	/* On-demand paging: uroce pins nothing anyway, so an ODP region is an
-	 * ordinary one whose pages fault in when touched.  Implicit ODP (the
-	 * whole address space) would let a peer name unmapped addresses, which
-	 * this process would fault on: not offered (odp_caps says so). */
-	if (!ret && (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX)
-		ret = -EOPNOTSUPP;
-	if (!ret && !(access & IBV_ACCESS_ZERO_BASED) && wraps(iova, length))
+	 * ordinary one whose pages fault in when touched.  Implicit ODP (NULL,
+	 * SIZE_MAX) is the whole address space, zero-based on addresses: a
+	 * peer may name any address, so each access is checked against the
+	 * process's mappings (core/mr.c), never just touched. */
+	implicit = (access & IBV_ACCESS_ON_DEMAND) && !addr && length == SIZE_MAX;
+	if (!ret && implicit && (access & IBV_ACCESS_ZERO_BASED))
 		ret = -EINVAL;
-	if (!ret)
+	if (!ret && !implicit && !(access & IBV_ACCESS_ZERO_BASED) && wraps(iova, length))
+		ret = -EINVAL;
+	if (!ret && !implicit)
 		ret = check_mapped(addr, length);
 	if (ret) {
 		errno = -ret;
@@ -111,7 +114,8 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 	mr->pd = pd;
 	mr->host = addr;
 	mr->length = length;
-	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
+	mr->implicit = implicit;
 	mr->access = (int)access;
 	mr->ibmr.context = &ctx->vctx.context;
 	mr->ibmr.pd = ibpd;
@@ -204,6 +208,7 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, 
 		mr->host = addr;
 		mr->iova = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 		mr->length = length;
+		mr->implicit = false;      /* a range of its own now */
 		ibmr->addr = addr;
 		ibmr->length = length;
 	}

@@ -6,9 +6,9 @@
 #    -e -N -c at 1 MiB, the IPv6 GID (::1), and -m 4096 (lo's active MTU):
 #    both sides exit 0 and report every iteration, no bad completion, no
 #    corrupted data;
-#  - on-demand paging: -o (ODP regions) with -c, and -o -P (prefetched with
-#    ibv_advise_mr); -O (implicit ODP, not offered) is refused by the
-#    program itself, from odp_caps, with exit 1;
+#  - on-demand paging: -o (ODP regions) with -c, -o -P (prefetched with
+#    ibv_advise_mr), -O (implicit ODP: one region over the whole address
+#    space) with -c and at 64 KiB, and -O -P;
 #  - the faithful failures, each exiting non-zero within seconds (not a
 #    hang) with the library's error naming the fix: without -g (no GRH on a
 #    RoCE port: kernel rxe rejects RTR with EINVAL too).  (Every GID index,
@@ -28,10 +28,9 @@ rc_pp_ok lo.mtu4096 uroce0 uroce0 127.0.0.1 -g "$g4" -m 4096 -s 65536 -c -n 500
 
 rc_pp_ok lo.odp uroce0 uroce0 127.0.0.1 -g "$g4" -o -c -s 65536 -n 200
 rc_pp_ok lo.odp-prefetch uroce0 uroce0 127.0.0.1 -g "$g4" -o -P -c -n 200
-ur_run lo.odp-implicit ibv_rc_pingpong -d uroce0 -g "$g4" -O -p "$(ur_port)"
-ur_expect_rc lo.odp-implicit 1 "ibv_rc_pingpong -O (implicit ODP): refused"
-ur_expect_grep lo.odp-implicit "The device doesn't support implicit ODP" \
-	"lo.odp-implicit: odp_caps does not advertise implicit ODP"
+rc_pp_ok lo.odp-implicit uroce0 uroce0 127.0.0.1 -g "$g4" -O -c -n 200
+rc_pp_ok lo.odp-implicit-64k uroce0 uroce0 127.0.0.1 -g "$g4" -O -s 65536 -n 100
+rc_pp_ok lo.odp-implicit-prefetch uroce0 uroce0 127.0.0.1 -g "$g4" -O -P -n 200
 
 rc_pp_fails lo.no-gid uroce0 uroce0 127.0.0.1 \
 	'no GRH.*GID index'

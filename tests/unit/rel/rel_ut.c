@@ -9,6 +9,7 @@
 #include "loss_tests.c"
 #include "selective_tests.c"
 #include "ooo_tests.c"
+#include "odp_tests.c"
 #include "place_tests.c"
 #include "dup_ack_tests.c"
 #include "rnr_tests.c"
@@ -56,6 +57,7 @@ int main(void)
 	UT_RUN(test_ooo_write_loss_nak_after_three);
 	UT_RUN(test_ooo_read_reordered);
 	UT_RUN(test_ooo_read_loss_retry_after_three);
+	UT_RUN(test_odp_implicit);
 	UT_RUN(test_place_read_behind_write);
 	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_loss_atomic_duplicate);

@@ -1,0 +1,92 @@
+/* Implicit on-demand paging (ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)):
+ * the region is the whole address space, so a peer may name any address.
+ * Mapped, permitted memory is reached; an address the process never
+ * mapped, or a page it may not write, is a remote access error (NAK,
+ * IBV_WC_REM_ACCESS_ERR) and the process does not fault. */
+#include <sys/mman.h>
+
+/* One request through b's implicit region at va; the requester's
+ * completion status.  The pair is closed after. */
+static enum ibv_wc_status odp_one(enum ibv_wr_opcode op, uint64_t va, uint32_t len,
+				  const void *expect_at_va)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la;
+	struct ibv_mr *imr;
+	struct ibv_wc wc;
+	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
+
+	if (t_pair_open(&p, &o))
+		return st;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	imr = ibv_reg_mr(&p.b.pd->ibpd, NULL, SIZE_MAX, T_ALL_ACCESS | IBV_ACCESS_ON_DEMAND);
+	UT_CHECK(imr != NULL);
+	if (!imr) {
+		t_mem_free(&la);
+		t_pair_close(&p);
+		return st;
+	}
+	UT_EQ((uintptr_t)imr->addr, 0);
+	UT_EQ(imr->length, SIZE_MAX);
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		UT_EQ(t_post_atomic(&p.a, 1, op, la.buf, la.mr->lkey, va, imr->rkey, 1, 0), 0);
+	else
+		UT_EQ(t_post_rdma(&p.a, 1, op, la.buf, len, la.mr->lkey, va, imr->rkey), 0);
+	t_run();
+	if (t_poll(p.a.scq, &wc, 1) == 1) {
+		st = wc.status;
+		if (st == IBV_WC_SUCCESS && expect_at_va && op == IBV_WR_RDMA_WRITE)
+			UT_MEMEQ((const void *)(uintptr_t)va, la.buf, len);
+		if (st == IBV_WC_SUCCESS && expect_at_va && op == IBV_WR_RDMA_READ)
+			UT_MEMEQ(la.buf, expect_at_va, len);
+	}
+	UT_EQ(ibv_dereg_mr(imr), 0);
+	t_mem_free(&la);
+	t_pair_close(&p);
+	return st;
+}
+
+static void test_odp_implicit(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *heap = malloc(3000), *gone, *ro;
+
+	/* Ordinary memory: WRITE, READ and atomics reach it. */
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, (uintptr_t)heap, 3000, heap), IBV_WC_SUCCESS);
+	memset(heap, 0x5a, 3000);
+	UT_EQ(odp_one(IBV_WR_RDMA_READ, (uintptr_t)heap, 3000, heap), IBV_WC_SUCCESS);
+	memset(heap, 0, 8);
+	UT_EQ(odp_one(IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)heap, 8, NULL), IBV_WC_SUCCESS);
+	UT_EQ(*(uint64_t *)heap, 1u);
+	/* An address nothing maps, for every operation. */
+	gone = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UT_CHECK(gone != MAP_FAILED);
+	UT_EQ(munmap(gone, (size_t)page * 2), 0);
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, (uintptr_t)gone, 600, NULL), IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(odp_one(IBV_WR_RDMA_READ, (uintptr_t)gone, 600, NULL), IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(odp_one(IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)gone, 8, NULL), IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, 0, 16, NULL), IBV_WC_REM_ACCESS_ERR);
+	/* A read-only page: read, never written. */
+	ro = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UT_CHECK(ro != MAP_FAILED);
+	memset(ro, 0x33, (size_t)page);
+	UT_EQ(mprotect(ro, (size_t)page, PROT_READ), 0);
+	UT_EQ(odp_one(IBV_WR_RDMA_READ, (uintptr_t)ro, 256, ro), IBV_WC_SUCCESS);
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, (uintptr_t)ro, 16, NULL), IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(odp_one(IBV_WR_ATOMIC_FETCH_AND_ADD, (uintptr_t)ro, 8, NULL), IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(ro[0], 0x33);
+	munmap(ro, (size_t)page);
+	/* Straddling the end of a mapping into nothing: refused whole. */
+	ro = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UT_CHECK(ro != MAP_FAILED);
+	UT_EQ(munmap(ro + page, (size_t)page), 0);
+	memset(ro, 0x44, (size_t)page);
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, (uintptr_t)ro + (uintptr_t)page - 8, 16, NULL),
+	      IBV_WC_REM_ACCESS_ERR);
+	UT_EQ(ro[page - 1], 0x44);
+	UT_EQ(odp_one(IBV_WR_RDMA_WRITE, (uintptr_t)ro + (uintptr_t)page - 16, 16, ro + page - 16),
+	      IBV_WC_SUCCESS);
+	munmap(ro, (size_t)page);
+	free(heap);
+}
