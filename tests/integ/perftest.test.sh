@@ -5,7 +5,8 @@
 # ::ffff:127.0.0.1.  For every program: defaults, -a (every size from 2 B to
 # 8 MiB, -n 20; for atomics -A CMP_AND_SWAP instead), and once with UROCE_VENDOR_PART_ID=4115 (perftest's
 # ibv_create_qp_ex + ibv_wr_* path); for the bandwidth programs also -q 4,
-# -b (bidirectional) and --report_gbits.  Each run: both sides exit 0, no
+# -b (bidirectional), --report_gbits and --odp (on-demand paging; not
+# ib_atomic_bw, which refuses it itself).  Each run: both sides exit 0, no
 # error completion, a numeric result row for every size.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/perftest_cases.sh"

@@ -1,4 +1,4 @@
-/* Implicit on-demand paging (ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)):
+/* On-demand paging.  Implicit (ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)):
  * the region is the whole address space, so a peer may name any address.
  * Mapped, permitted memory is reached; an address the process never
  * mapped, or a page it may not write, is a remote access error (NAK,
@@ -89,4 +89,48 @@ static void test_odp_implicit(void)
 	      IBV_WC_SUCCESS);
 	munmap(ro, (size_t)page);
 	free(heap);
+}
+
+/* An explicit on-demand region over memory never touched: registering it
+ * faults nothing in (uroce pins nothing); a remote WRITE into its middle
+ * brings in only the pages it lands on, and the bytes are right. */
+static void test_odp_touched_after_registration(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_1024 };
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = 256 * (size_t)page, npages = 256, resident = 0;
+	unsigned char vec[256];
+	struct t_pair p;
+	struct t_mem la;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *area;
+
+	if (t_pair_open(&p, &o))
+		return;
+	area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UT_CHECK(area != MAP_FAILED);
+	t_mem_reg(&la, &p.a, 3000, IBV_ACCESS_LOCAL_WRITE, 1);
+	mr = ibv_reg_mr(&p.b.pd->ibpd, area, len, T_ALL_ACCESS | IBV_ACCESS_ON_DEMAND);
+	UT_CHECK(mr != NULL);
+	UT_EQ(mincore(area, len, vec), 0);
+	for (size_t i = 0; i < npages; i++)
+		resident += vec[i] & 1;
+	UT_EQ(resident, 0);                   /* nothing touched by registering */
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 3000, la.mr->lkey,
+			  (uintptr_t)area + 100 * (size_t)page + 10, mr ? mr->rkey : 0), 0);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(area + 100 * (size_t)page + 10, la.buf, 3000);
+	UT_EQ(mincore(area, len, vec), 0);
+	resident = 0;
+	for (size_t i = 0; i < npages; i++)
+		resident += vec[i] & 1;
+	UT_EQ(resident, (3000 + 10 + (size_t)page - 1) / (size_t)page);   /* the pages written */
+	UT_CHECK(vec[100] & 1);
+	if (mr)
+		UT_EQ(ibv_dereg_mr(mr), 0);
+	t_mem_free(&la);
+	munmap(area, len);
+	t_pair_close(&p);
 }

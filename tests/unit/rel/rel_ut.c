@@ -58,6 +58,7 @@ int main(void)
 	UT_RUN(test_ooo_read_reordered);
 	UT_RUN(test_ooo_read_loss_retry_after_three);
 	UT_RUN(test_odp_implicit);
+	UT_RUN(test_odp_touched_after_registration);
 	UT_RUN(test_place_read_behind_write);
 	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_loss_atomic_duplicate);
