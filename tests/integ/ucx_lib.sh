@@ -23,10 +23,15 @@ ucx_need() {
 }
 
 # UCX's memory hooks patch the allocator; under ASan they fight its
-# interceptors, so the sanitizer builds run UCX without them.
+# interceptors, so the sanitizer builds run UCX without them.  Without
+# memory events UCX 1.13 has no registration cache and falls back to its
+# implicit on-demand region, whose teardown crashes UCX itself
+# (uct_ib_md_release_reg_method passes a memory handle where
+# uct_ib_mem_dereg takes its parameters; UCX removed the method in 1.14):
+# direct registration instead (README.md).
 UCX_ENV=()
 if ur_is_asan || ur_is_tsan; then
-	UCX_ENV+=(UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no)
+	UCX_ENV+=(UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no UCX_IB_REG_METHODS=rcache,direct)
 fi
 
 # ucx_perf TAG TLS DEV SERVER_IP TEST ARGS...: ucx_perftest TEST between a
