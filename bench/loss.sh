@@ -18,34 +18,12 @@ shift || true
 losses=("$@")
 [ ${#losses[@]} -gt 0 ] || losses=(0 1 5)
 uroce=$build/bin/uroce
-tag=urloss$$
-nsa=${tag}a nsb=${tag}b
-tmp=$(mktemp -d)
-pids=()
-
 for tool in ib_write_bw iperf3 nft ip; do
 	command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install perftest iperf3 nftables iproute2" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "bench/loss.sh needs root (namespaces, nftables)" >&2; exit 1; }
-
-cleanup() {
-	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	ip netns del "$nsa" 2>/dev/null || true
-	ip netns del "$nsb" 2>/dev/null || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$nsa"
-ip netns add "$nsb"
-ip link add "${tag}x" type veth peer name "${tag}y"
-ip link set "${tag}x" netns "$nsa"
-ip link set "${tag}y" netns "$nsb"
-ip -n "$nsa" addr add 10.97.0.1/24 dev "${tag}x"
-ip -n "$nsb" addr add 10.97.0.2/24 dev "${tag}y"
-for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
-ip -n "$nsa" link set "${tag}x" up
-ip -n "$nsb" link set "${tag}y" up
+NET=10.97.0
+. "$(dirname "$0")/netns_pair.sh"
 
 # set_loss PCT: drop PCT % of UDP and of iperf3's TCP, both ways, in B.
 set_loss() {
@@ -57,13 +35,6 @@ table inet loss {
 	chain out { type filter hook output priority 0; meta l4proto udp numgen random mod 1000 < $(( $1 * 10 )) drop; tcp sport 5201 numgen random mod 1000 < $(( $1 * 10 )) drop; }
 }
 EOF
-}
-
-dev_gid_of() {   # "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in namespace NS
-	ip netns exec "$1" "$uroce" run -- ibv_devinfo -v | awk -v ip="::ffff:$2," '
-		/^hca_id:/ { dev = $2 }
-		/GID\[/ && index($0, ip) { g = $0; sub(/.*GID\[ */, "", g); sub(/\].*/, "", g)
-					    print "-d " dev " -x " g; exit }'
 }
 
 # uroce_bw SELECTIVE: ib_write_bw 64 KiB for 5 s, B serving, selective
