@@ -16,30 +16,16 @@
 # duplicates recognised.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fault_counters.sh"
-U=$UR_BUILD/bin/uroce
+. "$(dirname "$0")/validated_lib.sh"
 UR_TIMEOUT=180
 
 # faulty TAG LOSS ITERS ARGS...: a validated pair on lo, both sides faulted.
 faulty() {
-	local tag=$1 loss=$2 iters=$3 port what
+	local tag=$1 loss=$2 iters=$3 port
 	shift 3
 	port=$(ur_port)
 	local UR_ENV=("UROCE_FAULTS=loss=$loss,reorder=0.05,dup=0.01,corrupt=0.001,seed=$port")
-	ur_pair "$tag" "$port" "$U" pingpong -p "$port" -n "$iters" --validate "$@" \
-		-- "$U" pingpong -p "$port" -n "$iters" --validate "$@" 127.0.0.1
-	what="$* at $loss loss"
-	ur_expect_pair_ok "$tag" "pingpong $what" || return
-	case $* in
-	*read*) ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: every READ's bytes" ;;
-	*cas*|*faa*)
-		ur_expect_grep "$tag.client" "^validated: $iters atomic results" "$tag: every atomic's result"
-		ur_expect_grep "$tag.server" "^validated: 1 final atomic word" \
-			"$tag: the final word: each atomic executed once" ;;
-	*)
-		ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: client: every message once, in order"
-		ur_expect_grep "$tag.server" "^validated: $iters messages" "$tag: server: every message once, in order" ;;
-	esac
-	ur_expect_grep "$tag.client" "^$iters iters in [0-9.]+ seconds" "$tag: $iters iterations"
+	validated_pair "$tag" "$iters" "$* at $loss loss" "$@"
 }
 
 declare -A before=()

@@ -14,7 +14,7 @@
 # counters are its processes' alone.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fault_counters.sh"
-U=$UR_BUILD/bin/uroce
+. "$(dirname "$0")/validated_lib.sh"
 UR_TIMEOUT=180
 OOO_COUNTERS="injected_reorder held_out_of_seq rcvd_seq_err out_of_seq_request"
 
@@ -24,19 +24,7 @@ validated() {
 	shift 4
 	port=$(ur_port)
 	local UR_ENV=("UROCE_FAULTS=$faults,seed=$port" "UROCE_OOO=$ooo")
-	ur_pair "$tag" "$port" "$U" pingpong -p "$port" -n "$iters" --validate "$@" \
-		-- "$U" pingpong -p "$port" -n "$iters" --validate "$@" 127.0.0.1
-	ur_expect_pair_ok "$tag" "pingpong $* (UROCE_OOO=$ooo, $faults)" || return
-	case $* in
-	*cas*|*faa*)
-		ur_expect_grep "$tag.client" "^validated: $iters atomic results" "$tag: every atomic's result"
-		ur_expect_grep "$tag.server" "^validated: 1 final atomic word" \
-			"$tag: the final word: each atomic executed once" ;;
-	*read*) ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: every READ's bytes" ;;
-	*)
-		ur_expect_grep "$tag.client" "^validated: $iters messages" "$tag: client: every message once, in order"
-		ur_expect_grep "$tag.server" "^validated: $iters messages" "$tag: server: every message once, in order" ;;
-	esac
+	validated_pair "$tag" "$iters" "$* (UROCE_OOO=$ooo, $faults)" "$@"
 }
 
 # reorder_only OOO: the three operations under reordering alone; into the
