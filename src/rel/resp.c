@@ -163,7 +163,6 @@ static enum resp_state out_of_seq(struct resp_ctx *c)
 	struct ur_qp *qp = c->qp;
 	struct ur_resp_state *r = &qp->resp;
 	uint32_t m = c->pkt->mask;
-
 	bool ooo = qp->type != IBV_QPT_UC && qp->ctx->stack->ooo, kept = false;
 
 	UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
