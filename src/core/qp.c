@@ -251,7 +251,7 @@ int ur_qp_query(struct ur_qp *qp, struct ibv_qp_attr *attr, int mask,
 	init->recv_cq = qp->qpx.qp_base.recv_cq;
 	init->srq = qp->qpx.qp_base.srq;
 	init->cap = qp->cap;
-	init->qp_type = qp->type;
+	init->qp_type = qp->qpx.qp_base.qp_type;   /* a DC QP's is IBV_QPT_DRIVER */
 	init->sq_sig_all = qp->sq_sig_all;
 	pthread_mutex_unlock(&qp->lock);
 	return 0;
@@ -348,6 +348,10 @@ void ur_qp_event(struct ur_qp *qp, enum ibv_event_type type)
 {
 	struct ibv_async_event ev = { .event_type = type };
 
+	/* A DCT's half is not the application's: an initiator's failure is
+	 * the initiator's (its DCI gets the NAK), as on a NIC. */
+	if (qp->dc == UR_DC_HALF)
+		return;
 	ev.element.qp = &qp->qpx.qp_base;
 	ur_async_post(&qp->ctx->async, &ev);
 }

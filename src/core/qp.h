@@ -27,6 +27,16 @@ struct ur_ah;
 struct ur_xrcd;
 struct ur_xrc_queue;
 struct ur_held;
+struct ur_dc_halves;
+
+/* DC (rel/dc.h).  A DCI and a DCT's halves run RC's protocol (qp->type is
+ * IBV_QPT_RC inside; applications see IBV_QPT_DRIVER) with RD's opcodes. */
+enum ur_dc_role {
+	UR_DC_NONE = 0,
+	UR_DC_INI,               /* initiator: one target at a time, per WR */
+	UR_DC_TGT,               /* target: hands each initiator to its half */
+	UR_DC_HALF,              /* a target's responder for one initiator */
+};
 
 enum ur_wqe_state {
 	UR_WQE_POSTED = 0,       /* not yet (fully) packetized */
@@ -79,6 +89,16 @@ struct ur_qp {
 	struct ur_held *held;            /* RC responder: packets past a gap (rel/held.c) */
 	struct ur_held *held_resp;       /* RC requester: READ responses past a gap */
 	enum ibv_qp_type type;
+	uint8_t dc;                      /* enum ur_dc_role */
+	uint32_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
+	uint32_t dc_start;               /* INI, HALF: the PSN the connection began at */
+	struct ur_dc_halves *dc_halves;  /* TGT: its initiators' halves */
+	struct ur_qp *dc_tgt;            /* HALF: its target */
+	struct ur_qp *dc_next;           /* HALF: next in its target's bucket */
+	uint64_t dc_used_ns;             /* HALF: when its initiator last sent */
+	bool dc_on;                      /* INI: connected (path, dest, key, start set) */
+	/* Bytes a driver library keeps in the QP (verbs/dc_abi.h). */
+	uint64_t driver_ext[24];       /* UROCE_QP_DRIVER_EXT_BYTES */
 
 	pthread_mutex_t lock;            /* everything below */
 	enum ibv_qp_state state;
@@ -119,7 +139,7 @@ static inline struct ur_qp *to_uqp(struct ibv_qp *ibqp)
 	return container_of((struct ibv_qp_ex *)ibqp, struct ur_qp, qpx);
 }
 
-/* RC and both XRC halves: acknowledged, retransmitted. */
+/* RC, DC and both XRC halves: acknowledged, retransmitted. */
 static inline bool ur_qp_is_reliable(const struct ur_qp *qp)
 {
 	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ||
@@ -155,6 +175,9 @@ int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **ba
 /* Installs the ibv_wr_* builders (qp_wr.c) in qpx; wr_start, wr_complete
  * and wr_abort are the protocol's. */
 void ur_qp_init_wr_builders(struct ur_qp *qp);
+/* The DC target of the WQE being built on a DCI (mlx5dv_wr_set_dc_addr):
+ * the DCT's number behind ah, and the key it checks. */
+void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint32_t key);
 
 /* Work requests executed inside the device, never put on the wire. */
 static inline bool ur_wr_is_local(uint32_t op)

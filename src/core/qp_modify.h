@@ -9,6 +9,11 @@
 
 #include "xport/xport.h"
 
+/* The rules' names for DC's two kinds of QP, past enum ibv_qp_type's
+ * (applications create both as IBV_QPT_DRIVER). */
+#define UR_QPT_DCI ((enum ibv_qp_type)(IBV_QPT_DRIVER + 1))
+#define UR_QPT_DCT ((enum ibv_qp_type)(IBV_QPT_DRIVER + 2))
+
 struct ur_qp_transition {
 	bool valid;
 	int required;      /* IBV_QP_* bits that must be in the mask */

@@ -42,6 +42,11 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 	const char *dev = ur_qp_dev(qp);
 	uint64_t len = 0;
 
+	if (qp->dc) {
+		ur_err(dev, "QP 0x%06x: a DC QP takes work requests through ibv_wr_* and "
+		       "mlx5dv_wr_set_dc_addr, not ibv_post_send", ur_qp_num(qp));
+		return -EINVAL;
+	}
 	if (!opcode_allowed(qp->type, wr->opcode)) {
 		ur_err(dev, "QP 0x%06x: opcode %d is not valid on this QP type",
 		       ur_qp_num(qp), wr->opcode);

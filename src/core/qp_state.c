@@ -7,8 +7,10 @@
 #include "util/compiler.h"
 
 /* Connected types share rows; UD has its own.  XRC initiators follow RC's
- * requester half, XRC targets RC's responder half. */
-enum qp_class { CLS_RC, CLS_UC, CLS_UD, CLS_XRC_INI, CLS_XRC_TGT, CLS_NR };
+ * requester half, XRC targets RC's responder half.  DC's as mlx5 has them:
+ * a DCI needs no peer at RTR (each work request names one), a DCT has no
+ * send queue and goes no further than RTR. */
+enum qp_class { CLS_RC, CLS_UC, CLS_UD, CLS_XRC_INI, CLS_XRC_TGT, CLS_DCI, CLS_DCT, CLS_NR };
 
 static int qp_class(enum ibv_qp_type t)
 {
@@ -18,7 +20,12 @@ static int qp_class(enum ibv_qp_type t)
 	case IBV_QPT_UD: return CLS_UD;
 	case IBV_QPT_XRC_SEND: return CLS_XRC_INI;
 	case IBV_QPT_XRC_RECV: return CLS_XRC_TGT;
-	default: return -1;
+	default:
+		if (t == UR_QPT_DCI)
+			return CLS_DCI;
+		if (t == UR_QPT_DCT)
+			return CLS_DCT;
+		return -1;
 	}
 }
 
@@ -51,30 +58,36 @@ struct rule_row {
 static const struct rule_row reset_init = {
 	.req = { [CLS_RC] = PKEY | PORT | ACC, [CLS_UC] = PKEY | PORT | ACC,
 		 [CLS_UD] = PKEY | PORT | QKEY, [CLS_XRC_INI] = PKEY | PORT | ACC,
-		 [CLS_XRC_TGT] = PKEY | PORT | ACC },
+		 [CLS_XRC_TGT] = PKEY | PORT | ACC, [CLS_DCI] = PKEY | PORT,
+		 [CLS_DCT] = PKEY | PORT | ACC },
+	.opt = { [CLS_DCI] = ACC },
 };
 
 static const struct rule_row init_init = {
 	.opt = { [CLS_RC] = PKEY | PORT | ACC, [CLS_UC] = PKEY | PORT | ACC,
 		 [CLS_UD] = PKEY | PORT | QKEY, [CLS_XRC_INI] = PKEY | PORT | ACC,
-		 [CLS_XRC_TGT] = PKEY | PORT | ACC },
+		 [CLS_XRC_TGT] = PKEY | PORT | ACC, [CLS_DCI] = PKEY | PORT | ACC,
+		 [CLS_DCT] = PKEY | PORT | ACC },
 };
 
 static const struct rule_row init_rtr = {
 	.req = { [CLS_RC] = AV | MTU | DQPN | RQPSN | DRD | RNRT,
 		 [CLS_UC] = AV | MTU | DQPN | RQPSN,
 		 [CLS_XRC_INI] = AV | MTU | DQPN | RQPSN,
-		 [CLS_XRC_TGT] = AV | MTU | DQPN | RQPSN | DRD | RNRT },
+		 [CLS_XRC_TGT] = AV | MTU | DQPN | RQPSN | DRD | RNRT,
+		 [CLS_DCI] = MTU, [CLS_DCT] = AV | MTU | RNRT },
 	.opt = { [CLS_RC] = ALT | ACC | PKEY, [CLS_UC] = ALT | ACC | PKEY,
 		 [CLS_UD] = PKEY | QKEY, [CLS_XRC_INI] = ALT | ACC | PKEY,
-		 [CLS_XRC_TGT] = ALT | ACC | PKEY },
+		 [CLS_XRC_TGT] = ALT | ACC | PKEY, [CLS_DCI] = AV | ACC | PKEY,
+		 [CLS_DCT] = ACC | PKEY },
 };
 
 static const struct rule_row rtr_rts = {
 	.req = { [CLS_RC] = TMO | RETRY | RNRR | SQPSN | IRD, [CLS_UC] = SQPSN,
 		 [CLS_UD] = SQPSN, [CLS_XRC_INI] = TMO | RETRY | RNRR | SQPSN | IRD,
-		 [CLS_XRC_TGT] = TMO | SQPSN },
-	.opt = { [CLS_RC] = CUR | ALT | ACC | RNRT | MIG,
+		 [CLS_XRC_TGT] = TMO | SQPSN,
+		 [CLS_DCI] = TMO | RETRY | RNRR | SQPSN | IRD },
+	.opt = { [CLS_RC] = CUR | ALT | ACC | RNRT | MIG, [CLS_DCI] = CUR | ACC | RNRT,
 		 [CLS_UC] = CUR | ALT | ACC | MIG, [CLS_UD] = CUR | QKEY,
 		 [CLS_XRC_INI] = CUR | ALT | ACC | MIG,
 		 [CLS_XRC_TGT] = CUR | ALT | ACC | RNRT | MIG },
@@ -84,7 +97,8 @@ static const struct rule_row rts_rts = {
 	.opt = { [CLS_RC] = CUR | ACC | ALT | MIG | RNRT,
 		 [CLS_UC] = CUR | ACC | ALT | MIG, [CLS_UD] = CUR | QKEY,
 		 [CLS_XRC_INI] = CUR | ACC | ALT | MIG,
-		 [CLS_XRC_TGT] = CUR | ACC | ALT | MIG | RNRT },
+		 [CLS_XRC_TGT] = CUR | ACC | ALT | MIG | RNRT,
+		 [CLS_DCI] = CUR | ACC | RNRT },
 };
 
 static const struct rule_row rts_sqd = {
@@ -144,6 +158,8 @@ struct ur_qp_transition ur_qp_transition_rule(enum ibv_qp_state cur,
 		return t;
 	/* SQE -> RTS exists only for the unreliable types. */
 	if (row == &sqe_rts && cls != CLS_UC && cls != CLS_UD)
+		return t;
+	if (cls == CLS_DCT && (next == IBV_QPS_RTS || next == IBV_QPS_SQD))
 		return t;
 	t.valid = true;
 	t.required = row->req[cls];

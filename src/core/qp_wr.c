@@ -218,6 +218,21 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 	w->remote_qkey = remote_qkey;
 }
 
+void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint32_t key)
+{
+	struct ur_send_wqe *w = cur_wqe(qp);
+
+	if (!w)
+		return;
+	if (qp->dc != UR_DC_INI || !ah) {
+		qp->wr_err = -EINVAL;
+		return;
+	}
+	w->ah = to_uah(ah);
+	w->remote_qpn = dctn & 0xffffff;
+	w->remote_qkey = key;
+}
+
 /* Operations uroce does not offer through this interface yet: the batch
  * fails with EOPNOTSUPP at ibv_wr_complete. */
 static void unsupported(struct ibv_qp_ex *qpx)

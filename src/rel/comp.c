@@ -254,7 +254,7 @@ static enum comp_state nak(struct comp_ctx *c)
 	ur_ack_through(qp, psn_add(c->pkt->psn, UR_PSN_MASK));   /* as for RNR */
 	if (c->syn == UR_NAK_PSN_SEQ_ERR) {
 		UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
-		if (qp->type == IBV_QPT_RC && qp->ctx->stack->selective &&
+		if (qp->type == IBV_QPT_RC && !qp->dc && qp->ctx->stack->selective &&
 		    qp->comp.peer_holds != UR_PEER_HOLDS_NO)
 			return selective(c);
 		/* A new gap comes with progress (which clears retrying); one for

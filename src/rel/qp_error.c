@@ -12,7 +12,7 @@ void ur_rel_expose(struct ur_qp *qp, bool on)
 {
 	struct ur_stack *s = qp->ctx->stack;
 
-	if (qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC)
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->dc)
 		return;
 	ur_xports_expose_qp(&s->xports, ur_qp_num(qp), on ? ur_pd_id(qp->pd) : 0,
 			    on ? (uint32_t)qp->attr.qp_access_flags : 0);

@@ -8,6 +8,7 @@
 #include "core/qp.h"
 #include "core/qp_modify.h"
 #include "host/registry.h"
+#include "rel/dc.h"
 #include "rel/held.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
@@ -38,6 +39,7 @@ static void reset_state(struct ur_qp *qp)
 	qp->req.opcode = -1;
 	qp->resp.opcode = -1;
 	qp->req.cwnd = UR_CWND_INIT;
+	qp->dc_on = false;   /* a DCI reconnects from its new PSNs */
 }
 
 static void enter_rtr(struct ur_qp *qp)
@@ -216,6 +218,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 	 * fired its timer, is done after this. */
 	ur_engine_quiesce(s->engine);
 	ur_engine_timer_fini(s->engine, &qp->timer);
+	ur_dc_free_halves(qp);
 	ur_registry_free_qpn(ur_qp_num(qp));
 	pthread_mutex_lock(&qp->lock);
 	ur_qp_purge_completions(qp);
@@ -259,7 +262,7 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 {
 	int ret;
 
-	if (qp->srq || qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV) {
+	if (qp->srq || qp->dc || qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV) {
 		*bad = wr;
 		return -EINVAL;    /* no receive queue of its own */
 	}
@@ -283,10 +286,28 @@ void ur_qp_wr_start(struct ur_qp *qp)
 	qp->wr_err = (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR) ? 0 : -EINVAL;
 }
 
+/* Every work request of a DCI's batch names its target. */
+static int dc_addressed(struct ur_qp *qp)
+{
+	for (uint32_t i = qp->sq.tail; i != qp->wr_tail; i++) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
+
+		if (!ur_wr_is_local(w->opcode) && !w->ah) {
+			ur_err(ur_qp_dev(qp), "DCI 0x%06x: WR 0x%llx has no DC address "
+			       "(mlx5dv_wr_set_dc_addr)", ur_qp_num(qp),
+			       (unsigned long long)w->wr_id);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int ur_qp_wr_complete(struct ur_qp *qp)
 {
 	int err = qp->wr_err;
 
+	if (!err && qp->dc == UR_DC_INI)
+		err = dc_addressed(qp);
 	if (!err) {
 		qp->sq.tail = qp->wr_tail;
 		if (qp->state == IBV_QPS_ERR)

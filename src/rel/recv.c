@@ -5,6 +5,7 @@
 #include "core/device.h"
 #include "core/qp.h"
 #include "rel/comp.h"
+#include "rel/dc.h"
 #include "rel/gsi.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -44,6 +45,11 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 	if (qp->dying || !transport_matches(qp, pkt->opcode) ||
 	    bth_pkey(pkt->bth) != UR_DEFAULT_PKEY) {
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		return;
+	}
+	/* A DC target hears anyone with its key, each through a half. */
+	if (qp->dc == UR_DC_TGT) {
+		ur_dc_target_rx(qp, pkt, meta);
 		return;
 	}
 	/* A connected QP hears only its peer. */

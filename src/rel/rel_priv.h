@@ -68,6 +68,8 @@ enum ur_op_low {
 
 static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
 {
+	if (qp->dc)
+		return UR_OP_TYPE_RD;
 	switch (qp->type) {
 	case IBV_QPT_UC: return UR_OP_TYPE_UC;
 	case IBV_QPT_UD: return UR_OP_TYPE_UD;

@@ -11,6 +11,7 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "rel/ack.h"
+#include "rel/dc.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/timers.h"
@@ -120,7 +121,8 @@ static ur_xport_copy_fn *one_copy_op(const struct ur_qp *qp, const struct ur_sen
 {
 	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
 
-	if (!ops || !w->length)
+	/* DC: its targets' memory is reached through the packets alone. */
+	if (!ops || !w->length || qp->dc)
 		return NULL;
 	if (w->opcode == IBV_WR_RDMA_READ)
 		return qp->type == IBV_QPT_RC ? ops->fetch : NULL;
@@ -216,7 +218,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		immdt_set(p.hdr + info->offset[UR_HDR_IMMDT], w->imm);
 	if (info->mask & UR_OPF_IETH)
 		ieth_set_rkey(p.hdr + info->offset[UR_HDR_IETH], w->imm);
-	if (info->mask & UR_OPF_DETH)
+	if ((info->mask & UR_OPF_DETH) && qp->type == IBV_QPT_UD)
 		put_ud_headers(qp, w, p.hdr + info->offset[UR_HDR_DETH]);
 	put_xrceth(w, &p, info);
 
@@ -397,6 +399,8 @@ static void req_run(struct ur_qp *qp)
 				return;
 			continue;
 		}
+		if (qp->dc == UR_DC_INI && w->offset == 0 && !ur_dc_connect(qp, w))
+			break;
 		if (ur_qp_is_reliable(qp)) {
 			if (window_full(qp))
 				break;

@@ -23,6 +23,14 @@ static void wr_abort(struct ibv_qp_ex *qpx)
 	ur_qp_wr_abort(to_uqp(&qpx->qp_base));
 }
 
+struct ibv_qp *ur_verbs_qp_out(struct ur_qp *qp)
+{
+	qp->qpx.wr_start = wr_start;
+	qp->qpx.wr_complete = wr_complete;
+	qp->qpx.wr_abort = wr_abort;
+	return &qp->qpx.qp_base;
+}
+
 struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *context,
 				     struct ibv_qp_init_attr_ex *attr)
 {
@@ -31,10 +39,7 @@ struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *context,
 
 	if (ret)
 		return ur_ret_obj(ret, NULL);
-	qp->qpx.wr_start = wr_start;
-	qp->qpx.wr_complete = wr_complete;
-	qp->qpx.wr_abort = wr_abort;
-	return &qp->qpx.qp_base;
+	return ur_verbs_qp_out(qp);
 }
 
 UR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)

@@ -71,6 +71,9 @@ struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_i
 int ur_verbs_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* A QP made inside the library, given the ibv_wr_* batch calls. */
+struct ur_qp;
+struct ibv_qp *ur_verbs_qp_out(struct ur_qp *qp);
 struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 int ur_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int ur_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

@@ -1,0 +1,298 @@
+#include "rel/dc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ah.h"
+#include "core/context.h"
+#include "core/qp_modify.h"
+#include "core/route.h"
+#include "rel/held.h"
+#include "rel/progress.h"
+#include "rel/psn.h"
+#include "rel/qp_error.h"
+#include "rel/qp_ops.h"
+#include "rel/rel_priv.h"
+#include "rel/resp.h"
+#include "rel/stack.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define HALF_BUCKETS 256
+
+/* After this long without a packet, a half takes any connection start,
+ * however its PSN compares: PSNs wrap. */
+#define HALF_IDLE_NS 1000000000ull
+
+struct ur_dc_halves {
+	uint32_t n;
+	struct ur_qp *bucket[HALF_BUCKETS];
+};
+
+/* ---- creation ----------------------------------------------------------- */
+
+int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
+		 enum ur_dc_role role, uint32_t key, struct ur_qp **out)
+{
+	struct ibv_qp_init_attr_ex a = *attr;
+	const char *dev = ctx->dev->ibdev.name;
+	struct ur_dc_halves *halves = NULL;
+	struct ur_qp *qp;
+	int ret;
+
+	a.qp_type = IBV_QPT_RC;
+	if (role == UR_DC_TGT) {
+		if (!a.srq) {
+			ur_err(dev, "a DCT receives on an SRQ: set attr->srq");
+			return -EINVAL;
+		}
+		/* A target only answers. */
+		memset(&a.cap, 0, sizeof(a.cap));
+		a.comp_mask &= ~IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		halves = calloc(1, sizeof(*halves));
+		if (!halves)
+			return -ENOMEM;
+	} else {
+		/* An initiator only asks: its receives, if any, are the DCT's. */
+		a.srq = NULL;
+		a.cap.max_recv_wr = a.cap.max_recv_sge = 0;
+		if (!a.recv_cq)
+			a.recv_cq = a.send_cq;
+	}
+	ret = ur_qp_create(ctx, &a, &qp);
+	if (ret) {
+		free(halves);
+		return ret;
+	}
+	pthread_mutex_lock(&qp->lock);
+	qp->dc = (uint8_t)role;
+	qp->dc_key = key;
+	qp->dc_halves = halves;
+	qp->qpx.qp_base.qp_type = IBV_QPT_DRIVER;
+	pthread_mutex_unlock(&qp->lock);
+	attr->cap = a.cap;
+	ur_dbg(dev, "%s 0x%06x created", role == UR_DC_TGT ? "DCT" : "DCI", ur_qp_num(qp));
+	*out = qp;
+	return 0;
+}
+
+/* ---- initiator ---------------------------------------------------------- */
+
+static bool same_target(const struct ur_qp *qp, const struct ur_send_wqe *w)
+{
+	const struct ibv_ah_attr *now = &qp->attr.ah_attr, *to = &w->ah->attr;
+
+	return qp->dc_on && qp->attr.dest_qp_num == w->remote_qpn &&
+	       qp->dc_key == w->remote_qkey && now->grh.sgid_index == to->grh.sgid_index &&
+	       !memcmp(&now->grh.dgid, &to->grh.dgid, sizeof(now->grh.dgid));
+}
+
+bool ur_dc_connect(struct ur_qp *qp, struct ur_send_wqe *w)
+{
+	if (same_target(qp, w))
+		return true;
+	/* Another target: not while the last one still owes answers. */
+	if (qp->req.wqe != qp->sq.head || qp->req.psn != qp->comp.psn)
+		return false;
+	qp->path = w->ah->path;
+	qp->attr.ah_attr = w->ah->attr;
+	qp->attr.dest_qp_num = w->remote_qpn;
+	qp->dc_key = w->remote_qkey;
+	qp->dc_start = qp->req.psn;
+	qp->dc_on = true;
+	/* A fresh peer: its own retry budget and an unknown holding rule. */
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
+	qp->comp.peer_holds = UR_PEER_HOLDS_UNKNOWN;
+	ur_dbg(ur_qp_dev(qp), "DCI 0x%06x: connects to DCT 0x%06x at PSN 0x%06x", ur_qp_num(qp),
+	       w->remote_qpn, qp->dc_start);
+	return true;
+}
+
+/* ---- target ------------------------------------------------------------- */
+
+static unsigned bucket_of(const union ibv_gid *gid, uint32_t sqpn)
+{
+	uint32_t h = sqpn * 2654435761u;
+
+	for (unsigned i = 0; i < sizeof(gid->raw); i++)
+		h = (h ^ gid->raw[i]) * 16777619u;
+	return h % HALF_BUCKETS;
+}
+
+static struct ur_qp *find_half(struct ur_qp *dct, const union ibv_gid *gid, uint32_t sqpn)
+{
+	for (struct ur_qp *h = dct->dc_halves->bucket[bucket_of(gid, sqpn)]; h; h = h->dc_next)
+		if (h->attr.dest_qp_num == sqpn &&
+		    !memcmp(&h->attr.ah_attr.grh.dgid, gid, sizeof(*gid)))
+			return h;
+	return NULL;
+}
+
+/* A responder for the initiator at (gid, sqpn): an RC QP out of the QP
+ * table, numbered as its DCT, brought to RTR with the DCT's attributes. */
+static struct ur_qp *new_half(struct ur_qp *dct, const union ibv_gid *gid, uint32_t sqpn,
+			      uint32_t start)
+{
+	struct ibv_qp *b = &dct->qpx.qp_base;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_RC, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = b->pd,
+		.send_cq = b->send_cq, .recv_cq = b->recv_cq, .srq = b->srq,
+	};
+	struct ibv_qp_attr a = dct->attr;
+	struct ur_context *ctx = dct->ctx;
+	struct ur_qp *h;
+	char why[256];
+
+	if (dct->dc_halves->n >= UR_DC_MAX_HALVES) {
+		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: serves %u initiators already; one more waits",
+		       ur_qp_num(dct), dct->dc_halves->n);
+		return NULL;
+	}
+	if (ur_qp_alloc(ctx, &init, &h))
+		return NULL;
+	if (ur_engine_timer_init(ctx->engine, &h->timer, ur_progress_timer)) {
+		ur_qp_free(h);
+		return NULL;
+	}
+	h->dc = UR_DC_HALF;
+	h->dc_tgt = dct;
+	h->qpx.qp_base.qp_num = ur_qp_num(dct);
+	a.qp_state = IBV_QPS_INIT;
+	if (ur_qp_modify(h, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS))
+		goto err;
+	a.qp_state = IBV_QPS_RTR;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.dest_qp_num = sqpn;
+	a.rq_psn = start;
+	a.max_dest_rd_atomic = UR_DC_RD_ATOMIC;
+	if (ur_qp_modify(h, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER))
+		goto err;
+	/* Answers go the way requests came, by UDP (as an AH's datagrams). */
+	if (ur_route_resolve(ctx, &h->attr.ah_attr, 0, &h->path, why, sizeof(why))) {
+		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: no way back to an initiator: %s",
+		       ur_qp_num(dct), why);
+		goto err;
+	}
+	h->dc_start = start;
+	h->dc_next = dct->dc_halves->bucket[bucket_of(gid, sqpn)];
+	dct->dc_halves->bucket[bucket_of(gid, sqpn)] = h;
+	dct->dc_halves->n++;
+	return h;
+
+err:
+	ur_engine_timer_fini(ctx->engine, &h->timer);
+	ur_qp_free(h);
+	return NULL;
+}
+
+/* The initiator connected again: the half starts over at its first PSN.
+ * Its last connection is over (the DCI moved on only once everything was
+ * acknowledged), or failed. */
+static void restart_half(struct ur_qp *h, uint32_t start)
+{
+	struct ur_resp_state *r = &h->resp;
+
+	ur_rel_abort(h);
+	h->state = IBV_QPS_RTR;
+	h->qpx.qp_base.state = IBV_QPS_RTR;
+	r->psn = start;
+	r->msn = 0;
+	r->opcode = -1;
+	r->nak_sent = false;
+	r->recv_active = false;
+	r->ack_pending = false;
+	r->res_next = r->res_tx = 0;
+	r->atomic_next = 0;
+	memset(r->res, 0, r->nres * (sizeof(*r->res) + sizeof(*r->atomics)));
+	ur_held_clear(&h->held);
+	h->dc_start = start;
+}
+
+/* Whether a packet naming connection start belongs to a newer connection
+ * than the one the half serves (a late packet of an older one does not). */
+static bool newer_connection(const struct ur_qp *h, uint32_t start, uint64_t now)
+{
+	if (start == h->dc_start)
+		return false;
+	return psn_diff(start, h->dc_start) > 0 || now - h->dc_used_ns > HALF_IDLE_NS;
+}
+
+void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
+		     const struct ur_rx_meta *meta)
+{
+	const uint8_t *deth = ur_pkt_hdr(pkt, UR_HDR_DETH);
+	const uint8_t *rdeth = ur_pkt_hdr(pkt, UR_HDR_RDETH);
+	uint64_t now = ur_now_ns();
+	uint32_t sqpn, start;
+	struct ur_qp *h;
+
+	if (dct->state != IBV_QPS_RTR || !(pkt->mask & UR_OPF_REQ) || !deth || !rdeth) {
+		UR_QP_COUNT(dct, UR_CNT_DROPPED);
+		return;
+	}
+	if (deth_qkey(deth) != dct->dc_key) {
+		UR_QP_COUNT(dct, UR_CNT_QKEY_VIOLATIONS);
+		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: dropped a request with the wrong DC key",
+		       ur_qp_num(dct));
+		return;
+	}
+	sqpn = deth_sqp(deth);
+	start = rdeth_een(rdeth);
+	h = find_half(dct, &meta->sgid, sqpn);
+	if (!h) {
+		h = new_half(dct, &meta->sgid, sqpn, start);
+		if (!h) {
+			UR_QP_COUNT(dct, UR_CNT_DROPPED);
+			return;
+		}
+	}
+	pthread_mutex_lock(&h->lock);
+	if (newer_connection(h, start, now))
+		restart_half(h, start);
+	if (start == h->dc_start) {
+		h->dc_used_ns = now;
+		UR_QP_COUNT(h, UR_CNT_RCVD_PKTS);
+		ur_resp_rx(h, pkt, meta);
+		ur_qp_check_overrun(h);
+	} else {
+		UR_QP_COUNT(h, UR_CNT_DROPPED);   /* a late packet of a closed connection */
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void ur_dc_free_halves(struct ur_qp *dct)
+{
+	struct ur_stack *s = dct->ctx->stack;
+	struct ur_dc_halves *halves = dct->dc_halves;
+
+	if (!halves)
+		return;
+	for (unsigned i = 0; i < HALF_BUCKETS; i++) {
+		struct ur_qp *h = halves->bucket[i];
+
+		while (h) {
+			struct ur_qp *next = h->dc_next;
+
+			pthread_mutex_lock(&h->lock);
+			h->dying = true;
+			ur_rel_abort(h);
+			pthread_mutex_unlock(&h->lock);
+			pthread_mutex_lock(&s->waiting_lock);
+			ur_list_del(&h->wait_link);
+			pthread_mutex_unlock(&s->waiting_lock);
+			ur_engine_quiesce(s->engine);
+			ur_engine_timer_fini(s->engine, &h->timer);
+			ur_qp_free(h);
+			h = next;
+		}
+	}
+	free(halves);
+	dct->dc_halves = NULL;
+}

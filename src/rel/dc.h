@@ -1,0 +1,50 @@
+/* DC, the dynamically connected transport: a DC initiator (DCI) reaches
+ * any DC target (DCT) per work request, by (address, DCT number, key),
+ * and a DCT serves any initiator that knows its key, receiving on an SRQ.
+ *
+ * Reliability is RC's: a DCI is an RC requester whose peer changes with
+ * the work requests, one target at a time, and only once everything sent
+ * to the last one is acknowledged (as a NIC's DCI reconnects).  A DCT
+ * gives each initiator a half: a hidden RC responder, made on its first
+ * packet, sharing the DCT's number, PD, SRQ, CQ and access.  Packets use
+ * RD's opcodes; the RDETH names the connection by its first PSN, so that a
+ * half knows a new connection from a late packet of the last one, and the
+ * DETH carries the key and the initiator's QP number (docs/dc.md).
+ * qp->lock held throughout, unless said otherwise. */
+#ifndef UROCE_REL_DC_H
+#define UROCE_REL_DC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "core/qp.h"
+#include "wire/pkt_parse.h"
+#include "xport/xport.h"
+
+struct ur_context;
+struct ur_send_wqe;
+
+/* Halves a DCT keeps at once; an initiator past them is not answered
+ * (its DCI retries, and fails if none frees). */
+#define UR_DC_MAX_HALVES 1024
+/* READ/ATOMIC requests a half answers at once, per initiator. */
+#define UR_DC_RD_ATOMIC 16
+
+/* A DCI or DCT for attr (its qp_type is the application's
+ * IBV_QPT_DRIVER).  No locks held.  0 or -errno, the reason logged. */
+int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
+		 enum ur_dc_role role, uint32_t key, struct ur_qp **out);
+/* True if the DCI may send w now: w goes where the DCI is connected, or
+ * it connects there, everything before being acknowledged.  False: wait
+ * for the acknowledgements. */
+bool ur_dc_connect(struct ur_qp *dci, struct ur_send_wqe *w);
+/* A request packet for a DCT: checked against its key and handed to the
+ * initiator's half (made if new). */
+void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
+		     const struct ur_rx_meta *meta);
+/* Frees a destroyed DCT's halves.  No locks held; the DCT is out of the
+ * QP table and no packet is being delivered to it. */
+void ur_dc_free_halves(struct ur_qp *dct);
+
+#endif
