@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "core/limits.h"
 #include "core/qp.h"
 #include "wire/pkt_parse.h"
 #include "xport/xport.h"
@@ -28,8 +29,9 @@ struct ur_send_wqe;
 /* Halves a DCT keeps at once; an initiator past them is not answered
  * (its DCI retries, and fails if none frees). */
 #define UR_DC_MAX_HALVES 1024
-/* READ/ATOMIC requests a half answers at once, per initiator. */
-#define UR_DC_RD_ATOMIC 16
+/* READ/ATOMIC requests a half answers at once, per initiator: as many as
+ * any DCI may have outstanding. */
+#define UR_DC_RD_ATOMIC UR_MAX_QP_RD_ATOM
 
 /* A DCI or DCT for attr (its qp_type is the application's
  * IBV_QPT_DRIVER).  No locks held.  0 or -errno, the reason logged. */
