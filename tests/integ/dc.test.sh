@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# ctest-timeout: 900
+# DC through uroce's libmlx5.so.1.  integ_dc: one DCI reaches two DCTs by
+# turns, every byte checked, a wrong key and a bad rkey refused.  Then
+# unmodified perftest -c DC (its ibv_wr_* path, which it takes for part
+# 4115: UROCE_VENDOR_PART_ID): ib_write_bw --qp=2 -a, ib_read_bw,
+# ib_send_bw and ib_write_lat on one host; two DCT servers at once, each
+# with its client; and ib_write_bw/ib_read_bw/ib_send_bw across two
+# network namespaces.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/perftest_cases.sh"
+. "$(dirname "$0")/progs_lib.sh"
+UR_TIMEOUT=240
+
+prog_run lo.dc dc uroce0 1
+
+g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+pt_wr_api lo.write_qp2 ib_write_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -q 2 -a -n 50
+pt_wr_api lo.read ib_read_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
+pt_wr_api lo.read_all ib_read_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -a -n 20
+pt_wr_api lo.send ib_send_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
+pt_wr_api lo.write_lat ib_write_lat uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 200
+
+# Two DCT servers (as in the notes: two processes, one port each), both
+# served at once.
+p1=$(ur_port); p2=$(ur_port)
+UR_ENV=(UROCE_VENDOR_PART_ID=4115)
+ur_start two.s1 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1"
+ur_start two.s2 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2"
+ur_wait_listen "$p1" "$(ur_prog_pid two.s1)" || ur_fail "two.s1 listens on $p1"
+ur_wait_listen "$p2" "$(ur_prog_pid two.s2)" || ur_fail "two.s2 listens on $p2"
+ur_start two.c1 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1" 127.0.0.1
+ur_start two.c2 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2" 127.0.0.1
+for t in two.c1 two.c2 two.s1 two.s2; do
+	ur_wait "$t"
+	ur_expect_rc "$t" 0 "$t: ib_write_bw -c DC exits 0 with another DCT server beside it"
+	ur_expect_grep "$t" '^ *65536 +4000 ' "$t: a result row for 2 QPs x 2000 WRITEs of 64 KiB"
+done
+UR_ENV=()
+
+ur_netns_pair 1500
+export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
+gs=$(UR_NS=$UR_NS_B ur_gid_index uroce1 "::ffff:$UR_IP_B")
+pt_wr_api veth.write ib_write_bw uroce1 uroce1 "$UR_IP_B" all -x "$gs" -c DC -q 2 -a -n 20
+pt_wr_api veth.read ib_read_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
+pt_wr_api veth.send ib_send_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
+
+ur_done
