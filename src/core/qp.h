@@ -57,6 +57,7 @@ struct ur_send_wqe {
 	uint32_t remote_qpn;     /* UD */
 	uint32_t remote_qkey;    /* UD */
 	uint32_t remote_srqn;    /* XRC */
+	uint64_t dc_key;         /* DC: the target's key (remote_qpn: its number) */
 	struct ur_mw *mw;        /* BIND_MW: the window, w->rkey its new key */
 	struct ibv_mw_bind_info bind;
 
@@ -90,7 +91,7 @@ struct ur_qp {
 	struct ur_held *held_resp;       /* RC requester: READ responses past a gap */
 	enum ibv_qp_type type;
 	uint8_t dc;                      /* enum ur_dc_role */
-	uint32_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
+	uint64_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
 	uint32_t dc_start;               /* INI, HALF: the PSN the connection began at */
 	struct ur_dc_halves *dc_halves;  /* TGT: its initiators' halves */
 	struct ur_qp *dc_tgt;            /* HALF: its target */
@@ -177,7 +178,7 @@ int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **ba
 void ur_qp_init_wr_builders(struct ur_qp *qp);
 /* The DC target of the WQE being built on a DCI (mlx5dv_wr_set_dc_addr):
  * the DCT's number behind ah, and the key it checks. */
-void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint32_t key);
+void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint64_t key);
 
 /* Work requests executed inside the device, never put on the wire. */
 static inline bool ur_wr_is_local(uint32_t op)

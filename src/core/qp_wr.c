@@ -218,7 +218,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 	w->remote_qkey = remote_qkey;
 }
 
-void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint32_t key)
+void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint64_t key)
 {
 	struct ur_send_wqe *w = cur_wqe(qp);
 
@@ -230,7 +230,7 @@ void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, ui
 	}
 	w->ah = to_uah(ah);
 	w->remote_qpn = dctn & 0xffffff;
-	w->remote_qkey = key;
+	w->dc_key = key;
 }
 
 /* Operations uroce does not offer through this interface yet: the batch

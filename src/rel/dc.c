@@ -33,7 +33,7 @@ struct ur_dc_halves {
 /* ---- creation ----------------------------------------------------------- */
 
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
-		 enum ur_dc_role role, uint32_t key, struct ur_qp **out)
+		 enum ur_dc_role role, uint64_t key, struct ur_qp **out)
 {
 	struct ibv_qp_init_attr_ex a = *attr;
 	const char *dev = ctx->dev->ibdev.name;
@@ -84,7 +84,7 @@ static bool same_target(const struct ur_qp *qp, const struct ur_send_wqe *w)
 	const struct ibv_ah_attr *now = &qp->attr.ah_attr, *to = &w->ah->attr;
 
 	return qp->dc_on && qp->attr.dest_qp_num == w->remote_qpn &&
-	       qp->dc_key == w->remote_qkey && now->grh.sgid_index == to->grh.sgid_index &&
+	       qp->dc_key == w->dc_key && now->grh.sgid_index == to->grh.sgid_index &&
 	       !memcmp(&now->grh.dgid, &to->grh.dgid, sizeof(now->grh.dgid));
 }
 
@@ -98,7 +98,7 @@ bool ur_dc_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 	qp->path = w->ah->path;
 	qp->attr.ah_attr = w->ah->attr;
 	qp->attr.dest_qp_num = w->remote_qpn;
-	qp->dc_key = w->remote_qkey;
+	qp->dc_key = w->dc_key;
 	qp->dc_start = qp->req.psn;
 	qp->dc_on = true;
 	/* A fresh peer: its own retry budget and an unknown holding rule. */
@@ -227,17 +227,18 @@ static bool newer_connection(const struct ur_qp *h, uint32_t start, uint64_t now
 void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		     const struct ur_rx_meta *meta)
 {
+	const uint8_t *dceth = ur_pkt_hdr(pkt, UR_HDR_DCETH);
 	const uint8_t *deth = ur_pkt_hdr(pkt, UR_HDR_DETH);
 	const uint8_t *rdeth = ur_pkt_hdr(pkt, UR_HDR_RDETH);
 	uint64_t now = ur_now_ns();
 	uint32_t sqpn, start;
 	struct ur_qp *h;
 
-	if (dct->state != IBV_QPS_RTR || !(pkt->mask & UR_OPF_REQ) || !deth || !rdeth) {
+	if (dct->state != IBV_QPS_RTR || !(pkt->mask & UR_OPF_REQ) || !dceth || !deth || !rdeth) {
 		UR_QP_COUNT(dct, UR_CNT_DROPPED);
 		return;
 	}
-	if (deth_qkey(deth) != dct->dc_key) {
+	if (dceth_key(dceth) != dct->dc_key) {
 		UR_QP_COUNT(dct, UR_CNT_QKEY_VIOLATIONS);
 		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: dropped a request with the wrong DC key",
 		       ur_qp_num(dct));

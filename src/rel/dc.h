@@ -36,7 +36,7 @@ struct ur_send_wqe;
 /* A DCI or DCT for attr (its qp_type is the application's
  * IBV_QPT_DRIVER).  No locks held.  0 or -errno, the reason logged. */
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
-		 enum ur_dc_role role, uint32_t key, struct ur_qp **out);
+		 enum ur_dc_role role, uint64_t key, struct ur_qp **out);
 /* True if the DCI may send w now: w goes where the DCI is connected, or
  * it connects there, everything before being acknowledged.  False: wait
  * for the acknowledgements. */

@@ -9,7 +9,6 @@
 #include "core/qp.h"
 #include "rel/dc.h"
 #include "util/compiler.h"
-#include "util/log.h"
 #include "verbs/verbs_priv.h"
 
 _Static_assert(sizeof(((struct ur_qp *)0)->driver_ext) == UROCE_QP_DRIVER_EXT_BYTES,
@@ -31,16 +30,10 @@ UR_EXPORT struct ibv_qp *uroce_dc_create_qp(struct ibv_context *ibctx,
 	if (attr->qp_type != IBV_QPT_DRIVER ||
 	    (role != UROCE_DC_INITIATOR && role != UROCE_DC_TARGET))
 		return ur_ret_obj(-EINVAL, NULL);
-	/* The key travels in the DETH's 32-bit Q_Key field (docs/dc.md). */
-	if (dct_key >> 32) {
-		ur_err(ctx->dev->ibdev.name, "DC key 0x%llx is wider than 32 bits, which uroce's "
-		       "DC packets carry; use a 32-bit key", (unsigned long long)dct_key);
-		return ur_ret_obj(-EOPNOTSUPP, NULL);
-	}
 	if (!ctx->stack)
 		return ur_ret_obj(ctx->stack_err ? ctx->stack_err : -ENODEV, NULL);
 	ret = ur_dc_create(ctx, attr,
-			   role == UROCE_DC_TARGET ? UR_DC_TGT : UR_DC_INI, (uint32_t)dct_key, &qp);
+			   role == UROCE_DC_TARGET ? UR_DC_TGT : UR_DC_INI, dct_key, &qp);
 	if (ret)
 		return ur_ret_obj(ret, NULL);
 	return ur_verbs_qp_out(qp);
@@ -49,12 +42,7 @@ UR_EXPORT struct ibv_qp *uroce_dc_create_qp(struct ibv_context *ibctx,
 UR_EXPORT void uroce_dc_wr_set_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t dctn,
 				    uint64_t dc_key)
 {
-	struct ur_qp *qp = to_uqp(&qpx->qp_base);
-
-	/* A key no DCT of uroce's can have: the WR fails at the target. */
-	ur_qp_wr_set_dc_addr(qp, ah, dctn, (uint32_t)dc_key);
-	if (dc_key >> 32)
-		qp->wr_err = -EOPNOTSUPP;
+	ur_qp_wr_set_dc_addr(to_uqp(&qpx->qp_base), ah, dctn, dc_key);
 }
 
 UR_EXPORT enum uroce_dc_role uroce_dc_role(struct ibv_qp *qp)

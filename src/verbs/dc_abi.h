@@ -31,9 +31,8 @@ struct uroce_dc_caps {
 int uroce_dc_abi_version(void);
 /* A DCI or DCT, for attr (qp_type IBV_QPT_DRIVER; a DCT needs attr->srq
  * and takes no send queue).  dct_key: the key a DCT accepts (a DCI gives
- * its key with each work request).  NULL with errno set on failure:
- * EINVAL for attributes DC cannot take, EOPNOTSUPP for a key wider than
- * 32 bits (docs/dc.md). */
+ * its key with each work request).  NULL with errno set on failure
+ * (EINVAL for attributes DC cannot take). */
 struct ibv_qp *uroce_dc_create_qp(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr,
 				  enum uroce_dc_role role, uint64_t dct_key);
 /* The DC address of the work request being built with ibv_wr_* on a DCI:

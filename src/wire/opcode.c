@@ -4,7 +4,11 @@
  * mask at compile time, walking the headers in wire order (IBA vol 1,
  * 9.2 and the XRC and memory placement annexes):
  *
- *   BTH RDETH DETH XRCETH FETH RETH AtomicETH AETH ImmDt IETH AtomicAckETH payload
+ *   BTH DCETH RDETH DETH XRCETH FETH RETH AtomicETH AETH ImmDt IETH AtomicAckETH payload
+ *
+ * DCETH is DC's: the 8-byte DC access key that follows the BTH of every
+ * packet whose opcode is RD's, as Wireshark's InfiniBand dissector reads
+ * a DC packet (docs/dc.md).
  *
  * so an offset can never disagree with the header list.  The unit tests check
  * the result against per-opcode header lists written out by hand.
@@ -16,7 +20,8 @@
 
 /* Where each header ends (or would end): the start of the next one. */
 #define END_BTH(m)	UR_BTH_BYTES
-#define END_RDETH(m)	(END_BTH(m) + LEN(m, RDETH))
+#define END_DCETH(m)	(END_BTH(m) + LEN(m, DCETH))
+#define END_RDETH(m)	(END_DCETH(m) + LEN(m, RDETH))
 #define END_DETH(m)	(END_RDETH(m) + LEN(m, DETH))
 #define END_XRCETH(m)	(END_DETH(m) + LEN(m, XRCETH))
 #define END_FETH(m)	(END_XRCETH(m) + LEN(m, FETH))
@@ -36,7 +41,8 @@
 	.length = END_ALL(m),						\
 	.offset = {							\
 		[UR_HDR_BTH]	 = 0,					\
-		[UR_HDR_RDETH]	 = AT(m, RDETH, BTH),			\
+		[UR_HDR_DCETH]	 = AT(m, DCETH, BTH),			\
+		[UR_HDR_RDETH]	 = AT(m, RDETH, DCETH),			\
 		[UR_HDR_DETH]	 = AT(m, DETH, RDETH),			\
 		[UR_HDR_XRCETH]	 = AT(m, XRCETH, DETH),			\
 		[UR_HDR_FETH]	 = AT(m, FETH, XRCETH),			\
@@ -78,9 +84,10 @@
 #define ATOMIC_WRITE	(UR_OPF_REQ | UR_OPF_ATOMIC_WRITE | UR_OPF_RETH | UR_OPF_PAYLOAD | P_SINGLE)
 
 /* Transport-specific headers: RD requests carry RDETH+DETH and RD responses
- * RDETH; UD carries DETH; XRC requests (not responses) carry XRCETH. */
-#define RD_REQ(m)	((m) | UR_OPF_RDETH | UR_OPF_DETH)
-#define RD_RESP(m)	((m) | UR_OPF_RDETH)
+ * RDETH, both after DC's DCETH; UD carries DETH; XRC requests (not
+ * responses) carry XRCETH. */
+#define RD_REQ(m)	((m) | UR_OPF_DCETH | UR_OPF_RDETH | UR_OPF_DETH)
+#define RD_RESP(m)	((m) | UR_OPF_DCETH | UR_OPF_RDETH)
 #define UD(m)		((m) | UR_OPF_DETH)
 #define XRC(m)		((m) | UR_OPF_XRCETH)
 

@@ -62,7 +62,8 @@ enum ur_opcode_value {
 	UR_OP_UC_RDMA_WRITE_ONLY			= 0x2a,
 	UR_OP_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE		= 0x2b,
 
-	/* RD: described so that logs and the parser know them; no RD QPs exist. */
+	/* RD's opcodes, which DC uses (rel/dc.h): with the 8-byte DC header
+	 * after the BTH, as DC packets have it.  uroce has no RD QPs. */
 	UR_OP_RD_SEND_FIRST				= 0x40,
 	UR_OP_RD_SEND_MIDDLE				= 0x41,
 	UR_OP_RD_SEND_LAST				= 0x42,
@@ -128,6 +129,7 @@ enum ur_hdr_type {
 	UR_HDR_DETH,
 	UR_HDR_XRCETH,
 	UR_HDR_FETH,
+	UR_HDR_DCETH,		/* DC: right after the BTH (see opcode.c) */
 	UR_HDR_PAYLOAD,
 	UR_NUM_HDR_TYPES
 };
@@ -145,36 +147,37 @@ enum ur_hdr_type {
 #define UR_OPF_DETH		ur_hdr_bit(UR_HDR_DETH)
 #define UR_OPF_XRCETH		ur_hdr_bit(UR_HDR_XRCETH)
 #define UR_OPF_FETH		ur_hdr_bit(UR_HDR_FETH)
+#define UR_OPF_DCETH		ur_hdr_bit(UR_HDR_DCETH)
 #define UR_OPF_PAYLOAD		ur_hdr_bit(UR_HDR_PAYLOAD) /* may carry payload */
 /* Direction: exactly one of the two, except for CNP which is neither. */
-#define UR_OPF_REQ		(1u << 12)	/* requester -> responder */
-#define UR_OPF_RESP		(1u << 13)	/* ACK/NAK, read response, atomic ACK */
+#define UR_OPF_REQ		(1u << 13)	/* requester -> responder */
+#define UR_OPF_RESP		(1u << 14)	/* ACK/NAK, read response, atomic ACK */
 /* Position within a segmented message (sends, writes, read responses). */
-#define UR_OPF_FIRST		(1u << 14)
-#define UR_OPF_MIDDLE		(1u << 15)
-#define UR_OPF_LAST		(1u << 16)
+#define UR_OPF_FIRST		(1u << 15)
+#define UR_OPF_MIDDLE		(1u << 16)
+#define UR_OPF_LAST		(1u << 17)
 #define UR_OPF_ONLY		(UR_OPF_FIRST | UR_OPF_LAST)
 /* Message boundaries for every opcode: FIRST or ONLY, or a single-packet
  * operation (read request, atomic, flush, atomic write, ACK), starts one;
  * LAST or ONLY or a single-packet operation ends one. */
-#define UR_OPF_START		(1u << 17)
-#define UR_OPF_END		(1u << 18)
+#define UR_OPF_START		(1u << 18)
+#define UR_OPF_END		(1u << 19)
 /* Request kind; set on request packets only. */
-#define UR_OPF_SEND		(1u << 19)
-#define UR_OPF_WRITE		(1u << 20)
-#define UR_OPF_READ		(1u << 21)
-#define UR_OPF_ATOMIC		(1u << 22)
-#define UR_OPF_FLUSH		(1u << 23)
-#define UR_OPF_ATOMIC_WRITE	(1u << 24)
-#define UR_OPF_IMM		(1u << 25)	/* with immediate (carries ImmDt) */
-#define UR_OPF_INV		(1u << 26)	/* with invalidate (carries IETH) */
+#define UR_OPF_SEND		(1u << 20)
+#define UR_OPF_WRITE		(1u << 21)
+#define UR_OPF_READ		(1u << 22)
+#define UR_OPF_ATOMIC		(1u << 23)
+#define UR_OPF_FLUSH		(1u << 24)
+#define UR_OPF_ATOMIC_WRITE	(1u << 25)
+#define UR_OPF_IMM		(1u << 26)	/* with immediate (carries ImmDt) */
+#define UR_OPF_INV		(1u << 27)	/* with invalidate (carries IETH) */
 /* Responder side effects.  RWR: the packet belongs to a message that consumes
  * a receive WQE: every packet of a send, and the LAST/ONLY packet of an RDMA
  * write with immediate (the only one that touches the receive queue).
  * COMP: RWR and END, the packet after which the responder completes that
  * receive WQE. */
-#define UR_OPF_RWR		(1u << 27)
-#define UR_OPF_COMP		(1u << 28)
+#define UR_OPF_RWR		(1u << 28)
+#define UR_OPF_COMP		(1u << 29)
 
 struct ur_opcode_info {
 	const char *name;

@@ -26,6 +26,7 @@
 #define UR_IETH_BYTES		4
 #define UR_RDETH_BYTES		4
 #define UR_DETH_BYTES		8
+#define UR_DCETH_BYTES		8
 #define UR_XRCETH_BYTES		4
 #define UR_FETH_BYTES		4
 #define UR_ICRC_BYTES		4
@@ -244,6 +245,10 @@ static inline uint32_t rdeth_een(const uint8_t *h) { return ur_get_be24(h); }
 static inline void rdeth_set_een(uint8_t *h, uint32_t een) { ur_put_be32(h, een & UR_QPN_MASK); }
 
 /* ---- DETH (8): Q_Key, reserved(8) SrcQP(24) ---- */
+/* DCETH: DC's access key, 64 bits. */
+static inline uint64_t dceth_key(const uint8_t *h) { return ur_get_be64(h); }
+static inline void dceth_set_key(uint8_t *h, uint64_t key) { ur_put_be64(h, key); }
+
 static inline uint32_t deth_qkey(const uint8_t *h) { return ur_get_be32(h); }
 static inline uint32_t deth_sqp(const uint8_t *h) { return ur_get_be24(h + 4); }
 static inline void deth_set_qkey(uint8_t *h, uint32_t qkey) { ur_put_be32(h, qkey); }

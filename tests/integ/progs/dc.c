@@ -1,5 +1,6 @@
 /* DC through mlx5dv, as perftest and pyverbs use it: one DCI reaches two
- * DCTs by turns (mlx5dv_wr_set_dc_addr per work request), with RDMA WRITE,
+ * DCTs (keys of 32 and 64 bits) by turns (mlx5dv_wr_set_dc_addr per work
+ * request), with RDMA WRITE,
  * READ, SEND (into each DCT's SRQ) and both atomics, every byte checked;
  * a wrong DC key is never answered (the DCI fails with RETRY_EXC_ERR and
  * the DCT's memory is untouched); a bad rkey fails the DCI with
@@ -16,8 +17,8 @@
 
 #include "vt.h"
 
-#define KEY_A 0xffeeddccu
-#define KEY_B 0x0badc0deu
+#define KEY_A 0xffeeddccull
+#define KEY_B 0x0badc0de00c0ffeeull
 #define LEN 65536
 #define ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 	     IBV_ACCESS_REMOTE_ATOMIC)
@@ -29,7 +30,7 @@ struct dct {
 	struct ibv_srq *srq;
 	struct ibv_qp *qp;
 	struct vt_buf mem;
-	uint32_t key;
+	uint64_t key;
 };
 
 struct dci {
@@ -70,7 +71,7 @@ static struct ibv_ah_attr av(struct vt_dev *d)
 	return a;
 }
 
-static void dct_open(struct dct *t, struct vt_dev *d, uint32_t key, uint8_t seed)
+static void dct_open(struct dct *t, struct vt_dev *d, uint64_t key, uint8_t seed)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 1 } };
 	struct mlx5dv_qp_init_attr dv = { .comp_mask = MLX5DV_QP_INIT_ATTR_MASK_DC };
@@ -154,7 +155,7 @@ static void dci_close(struct dci *c)
 enum op { WRITE, READ, SEND, FADD, CSWAP };
 
 /* One work request from the DCI to t; the completion's status. */
-static enum ibv_wc_status post(struct dci *c, struct ibv_ah *ah, struct dct *t, uint32_t key,
+static enum ibv_wc_status post(struct dci *c, struct ibv_ah *ah, struct dct *t, uint64_t key,
 			       enum op op, struct vt_buf *local, size_t off, uint32_t len,
 			       uint64_t remote, uint32_t rkey)
 {
