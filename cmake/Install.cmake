@@ -3,10 +3,10 @@
 #   PREFIX/bin/uroce                      the tool, on the PATH
 #   PREFIX/lib/uroce/libibverbs.so.1      uroce's libraries, in a directory of
 #   PREFIX/lib/uroce/librdmacm.so.1       its own that no search path names:
-#                                         they never shadow the system's
-#                                         libibverbs and librdmacm unless
-#                                         asked, by `uroce run` or the opt-in
-#                                         files below
+#   PREFIX/lib/uroce/libmlx5.so.1         they never shadow the system's
+#                                         libibverbs, librdmacm and libmlx5
+#                                         unless asked, by `uroce run` or the
+#                                         opt-in files below
 #   PREFIX/share/man/man1/uroce*.1        man pages (`man uroce`)
 #   PREFIX/share/uroce/env.sh             `. env.sh`: this shell's programs
 #                                         get uroce's library (opt-in)
@@ -17,9 +17,9 @@
 include(GNUInstallDirs)
 
 set(UROCE_INSTALL_PRIVLIB "lib/uroce" CACHE STRING
-    "where uroce's libibverbs.so.1 and librdmacm.so.1 go, under the prefix (private: no search path names it)")
+    "where uroce's libibverbs.so.1, librdmacm.so.1 and libmlx5.so.1 go, under the prefix (private: no search path names it)")
 
-install(TARGETS ibverbs rdmacm LIBRARY DESTINATION ${UROCE_INSTALL_PRIVLIB} NAMELINK_SKIP)
+install(TARGETS ibverbs rdmacm mlx5 LIBRARY DESTINATION ${UROCE_INSTALL_PRIVLIB} NAMELINK_SKIP)
 # The tool finds its library relative to itself (tools/uroce/cmd_run.c
 # looks in ../lib/uroce too), wherever the prefix is.
 set_target_properties(uroce PROPERTIES INSTALL_RPATH "$ORIGIN/../${UROCE_INSTALL_PRIVLIB}")
@@ -53,7 +53,7 @@ set(CPACK_PACKAGE_NAME uroce)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "uroce developers <uroce@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "software RoCEv2 RDMA devices in user space (private libibverbs.so.1 and librdmacm.so.1, and the uroce tool)")
+    "software RoCEv2 RDMA devices in user space (private libibverbs.so.1, librdmacm.so.1 and libmlx5.so.1, and the uroce tool)")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 # The tool's libraries are the package's own (private directory), so

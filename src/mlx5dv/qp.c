@@ -44,8 +44,8 @@ static void wr_set_dc_addr_stream(struct mlx5dv_qp_ex *mqp, struct ibv_ah *ah, u
 /* The mlx5-only builders (UMR memory keys, signature and crypto, raw WQEs,
  * DMA memcpy) and, on a QP that is not a DCI, the DC address.  A QP with
  * these operations cannot be made here (mlx5dv_create_qp refuses
- * MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS, as mlx5 refuses a builder the
- * QP was not created with), so a call is a program's mistake.
+ * MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS, which mlx5 needs to enable
+ * them), so a call is a program's mistake.
  * libibverbs.so.1 offers no way to fail the batch from here (its builders
  * record their error inside the QP), so these do nothing: the work request
  * they describe is not built. */

@@ -22,6 +22,7 @@
 # missing with apt-get, otherwise it prints the command and fails.
 set -u
 set -o pipefail
+. "$(dirname "$0")/abi_lib.sh"
 
 BUILD=${UROCE_BUILD:?UROCE_BUILD must point at the build directory}
 UROCE_LIB=$BUILD/lib/libibverbs.so.1
@@ -121,16 +122,8 @@ note "${#clients[@]} clients"
 # --- symbol tables --------------------------------------------------------
 
 # defined LIB: "VERSION NAME DEFAULT|HIDDEN" for every libibverbs-versioned
-# definition (objdump -T shows a hidden, non-default version in parentheses).
-defined() {
-	objdump -T "$1" | awk '
-		NF < 3 || /\*UND\*/ || /\*ABS\*/ { next }
-		$(NF-1) ~ /^\(?IBVERBS_/ {
-			v = $(NF-1); kind = "DEFAULT"
-			if (v ~ /^\(/) { gsub(/[()]/, "", v); kind = "HIDDEN" }
-			print v, $NF, kind
-		}' | sort -u
-}
+# definition.
+defined() { abi_defs "$1" '^IBVERBS_'; }
 
 # imported FILE: "VERSION NAME" for every undefined libibverbs-versioned symbol.
 imported() {
@@ -169,22 +162,9 @@ echo "  $(wc -l < "$OUT/reference.default") reference symbols, $n missing"
 extra=$(comm -13 "$OUT/reference.default" "$OUT/uroce.default")
 [ -z "$extra" ] || { echo "  note: exported by uroce only:"; echo "$extra" | sed 's/^/    /'; }
 
-# nodes LIB: "NODE <- PARENT" per version definition ("NODE <-" if none),
-# plus "BASE name".
-nodes() {
-	readelf -V --wide "$1" | awk '
-		/^Version definition/ { on = 1; next }
-		/^Version (needs|symbols)/ { on = 0 }
-		!on { next }
-		/Flags: BASE/ { sub(/.*Name: /, ""); print "BASE", $0; cur = ""; next }
-		/Name: / { flush(); sub(/.*Name: /, ""); cur = $0; par = ""; next }
-		/Parent [0-9]+: / { sub(/.*Parent [0-9]+: /, ""); par = par " " $0; next }
-		function flush() { if (cur != "") print cur " <-" par }
-		END { flush() }' | sort
-}
-nodes "$SYS_LIB" > "$OUT/reference.nodes"
+abi_nodes "$SYS_LIB" > "$OUT/reference.nodes"
 # UROCE_PRIVATE_1 is uroce's own node, for its librdmacm.so.1 (cm_abi.h).
-nodes "$UROCE_LIB" | grep -v '^UROCE_PRIVATE_' > "$OUT/uroce.nodes"
+abi_nodes "$UROCE_LIB" | grep -v '^UROCE_PRIVATE_' > "$OUT/uroce.nodes"
 if ! diff -u "$OUT/reference.nodes" "$OUT/uroce.nodes" > "$OUT/nodes.diff"; then
 	sed 's/^/  /' "$OUT/nodes.diff"
 	fail "(a) version nodes differ from the reference"
@@ -229,8 +209,8 @@ if [ -f "$UROCE_CM_LIB" ]; then
 	echo "  $(wc -l < "$OUT/rdmacm.reference.default") reference symbols, $(wc -l < "$OUT/rdmacm.missing") missing"
 	[ -s "$OUT/rdmacm.missing" ] && fail "(d) librdmacm symbols missing"
 	[ -s "$OUT/rdmacm.reference.default" ] || fail "(d) no RDMACM_* symbols in the system's librdmacm"
-	nodes "$libdir/librdmacm.so.1" > "$OUT/rdmacm.reference.nodes"
-	nodes "$UROCE_CM_LIB" > "$OUT/rdmacm.uroce.nodes"
+	abi_nodes "$libdir/librdmacm.so.1" > "$OUT/rdmacm.reference.nodes"
+	abi_nodes "$UROCE_CM_LIB" > "$OUT/rdmacm.uroce.nodes"
 	if ! diff -u "$OUT/rdmacm.reference.nodes" "$OUT/rdmacm.uroce.nodes" > "$OUT/rdmacm.nodes.diff"; then
 		sed 's/^/  /' "$OUT/rdmacm.nodes.diff"
 		fail "(d) librdmacm version nodes differ from the reference"

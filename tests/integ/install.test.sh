@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # ctest-timeout: 300
 # The install (cmake/Install.cmake): `cmake --install` of this build into a
-# temporary prefix puts uroce in bin/, its libibverbs.so.1 and
-# librdmacm.so.1 in the private lib/uroce/ only, and the man pages where man
-# finds them; from there `uroce run -- ibv_devinfo` sees uroce0, `uroce run`
-# gives rdma_cm programs the installed librdmacm.so.1 (ucmatose connects on
-# lo through it), a plain ibv_devinfo still gets
+# temporary prefix puts uroce in bin/, its libibverbs.so.1, librdmacm.so.1
+# and libmlx5.so.1 in the private lib/uroce/ only, and the man pages where
+# man finds them; from there `uroce run -- ibv_devinfo` sees uroce0, `uroce
+# run` gives rdma_cm programs the installed librdmacm.so.1 (ucmatose
+# connects on lo through it) and perftest the installed libmlx5.so.1, a
+# plain ibv_devinfo still gets
 # the system's library (the install shadows nothing), and the opt-in
 # env.sh gives uroce's.  Then `cpack -G DEB` makes a package with the same
 # files under /usr, whose extracted uroce runs the same way (normal build
@@ -19,12 +20,12 @@ UR_ENV=(LD_LIBRARY_PATH=)
 
 ur_run install cmake --install "$UR_BUILD" --prefix "$prefix"
 ur_expect_rc install 0 "cmake --install --prefix $prefix"
-for f in bin/uroce lib/uroce/libibverbs.so.1 lib/uroce/librdmacm.so.1 share/man/man1/uroce.1 share/man/man1/uroce-run.1 \
+for f in bin/uroce lib/uroce/libibverbs.so.1 lib/uroce/librdmacm.so.1 lib/uroce/libmlx5.so.1 share/man/man1/uroce.1 share/man/man1/uroce-run.1 \
 	 share/uroce/env.sh share/uroce/ld.so.conf.d/uroce.conf; do
 	if [ -e "$prefix/$f" ]; then ur_pass "installed $f"; else ur_fail "missing $f"; fi
 done
-leaked=$(find "$prefix" \( -name 'libibverbs*' -o -name 'librdmacm*' \) -not -path "$prefix/lib/uroce/*")
-ur_expect_eq "libibverbs or librdmacm outside the private lib/uroce/" "" "$leaked"
+leaked=$(find "$prefix" \( -name 'libibverbs*' -o -name 'librdmacm*' -o -name 'libmlx5*' \) -not -path "$prefix/lib/uroce/*")
+ur_expect_eq "libibverbs, librdmacm or libmlx5 outside the private lib/uroce/" "" "$leaked"
 if command -v man >/dev/null; then
 	ur_expect_eq "man finds uroce(1) in the prefix" "$prefix/share/man/man1/uroce.1" \
 		"$(MANPATH=$prefix/share/man man -w uroce 2>&1)"
@@ -47,6 +48,11 @@ if command -v ucmatose >/dev/null; then
 	ur_expect_pair_ok inst.ucmatose "installed uroce run: ucmatose -c 2 on lo" &&
 		ur_expect_grep inst.ucmatose.client '^return status 0' "ucmatose client: return status 0"
 fi
+if command -v ib_write_bw >/dev/null; then
+	ur_run inst.ldd.mlx5 "$prefix/bin/uroce" run -- ldd "$(command -v ib_write_bw)"
+	ur_expect_grep inst.ldd.mlx5 "libmlx5\.so\.1 => $prefix/lib/uroce/libmlx5\.so\.1" \
+		"installed uroce run: perftest loads the installed libmlx5.so.1"
+fi
 ur_run inst.plain ibv_devinfo
 ur_expect_no_grep inst.plain 'uroce0' "plain ibv_devinfo after the install: the system's library, no uroce0"
 ur_run inst.env bash -c ". '$prefix/share/uroce/env.sh' && exec ibv_devinfo"
@@ -65,12 +71,13 @@ if [ -n "$deb" ]; then
 	ur_pass "cpack -G DEB: $(basename "$deb")"
 	contents=$(dpkg-deb -c "$deb" | awk '{ print $6 }')
 	for f in ./usr/bin/uroce ./usr/lib/uroce/libibverbs.so.1 ./usr/lib/uroce/librdmacm.so.1 \
+		 ./usr/lib/uroce/libmlx5.so.1 \
 		 ./usr/share/man/man1/uroce.1 \
 		 ./usr/share/uroce/env.sh; do
 		if grep -qxF "$f" <<<"$contents"; then ur_pass "package holds $f"; else ur_fail "package lacks $f"; fi
 	done
-	ur_expect_eq "package: libibverbs and librdmacm only in usr/lib/uroce/" "" \
-		"$(grep -E 'libibverbs|librdmacm' <<<"$contents" | grep -v '^./usr/lib/uroce/')"
+	ur_expect_eq "package: libibverbs, librdmacm and libmlx5 only in usr/lib/uroce/" "" \
+		"$(grep -E 'libibverbs|librdmacm|libmlx5' <<<"$contents" | grep -v '^./usr/lib/uroce/')"
 	dpkg-deb -x "$deb" "$UR_TMP/debroot"
 	ur_run deb.run "$UR_TMP/debroot/usr/bin/uroce" run -- ibv_devinfo
 	ur_expect_grep deb.run '^hca_id:[[:space:]]+uroce0$' "the package's uroce run -- ibv_devinfo sees uroce0"

@@ -23,6 +23,7 @@ import tempfile
 # Top to bottom; folders on one floor share a number.
 FLOORS = {
     "rdmacm": 9,  # librdmacm.so.1's ABI boundary, over the verbs ABI
+    "mlx5dv": 9,  # libmlx5.so.1's ABI boundary, over the verbs ABI
     "cm": 8,      # the connection manager's state machine (in librdmacm.so.1)
     "verbs": 7,   # the ABI boundary
     "rel": 6,     # the protocol and the per-process stack
@@ -33,7 +34,7 @@ FLOORS = {
     "engine": 2,  # the reactor
     "util": 1,    # the ground
 }
-ERRNO_MAY_WRITE = {"verbs", "rdmacm"}
+ERRNO_MAY_WRITE = {"verbs", "rdmacm", "mlx5dv"}
 ERRNO_ALLOWED_FILES = {"util/log.c"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
