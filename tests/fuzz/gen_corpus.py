@@ -6,6 +6,8 @@ fuzz target's fixed IPv4 path (fuzz_common.h) with a random IP ID and DF set, a
 few for its IPv6 path, and malformed packets named after the parse result
 they must get.  The header layouts are restated here from the IBA tables, so
 the corpus also cross-checks the C opcode table (tests/unit/fuzz_replay).
+RD's opcodes carry DC's 8-byte DCETH after the BTH, as uroce sends them
+(docs/dc.md).
 
 Run from the repository root:  /usr/bin/python3 tests/fuzz/gen_corpus.py
 """
@@ -19,7 +21,8 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "pkt_pa
 IP4 = (socket.inet_pton(socket.AF_INET, "10.0.0.1"), socket.inet_pton(socket.AF_INET, "10.0.0.2"))
 IP6 = (socket.inet_pton(socket.AF_INET6, "fd00::1"), socket.inet_pton(socket.AF_INET6, "fd00::2"))
 SPORT, DPORT = 0xC001, 4791
-SIZE = dict(RETH=16, AETH=4, ATMETH=28, ATMACK=8, IMMDT=4, IETH=4, RDETH=4, DETH=8, XRCETH=4, FETH=4)
+SIZE = dict(RETH=16, AETH=4, ATMETH=28, ATMACK=8, IMMDT=4, IETH=4, DCETH=8, RDETH=4, DETH=8, XRCETH=4,
+            FETH=4)
 
 # Operation (low 5 bits) -> (name, extension headers, carries payload, is request)
 OPS = {
@@ -59,7 +62,7 @@ def opcodes():
         if low <= 0x0B:
             table[0x20 | low] = ("UC_" + name, hdrs, pay)
         if low <= 0x14:
-            table[0x40 | low] = ("RD_" + name, ["RDETH"] + (["DETH"] if req else []) + hdrs, pay)
+            table[0x40 | low] = ("RD_" + name, ["DCETH", "RDETH"] + (["DETH"] if req else []) + hdrs, pay)
         if low <= 0x17 and low != 0x15:
             table[0xA0 | low] = ("XRC_" + name, (["XRCETH"] if req else []) + hdrs, pay)
     table[0x64] = ("UD_SEND_ONLY", ["DETH"], True)

@@ -12,9 +12,7 @@
 #  - an RC ib_write_bw pair on lo still runs, perftest now on uroce's
 #    libmlx5;
 #  - progs/mlx5dv_api.c: what a program sees of the library;
-#  - perftest's DC mode (ib_write_bw -c DC) runs, or while libibverbs.so.1
-#    has no DC fails at once on both sides.  Both expect what
-#    DC_IMPLEMENTED in progs/mlx5dv_api.c says.
+#  - perftest's DC mode (ib_write_bw -c DC) runs through it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/abi_lib.sh"
 . "$(dirname "$0")/progs_lib.sh"
@@ -116,26 +114,10 @@ fi
 prog_run lo.mlx5dv_api mlx5dv_api uroce0 "${g4:-1}"
 
 # perftest's DC mode, on its mlx5dv path (it takes it with the ibv_wr_*
-# API, part 4115; without, it passes IBV_QPT_DRIVER to ibv_create_qp):
-# runs when DC is implemented, else both sides fail at once creating the
-# QP.  The expectation is the program's, in one place.
-dc=$(sed -n 's/^#define DC_IMPLEMENTED //p' "$UR_SRC/tests/integ/progs/mlx5dv_api.c")
-if ! command -v ib_write_bw >/dev/null || [ -z "$g4" ]; then
-	:
-elif [ "$dc" = true ]; then
+# API, part 4115; without, it passes IBV_QPT_DRIVER to ibv_create_qp); the
+# rest of DC is integ.dc's.
+if command -v ib_write_bw >/dev/null && [ -n "$g4" ]; then
 	pt_wr_api lo.dc_write_bw ib_write_bw uroce0 uroce0 127.0.0.1 default -x "$g4" -c DC -n 2000
-else
-	ur_expect_eq "progs/mlx5dv_api.c: DC_IMPLEMENTED" false "$dc"
-	port=$(ur_port)
-	UR_ENV=(UROCE_VENDOR_PART_ID=4115)
-	ur_pair lo.dc "$port" ib_write_bw -d uroce0 -p "$port" -x "$g4" -c DC \
-		-- ib_write_bw -d uroce0 -p "$port" -x "$g4" -c DC 127.0.0.1
-	UR_ENV=()
-	for side in server client; do
-		ur_expect_fail_fast "lo.dc.$side" "ib_write_bw -c DC $side (no DC yet)"
-		ur_expect_grep "lo.dc.$side" 'Unable to create QP' "ib_write_bw -c DC $side: refused creating the QP"
-		ur_expect_no_grep "lo.dc.$side" 'QP type 255' "ib_write_bw -c DC $side: by mlx5dv_create_qp, not ibv_create_qp"
-	done
 fi
 
 ur_done

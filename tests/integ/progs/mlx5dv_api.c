@@ -16,12 +16,6 @@
 
 #include "vt.h"
 
-/* Whether this build's libibverbs.so.1 makes DC QPs (src/verbs/dc_abi.c).
- * While it does not, every DC QP is refused with EOPNOTSUPP, a QP has no
- * driver bytes (mlx5dv_qp_ex_from_ibv_qp_ex: NULL, EOPNOTSUPP) and the
- * device reports no DC capability.  The one line to change when it does. */
-#define DC_IMPLEMENTED false
-
 static const char *errname(int err)
 {
 	const char *n = strerrorname_np(err);
@@ -67,9 +61,9 @@ static void case_device(struct vt_dev *d)
 	VT_EXPECT_EQ("comp_mask: what is filled", MLX5DV_CONTEXT_MASK_DC_ODP_CAPS |
 		     MLX5DV_CONTEXT_MASK_DCI_STREAMS, c.comp_mask);
 	if (vt_check(ibv_query_device_ex(d->ctx, NULL, &ex) == 0, "ibv_query_device_ex"))
-		VT_EXPECT_EQ("dc_odp_caps", DC_IMPLEMENTED ?
-			     ex.odp_caps.per_transport_caps.rc_odp_caps : 0, c.dc_odp_caps);
-	VT_EXPECT_EQ("dci_streams_caps.max_log_num_concurent", DC_IMPLEMENTED ? 4 : 0,
+		VT_EXPECT_EQ("dc_odp_caps (RC's)", ex.odp_caps.per_transport_caps.rc_odp_caps,
+			     c.dc_odp_caps);
+	VT_EXPECT_EQ("dci_streams_caps.max_log_num_concurent", 4,
 		     c.dci_streams_caps.max_log_num_concurent);
 	VT_EXPECT_EQ("dci_streams_caps.max_log_num_errored", 0,
 		     c.dci_streams_caps.max_log_num_errored);
@@ -186,11 +180,8 @@ static void case_qp(struct vt_dev *d)
 		VT_EXPECT_EQ("its type", IBV_QPT_RC, qp->qp_type);
 		errno = 0;
 		mqp = mlx5dv_qp_ex_from_ibv_qp_ex(ibv_qp_to_qp_ex(qp));
-		if (DC_IMPLEMENTED)
-			vt_check(mqp && mqp->wr_set_dc_addr && mqp->wr_mr_list,
-				 "mlx5dv_qp_ex_from_ibv_qp_ex of an RC QP: every builder set");
-		else
-			expect_null(mqp, EOPNOTSUPP, "mlx5dv_qp_ex_from_ibv_qp_ex (no DC)");
+		vt_check(mqp && mqp->wr_set_dc_addr && mqp->wr_mr_list,
+			 "mlx5dv_qp_ex_from_ibv_qp_ex of an RC QP: every builder set");
 		ibv_destroy_qp(qp);
 	}
 	a = qp_attr(d, &e, IBV_QPT_UD);
@@ -218,8 +209,7 @@ static struct mlx5dv_qp_init_attr dc_attr(enum mlx5dv_dc_type type)
 	return dv;
 }
 
-/* A DC QP as perftest asks for one: made when DC is implemented, else
- * refused with EOPNOTSUPP. */
+/* A DC QP as perftest asks for one. */
 static void dc_qp(struct vt_dev *d, struct qp_env *e, struct mlx5dv_qp_init_attr *dv,
 		  const char *what)
 {
@@ -234,9 +224,7 @@ static void dc_qp(struct vt_dev *d, struct qp_env *e, struct mlx5dv_qp_init_attr
 	}
 	errno = 0;
 	qp = mlx5dv_create_qp(d->ctx, &a, dv);
-	if (!DC_IMPLEMENTED) {
-		qp = expect_null(qp, EOPNOTSUPP, what);
-	} else if (vt_check(qp != NULL, "%s: a QP (%s)", what, qp ? "ok" : strerror(errno)) && dci) {
+	if (vt_check(qp != NULL, "%s: a QP (%s)", what, qp ? "ok" : strerror(errno)) && dci) {
 		mqp = mlx5dv_qp_ex_from_ibv_qp_ex(ibv_qp_to_qp_ex(qp));
 		vt_check(mqp && mqp->wr_set_dc_addr && mqp->wr_set_dc_addr_stream,
 			 "%s: its mlx5dv_qp_ex has wr_set_dc_addr and wr_set_dc_addr_stream", what);
