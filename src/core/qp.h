@@ -93,10 +93,13 @@ struct ur_qp {
 	uint8_t dc;                      /* enum ur_dc_role */
 	uint64_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
 	uint32_t dc_start;               /* INI, HALF: the PSN the connection began at */
+	uint32_t dc_conn;                /* INI, HALF: the connection's number (INI: counts) */
 	struct ur_dc_halves *dc_halves;  /* TGT: its initiators' halves */
 	struct ur_qp *dc_tgt;            /* HALF: its target */
 	struct ur_qp *dc_next;           /* HALF: next in its target's bucket */
 	uint64_t dc_used_ns;             /* HALF: when its initiator last sent */
+	uint32_t dc_bucket;              /* HALF: its bucket in the target's table */
+	bool dc_fresh;                   /* HALF: new, or given to a new initiator: any connection opens */
 	bool dc_on;                      /* INI: connected (path, dest, key, start set) */
 	/* Bytes a driver library keeps in the QP (verbs/dc_abi.h). */
 	uint64_t driver_ext[24];       /* UROCE_QP_DRIVER_EXT_BYTES */

@@ -21,8 +21,8 @@
 
 #define HALF_BUCKETS 256
 
-/* After this long without a packet, a half takes any connection start,
- * however its PSN compares: PSNs wrap. */
+/* A full table gives an initiator the half idle longest, if it has been
+ * idle this long (and owes nothing). */
 #define HALF_IDLE_NS 1000000000ull
 
 struct ur_dc_halves {
@@ -100,6 +100,7 @@ bool ur_dc_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 	qp->attr.dest_qp_num = w->remote_qpn;
 	qp->dc_key = w->dc_key;
 	qp->dc_start = qp->req.psn;
+	qp->dc_conn++;
 	qp->dc_on = true;
 	/* A fresh peer: its own retry budget and an unknown holding rule. */
 	qp->comp.retry_left = qp->attr.retry_cnt;
@@ -130,6 +131,65 @@ static struct ur_qp *find_half(struct ur_qp *dct, const union ibv_gid *gid, uint
 	return NULL;
 }
 
+static void hash_in(struct ur_qp *dct, struct ur_qp *h)
+{
+	h->dc_bucket = bucket_of(&h->attr.ah_attr.grh.dgid, h->attr.dest_qp_num);
+	h->dc_next = dct->dc_halves->bucket[h->dc_bucket];
+	dct->dc_halves->bucket[h->dc_bucket] = h;
+}
+
+static void hash_out(struct ur_qp *dct, struct ur_qp *h)
+{
+	struct ur_qp **p = &dct->dc_halves->bucket[h->dc_bucket];
+
+	while (*p != h)
+		p = &(*p)->dc_next;
+	*p = h->dc_next;
+}
+
+/* Nothing in flight either way: no message half received, no answer
+ * owed, nothing waiting for room. */
+static bool half_quiet(const struct ur_qp *h)
+{
+	return h->resp.opcode < 0 && h->resp.res_tx == h->resp.res_next &&
+	       !h->resp.ack_pending && !h->req.blocked && !ur_held_count(h->held);
+}
+
+/* The half idle longest, if the table is full of halves and it may go. */
+static struct ur_qp *idle_half(struct ur_qp *dct, uint64_t now)
+{
+	struct ur_qp *best = NULL;
+
+	for (unsigned i = 0; i < HALF_BUCKETS; i++)
+		for (struct ur_qp *h = dct->dc_halves->bucket[i]; h; h = h->dc_next)
+			if ((!best || h->dc_used_ns < best->dc_used_ns) &&
+			    now - h->dc_used_ns > HALF_IDLE_NS)
+				best = h;
+	if (!best)
+		return NULL;
+	pthread_mutex_lock(&best->lock);
+	if (!half_quiet(best) && best->state != IBV_QPS_ERR)
+		best = NULL;
+	if (best)
+		pthread_mutex_unlock(&best->lock);
+	return best;
+}
+
+/* Where a half answers: its initiator, by UDP (as an AH's datagrams go). */
+static int aim_half(struct ur_qp *dct, struct ur_qp *h, const union ibv_gid *gid, uint32_t sqpn)
+{
+	char why[256];
+
+	h->attr.ah_attr.grh.dgid = *gid;
+	h->attr.dest_qp_num = sqpn;
+	if (ur_route_resolve(dct->ctx, &h->attr.ah_attr, 0, &h->path, why, sizeof(why))) {
+		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: no way back to an initiator: %s",
+		       ur_qp_num(dct), why);
+		return -EHOSTUNREACH;
+	}
+	return 0;
+}
+
 /* A responder for the initiator at (gid, sqpn): an RC QP out of the QP
  * table, numbered as its DCT, brought to RTR with the DCT's attributes. */
 static struct ur_qp *new_half(struct ur_qp *dct, const union ibv_gid *gid, uint32_t sqpn,
@@ -143,12 +203,24 @@ static struct ur_qp *new_half(struct ur_qp *dct, const union ibv_gid *gid, uint3
 	struct ibv_qp_attr a = dct->attr;
 	struct ur_context *ctx = dct->ctx;
 	struct ur_qp *h;
-	char why[256];
 
 	if (dct->dc_halves->n >= UR_DC_MAX_HALVES) {
-		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: serves %u initiators already; one more waits",
-		       ur_qp_num(dct), dct->dc_halves->n);
-		return NULL;
+		h = idle_half(dct, ur_now_ns());
+		if (!h) {
+			ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: serves %u initiators, none idle; "
+			       "one more waits", ur_qp_num(dct), dct->dc_halves->n);
+			return NULL;
+		}
+		hash_out(dct, h);
+		pthread_mutex_lock(&h->lock);
+		h->dc_fresh = true;
+		if (aim_half(dct, h, gid, sqpn)) {
+			h->state = IBV_QPS_ERR;   /* keyed to no one: found by no packet */
+			h->attr.dest_qp_num = UR_QPN_MASK + 1;
+		}
+		pthread_mutex_unlock(&h->lock);
+		hash_in(dct, h);
+		return h;
 	}
 	if (ur_qp_alloc(ctx, &init, &h))
 		return NULL;
@@ -174,15 +246,10 @@ static struct ur_qp *new_half(struct ur_qp *dct, const union ibv_gid *gid, uint3
 				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 				     IBV_QP_MIN_RNR_TIMER))
 		goto err;
-	/* Answers go the way requests came, by UDP (as an AH's datagrams). */
-	if (ur_route_resolve(ctx, &h->attr.ah_attr, 0, &h->path, why, sizeof(why))) {
-		ur_dbg(ur_qp_dev(dct), "DCT 0x%06x: no way back to an initiator: %s",
-		       ur_qp_num(dct), why);
+	if (aim_half(dct, h, gid, sqpn))
 		goto err;
-	}
-	h->dc_start = start;
-	h->dc_next = dct->dc_halves->bucket[bucket_of(gid, sqpn)];
-	dct->dc_halves->bucket[bucket_of(gid, sqpn)] = h;
+	h->dc_fresh = true;
+	hash_in(dct, h);
 	dct->dc_halves->n++;
 	return h;
 
@@ -192,10 +259,10 @@ err:
 	return NULL;
 }
 
-/* The initiator connected again: the half starts over at its first PSN.
- * Its last connection is over (the DCI moved on only once everything was
- * acknowledged), or failed. */
-static void restart_half(struct ur_qp *h, uint32_t start)
+/* The initiator connected again (or a new one took the half): the half
+ * starts over at the connection's first PSN.  Its last connection is over
+ * (a DCI moves on only once everything is acknowledged), or failed. */
+static void restart_half(struct ur_qp *h, uint32_t conn, uint32_t start)
 {
 	struct ur_resp_state *r = &h->resp;
 
@@ -213,15 +280,16 @@ static void restart_half(struct ur_qp *h, uint32_t start)
 	memset(r->res, 0, r->nres * (sizeof(*r->res) + sizeof(*r->atomics)));
 	ur_held_clear(&h->held);
 	h->dc_start = start;
+	h->dc_conn = conn;
+	h->dc_fresh = false;
 }
 
-/* Whether a packet naming connection start belongs to a newer connection
- * than the one the half serves (a late packet of an older one does not). */
-static bool newer_connection(const struct ur_qp *h, uint32_t start, uint64_t now)
+/* Whether a packet of connection conn opens a newer connection than the
+ * one the half serves: a late packet of an older one does not.  A DCI
+ * numbers its connections in turn (2^31 before the comparison wraps). */
+static bool newer_connection(const struct ur_qp *h, uint32_t conn)
 {
-	if (start == h->dc_start)
-		return false;
-	return psn_diff(start, h->dc_start) > 0 || now - h->dc_used_ns > HALF_IDLE_NS;
+	return h->dc_fresh || (int32_t)(conn - h->dc_conn) > 0;
 }
 
 void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
@@ -231,7 +299,7 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 	const uint8_t *deth = ur_pkt_hdr(pkt, UR_HDR_DETH);
 	const uint8_t *rdeth = ur_pkt_hdr(pkt, UR_HDR_RDETH);
 	uint64_t now = ur_now_ns();
-	uint32_t sqpn, start;
+	uint32_t sqpn, conn, start;
 	struct ur_qp *h;
 
 	if (dct->state != IBV_QPS_RTR || !(pkt->mask & UR_OPF_REQ) || !dceth || !deth || !rdeth) {
@@ -245,6 +313,7 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		return;
 	}
 	sqpn = deth_sqp(deth);
+	conn = deth_qkey(deth);
 	start = rdeth_een(rdeth);
 	h = find_half(dct, &meta->sgid, sqpn);
 	if (!h) {
@@ -255,9 +324,9 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		}
 	}
 	pthread_mutex_lock(&h->lock);
-	if (newer_connection(h, start, now))
-		restart_half(h, start);
-	if (start == h->dc_start) {
+	if (newer_connection(h, conn))
+		restart_half(h, conn, start);
+	if (conn == h->dc_conn && start == h->dc_start) {
 		h->dc_used_ns = now;
 		UR_QP_COUNT(h, UR_CNT_RCVD_PKTS);
 		ur_resp_rx(h, pkt, meta);

@@ -5,7 +5,8 @@
  * a wrong DC key is never answered (the DCI fails with RETRY_EXC_ERR and
  * the DCT's memory is untouched); a bad rkey fails the DCI with
  * REM_ACCESS_ERR while the DCT goes on serving a new DCI; ibv_post_send on
- * a DCI is refused.
+ * a DCI is refused; a DCT serving as many initiators as it keeps (1024)
+ * takes one more once one of them has been idle a second.
  *
  *   dc DEVICE GID_INDEX [CASE...]
  */
@@ -300,12 +301,54 @@ static void bad_rkey(struct vt_dev *d)
 	ibv_destroy_ah(ah);
 }
 
+/* Initiators a DCT keeps at once (src/rel/dc.h). */
+#define MAX_HALVES 1024
+
+/* A DCT full of initiators: the next waits (retries, fails) while all are
+ * recent, and gets the oldest's place once that has been idle a second. */
+static void many_initiators(struct vt_dev *d)
+{
+	static struct dci c[MAX_HALVES + 2];
+	struct ibv_ah *ah = vt_ah(d);
+	struct vt_buf src;
+	struct dct t;
+	int ok = 0;
+
+	dct_open(&t, d, KEY_A, 1);
+	vt_buf_init(&src, d, LEN, ALL, 3);
+	for (int i = 0; i < MAX_HALVES; i++) {
+		dci_open(&c[i], d, 14, 7);
+		ok += post(&c[i], ah, &t, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
+			   t.mem.mr->rkey) == IBV_WC_SUCCESS;
+	}
+	VT_EXPECT_EQ("WRITEs of 1024 DCIs to one DCT", MAX_HALVES, ok);
+	dci_open(&c[MAX_HALVES], d, 8, 1);
+	VT_EXPECT_STATUS("one more DCI at once: not served (all 1024 recent)",
+			 IBV_WC_RETRY_EXC_ERR,
+			 post(&c[MAX_HALVES], ah, &t, KEY_A, WRITE, &src, 0, 64,
+			      (uintptr_t)t.mem.p, t.mem.mr->rkey));
+	vt_sleep(1.2);
+	dci_open(&c[MAX_HALVES + 1], d, 14, 7);
+	vt_buf_fill(&src, 77);
+	VT_EXPECT_STATUS("one more DCI a second later: served in an idle one's place",
+			 IBV_WC_SUCCESS,
+			 post(&c[MAX_HALVES + 1], ah, &t, KEY_A, WRITE, &src, 0, 4096,
+			      (uintptr_t)t.mem.p, t.mem.mr->rkey));
+	vt_check(same(t.mem.p, src.p, 4096), "and its bytes arrived");
+	for (int i = 0; i < MAX_HALVES + 2; i++)
+		dci_close(&c[i]);
+	vt_buf_free(&src);
+	dct_close(&t);
+	ibv_destroy_ah(ah);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct vt_case cases[] = {
 		{ "two_targets", two_targets },
 		{ "wrong_key", wrong_key },
 		{ "bad_rkey", bad_rkey },
+		{ "many_initiators", many_initiators },
 		{ NULL, NULL },
 	};
 
