@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ctest-timeout: 900
+# ctest-labels: tsan
 # DC through uroce's libmlx5.so.1.  integ_dc: one DCI reaches two DCTs by
 # turns, every byte checked, a wrong key and a bad rkey refused.  Then
 # unmodified perftest -c DC (its ibv_wr_* path, which it takes for part

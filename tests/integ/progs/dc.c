@@ -301,6 +301,19 @@ static void bad_rkey(struct vt_dev *d)
 	ibv_destroy_ah(ah);
 }
 
+/* A 64-byte WRITE from c to t, not waited for. */
+static void start_write(struct dci *c, struct ibv_ah *ah, struct dct *t, struct vt_buf *src)
+{
+	ibv_wr_start(c->qpx);
+	c->qpx->wr_id = WRITE;
+	c->qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(c->qpx, t->mem.mr->rkey, (uintptr_t)t->mem.p);
+	mlx5dv_wr_set_dc_addr(c->dv, ah, t->qp->qp_num, t->key);
+	ibv_wr_set_sge(c->qpx, src->mr->lkey, (uintptr_t)src->p, 64);
+	if (ibv_wr_complete(c->qpx))
+		vt_fail("ibv_wr_complete: %s", strerror(errno));
+}
+
 /* Initiators a DCT keeps at once (src/rel/dc.h). */
 #define MAX_HALVES 1024
 
@@ -311,7 +324,10 @@ static void many_initiators(struct vt_dev *d)
 	static struct dci c[MAX_HALVES + 2];
 	struct ibv_ah *ah = vt_ah(d);
 	struct vt_buf src;
+	struct ibv_wc wc;
+	enum ibv_wc_status st;
 	struct dct t;
+	double t0;
 	int ok = 0;
 
 	dct_open(&t, d, KEY_A, 1);
@@ -323,10 +339,24 @@ static void many_initiators(struct vt_dev *d)
 	}
 	VT_EXPECT_EQ("WRITEs of 1024 DCIs to one DCT", MAX_HALVES, ok);
 	dci_open(&c[MAX_HALVES], d, 8, 1);
-	VT_EXPECT_STATUS("one more DCI at once: not served (all 1024 recent)",
-			 IBV_WC_RETRY_EXC_ERR,
-			 post(&c[MAX_HALVES], ah, &t, KEY_A, WRITE, &src, 0, 64,
-			      (uintptr_t)t.mem.p, t.mem.mr->rkey));
+	/* Every initiator once more, all at once, so that all are recent. */
+	t0 = vt_now();
+	for (int i = 0; i < MAX_HALVES; i++)
+		start_write(&c[i], ah, &t, &src);
+	ok = 0;
+	for (int i = 0; i < MAX_HALVES; i++)
+		ok += vt_poll(c[i].cq, &wc, 1, 20) == 1 && wc.status == IBV_WC_SUCCESS;
+	VT_EXPECT_EQ("again, WRITEs of the 1024 DCIs at once", MAX_HALVES, ok);
+	st = post(&c[MAX_HALVES], ah, &t, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
+		  t.mem.mr->rkey);
+	/* A slow machine (sanitizers) may take a second to get here: then
+	 * the oldest is idle, and serving the newcomer is right. */
+	if (vt_now() - t0 < 0.8)
+		VT_EXPECT_STATUS("one more DCI at once: not served (all 1024 recent)",
+				 IBV_WC_RETRY_EXC_ERR, st);
+	else
+		printf("note: %s: the 1024 took %.1f s: whether one more is served depends on "
+		       "that time; not checked\n", vt_case, vt_now() - t0);
 	vt_sleep(1.2);
 	dci_open(&c[MAX_HALVES + 1], d, 14, 7);
 	vt_buf_fill(&src, 77);
