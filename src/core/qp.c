@@ -25,7 +25,8 @@ const char *const ur_qp_state_name[] = {
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |        \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_BIND_MW |         \
-	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV |            \
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 /* Requests over the device's limits fail with EINVAL and are logged at debug
  * level only: middleware (libfabric, UCX) finds the limits by creating QPs
@@ -265,6 +266,7 @@ static enum ibv_wc_opcode wc_opcode_of(uint32_t wr_opcode)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE: return IBV_WC_ATOMIC_WRITE;
 	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
 	default: return IBV_WC_SEND;

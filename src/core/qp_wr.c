@@ -298,10 +298,26 @@ static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
 	w->remote_srqn = srqn & 0xffffff;
 }
 
+/* ATOMIC WRITE (IBA memory placement extensions, RC only): the 8 bytes at
+ * op, stored whole at the responder; they travel as the WQE's inline data. */
 static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
 			    const void *op)
 {
-	unsupported(qpx);
+	struct ur_qp *qp = from_qpx(qpx);
+	struct ur_send_wqe *w;
+
+	if (qp->type != IBV_QPT_RC || qp->dc || !op) {
+		qp->wr_err = -EINVAL;
+		return;
+	}
+	w = new_wqe(qpx, IBV_WR_ATOMIC_WRITE);
+	if (!w)
+		return;
+	w->rkey = rkey;
+	w->remote_addr = addr;
+	w->is_inline = true;
+	w->length = 8;
+	memcpy(w->inline_data, op, 8);
 }
 
 void ur_qp_init_wr_builders(struct ur_qp *qp)

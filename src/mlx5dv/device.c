@@ -10,6 +10,7 @@
  * (qp.c) without asking. */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/mlx5dv.h>
 
@@ -20,6 +21,27 @@
 UR_EXPORT bool mlx5dv_is_supported(struct ibv_device *device)
 {
 	return false;
+}
+
+/* uroce's completion timestamps and raw clock (ibv_query_rt_values_ex)
+ * are CLOCK_MONOTONIC nanoseconds: the 1 GHz device clock that
+ * ibv_query_device_ex reports.  mlx5dv_ts_to_ns (inline in mlx5dv.h) turns
+ * them into wall-clock nanoseconds with this: the two clocks read now, one
+ * cycle a nanosecond (mult 1, shift 0), a 64-bit counter. */
+UR_EXPORT int mlx5dv_get_clock_info(struct ibv_context *context,
+				    struct mlx5dv_clock_info *clock_info)
+{
+	struct timespec mono, real;
+
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+	memset(clock_info, 0, sizeof(*clock_info));
+	clock_info->last_cycles = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
+	clock_info->nsec = (uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec;
+	clock_info->mult = 1;
+	clock_info->shift = 0;
+	clock_info->mask = ~0ull;
+	return 0;
 }
 
 /* Plain contexts only: DEVX (raw firmware commands) has no firmware here. */

@@ -32,8 +32,6 @@ DV_ERRNO(_mlx5dv_query_port, (struct ibv_context *context, uint32_t port_num,
 			      struct mlx5_ib_uapi_query_port *info, size_t info_len))
 DV_ERRNO(mlx5dv_set_context_attr, (struct ibv_context *context,
 				   enum mlx5dv_set_ctx_attr_type type, void *attr))
-DV_ERRNO(mlx5dv_get_clock_info, (struct ibv_context *context,
-				 struct mlx5dv_clock_info *clock_info))
 DV_NULL(struct ibv_cq_ex *, mlx5dv_create_cq, (struct ibv_context *context,
 					       struct ibv_cq_init_attr_ex *cq_attr,
 					       struct mlx5dv_cq_init_attr *mlx5_cq_attr))

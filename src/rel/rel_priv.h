@@ -64,6 +64,7 @@ enum ur_op_low {
 	UR_OPL_FETCH_ADD = 0x14,
 	UR_OPL_SEND_LAST_WITH_INVALIDATE = 0x16,
 	UR_OPL_SEND_ONLY_WITH_INVALIDATE = 0x17,
+	UR_OPL_ATOMIC_WRITE = 0x1d,
 };
 
 static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)

@@ -42,6 +42,8 @@ static uint8_t req_opcode(uint32_t wr_op, bool first, bool last)
 		return UR_OPL_RDMA_READ_REQUEST;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		return UR_OPL_COMPARE_SWAP;
+	case IBV_WR_ATOMIC_WRITE:
+		return UR_OPL_ATOMIC_WRITE;
 	default:
 		return UR_OPL_FETCH_ADD;
 	}

@@ -251,6 +251,8 @@ static enum resp_state execute(struct resp_ctx *c)
 		res = ur_exec_send(c->qp, c->pkt);
 	else if (m & UR_OPF_WRITE)
 		res = ur_exec_write(c->qp, c->pkt);
+	else if (m & UR_OPF_ATOMIC_WRITE)
+		res = ur_exec_atomic_write(c->qp, c->pkt);
 	else
 		return RESP_ERR_UNSUPPORTED;
 	switch (res) {

@@ -141,6 +141,37 @@ enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pk
 	return UR_EXEC_OK;
 }
 
+enum ur_exec_result ur_exec_atomic_write(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+{
+	const uint8_t *reth = pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_RETH];
+	uint64_t va = reth_va(reth), v;
+	uint64_t *p;
+
+	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
+		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR, "QP has no remote write access");
+		return UR_EXEC_REFUSED;
+	}
+	if (reth_len(reth) != 8 || pkt->paylen != 8 || pkt->placed || (va & 7)) {
+		ur_resp_refuse(qp, UR_NAK_INVALID_REQ,
+			       "ATOMIC WRITE of other than 8 bytes, or to a misaligned address");
+		return UR_EXEC_REFUSED;
+	}
+	memcpy(&v, pkt->payload, sizeof(v));
+	ur_mr_read_lock(&qp->ctx->mrs);
+	p = ur_mr_check_remote(&qp->ctx->mrs, reth_rkey(reth), ur_resp_pd(qp), qp, va, 8,
+			       IBV_ACCESS_REMOTE_WRITE);
+	/* Whole, against other processes mapping the same memory too. */
+	if (p)
+		__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+	ur_mr_read_unlock(&qp->ctx->mrs);
+	if (!p) {
+		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR,
+			       "ATOMIC WRITE: bad rkey, range or permission");
+		return UR_EXEC_REFUSED;
+	}
+	return UR_EXEC_OK;
+}
+
 void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicate)
 {
 	const uint8_t *reth = pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_RETH];

@@ -21,6 +21,9 @@ enum ur_exec_result {
 
 enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt);
 enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pkt);
+/* ATOMIC WRITE: 8 bytes stored whole at an aligned address, with RDMA
+ * WRITE's permission; acknowledged as a WRITE is. */
+enum ur_exec_result ur_exec_atomic_write(struct ur_qp *qp, const struct ur_pkt_view *pkt);
 /* A READ request; a duplicate is answered again from the region (reads
  * are idempotent) and waits for room rather than failing. */
 void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicate);

@@ -6,7 +6,10 @@
  * without immediate, RDMA READ, both atomics, LOCAL_INV, BIND_MW), every
  * way of naming data (ibv_wr_set_sge, _sge_list, _inline_data,
  * _inline_data_list), UD's ibv_wr_set_ud_addr, several WRs per batch, and
- * ibv_wr_abort (nothing goes out).  Memory windows: type 1 bound with
+ * ibv_wr_abort (nothing goes out).  ATOMIC WRITE (ibv_wr_atomic_write):
+ * the 8 bytes land whole; a misaligned address fails with
+ * IBV_WC_REM_INV_REQ_ERR and a bad rkey with IBV_WC_REM_ACCESS_ERR,
+ * changing nothing; on UD the batch is refused.  Memory windows: type 1 bound with
  * ibv_bind_mw and type 2 with IBV_WR_BIND_MW / ibv_wr_bind_mw; RDMA WRITE
  * through the window's rkey lands, outside the window or after an
  * invalidation it fails with IBV_WC_REM_ACCESS_ERR and changes nothing.
@@ -27,7 +30,7 @@
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                \
 		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                  \
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |                \
-		IBV_QP_EX_WITH_BIND_MW)
+		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 #define CQX_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
 		   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |          \
@@ -379,6 +382,73 @@ static void case_wr_api(struct vt_dev *d)
 	wrx_free(&x);
 }
 
+/* One ATOMIC WRITE of v to dst + off with rkey; its completion status. */
+static enum ibv_wc_status atomic_write(struct wrx *x, size_t off, uint32_t rkey, uint64_t v)
+{
+	struct ibv_wc wc;
+	int ret;
+
+	ibv_wr_start(x->a.qpx);
+	x->a.qpx->wr_id = 0xa7;
+	x->a.qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x->a.qpx, rkey, (uintptr_t)x->dst.p + off, &v);
+	ret = ibv_wr_complete(x->a.qpx);
+	if (!vt_check(!ret, "ibv_wr_complete of an ATOMIC WRITE: %s", strerror(ret)))
+		return -1;
+	if (!vt_poll_one(x->a.scq, &wc, 10, "the ATOMIC WRITE's completion"))
+		return -1;
+	if (wc.status == IBV_WC_SUCCESS)
+		VT_EXPECT_EQ("its opcode (IBV_WC_ATOMIC_WRITE)", IBV_WC_ATOMIC_WRITE, wc.opcode);
+	return wc.status;
+}
+
+static void case_atomic_write(struct vt_dev *d)
+{
+	uint64_t v = 0x0123456789abcdefull, seen;
+	struct wrx x;
+	struct vt_qp u;
+	struct vt_qp_opts uo = { .type = IBV_QPT_UD, .send_ops_flags = IBV_QP_EX_WITH_SEND };
+	int ret;
+
+	wrx_setup(d, &x);
+	VT_EXPECT_STATUS("ATOMIC WRITE to an aligned address", IBV_WC_SUCCESS,
+			 atomic_write(&x, 64, x.dst.mr->rkey, v));
+	memcpy(&seen, x.dst.p + 64, 8);
+	VT_EXPECT_EQ("the 8 bytes landed", (long long)v, (long long)seen);
+	vt_check(x.dst.p[63] == vt_pattern(2, VT_GUARD + 63) && x.dst.p[72] == vt_pattern(2, VT_GUARD + 72),
+		 "and nothing beside them changed");
+	vt_qp_destroy(&x.a);
+	vt_qp_destroy(&x.b);
+	{
+		struct vt_qp_opts ao = { .send_ops_flags = RC_OPS, .mtu = IBV_MTU_1024 };
+
+		vt_rc_pair(d, &x.a, &ao, &x.b, &ao);
+	}
+	vt_buf_fill(&x.dst, 2);
+	VT_EXPECT_STATUS("ATOMIC WRITE to a misaligned address", IBV_WC_REM_INV_REQ_ERR,
+			 atomic_write(&x, 68, x.dst.mr->rkey, v));
+	vt_buf_unchanged(&x.dst, "the target after the misaligned ATOMIC WRITE");
+	vt_qp_destroy(&x.a);
+	vt_qp_destroy(&x.b);
+	{
+		struct vt_qp_opts ao = { .send_ops_flags = RC_OPS, .mtu = IBV_MTU_1024 };
+
+		vt_rc_pair(d, &x.a, &ao, &x.b, &ao);
+	}
+	VT_EXPECT_STATUS("ATOMIC WRITE with a bad rkey", IBV_WC_REM_ACCESS_ERR,
+			 atomic_write(&x, 64, x.dst.mr->rkey ^ 0x10000, v));
+	vt_buf_unchanged(&x.dst, "the target after the bad-rkey ATOMIC WRITE");
+
+	vt_qp_create(&u, d, &uo);
+	ibv_wr_start(u.qpx);
+	ibv_wr_atomic_write(u.qpx, x.dst.mr->rkey, (uintptr_t)x.dst.p, &v);
+	ret = ibv_wr_complete(u.qpx);
+	vt_check(ret == EINVAL, "ATOMIC WRITE on a UD QP: the batch fails with EINVAL (%s)",
+		 strerror(ret));
+	vt_qp_destroy(&u);
+	wrx_free(&x);
+}
+
 static void case_wr_ud(struct vt_dev *d)
 {
 	struct vt_qp_opts o = { .type = IBV_QPT_UD, .send_ops_flags = IBV_QP_EX_WITH_SEND |
@@ -618,6 +688,7 @@ static const struct vt_case cases[] = {
 	{ "wr_ud", case_wr_ud },
 	{ "mw", case_mw },
 	{ "send_inv", case_send_inv },
+	{ "atomic_write", case_atomic_write },
 	{ NULL, NULL },
 };
 

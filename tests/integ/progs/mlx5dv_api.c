@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/mlx5dv.h>
 
@@ -49,9 +50,23 @@ static void case_device(struct vt_dev *d)
 	struct mlx5dv_context c;
 	struct ibv_context *ctx;
 	struct mlx5dv_obj obj;
+	struct mlx5dv_clock_info clk;
+	struct ibv_values_ex rt = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
 
 	vt_check(!mlx5dv_is_supported(d->ctx->device),
 		 "mlx5dv_is_supported: false (no mlx5 direct data path)");
+
+	/* The device clock (completion timestamps, ibv_query_rt_values_ex)
+	 * to wall-clock time, as mlx5 programs convert it. */
+	expect_ret(mlx5dv_get_clock_info(d->ctx, &clk), 0, "mlx5dv_get_clock_info");
+	if (vt_check(ibv_query_rt_values_ex(d->ctx, &rt) == 0, "ibv_query_rt_values_ex")) {
+		uint64_t raw = (uint64_t)rt.raw_clock.tv_sec * 1000000000ull + rt.raw_clock.tv_nsec;
+		double now = (double)time(NULL), ts = (double)mlx5dv_ts_to_ns(&clk, raw) / 1e9;
+
+		vt_check(ts > now - 2 && ts < now + 2,
+			 "mlx5dv_ts_to_ns of the raw clock: wall-clock time (%.0f s, now %.0f s)",
+			 ts, now);
+	}
 
 	memset(&c, 0xa5, sizeof(c));
 	c.comp_mask = ~0ull;
@@ -271,7 +286,6 @@ static void case_unsupported(struct vt_dev *d)
 	struct mlx5dv_crypto_login_attr login = { 0 };
 	struct mlx5_ib_uapi_query_port port;
 	uint32_t in[4] = { 0 }, out[4];
-	struct mlx5dv_clock_info clk;
 	uint32_t qpn;
 	uint8_t p, ap;
 
@@ -291,7 +305,6 @@ static void case_unsupported(struct vt_dev *d)
 		   "mlx5dv_devx_general_cmd");
 	expect_ret(mlx5dv_crypto_login(d->ctx, &login), EOPNOTSUPP, "mlx5dv_crypto_login");
 	expect_ret(mlx5dv_query_port(d->ctx, 1, &port), EOPNOTSUPP, "mlx5dv_query_port");
-	expect_ret(mlx5dv_get_clock_info(d->ctx, &clk), EOPNOTSUPP, "mlx5dv_get_clock_info");
 	expect_ret(mlx5dv_reserved_qpn_alloc(d->ctx, &qpn), EOPNOTSUPP, "mlx5dv_reserved_qpn_alloc");
 	expect_ret(mlx5dv_query_qp_lag_port(NULL, &p, &ap), EOPNOTSUPP, "mlx5dv_query_qp_lag_port");
 	/* The two conventions of their own. */
