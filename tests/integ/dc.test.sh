@@ -2,7 +2,9 @@
 # ctest-timeout: 900
 # ctest-labels: tsan
 # DC through uroce's libmlx5.so.1.  integ_dc: one DCI reaches two DCTs by
-# turns, every byte checked, a wrong key and a bad rkey refused.  Then
+# turns, every byte checked, a wrong key and a bad rkey refused, a full DCT
+# making room; again with the fault injector on (5 % loss with reordering,
+# duplication and corruption; 20 % loss).  Then
 # unmodified perftest -c DC (its ibv_wr_* path, which it takes for part
 # 4115: UROCE_VENDOR_PART_ID): ib_write_bw --qp=2 -a, ib_read_bw,
 # ib_send_bw and ib_write_lat on one host; two DCT servers at once, each
@@ -11,9 +13,25 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/perftest_cases.sh"
 . "$(dirname "$0")/progs_lib.sh"
+. "$(dirname "$0")/fault_counters.sh"
 UR_TIMEOUT=240
 
 prog_run lo.dc dc uroce0 1
+
+# Under loss, reordering, duplication and corruption (UROCE_FAULTS), every
+# byte still checked: DC's reliability is RC's.
+declare -A before=() after=()
+fault_counters before
+UR_ENV=(UROCE_FAULTS=loss=0.05,reorder=0.05,dup=0.02,corrupt=0.01,seed=7)
+prog_run lo.dc_faults dc uroce0 1 two_targets bad_rkey
+UR_ENV=(UROCE_FAULTS=loss=0.2,seed=8)
+prog_run lo.dc_loss20 dc uroce0 1 two_targets
+UR_ENV=()
+fault_counters after
+for c in injected_loss injected_reorder injected_dup injected_corrupt; do
+	ur_expect_eq "$c moved during the faulted DC runs" 1 \
+		"$(( ${after[$c]:-0} > ${before[$c]:-0} ))"
+done
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
 pt_wr_api lo.write_qp2 ib_write_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -q 2 -a -n 50
