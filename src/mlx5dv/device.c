@@ -104,8 +104,10 @@ UR_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_context
  * MLX5_1.0 for binaries that still bind to it (libmlx5.map names it in
  * both nodes). */
 int dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type);
-UR_EXPORT __attribute__((symver("mlx5dv_init_obj@@MLX5_1.2"), symver("mlx5dv_init_obj@MLX5_1.0")))
-int dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+/* .symver directives rather than the symver attribute, which clang lacks. */
+__asm__(".symver dv_init_obj, mlx5dv_init_obj@@MLX5_1.2");
+__asm__(".symver dv_init_obj, mlx5dv_init_obj@MLX5_1.0");
+UR_EXPORT int dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
 	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;

@@ -130,7 +130,7 @@ static void one_message(uint8_t sel, uint8_t *msg, size_t len)
 		}
 		if (sel & SEL_MSG_AIM) {
 			struct ur_xrcd *x = to_uxrcd(l.xrcd);
-			struct ur_qp *tq = to_uqp(fz.qp[FUZZ_NQP - 1]);
+			struct ur_qp *tq = to_uqp(fz.qp[FUZZ_XRC_TGT]);
 
 			snprintf(m.ibdev, sizeof(m.ibdev), "%s", fz.ctx->device->name);
 			m.xrcd_dev = (uint64_t)x->dev;

@@ -1,8 +1,8 @@
 /* libFuzzer target: the whole receive path behind the ICRC check.
  *
  * One input = one selector byte + one RoCE packet (BTH .. ICRC).  The
- * packet is aimed at one of the live stack's four QPs (fuzz_stack.h; the
- * selector's low bits pick), comes "from" that QP's peer, and goes through
+ * packet is aimed at one of the live stack's five QPs (fuzz_stack.h; the
+ * selector modulo five picks), comes "from" that QP's peer, and goes through
  * ur_recv_packet exactly as a received datagram would: parser, dispatch,
  * responder or completer.  A write outside the MR faults even without
  * ASan (guard pages).  Selector bits 0x40 / 0x20 move the PSN into the
@@ -11,7 +11,8 @@
  * drawn at random in every process, so a saved input could not name it).
  * Bit 0x08 says, as a shared-memory ring's record may, that the sender
  * placed the payload itself: as many bytes as the RETH's length with 0x04,
- * else as the packet's last four bytes say. */
+ * else as the packet's last four bytes say.  Bit 0x02 writes the DC
+ * target's key into a DCETH, which a random one would never match. */
 #include <stdint.h>
 #include <string.h>
 #include <pthread.h>
@@ -70,6 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_mutex_unlock(&qp->lock);
 	if (data[0] & 0x10)
 		aim_rkey(pkt, size - 1);
+	/* To the DC target with its key, so that the halves are reached. */
+	if ((data[0] & 0x02) && ur_opcode[bth_opcode(pkt)].offset[UR_HDR_DCETH] &&
+	    UR_BTH_BYTES + UR_DCETH_BYTES <= size - 1)
+		dceth_set_key(pkt + UR_BTH_BYTES, FUZZ_DC_KEY);
 	meta.sgid = fz.peer;
 	meta.dgid = fz.peer;
 	meta.hop_limit = 64;

@@ -12,6 +12,7 @@
 
 #include "core/context.h"
 #include "core/qp.h"
+#include "verbs/dc_abi.h"
 #include "core/srq.h"
 #include "rel/comp.h"
 #include "util/clock.h"
@@ -46,7 +47,7 @@ static void lo_up(void)
 	close(fd);
 }
 
-static void post_recvs(struct ibv_qp *qp)
+static void post_recvs_to(struct ibv_qp *qp, struct ibv_srq *srq)
 {
 	for (int i = 0; i < 8; i++) {
 		struct ibv_sge sge = { (uintptr_t)fz.buf + (unsigned)i * 8192, 8192, fz.mr->lkey };
@@ -55,8 +56,46 @@ static void post_recvs(struct ibv_qp *qp)
 		if (qp)
 			ibv_post_recv(qp, &wr, &bad);
 		else
-			ibv_post_srq_recv(fz.xsrq, &wr, &bad);
+			ibv_post_srq_recv(srq, &wr, &bad);
 	}
+}
+
+/* A QP's receive queue, or with NULL the XRC SRQ's. */
+static void post_recvs(struct ibv_qp *qp)
+{
+	post_recvs_to(qp, fz.xsrq);
+}
+
+/* The DC target: its SRQ, key and access, in RTR for any initiator. */
+static void dct_up(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 1 } };
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_DRIVER, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = fz.pd,
+		.send_cq = fz.cq, .recv_cq = fz.cq,
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE };
+
+	fz.srq = ibv_create_srq(fz.pd, &sa);
+	FUZZ_ASSERT(fz.srq);
+	qa.srq = fz.srq;
+	fz.qp[FUZZ_DCT] = uroce_dc_create_qp(fz.ctx, &qa, UROCE_DC_TARGET, FUZZ_DC_KEY);
+	FUZZ_ASSERT(fz.qp[FUZZ_DCT]);
+	FUZZ_ASSERT(!ibv_modify_qp(fz.qp[FUZZ_DCT], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = fz.peer;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.port_num = 1;
+	FUZZ_ASSERT(!ibv_modify_qp(fz.qp[FUZZ_DCT], &a, IBV_QP_STATE | IBV_QP_AV |
+				   IBV_QP_PATH_MTU | IBV_QP_MIN_RNR_TIMER));
+	post_recvs_to(NULL, fz.srq);
 }
 
 /* Requests waiting for responses, so the completer has work. */
@@ -179,7 +218,7 @@ void fuzz_stack_setup(void)
 	sa.pd = fz.pd;
 	fz.xsrq = ibv_create_srq_ex(fz.ctx, &sa);
 	FUZZ_ASSERT(fz.xsrq);
-	for (int i = 0; i < FUZZ_NQP; i++) {
+	for (int i = 0; i < FUZZ_DCT; i++) {
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_type = types[i];
 		if (types[i] == IBV_QPT_XRC_RECV) {
@@ -196,6 +235,7 @@ void fuzz_stack_setup(void)
 		FUZZ_ASSERT(fz.qp[i]);
 		connect_qp(fz.qp[i]);
 	}
+	dct_up();
 	fz.ready = 1;
 }
 
@@ -207,7 +247,7 @@ void fuzz_stack_tidy(void)
 		;
 	while (ibv_poll_cq(fz.xcq, 64, wc) > 0)
 		;
-	for (int i = 0; i < FUZZ_NQP; i++) {
+	for (int i = 0; i < FUZZ_DCT; i++) {
 		struct ur_qp *qp = to_uqp(fz.qp[i]);
 		int err, low;
 
@@ -224,4 +264,6 @@ void fuzz_stack_tidy(void)
 	}
 	if (ur_wq_used(&to_usrq(fz.xsrq)->rq) < 8)
 		post_recvs(NULL);
+	if (ur_wq_used(&to_usrq(fz.srq)->rq) < 8)
+		post_recvs_to(NULL, fz.srq);
 }

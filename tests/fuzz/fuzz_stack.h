@@ -1,7 +1,9 @@
 /* A live uroce stack for the fuzz targets that feed its receive side: one
- * device (uroce0, on lo), an MR between PROT_NONE guard pages, and four QPs
+ * device (uroce0, on lo), an MR between PROT_NONE guard pages, four QPs
  * in RTS (RC, UC, UD, XRC target, whose domain has an XRC SRQ), each
- * "connected" to ::ffff:127.0.0.1 QP 0x123456.  Their replies go to a
+ * "connected" to ::ffff:127.0.0.1 QP 0x123456, and a DC target in RTR
+ * (key FUZZ_DC_KEY, receiving on an SRQ of its own), which makes a half
+ * for each initiator the packets name.  Their replies go to a
  * transport that drops them, so the fuzzer is the only peer.  The RC QP
  * keeps a SEND, WRITE, READ and atomics outstanding, so responses reach
  * the completer.  Shared by fuzz_rx and fuzz_local. */
@@ -14,7 +16,10 @@
 #include <infiniband/verbs.h>
 
 #define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "fuzz: %s\n", #c); abort(); } } while (0)
-#define FUZZ_NQP 4
+#define FUZZ_NQP 5
+#define FUZZ_XRC_TGT 3          /* fz.qp[] indexes */
+#define FUZZ_DCT 4
+#define FUZZ_DC_KEY 0x0123456789abcdefull
 #define FUZZ_MR_BYTES (64 * 1024)
 
 struct fuzz_stack {
@@ -25,7 +30,8 @@ struct fuzz_stack {
 	uint8_t *buf;
 	struct ibv_srq *xsrq;
 	struct ibv_xrcd *xrcd;
-	struct ibv_qp *qp[FUZZ_NQP];   /* RC, UC, UD, XRC target */
+	struct ibv_srq *srq;           /* the DCT's */
+	struct ibv_qp *qp[FUZZ_NQP];   /* RC, UC, UD, XRC target, DCT */
 	union ibv_gid peer;
 	int ready;
 };
