@@ -4,7 +4,9 @@
 # DC through uroce's libmlx5.so.1.  integ_dc: one DCI reaches two DCTs by
 # turns, every byte checked, a wrong key and a bad rkey refused, a full DCT
 # making room; again with the fault injector on (5 % loss with reordering,
-# duplication and corruption; 20 % loss).  Then
+# duplication and corruption; 20 % loss).  Two DCT server processes and
+# one client process whose one DCI reaches both (integ_dc serve / reach), on
+# lo and across two namespaces.  Then
 # unmodified perftest -c DC (its ibv_wr_* path, which it takes for part
 # 4115: UROCE_VENDOR_PART_ID): ib_write_bw --qp=2 -a, ib_read_bw,
 # ib_send_bw and ib_write_lat on one host; two DCT servers at once, each
@@ -33,7 +35,29 @@ for c in injected_loss injected_reorder injected_dup injected_corrupt; do
 		"$(( ${after[$c]:-0} > ${before[$c]:-0} ))"
 done
 
+# dc_two_servers TAG SDEV CDEV ADDR: two DCT server processes (in UR_SNS)
+# and one client process (in UR_CNS) whose one DCI writes to, reads from and
+# sends to both by turns; every side checks what arrived.
+dc_two_servers() {
+	local tag=$1 sdev=$2 cdev=$3 addr=$4 p1 p2 gs gc side
+	gs=$(UR_NS=${UR_SNS:-} ur_gid_index "$sdev" "::ffff:$addr")
+	gc=$(UR_NS=${UR_CNS:-} ur_gid_index "$cdev" "::ffff:${5:-$addr}")
+	p1=$(ur_port); p2=$(ur_port)
+	UR_NS=${UR_SNS:-} ur_start "$tag.s1" "$UR_BUILD/bin/integ_dc" "$sdev" "$gs" serve "$p1" 0xffeeddcc
+	UR_NS=${UR_SNS:-} ur_start "$tag.s2" "$UR_BUILD/bin/integ_dc" "$sdev" "$gs" serve "$p2" \
+		0x0badc0de00c0ffee
+	UR_NS=${UR_SNS:-} ur_wait_listen "$p1" "$(ur_prog_pid "$tag.s1")" || ur_fail "$tag.s1 listens"
+	UR_NS=${UR_SNS:-} ur_wait_listen "$p2" "$(ur_prog_pid "$tag.s2")" || ur_fail "$tag.s2 listens"
+	UR_NS=${UR_CNS:-} ur_run "$tag.c" "$UR_BUILD/bin/integ_dc" "$cdev" "$gc" reach "$addr" "$p1" "$p2"
+	for side in c s1 s2; do
+		ur_wait "$tag.$side"
+		ur_report "$tag.$side" grep -E '^(ok|FAIL): ' "$(ur_out "$tag.$side")"
+		ur_expect_rc "$tag.$side" 0 "$tag.$side: $(ur_cmdline_of "$tag.$side")"
+	done
+}
+
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+dc_two_servers lo.two_processes uroce0 uroce0 127.0.0.1
 pt_wr_api lo.write_qp2 ib_write_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -q 2 -a -n 50
 pt_wr_api lo.read ib_read_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
 pt_wr_api lo.read_all ib_read_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -a -n 20
@@ -60,6 +84,7 @@ UR_ENV=()
 ur_netns_pair 1500
 export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
 gs=$(UR_NS=$UR_NS_B ur_gid_index uroce1 "::ffff:$UR_IP_B")
+dc_two_servers veth.two_processes uroce1 uroce1 "$UR_IP_B" "$UR_IP_A"
 pt_wr_api veth.write ib_write_bw uroce1 uroce1 "$UR_IP_B" all -x "$gs" -c DC -q 2 -a -n 20
 pt_wr_api veth.read ib_read_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
 pt_wr_api veth.send ib_send_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300

@@ -8,15 +8,23 @@
  * a DCI is refused; a DCT serving as many initiators as it keeps (1024)
  * takes one more once one of them has been idle a second.
  *
+ * Across processes (and hosts), as in perftest's DC with two servers: each
+ * "serve" process has a DCT; one "reach" process's one DCI WRITEs to, READs
+ * from and SENDs to both by turns, and each server checks what arrived.
+ *
  *   dc DEVICE GID_INDEX [CASE...]
+ *   dc DEVICE GID_INDEX serve PORT KEY
+ *   dc DEVICE GID_INDEX reach HOST PORT PORT
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/mlx5dv.h>
 
 #include "vt.h"
+#include "vt_peer.h"
 
 #define KEY_A 0xffeeddccull
 #define KEY_B 0x0badc0de00c0ffeeull
@@ -155,8 +163,8 @@ static void dci_close(struct dci *c)
 
 enum op { WRITE, READ, SEND, FADD, CSWAP };
 
-/* One work request from the DCI to t; the completion's status. */
-static enum ibv_wc_status post(struct dci *c, struct ibv_ah *ah, struct dct *t, uint64_t key,
+/* One work request from the DCI to DCT dctn; the completion's status. */
+static enum ibv_wc_status post(struct dci *c, struct ibv_ah *ah, uint32_t dctn, uint64_t key,
 			       enum op op, struct vt_buf *local, size_t off, uint32_t len,
 			       uint64_t remote, uint32_t rkey)
 {
@@ -172,7 +180,7 @@ static enum ibv_wc_status post(struct dci *c, struct ibv_ah *ah, struct dct *t, 
 	case FADD: ibv_wr_atomic_fetch_add(c->qpx, rkey, remote, 5); break;
 	case CSWAP: ibv_wr_atomic_cmp_swp(c->qpx, rkey, remote, 0, 0x1122334455667788ull); break;
 	}
-	mlx5dv_wr_set_dc_addr(c->dv, ah, t->qp->qp_num, key);
+	mlx5dv_wr_set_dc_addr(c->dv, ah, dctn, key);
 	ibv_wr_set_sge(c->qpx, local->mr->lkey, (uintptr_t)local->p + off, len);
 	if (ibv_wr_complete(c->qpx)) {
 		vt_fail("ibv_wr_complete: %s", strerror(errno));
@@ -207,13 +215,13 @@ static void two_targets(struct vt_dev *d)
 
 		vt_buf_fill(&src, (uint8_t)(10 + round));
 		VT_EXPECT_STATUS("WRITE", IBV_WC_SUCCESS,
-				 post(&c, ah, x, x->key, WRITE, &src, 0, len,
+				 post(&c, ah, x->qp->qp_num, x->key, WRITE, &src, 0, len,
 				      (uintptr_t)x->mem.p, x->mem.mr->rkey));
 		vt_check(same(x->mem.p, src.p, len), "round %d: %u bytes WRITTEN to DCT %d arrived",
 			 round, len, round % 2);
 		memset(src.p, 0, len);
 		VT_EXPECT_STATUS("READ", IBV_WC_SUCCESS,
-				 post(&c, ah, x, x->key, READ, &src, 0, len,
+				 post(&c, ah, x->qp->qp_num, x->key, READ, &src, 0, len,
 				      (uintptr_t)x->mem.p, x->mem.mr->rkey));
 		vt_check(same(x->mem.p, src.p, len), "round %d: %u bytes READ back from DCT %d",
 			 round, len, round % 2);
@@ -225,7 +233,7 @@ static void two_targets(struct vt_dev *d)
 		ibv_post_srq_recv(t[i].srq, &r, &bad);
 		vt_buf_fill(&src, (uint8_t)(40 + i));
 		VT_EXPECT_STATUS("SEND", IBV_WC_SUCCESS,
-				 post(&c, ah, &t[i], t[i].key, SEND, &src, 0, 3000, 0, 0));
+				 post(&c, ah, t[i].qp->qp_num, t[i].key, SEND, &src, 0, 3000, 0, 0));
 		if (vt_poll_one(t[i].cq, &wc, 5, "the SEND completes on its DCT's SRQ")) {
 			VT_EXPECT_EQ("receive wr_id", 100 + i, wc.wr_id);
 			VT_EXPECT_EQ("receive qp_num (the DCT's)", t[i].qp->qp_num, wc.qp_num);
@@ -234,10 +242,10 @@ static void two_targets(struct vt_dev *d)
 		}
 		memset(t[i].mem.p, 0, 8);
 		VT_EXPECT_STATUS("FETCH_ADD", IBV_WC_SUCCESS,
-				 post(&c, ah, &t[i], t[i].key, FADD, &src, 0, 8,
+				 post(&c, ah, t[i].qp->qp_num, t[i].key, FADD, &src, 0, 8,
 				      (uintptr_t)t[i].mem.p, t[i].mem.mr->rkey));
 		VT_EXPECT_STATUS("CMP_SWP", IBV_WC_SUCCESS,
-				 post(&c, ah, &t[i], t[i].key, CSWAP, &src, 8, 8,
+				 post(&c, ah, t[i].qp->qp_num, t[i].key, CSWAP, &src, 8, 8,
 				      (uintptr_t)t[i].mem.p, t[i].mem.mr->rkey));
 		VT_EXPECT_EQ("FETCH_ADD returned the old value", 0, *(uint64_t *)src.p);
 		VT_EXPECT_EQ("CMP_SWP returned the added value (no swap)", 5, *(uint64_t *)(src.p + 8));
@@ -262,7 +270,7 @@ static void wrong_key(struct vt_dev *d)
 	dci_open(&c, d, 8, 1);     /* ~1 ms timeout, one retry */
 	vt_buf_init(&src, d, LEN, ALL, 3);
 	VT_EXPECT_STATUS("WRITE with the wrong DC key", IBV_WC_RETRY_EXC_ERR,
-			 post(&c, ah, &t, KEY_B, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
+			 post(&c, ah, t.qp->qp_num, KEY_B, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
 			      t.mem.mr->rkey));
 	vt_buf_unchanged(&t.mem, "the DCT's memory after a wrong-key WRITE");
 	vt_buf_free(&src);
@@ -284,12 +292,12 @@ static void bad_rkey(struct vt_dev *d)
 	dci_open(&c, d, 14, 7);
 	vt_buf_init(&src, d, LEN, ALL, 3);
 	VT_EXPECT_STATUS("WRITE with a bad rkey", IBV_WC_REM_ACCESS_ERR,
-			 post(&c, ah, &t, KEY_A, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
+			 post(&c, ah, t.qp->qp_num, KEY_A, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
 			      t.mem.mr->rkey ^ 0x5a5a00));
 	vt_buf_unchanged(&t.mem, "the DCT's memory after a bad-rkey WRITE");
 	dci_open(&c2, d, 14, 7);
 	VT_EXPECT_STATUS("a new DCI's WRITE to the same DCT", IBV_WC_SUCCESS,
-			 post(&c2, ah, &t, KEY_A, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
+			 post(&c2, ah, t.qp->qp_num, KEY_A, WRITE, &src, 0, 4096, (uintptr_t)t.mem.p,
 			      t.mem.mr->rkey));
 	vt_check(same(t.mem.p, src.p, 4096), "and its bytes arrived");
 	wr.opcode = IBV_WR_SEND;
@@ -334,7 +342,7 @@ static void many_initiators(struct vt_dev *d)
 	vt_buf_init(&src, d, LEN, ALL, 3);
 	for (int i = 0; i < MAX_HALVES; i++) {
 		dci_open(&c[i], d, 14, 7);
-		ok += post(&c[i], ah, &t, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
+		ok += post(&c[i], ah, t.qp->qp_num, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
 			   t.mem.mr->rkey) == IBV_WC_SUCCESS;
 	}
 	VT_EXPECT_EQ("WRITEs of 1024 DCIs to one DCT", MAX_HALVES, ok);
@@ -347,7 +355,7 @@ static void many_initiators(struct vt_dev *d)
 	for (int i = 0; i < MAX_HALVES; i++)
 		ok += vt_poll(c[i].cq, &wc, 1, 20) == 1 && wc.status == IBV_WC_SUCCESS;
 	VT_EXPECT_EQ("again, WRITEs of the 1024 DCIs at once", MAX_HALVES, ok);
-	st = post(&c[MAX_HALVES], ah, &t, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
+	st = post(&c[MAX_HALVES], ah, t.qp->qp_num, KEY_A, WRITE, &src, 0, 64, (uintptr_t)t.mem.p,
 		  t.mem.mr->rkey);
 	/* A slow machine (sanitizers) may take a second to get here: then
 	 * the oldest is idle, and serving the newcomer is right. */
@@ -362,7 +370,7 @@ static void many_initiators(struct vt_dev *d)
 	vt_buf_fill(&src, 77);
 	VT_EXPECT_STATUS("one more DCI a second later: served in an idle one's place",
 			 IBV_WC_SUCCESS,
-			 post(&c[MAX_HALVES + 1], ah, &t, KEY_A, WRITE, &src, 0, 4096,
+			 post(&c[MAX_HALVES + 1], ah, t.qp->qp_num, KEY_A, WRITE, &src, 0, 4096,
 			      (uintptr_t)t.mem.p, t.mem.mr->rkey));
 	vt_check(same(t.mem.p, src.p, 4096), "and its bytes arrived");
 	for (int i = 0; i < MAX_HALVES + 2; i++)
@@ -370,6 +378,123 @@ static void many_initiators(struct vt_dev *d)
 	vt_buf_free(&src);
 	dct_close(&t);
 	ibv_destroy_ah(ah);
+}
+
+/* ---- two processes -------------------------------------------------------- */
+
+/* What a server tells its client. */
+struct dc_target_info {
+	uint64_t key, va;
+	uint32_t dctn, rkey;
+	union ibv_gid gid;
+};
+
+#define PEER_LEN 4096
+#define PEER_SEND 3000
+
+static struct ibv_ah *ah_to(struct vt_dev *d, const union ibv_gid *gid)
+{
+	struct ibv_ah_attr a = av(d);
+	struct ibv_ah *ah;
+
+	a.grh.dgid = *gid;
+	ah = ibv_create_ah(d->pd, &a);
+	if (!ah) {
+		vt_fail("ibv_create_ah: %s", strerror(errno));
+		exit(2);
+	}
+	return ah;
+}
+
+/* A DCT for one client: WRITEs land at [0, PEER_LEN), the SEND at LEN/2;
+ * both must be the streams the port names. */
+static int serve(struct vt_dev *d, const char *port, uint64_t key)
+{
+	uint64_t skey = strtoull(port, NULL, 10);
+	struct dc_target_info me = { 0 };
+	struct ibv_sge sge;
+	struct ibv_recv_wr r = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+	struct dct t;
+	uint8_t done, verdict;
+	int fd;
+
+	vt_case = "serve";
+	dct_open(&t, d, key, 1);
+	sge = vt_sge(&t.mem, LEN / 2, LEN / 2);
+	vt_check(ibv_post_srq_recv(t.srq, &r, &bad) == 0, "a receive on the DCT's SRQ");
+	me = (struct dc_target_info){ .key = key, .va = (uintptr_t)t.mem.p, .dctn = t.qp->qp_num,
+				      .rkey = t.mem.mr->rkey, .gid = d->gid };
+	fd = vt_tcp_accept(port);
+	vt_xfer(fd, &me, sizeof(me), true);
+	vt_xfer(fd, &done, 1, false);
+	vt_check(vt_stream_diff(t.mem.p, PEER_LEN, skey, 0) < 0,
+		 "the client's WRITEs arrived (%d bytes, byte for byte)", PEER_LEN);
+	if (vt_poll_one(t.cq, &wc, 10, "the client's SEND completes on the DCT's SRQ")) {
+		VT_EXPECT_EQ("its byte_len", PEER_SEND, wc.byte_len);
+		VT_EXPECT_EQ("its qp_num (the DCT's)", t.qp->qp_num, wc.qp_num);
+		vt_check(vt_stream_diff(t.mem.p + LEN / 2, PEER_SEND, skey + 1, 0) < 0,
+			 "its bytes arrived");
+	}
+	verdict = vt_failures == 0;
+	vt_xfer(fd, &verdict, 1, true);
+	close(fd);
+	dct_close(&t);
+	printf("%d checks, %d failed\n", vt_checks, vt_failures);
+	return vt_failures ? 1 : 0;
+}
+
+/* One DCI to the DCTs of two servers by turns. */
+static int reach(struct vt_dev *d, const char *host, char **ports)
+{
+	struct dc_target_info peer[2];
+	struct ibv_ah *ah[2];
+	struct vt_buf src;
+	struct dci c;
+	uint8_t done = 1, verdict;
+	int fd[2];
+
+	vt_case = "reach";
+	dci_open(&c, d, 14, 7);
+	vt_buf_init(&src, d, LEN, ALL, 3);
+	for (int i = 0; i < 2; i++) {
+		fd[i] = vt_tcp_connect(host, ports[i]);
+		vt_xfer(fd[i], &peer[i], sizeof(peer[i]), false);
+		ah[i] = ah_to(d, &peer[i].gid);
+	}
+	/* WRITE each server's stream in 1 KiB pieces, alternating servers. */
+	for (int piece = 0; piece < 2 * PEER_LEN / 1024; piece++) {
+		int i = piece % 2;
+		uint32_t off = (uint32_t)(piece / 2) * 1024;
+
+		vt_stream_fill(src.p, 1024, strtoull(ports[i], NULL, 10), off);
+		VT_EXPECT_STATUS("WRITE of 1 KiB", IBV_WC_SUCCESS,
+				 post(&c, ah[i], peer[i].dctn, peer[i].key, WRITE, &src, 0, 1024,
+				      peer[i].va + off, peer[i].rkey));
+	}
+	for (int i = 0; i < 2; i++) {
+		memset(src.p, 0, PEER_LEN);
+		VT_EXPECT_STATUS("READ back", IBV_WC_SUCCESS,
+				 post(&c, ah[i], peer[i].dctn, peer[i].key, READ, &src, 0, PEER_LEN,
+				      peer[i].va, peer[i].rkey));
+		vt_check(vt_stream_diff(src.p, PEER_LEN, strtoull(ports[i], NULL, 10), 0) < 0,
+			 "server %d's memory READ back as written", i);
+		vt_stream_fill(src.p, PEER_SEND, strtoull(ports[i], NULL, 10) + 1, 0);
+		VT_EXPECT_STATUS("SEND", IBV_WC_SUCCESS,
+				 post(&c, ah[i], peer[i].dctn, peer[i].key, SEND, &src, 0, PEER_SEND,
+				      0, 0));
+	}
+	for (int i = 0; i < 2; i++) {
+		vt_xfer(fd[i], &done, 1, true);
+		vt_xfer(fd[i], &verdict, 1, false);
+		vt_check(verdict == 1, "server %d found everything in place", i);
+		close(fd[i]);
+		ibv_destroy_ah(ah[i]);
+	}
+	vt_buf_free(&src);
+	dci_close(&c);
+	printf("%d checks, %d failed\n", vt_checks, vt_failures);
+	return vt_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -381,6 +506,15 @@ int main(int argc, char **argv)
 		{ "many_initiators", many_initiators },
 		{ NULL, NULL },
 	};
+	struct vt_dev d;
 
+	if (argc == 6 && !strcmp(argv[3], "serve")) {
+		vt_dev_open(&d, argv[1], atoi(argv[2]));
+		return serve(&d, argv[4], strtoull(argv[5], NULL, 0));
+	}
+	if (argc == 7 && !strcmp(argv[3], "reach")) {
+		vt_dev_open(&d, argv[1], atoi(argv[2]));
+		return reach(&d, argv[4], &argv[5]);
+	}
 	return vt_main(argc, argv, cases);
 }
