@@ -133,7 +133,7 @@ int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr)
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
 	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |      \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |  \
-	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_TM_INFO)
 
 static uint32_t ring_size_for(uint32_t depth)
 {
@@ -300,6 +300,12 @@ static void overrun(struct ur_cq *cq)
 
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
+	return ur_cq_push_tm(cq, wc, solicited, 0, 0);
+}
+
+int ur_cq_push_tm(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited, uint64_t tag,
+		  uint32_t priv)
+{
 	bool stamp = cq->wc_flags_ex & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
 					IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
 	uint64_t ts = stamp ? ur_now_ns() : 0;
@@ -321,6 +327,8 @@ int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited)
 	e = &cq->ring[cq->tail & (cq->size - 1)];
 	e->wc = *wc;
 	e->ts_ns = ts;
+	e->tm_tag = tag;
+	e->tm_priv = priv;
 	cq->tail++;
 	a = decide(cq, solicited, wc->status != IBV_WC_SUCCESS);
 	pthread_spin_unlock(&cq->lock);

@@ -24,6 +24,8 @@ struct ur_context;
 struct ur_cqe {
 	struct ibv_wc wc;
 	uint64_t ts_ns;        /* completion time (CLOCK_MONOTONIC) */
+	uint64_t tm_tag;       /* tag matching (ibv_wc_read_tm_info) */
+	uint32_t tm_priv;
 };
 
 struct ur_cq {
@@ -84,5 +86,8 @@ void ur_cq_purge_qp(struct ur_cq *cq, uint32_t qp_num);
 /* Producer side.  solicited: the completion came with the SE bit.  Returns
  * -ENOSPC on overrun (the completion is lost and a CQ error event raised). */
 int ur_cq_push(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited);
+/* The same, with a tag-matching completion's tag and application context. */
+int ur_cq_push_tm(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited, uint64_t tag,
+		  uint32_t priv);
 
 #endif

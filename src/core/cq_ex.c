@@ -77,14 +77,15 @@ static uint64_t ex_read_completion_wallclock_ns(struct ibv_cq_ex *ex)
 
 static void ex_read_tm_info(struct ibv_cq_ex *ex, struct ibv_wc_tm_info *tm)
 {
-	memset(tm, 0, sizeof(*tm));
+	tm->tag = ex_to_ucq(ex)->cur.tm_tag;
+	tm->priv = ex_to_ucq(ex)->cur.tm_priv;
 }
 
 #define UR_CQ_SUPPORTED_WC_FLAGS                                           \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
 	 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |      \
 	 IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |  \
-	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK | IBV_WC_EX_WITH_TM_INFO)
 
 void ur_cq_init_ex_ops(struct ur_cq *cq)
 {

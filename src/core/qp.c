@@ -11,6 +11,7 @@
 #include "core/mr.h"
 #include "core/pd.h"
 #include "core/srq.h"
+#include "core/srq_tm.h"
 #include "core/xrcd.h"
 #include "util/log.h"
 
@@ -137,7 +138,9 @@ static int alloc_queues(struct ur_qp *qp)
 			     (size_t)qp->cap.max_inline_data);
 	int ret;
 
-	ret = ur_wq_init(&qp->sq, ur_max(qp->cap.max_send_wr, 1u),
+	/* On a tag-matching SRQ the device queues READs and FINs of its own. */
+	ret = ur_wq_init(&qp->sq, ur_max(qp->cap.max_send_wr, 1u) +
+				  (qp->srq && qp->srq->tm ? UR_TM_SQ_SLOTS : 0),
 			 (sizeof(struct ur_send_wqe) + slot + 15) & ~(size_t)15);
 	if (ret)
 		return ret;
@@ -278,6 +281,10 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 {
 	if (wqe->state == UR_WQE_DONE)
 		return;
+	if (wqe->internal) {
+		ur_tm_internal_done(qp, wqe, status);
+		goto retire;
+	}
 	/* rxe's rdma_sends: SENDs completed successfully, as its completer counts */
 	if (status == IBV_WC_SUCCESS &&
 	    (wqe->opcode == IBV_WR_SEND || wqe->opcode == IBV_WR_SEND_WITH_IMM ||
@@ -296,6 +303,7 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 		if (qp->scq && ur_cq_push(qp->scq, &wc, false) == -ENOSPC)
 			qp->cq_overrun = true;
 	}
+retire:
 	wqe->state = UR_WQE_DONE;
 	while (!ur_wq_empty(&qp->sq) &&
 	       ur_sq_wqe(qp, qp->sq.head)->state == UR_WQE_DONE &&

@@ -44,6 +44,14 @@ enum ur_wqe_state {
 	UR_WQE_DONE,             /* completed (and reported if signaled) */
 };
 
+/* WQEs the device queues itself (a tag-matching rendezvous, core/srq_tm.h):
+ * their completion is not the application's. */
+enum ur_wqe_internal {
+	UR_WQE_APP = 0,
+	UR_WQE_TM_READ,          /* fetching a rendezvous message's data */
+	UR_WQE_TM_FIN,           /* telling its sender the data is in */
+};
+
 struct ur_send_wqe {
 	uint64_t wr_id;
 	uint32_t opcode;         /* enum ibv_wr_opcode */
@@ -60,6 +68,8 @@ struct ur_send_wqe {
 	uint64_t dc_key;         /* DC: the target's key (remote_qpn: its number) */
 	struct ur_mw *mw;        /* BIND_MW: the window, w->rkey its new key */
 	struct ibv_mw_bind_info bind;
+
+	uint8_t internal;        /* enum ur_wqe_internal: the device's own, not the application's */
 
 	/* progress, owned by the requester and completer */
 	uint8_t state;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/srq_tm.h"
+
 struct ur_recv_wqe;
 struct ur_pd;
 
@@ -123,6 +125,11 @@ struct ur_resp_state {
 	uint32_t recv_offset;
 	struct ur_recv_wqe *rwqe;    /* private copy, sized for max_recv_sge */
 	bool recv_from_srq;
+	/* ... into a tag-matching SRQ: what it matched, and how many of its
+	 * first bytes are not placed (a matched message's TMH; all of a
+	 * rendezvous request, whose data is READ instead) */
+	struct ur_tm_match tm;
+	uint32_t tm_skip;
 
 	/* an RDMA WRITE spanning several packets */
 	uint64_t write_va;

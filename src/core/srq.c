@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "core/pd.h"
 #include "core/qp.h"
+#include "core/srq_tm.h"
 #include "core/xrcd.h"
 #include "engine/engine.h"
 #include "host/registry.h"
@@ -20,8 +21,8 @@
 static int check_attr(struct ur_context *ctx, const struct ibv_srq_init_attr_ex *a,
 		      enum ibv_srq_type type)
 {
-	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)
-		return -EOPNOTSUPP;    /* tag matching SRQs */
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC && type != IBV_SRQT_TM)
+		return -EOPNOTSUPP;
 	if (type == IBV_SRQT_XRC &&
 	    (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !a->xrcd ||
 	     !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !a->cq))
@@ -84,6 +85,11 @@ int ur_srq_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_
 		if (ret)
 			goto err_rq;
 	}
+	if (type == IBV_SRQT_TM) {
+		ret = ur_srq_tm_init(srq, a);
+		if (ret)
+			goto err_rq;
+	}
 	pthread_mutex_init(&srq->lock, NULL);
 	srq->ibsrq.context = &ctx->vctx.context;
 	srq->ibsrq.srq_context = a->srq_context;
@@ -127,6 +133,10 @@ int ur_srq_destroy(struct ur_srq *srq)
 		sinks_fini(srq);
 		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
 		ur_registry_free_qpn(srq->srq_num);
+	}
+	if (srq->tm) {
+		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
+		free(srq->tm);
 	}
 	ur_async_forget(&srq->ctx->async, &srq->ibsrq);
 	atomic_fetch_sub(&srq->pd->users, 1);

@@ -16,6 +16,7 @@ struct ur_context;
 struct ur_pd;
 struct ur_xrcd;
 struct ur_cq;
+struct ur_tm;
 
 struct ur_srq {
 	struct ibv_srq ibsrq;          /* applications see this */
@@ -29,7 +30,9 @@ struct ur_srq {
 	uint32_t users;                /* QPs attached: destroy -> EBUSY */
 	enum ibv_srq_type type;
 	struct ur_xrcd *xrcd;          /* XRC */
-	struct ur_cq *cq;              /* XRC: where its receive completions go */
+	struct ur_cq *cq;              /* XRC: where its receive completions go;
+					  TM: where its list operations complete */
+	struct ur_tm *tm;              /* TM: the tag list (core/srq_tm.h) */
 	struct ur_list xrcd_link;
 	/* XRC, shared domain: per target QP of another process feeding this
 	 * SRQ, the message in progress (rel/xrc_owner.c places them).  Touched

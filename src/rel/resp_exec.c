@@ -7,7 +7,9 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "core/srq.h"
+#include "core/srq_tm.h"
 #include "rel/rel_priv.h"
+#include "rel/req.h"
 #include "rel/resp_out.h"
 #include "util/copy.h"
 #include "util/log.h"
@@ -37,15 +39,42 @@ static bool get_recv(struct ur_qp *qp)
 	return true;
 }
 
+/* A message into a tag-matching SRQ: its first packet's TMH says where
+ * it goes (core/srq_tm.h). */
+static bool get_tm_recv(struct ur_qp *qp, const struct ur_pkt_view *pkt)
+{
+	struct ur_resp_state *r = &qp->resp;
+
+	if (r->recv_active)
+		return true;
+	if (!ur_srq_tm_take(ur_resp_srq(qp), pkt->payload, pkt->payload ? pkt->paylen : 0,
+			    r->rwqe, &r->tm))
+		return false;
+	r->tm_skip = r->tm.kind == UR_TM_EAGER ? UR_TM_HDR_BYTES :
+		     r->tm.kind == UR_TM_RNDV ? UINT32_MAX : 0;
+	r->recv_from_srq = true;
+	r->recv_active = true;
+	r->recv_offset = 0;
+	return true;
+}
+
 enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
+	struct ur_resp_state *r = &qp->resp;
+	struct ur_srq *srq = ur_resp_srq(qp);
+	uint32_t keep_from, end, drop;
 	struct ur_recv_wqe *w;
 	bool ok;
 
-	if (!get_recv(qp))
+	if (!(srq && srq->tm ? get_tm_recv(qp, pkt) : get_recv(qp)))
 		return UR_EXEC_RNR;
 	w = qp->resp.rwqe;
-	if (qp->resp.recv_offset + pkt->paylen > w->length) {
+	/* Message bytes [offset, end) arrive; those before tm_skip are not
+	 * placed (none are, but for a tag-matching SRQ's). */
+	end = r->recv_offset + pkt->paylen;
+	keep_from = ur_max(r->recv_offset, ur_min(r->tm_skip, end));
+	drop = keep_from - r->recv_offset;
+	if (end - ur_min(r->tm_skip, end) > w->length) {
 		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: a %u+ byte message does not "
 		       "fit the %u byte receive buffer", ur_qp_num(qp),
 		       qp->resp.recv_offset + pkt->paylen, w->length);
@@ -60,8 +89,10 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 		return UR_EXEC_REFUSED;
 	}
 	ur_mr_read_lock(&qp->ctx->mrs);
-	ok = ur_mr_scatter(&qp->ctx->mrs, ur_resp_pd(qp), w->sge, w->num_sge, qp->resp.recv_offset,
-			   pkt->payload, pkt->paylen);
+	ok = drop == pkt->paylen ||
+	     ur_mr_scatter(&qp->ctx->mrs, ur_resp_pd(qp), w->sge, w->num_sge,
+			   keep_from - ur_min(r->tm_skip, keep_from), pkt->payload + drop,
+			   pkt->paylen - drop);
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (!ok) {
 		/* IBA class A: the receive WQE is bad. */
@@ -81,7 +112,18 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 			return UR_EXEC_REFUSED;
 		}
 	}
-	ur_resp_complete_recv(qp, IBV_WC_SUCCESS, pkt, qp->resp.recv_offset, false);
+	if (r->tm.kind == UR_TM_RNDV) {
+		/* Matched; the data comes by READ, then a second completion. */
+		struct ur_tm_match m = r->tm;
+		struct ur_recv_wqe *buf = r->rwqe;
+
+		ur_resp_complete_recv(qp, IBV_WC_SUCCESS, pkt, 0, false);
+		ur_tm_rndv_read(qp, buf, &m);
+		ur_req_run(qp);
+		return UR_EXEC_OK;
+	}
+	ur_resp_complete_recv(qp, IBV_WC_SUCCESS, pkt,
+			      qp->resp.recv_offset - ur_min(r->tm_skip, qp->resp.recv_offset), false);
 	return UR_EXEC_OK;
 }
 

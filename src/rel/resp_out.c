@@ -206,6 +206,18 @@ bool ur_resp_res_again(struct ur_qp *qp, uint8_t type, uint32_t psn, uint64_t va
 	return false;
 }
 
+/* A tag-matching SRQ's receive: its opcode and flags (core/srq_tm.h). */
+static void tm_fill(const struct ur_tm_match *m, struct ibv_wc *wc, enum ibv_wc_status status)
+{
+	if (m->kind == UR_TM_NONE || status != IBV_WC_SUCCESS)
+		return;
+	wc->opcode = m->kind == UR_TM_NO_TAG ? IBV_WC_TM_NO_TAG : IBV_WC_TM_RECV;
+	if (m->kind == UR_TM_EAGER)
+		wc->wc_flags |= IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID;
+	else if (m->kind == UR_TM_RNDV)
+		wc->wc_flags |= IBV_WC_TM_MATCH;
+}
+
 void ur_resp_complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 			   const struct ur_pkt_view *pkt, uint32_t byte_len, bool write_imm)
 {
@@ -232,10 +244,13 @@ void ur_resp_complete_recv(struct ur_qp *qp, enum ibv_wc_status status,
 		}
 		se = bth_se(pkt->bth);
 	}
+	tm_fill(&qp->resp.tm, &wc, status);
 	qp->resp.recv_active = false;
 	UR_QP_COUNT(qp, UR_CNT_RDMA_RECVS);
-	if (ur_cq_push(ur_resp_cq(qp), &wc, se) == -ENOSPC)
+	if (ur_cq_push_tm(ur_resp_cq(qp), &wc, se, qp->resp.tm.tag, qp->resp.tm.priv) == -ENOSPC)
 		qp->cq_overrun = true;
+	qp->resp.tm.kind = UR_TM_NONE;
+	qp->resp.tm_skip = 0;
 }
 
 void ur_resp_refuse(struct ur_qp *qp, uint8_t nak, const char *what)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/srq_tm.h"
 #include "core/context.h"
 #include "core/device.h"
 #include "core/limits.h"
@@ -118,6 +119,12 @@ int ur_verbs_query_device_ex(struct ibv_context *context,
 		IBV_ODP_SUPPORT_SRQ_RECV;
 	full.xrc_odp_caps = full.odp_caps.per_transport_caps.rc_odp_caps;
 	full.max_dm_size = UR_MAX_DM_BYTES;   /* verbs/dm.c */
+	/* Tag matching on RC (core/srq_tm.h). */
+	full.tm_caps.max_rndv_hdr_size = UR_TM_MAX_RNDV_HDR;
+	full.tm_caps.max_num_tags = UR_TM_MAX_TAGS;
+	full.tm_caps.flags = IBV_TM_CAP_RC;
+	full.tm_caps.max_ops = UR_TM_MAX_OPS;
+	full.tm_caps.max_sge = UR_TM_MAX_SGE;
 	memcpy(attr, &full, ur_min(attr_size, sizeof(full)));
 	return 0;
 }

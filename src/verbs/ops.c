@@ -31,6 +31,7 @@ void ur_verbs_set_ops(struct verbs_context *v)
 	v->create_qp_ex = ur_verbs_create_qp_ex;
 	v->create_srq_ex = ur_verbs_create_srq_ex;
 	v->get_srq_num = ur_verbs_get_srq_num;
+	v->post_srq_ops = ur_verbs_post_srq_ops;
 	v->open_xrcd = ur_verbs_open_xrcd;
 	v->close_xrcd = ur_verbs_close_xrcd;
 }

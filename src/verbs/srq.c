@@ -2,6 +2,7 @@
 #include "core/context.h"
 #include "core/pd.h"
 #include "core/srq.h"
+#include "core/srq_tm.h"
 #include "verbs/verbs_priv.h"
 
 struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
@@ -15,7 +16,8 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-					  IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD)) {
+					  IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD |
+					  IBV_SRQ_INIT_ATTR_TM)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -56,6 +58,11 @@ UR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 int ur_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	return -ur_srq_post_recv(to_usrq(srq), wr, bad);
+}
+
+int ur_verbs_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr, struct ibv_ops_wr **bad)
+{
+	return -ur_srq_post_ops(to_usrq(srq), wr, bad);
 }
 
 int ur_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num)

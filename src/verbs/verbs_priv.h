@@ -78,6 +78,7 @@ struct ibv_qp *ur_verbs_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 int ur_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int ur_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+int ur_verbs_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *wr, struct ibv_ops_wr **bad);
 int ur_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int ur_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 
