@@ -9,7 +9,10 @@
 #  - ex_api: ibv_create_cq_ex + ibv_start_poll reading wr_id, opcode,
 #    qp_num, src_qp, byte_len, imm_data, wc_flags; ibv_wr_* for every RC
 #    opcode and data form, UD, ibv_wr_abort; memory windows (type 1 and 2,
-#    local and remote invalidation);
+#    local and remote invalidation); ATOMIC WRITE;
+#  - tm: tag matching: tagged buffers added, deleted, synced; EAGER
+#    messages matched, unexpected, NO_TAG; rendezvous READ and FIN, and a
+#    rendezvous naming a bad key;
 #  - unsupported: every optional feature agrees with its capability bits or
 #    fails with EOPNOTSUPP, never a fake success.
 # On uroce0 (lo) with its IPv4 and IPv6 GIDs, and on a 1500-byte veth in a
@@ -23,7 +26,7 @@ g6=$(ur_gid_index uroce0 ::1)
 ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
 ur_expect_eq "uroce0: GID index of ::1" 2 "$g6"
 
-for p in datapath ex_api unsupported; do
+for p in datapath ex_api unsupported tm; do
 	prog_run "lo.$p" "$p" uroce0 "${g4:-1}"
 done
 prog_run lo6.datapath datapath uroce0 "${g6:-2}"
@@ -32,5 +35,6 @@ prog_run lo6.ex_api ex_api uroce0 "${g6:-2}"
 ur_netns_pair 1500
 UR_NS=$UR_NS_A prog_run veth.datapath datapath uroce1 1
 UR_NS=$UR_NS_A prog_run veth.ex_api ex_api uroce1 1
+UR_NS=$UR_NS_A prog_run veth.tm tm uroce1 1
 
 ur_done
