@@ -12,6 +12,7 @@
 # Then a domain shared by two processes of one host through its file, as
 # ibv_xsrq_pingpong with two clients uses it: one owns the SRQ, the other
 # the target QP the message comes through; and the owner dying first.
+# Then the checks again with out-of-order tolerance and 30 % reordering.
 . "$(dirname "$0")/qptypes_lib.sh"
 
 qt_topologies
@@ -62,4 +63,22 @@ shared host.xrc-shared "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_
 shared netns.xrc-shared "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
 gone host.xrc-gone "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
 gone netns.xrc-gone "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
+
+# The same checks with out-of-order tolerance on, both sides reordering 30 %
+# of what they receive (UROCE_FAULTS): XRC runs RC's responder, holding
+# what arrives past a gap; the server's device counters show packets held.
+held() {
+	ip netns exec "$1" "$QT_BUILD/bin/uroce" devinfo -d "$QT_NET_DEV" -c |
+		awk '$1 == "held_out_of_seq" { print $2 }'
+}
+before=$(held "$QT_NS_A")
+QT_ENV=(UROCE_OOO=1 UROCE_FAULTS=reorder=0.3,seed=11)
+qt_prog_pair netns.xrc-reorder "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" qpt_xrc
+QT_ENV=()
+after=$(held "$QT_NS_A")
+if [ "${after:-0}" -gt "${before:-0}" ]; then
+	qt_pass "netns.xrc-reorder: the server's device held packets past a gap ($before -> $after)"
+else
+	qt_fail "netns.xrc-reorder: no packet held past a gap ($before -> $after): reordering did not reach XRC"
+fi
 qt_done
