@@ -228,6 +228,9 @@ static void print_pacing_tm(const struct ibv_device_attr_ex *x)
 		printf("\tmax_num_tags:\t\t\t%u\n", x->tm_caps.max_num_tags);
 		printf("\tmax_ops:\t\t\t%u\n", x->tm_caps.max_ops);
 		printf("\tmax_sge:\t\t\t%u\n", x->tm_caps.max_sge);
+		printf("\tflags:\n");
+		if (x->tm_caps.flags & IBV_TM_CAP_RC)
+			printf("\t\t\t\t\tIBV_TM_CAP_RC\n");
 	} else {
 		printf("\ttag matching not supported\n");
 	}
