@@ -507,14 +507,19 @@ int main(int argc, char **argv)
 		{ NULL, NULL },
 	};
 	struct vt_dev d;
+	int ret;
 
 	if (argc == 6 && !strcmp(argv[3], "serve")) {
 		vt_dev_open(&d, argv[1], atoi(argv[2]));
-		return serve(&d, argv[4], strtoull(argv[5], NULL, 0));
+		ret = serve(&d, argv[4], strtoull(argv[5], NULL, 0));
+		vt_dev_close(&d);
+		return ret;
 	}
 	if (argc == 7 && !strcmp(argv[3], "reach")) {
 		vt_dev_open(&d, argv[1], atoi(argv[2]));
-		return reach(&d, argv[4], &argv[5]);
+		ret = reach(&d, argv[4], &argv[5]);
+		vt_dev_close(&d);
+		return ret;
 	}
 	return vt_main(argc, argv, cases);
 }
