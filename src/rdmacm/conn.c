@@ -142,13 +142,14 @@ int cma_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 	}
 }
 
+/* By number, not through id.qp: the CM thread calls this, and an
+ * application may destroy the QP with ibv_destroy_qp at any time (rping
+ * does), leaving id.qp dangling. */
 int cma_qp_to_error(struct cma_id *c)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
 	if (!c->id.qp)
 		return 0;
-	return -ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE);
+	return uroce_qp_to_error(c->id.verbs, c->qp_num);
 }
 
 /* The event's connection parameters from a message, seen from our side. */

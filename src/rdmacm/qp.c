@@ -128,6 +128,7 @@ static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
 		goto fail;
 	}
 	c->id.qp = qp;
+	c->qp_num = qp->qp_num;
 	c->id.pd = a->pd;
 	c->id.qp_type = qp->qp_type;
 	return 0;

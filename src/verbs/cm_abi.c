@@ -8,7 +8,11 @@
 #include "core/context.h"
 #include "host/netdev.h"
 #include "host/registry.h"
+#include "core/qp.h"
 #include "rel/gsi.h"
+#include "rel/qp_error.h"
+#include "rel/qp_table.h"
+#include "rel/stack.h"
 #include "util/compiler.h"
 
 UR_EXPORT int uroce_cm_abi_version(void)
@@ -74,4 +78,26 @@ UR_EXPORT int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id)
 	}
 	errno = saved;
 	return gone;
+}
+
+UR_EXPORT int uroce_qp_to_error(struct ibv_context *ibctx, uint32_t qpn)
+{
+	struct ur_stack *s = to_uctx(ibctx)->stack;
+	struct ur_qp *qp;
+
+	if (!s)
+		return -ENODEV;
+	/* Found and locked under the table's lock: a QP being destroyed has
+	 * left the table, or waits for its lock before it is freed. */
+	pthread_rwlock_rdlock(&s->qps_lock);
+	qp = ur_qp_table_find(&s->qps, qpn);
+	if (qp)
+		pthread_mutex_lock(&qp->lock);
+	pthread_rwlock_unlock(&s->qps_lock);
+	if (!qp)
+		return -ENOENT;
+	if (!qp->dying && qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_ERR)
+		ur_qp_to_error(qp, false);
+	pthread_mutex_unlock(&qp->lock);
+	return 0;
 }

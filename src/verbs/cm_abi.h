@@ -37,5 +37,8 @@ int uroce_cm_listen_check(uint64_t service_id);
  * process of this host that is gone (killed: it sent no DREQ), 0 if it
  * lives or is another host's (whose CM speaks for it). */
 int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id);
+/* Moves QP qpn of ctx's stack to ERROR if it still exists (-ENOENT if
+ * not): safe against a concurrent ibv_destroy_qp. */
+int uroce_qp_to_error(struct ibv_context *ctx, uint32_t qpn);
 
 #endif
