@@ -111,6 +111,11 @@ static int check_init_attr(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 	}
 	if (!a->send_cq || (!a->recv_cq && !a->srq))
 		return -EINVAL;
+	/* Tag matching is RC's: a rendezvous is answered with a READ. */
+	if (a->srq && to_usrq(a->srq)->tm && a->qp_type != IBV_QPT_RC) {
+		ur_err(dev, "QP type %d on a tag-matching SRQ: only RC QPs take one", a->qp_type);
+		return -EOPNOTSUPP;
+	}
 	if (!a->recv_cq)
 		a->recv_cq = a->send_cq;
 	if (a->pd->context != &ctx->vctx.context)

@@ -8,6 +8,7 @@
 #include "core/context.h"
 #include "core/qp_modify.h"
 #include "core/route.h"
+#include "core/srq.h"
 #include "rel/held.h"
 #include "rel/progress.h"
 #include "rel/psn.h"
@@ -46,6 +47,11 @@ int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		if (!a.srq) {
 			ur_err(dev, "a DCT receives on an SRQ: set attr->srq");
 			return -EINVAL;
+		}
+		/* Its halves answer only: none could READ a rendezvous. */
+		if (to_usrq(a.srq)->tm) {
+			ur_err(dev, "a DCT cannot receive on a tag-matching SRQ");
+			return -EOPNOTSUPP;
 		}
 		/* A target only answers. */
 		memset(&a.cap, 0, sizeof(a.cap));

@@ -7,7 +7,7 @@
  * NO_TAG message is an ordinary receive; a RNDV message matched to a
  * buffer is READ from the sender, reported twice (MATCH, then DATA_VALID)
  * and answered with a FIN; a rendezvous naming a bad key ends in
- * IBV_WC_TM_RNDV_INCOMPLETE.
+ * IBV_WC_TM_RNDV_INCOMPLETE; only RC QPs take a TM SRQ.
  *
  *   tm DEVICE GID_INDEX [CASE...]
  */
@@ -212,6 +212,19 @@ static void case_eager(struct vt_dev *d)
 	ordinary_recv(&p, 103, 6144);
 	send_tm(&p, IBV_TMH_NO_TAG, 5, 15);
 	expect_wc(&p, "NO_TAG", IBV_WC_TM_NO_TAG, 103, 0, 0);
+	/* Only RC: a rendezvous is answered with a READ. */
+	{
+		struct ibv_qp_init_attr ua = { .send_cq = ibv_cq_ex_to_cq(p.cq),
+					       .recv_cq = ibv_cq_ex_to_cq(p.cq), .srq = p.srq,
+					       .cap = { .max_send_wr = 4, .max_send_sge = 1 },
+					       .qp_type = IBV_QPT_UC };
+		struct ibv_qp *uq = ibv_create_qp(d->pd, &ua);
+
+		vt_check(!uq && errno == EOPNOTSUPP, "a UC QP on a tag-matching SRQ: EOPNOTSUPP (%s)",
+			 uq ? "made" : strerror(errno));
+		if (uq)
+			ibv_destroy_qp(uq);
+	}
 	tm_close(&p);
 }
 
