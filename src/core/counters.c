@@ -24,6 +24,7 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_COMPLETION_ERRORS] = "completion_errors",
 	[UR_CNT_HELD_OUT_OF_SEQ] = "held_out_of_seq",
 	[UR_CNT_SELECTIVE_RESENDS] = "selective_resends",
+	[UR_CNT_SELECTIVE_DENSE] = "selective_go_backs",
 	[UR_CNT_INJECTED_LOSS] = "injected_loss",
 	[UR_CNT_INJECTED_REORDER] = "injected_reorder",
 	[UR_CNT_INJECTED_DUP] = "injected_dup",

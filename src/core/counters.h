@@ -36,6 +36,7 @@ enum ur_counter {
 	UR_CNT_INJECTED_REORDER,
 	UR_CNT_INJECTED_DUP,
 	UR_CNT_INJECTED_CORRUPT,
+	UR_CNT_SELECTIVE_DENSE,  /* requester: a gap past UR_SEL_GAPS_MAX in one flight went back */
 	UR_CNT_NR
 };
 

@@ -67,6 +67,10 @@ struct ur_comp_state {
 	uint32_t sel_next, sel_run;  /* the last run resent alone: [next - run, next) */
 	bool sel_sent;
 	uint32_t sel_psn;
+	/* Gaps NAKed among the packets in flight when the first of them was:
+	 * [first gap, sel_flight_end). */
+	uint8_t sel_gaps;
+	uint32_t sel_flight_end;
 };
 
 enum ur_res_type {

@@ -217,8 +217,23 @@ static enum comp_state selective(struct comp_ctx *c)
 	/* The gap right after the last run: a burst was lost (a GRO batch
 	 * dropped whole, a full queue).  Each run twice the last, so a burst
 	 * of n costs log2(n) round trips, not n. */
-	if (cs->sel_run && psn == cs->sel_next)
+	bool burst = cs->sel_run && psn == cs->sel_next;
+	if (burst)
 		run = ur_min(cs->sel_run * 2, UR_SEL_RUN_MAX);
+	/* Another gap of the same flight costs another round trip: past
+	 * UR_SEL_GAPS_MAX of them, the rest of the flight goes back (and
+	 * what the responder holds arrives twice, a duplicate). */
+	if (cs->sel_gaps && psn_lt(psn, cs->sel_flight_end)) {
+		if (!burst && cs->sel_gaps <= UR_SEL_GAPS_MAX)
+			cs->sel_gaps++;
+		if (cs->sel_gaps > UR_SEL_GAPS_MAX) {
+			UR_QP_COUNT(qp, UR_CNT_SELECTIVE_DENSE);
+			return qp->comp.retrying ? COMP_RETIRE : COMP_RETRY;
+		}
+	} else {
+		cs->sel_gaps = 1;
+		cs->sel_flight_end = qp->req.psn;
+	}
 	ret = qp->req.rnr_wait ? -EINVAL : ur_req_resend_one(qp, psn);
 	if (ret && ret != -EAGAIN)
 		return qp->comp.retrying ? COMP_RETIRE : COMP_RETRY;

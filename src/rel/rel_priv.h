@@ -19,6 +19,10 @@
 #define UR_CWND_INIT 64u
 /* Packets resent alone for one NAK at most (comp.c, selective). */
 #define UR_SEL_RUN_MAX 32u
+/* Gaps in one flight fixed alone (one per round trip, as the responder
+ * NAKs the next only once the last is filled); past them the loss is
+ * dense and going back for the rest of the flight is faster. */
+#define UR_SEL_GAPS_MAX 3u
 /* Out-of-order tolerance (UROCE_OOO=1): packets held past a gap before
  * the gap counts as a loss and is NAKed (or, for READ responses,
  * requested again); fewer mean the network reordered, and the gap fills

@@ -33,7 +33,7 @@ struct ur_stack {
 	uint64_t last_turn_ns;              /* a waiting QP last sent on its turn */
 	bool selective;                     /* RC marks its requests and resends
 					     * selectively to peers that hold
-					     * (UROCE_SELECTIVE_RETRANSMIT=1: on) */
+					     * (UROCE_SELECTIVE_RETRANSMIT=0: off) */
 	bool ooo;                           /* RC tolerates reordering: holds
 					     * what comes past a gap, NAKs only
 					     * once UR_OOO_NAK_AFTER wait behind

@@ -89,10 +89,12 @@ static struct ur_stack *alloc_stack(void)
 	pthread_mutex_init(&s->waiting_lock, NULL);
 	pthread_mutex_init(&s->gsi_lock, NULL);
 	ur_list_init(&s->waiting);
-	/* Opt-in: it wins at sparse loss, loses where loss is dense
-	 * (docs/reliability.md). */
-	s->selective = getenv("UROCE_SELECTIVE_RETRANSMIT") &&
-		       !strcmp(getenv("UROCE_SELECTIVE_RETRANSMIT"), "1");
+	/* On unless UROCE_SELECTIVE_RETRANSMIT=0: a requester whose
+	 * responder does not hold (rxe, a NIC without out-of-order
+	 * placement) learns so from its answers and goes back as before
+	 * (comp.c, docs/reliability.md). */
+	s->selective = !(getenv("UROCE_SELECTIVE_RETRANSMIT") &&
+			 !strcmp(getenv("UROCE_SELECTIVE_RETRANSMIT"), "0"));
 	/* Opt-in as on NICs (mlx5's out-of-order data placement is a QP
 	 * creation flag): a real loss is NAKed a few packets later. */
 	s->ooo = getenv("UROCE_OOO") && !strcmp(getenv("UROCE_OOO"), "1");

@@ -7,7 +7,8 @@
 # receive's order, length and immediate, every atomic result and the final
 # atomic words checked; both processes run with uroce's fault injector
 # (UROCE_FAULTS): loss 1 %, 5 % and 20 %, each with 5 % reordering, 1 %
-# duplication and 0.1 % corruption.  Then 1000 RC QPs between the two
+# duplication and 0.1 % corruption, with selective retransmission (the
+# default), then 1 % and 5 % with go-back-N only.  Then 1000 RC QPs between the two
 # processes, traffic on all of them, under 1 % loss; and 1 % loss across
 # two network namespaces.  Goodput is printed beside the clean figure.
 # storm_long.test.sh (label long) runs 100 000 messages at each loss rate.
@@ -23,6 +24,12 @@ ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g"
 declare -A before=()
 fault_counters before
 
+# sel_counter NAME: a counter of uroce0 (they outlive the processes).
+sel_counter() {
+	"$UR_BUILD/bin/uroce" devinfo -c -d uroce0 | awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }'
+}
+s0=$(sel_counter selective_resends)
+d0=$(sel_counter selective_go_backs)
 declare -A gbps
 storm_case lo.clean uroce0 "$g" 127.0.0.1 none --messages 10000 --seed 1
 gbps[0]=$STORM_GBPS
@@ -34,25 +41,25 @@ storm_case lo.loss20 uroce0 "$g" 127.0.0.1 "loss=0.20,$F" --messages 500 --seed 
 gbps[20]=$STORM_GBPS
 ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
 
-# The same with selective retransmission (opt-in): the responder holds
-# what follows a gap and the requester resends only the gap.
-sel_resends() {
-	"$UR_BUILD/bin/uroce" devinfo -c -d uroce0 | awk '$1 == "selective_resends" { print $2 }'
-}
-s0=$(sel_resends)
-STORM_ENV=(UROCE_SELECTIVE_RETRANSMIT=1)
-storm_case lo.loss1.selective uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
-gbps[s1]=$STORM_GBPS
-storm_case lo.loss5.selective uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
-gbps[s5]=$STORM_GBPS
-STORM_ENV=()
-s1=$(sel_resends)
-if [ "$(( ${s1:-0} - ${s0:-0} ))" -gt 0 ]; then
-	ur_pass "selective: $(( s1 - s0 )) packets resent alone"
+# Selective retransmission is the default: the losses above were resent
+# alone, and dense ones went back (selective_go_backs).  The same with
+# go-back-N only (UROCE_SELECTIVE_RETRANSMIT=0): nothing resent alone.
+s1=$(sel_counter selective_resends)
+d1=$(sel_counter selective_go_backs)
+if [ "$(( ${s1:-0} - ${s0:-0} ))" -gt 0 ] && [ "$(( ${d1:-0} - ${d0:-0} ))" -gt 0 ]; then
+	ur_pass "selective: $(( s1 - s0 )) packets resent alone, $(( d1 - d0 )) dense gaps went back"
 else
-	ur_fail "selective: no packet was resent alone (selective_resends ${s0:-?} -> ${s1:-?})"
+	ur_fail "selective: selective_resends ${s0:-?} -> ${s1:-?}, selective_go_backs ${d0:-?} -> ${d1:-?}: both should grow"
 fi
-ur_log "goodput (Gb/s) with selective retransmission: 1 % loss ${gbps[s1]:-?}, 5 % ${gbps[s5]:-?}"
+STORM_ENV=(UROCE_SELECTIVE_RETRANSMIT=0)
+storm_case lo.loss1.go_back uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
+gbps[b1]=$STORM_GBPS
+storm_case lo.loss5.go_back uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
+gbps[b5]=$STORM_GBPS
+STORM_ENV=()
+s2=$(sel_counter selective_resends)
+ur_expect_eq "go-back-N only: packets resent alone" "${s1:-?}" "${s2:-?}"
+ur_log "goodput (Gb/s) with go-back-N only: 1 % loss ${gbps[b1]:-?}, 5 % ${gbps[b5]:-?}"
 
 # 1000 connected RC QPs between two processes (kernel rxe's old limit),
 # 100 messages of up to 4 KiB on each, 4 in flight per QP.

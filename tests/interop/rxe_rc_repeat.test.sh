@@ -113,6 +113,8 @@ done
 echo "guest rxe0 counters:"
 vm_counters | grep -E 'sent|rcvd|seq|retry|dup|err' | sed 's/^/  /' || true
 echo "duplicate requests the guest saw in these runs: $(( $(vm_counter duplicate_request 2>/dev/null || echo 0) - dup0 ))"
+echo "uroce's $dev counters (all runs on this link):"
+"$uroce" devinfo -c -d "$dev" 2>/dev/null | grep -E 'seq|retry|nak|selective|held' | sed 's/^/  /' || true
 
 [ "$fails" = 0 ] || { echo "$fails run(s) failed" >&2; exit 1; }
 echo "all $total runs completed"

@@ -115,6 +115,41 @@ static void test_sel_two_gaps(void)
 	t_pair_close(&p);
 }
 
+/* Four gaps in one flight of WRITEs: the first three are resent alone,
+ * one per round trip; the fourth NAK means dense loss and the requester
+ * goes back for the rest of the flight (the responder, holding it, takes
+ * those packets as duplicates).  Each packet lands once: the target is
+ * right. */
+static void test_sel_dense_goes_back(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	unsigned steps = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 40);
+	for (unsigned gap = 0; gap < 4; gap++)
+		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28 */
+	while (t_count() && steps++ < 1000)
+		t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 3);
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	UT_CHECK(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST] > 0);   /* the held tail, again */
+	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
 /* The resend is lost too: at the timer from the round trip the packet
  * goes alone once more (the rest is held); lost again, at the QP's
  * timeout the requester goes back as before.  The held packets are not
