@@ -69,13 +69,16 @@ void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code)
 static uint64_t rto_ns(const struct ur_qp *qp)
 {
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
+	bool alone = qp->comp.peer_holds == UR_PEER_HOLDS_YES && qp->comp.sel_sent &&
+		     qp->comp.sel_psn == qp->comp.psn;
+	uint64_t floor = alone ? UR_MIN_RTO_ALONE_NS : UR_MIN_RTO_NS;
 	uint64_t rto;
 
 	if (qp->comp.srtt_ns)
 		rto = qp->comp.srtt_ns + 4 * qp->comp.rttvar_ns;
 	else
 		rto = qpt / 4;   /* nothing measured yet: a quarter of the timeout */
-	rto = (rto < UR_MIN_RTO_NS ? UR_MIN_RTO_NS : rto) << qp->comp.backoff;
+	rto = (rto < floor ? floor : rto) << qp->comp.backoff;
 	return qpt && rto > qpt ? qpt : rto;
 }
 

@@ -166,6 +166,8 @@ static void test_sel_resend_lost(void)
 	if (t_pair_open(&p, &o))
 		return;
 	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;   /* as learnt from an earlier loss */
+	p.a.qp->comp.srtt_ns = 30000;                   /* and a round trip measured */
+	p.a.qp->comp.rttvar_ns = 10000;
 	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&tb, &p.b, 9 * 256, T_ALL_ACCESS, 2);
 	word = (uint64_t *)(tb.buf + 8 * 256);
@@ -189,6 +191,9 @@ static void test_sel_resend_lost(void)
 	t_drop(0);                    /* the resend, lost */
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 1);
+	/* A round trip of tens of microseconds: the lone resend is given up
+	 * on after the lower floor, not the millisecond a window waits. */
+	UT_CHECK(p.a.qp->comp.retrans_deadline - t_clock_ns <= UR_MIN_RTO_ALONE_NS);
 	t_advance(p.a.qp->comp.retrans_deadline - t_clock_ns);   /* the RTO */
 	UT_EQ(t_count(), 1);          /* alone again, not the window */
 	UT_EQ(t_psn(0), lost);
