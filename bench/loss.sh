@@ -4,8 +4,8 @@
 # nftables in the receiving namespace dropping each packet of the flow at
 # random (numgen) in both directions: uroce's UDP (port 4791 and its own
 # ports) and iperf3's TCP port.  uroce: unmodified ib_write_bw (64 KiB
-# messages, 5 s) with selective retransmission (UROCE_SELECTIVE_RETRANSMIT=1)
-# and with go-back-N (the default); TCP: iperf3 (5 s).  Needs root
+# messages, 5 s) with selective retransmission (the default) and with
+# go-back-N only (UROCE_SELECTIVE_RETRANSMIT=0); TCP: iperf3 (5 s).  Needs root
 # (namespaces, nftables).
 #
 #   bench/loss.sh [BUILD_DIR] [LOSS_PERCENT...]      (default: build, 0 1 5)
@@ -38,7 +38,7 @@ EOF
 }
 
 # uroce_bw SELECTIVE: ib_write_bw 64 KiB for 5 s, B serving, selective
-# retransmission on (1) or off (0); prints Gb/s (average).
+# retransmission on (1, the default) or off (0); prints Gb/s (average).
 uroce_bw() {
 	local gb ga port=$((20000 + RANDOM % 10000))
 	export UROCE_SELECTIVE_RETRANSMIT=$1

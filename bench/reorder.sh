@@ -4,9 +4,9 @@
 # (MTU 1500), unmodified ib_write_bw and ib_read_bw (64 KiB messages, 5 s),
 # uroce's fault injector in both processes holding back a share of the
 # received packets behind the next one (UROCE_FAULTS=reorder=...).  Each
-# configuration: no reordering, then reordering with go-back-N (the
-# default), with selective retransmission (UROCE_SELECTIVE_RETRANSMIT=1)
-# and with out-of-order tolerance.  Needs root (namespaces).
+# configuration: no reordering, then reordering with go-back-N
+# (UROCE_SELECTIVE_RETRANSMIT=0), with selective retransmission (the
+# default) and with out-of-order tolerance (on top of the default).  Needs root (namespaces).
 #
 #   bench/reorder.sh [BUILD_DIR] [REORDER_PERCENT]     (default: build, 5)
 #
@@ -51,7 +51,7 @@ printf '## Reordering %s %% of received packets, %s, %s cores, %s\n\n' "$pct" "$
 printf '| 64 KiB, 5 s | no reordering | go-back-N | selective | out-of-order tolerance (UROCE_OOO=1) | go-back-N / clean | selective / clean | tolerance / clean |\n|---|---|---|---|---|---|---|---|\n'
 for tool in ib_write_bw ib_read_bw; do
 	clean=$(bw "$tool" UROCE_OOO=0)
-	gbn=$(bw "$tool" "$faults" UROCE_OOO=0)
+	gbn=$(bw "$tool" "$faults" UROCE_OOO=0 UROCE_SELECTIVE_RETRANSMIT=0)
 	sel=$(bw "$tool" "$faults" UROCE_OOO=0 UROCE_SELECTIVE_RETRANSMIT=1)
 	ooo=$(bw "$tool" "$faults" UROCE_OOO=1)
 	printf '| %s (MB/s) | %s | %s | %s | %s | %s | %s | %s |\n' "$tool" "$clean" "$gbn" "$sel" "$ooo" \
