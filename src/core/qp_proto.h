@@ -71,6 +71,9 @@ struct ur_comp_state {
 	 * [first gap, sel_flight_end). */
 	uint8_t sel_gaps;
 	uint32_t sel_flight_end;
+	bool sel_dense;              /* the last flight had too many gaps */
+	bool sel_gone_back;          /* went back for density, over [.., sel_gb_end) */
+	uint32_t sel_gb_end;
 };
 
 enum ur_res_type {

@@ -214,6 +214,11 @@ static enum comp_state selective(struct comp_ctx *c)
 		return COMP_RETIRE;       /* resent already, in the last run */
 	if (!psn_lt(psn, qp->req.psn))
 		return COMP_RETIRE;       /* gone back before it: it goes again in turn */
+	/* Gone back over it for density: the responder names the next gap
+	 * once the last fills, so this one's resend has left already (lost
+	 * too, the timer goes back). */
+	if (cs->sel_gone_back && psn_lt(psn, cs->sel_gb_end))
+		return COMP_RETIRE;
 	/* The gap right after the last run: a burst was lost (a GRO batch
 	 * dropped whole, a full queue).  Each run twice the last, so a burst
 	 * of n costs log2(n) round trips, not n. */
@@ -222,17 +227,24 @@ static enum comp_state selective(struct comp_ctx *c)
 		run = ur_min(cs->sel_run * 2, UR_SEL_RUN_MAX);
 	/* Another gap of the same flight costs another round trip: past
 	 * UR_SEL_GAPS_MAX of them, the rest of the flight goes back (and
-	 * what the responder holds arrives twice, a duplicate). */
+	 * what the responder holds arrives twice, a duplicate).  A flight
+	 * after such a one goes back at its first gap, until a flight has
+	 * few again: dense loss stays dense. */
 	if (cs->sel_gaps && psn_lt(psn, cs->sel_flight_end)) {
 		if (!burst && cs->sel_gaps <= UR_SEL_GAPS_MAX)
 			cs->sel_gaps++;
-		if (cs->sel_gaps > UR_SEL_GAPS_MAX) {
-			UR_QP_COUNT(qp, UR_CNT_SELECTIVE_DENSE);
-			return qp->comp.retrying ? COMP_RETIRE : COMP_RETRY;
-		}
 	} else {
+		cs->sel_dense = cs->sel_gaps > UR_SEL_GAPS_MAX;
 		cs->sel_gaps = 1;
 		cs->sel_flight_end = qp->req.psn;
+	}
+	if (cs->sel_dense || cs->sel_gaps > UR_SEL_GAPS_MAX) {
+		if (qp->comp.retrying)
+			return COMP_RETIRE;
+		UR_QP_COUNT(qp, UR_CNT_SELECTIVE_DENSE);
+		cs->sel_gone_back = true;
+		cs->sel_gb_end = qp->req.psn_max;
+		return COMP_RETRY;
 	}
 	ret = qp->req.rnr_wait ? -EINVAL : ur_req_resend_one(qp, psn);
 	if (ret && ret != -EAGAIN)

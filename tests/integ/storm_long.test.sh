@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest-timeout: 3600
-# ctest-labels: reliability long
+# ctest-labels: long
 # storm.test.sh at full size: 100 000 random messages of 1 B .. 1 MiB at
 # each loss rate (clean, 1 %, 5 %, 20 %, each with 5 % reordering, 1 %
 # duplication and 0.1 % corruption), and 1000 RC QPs with 1000 messages

@@ -115,11 +115,14 @@ static void test_sel_two_gaps(void)
 	t_pair_close(&p);
 }
 
-/* Four gaps in one flight of WRITEs: the first three are resent alone,
+/* Five gaps in one flight of WRITEs: the first three are resent alone,
  * one per round trip; the fourth NAK means dense loss and the requester
  * goes back for the rest of the flight (the responder, holding it, takes
- * those packets as duplicates).  Each packet lands once: the target is
- * right. */
+ * those packets as duplicates); the fifth gap's NAK comes once the
+ * fourth fills, when its resend has left with the rest: no second going
+ * back.  The next flight goes back at its first
+ * gap; having had only that one, the flight after it is selective again.
+ * Each packet lands once: the target is right. */
 static void test_sel_dense_goes_back(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
@@ -135,8 +138,8 @@ static void test_sel_dense_goes_back(void)
 	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
 			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
 	UT_EQ(t_count(), 40);
-	for (unsigned gap = 0; gap < 4; gap++)
-		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28 */
+	for (unsigned gap = 0; gap < 5; gap++)
+		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28, 36 */
 	while (t_count() && steps++ < 1000)
 		t_deliver(0);
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
@@ -145,6 +148,21 @@ static void test_sel_dense_goes_back(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	UT_CHECK(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST] > 0);   /* the held tail, again */
 	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	for (int flight = 0; flight < 2; flight++) {
+		memset(sa.buf, 0x41 + flight, 40 * 256);
+		UT_EQ(t_post_rdma(&p.a, 10 + flight, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256,
+				  sa.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey), 0);
+		UT_CHECK(t_count() > 11);      /* the window, halved by going back */
+		t_drop(10);
+		steps = 0;
+		while (t_count() && steps++ < 1000)
+			t_deliver(0);
+		t_expect_wc(p.a.scq, &wc, 10 + flight, IBV_WC_SUCCESS);
+		UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	}
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 2);      /* the second flight: at once */
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 4);    /* the third: alone again */
 	t_mem_free(&sa);
 	t_mem_free(&tb);
 	t_pair_close(&p);
