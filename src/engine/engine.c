@@ -503,8 +503,15 @@ static void *engine_main(void *arg)
 	uint64_t last_work = 0;
 	sigset_t all;
 
-	/* Signals belong to the application's threads. */
+	/* Signals belong to the application's threads, but for the faults
+	 * this thread causes itself: blocked, the kernel would kill the
+	 * process for one rather than run the handler that
+	 * util/fault_guard.h relies on. */
 	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	set_priority();
 	while (!atomic_load(&e->stopping)) {

@@ -5,12 +5,14 @@
  * quiesce waits for the callback in progress; a deadline already past is
  * deferred work; pollers run wherever INLINE callbacks do, and a producer
  * that rings the bell only while the engine thread says it sleeps never
- * has its work stranded. */
+ * has its work stranded; a fault in a guarded access on the engine thread
+ * is caught, not fatal. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include "engine/engine.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/fault_guard.h"
 
 /* ---- timers ---------------------------------------------------------------- */
 
@@ -366,6 +369,56 @@ static void test_poller_threaded(void)
 	ur_engine_destroy(e);
 }
 
+/* The engine thread places packets into memory the application may have
+ * unmapped under a live region: a fault there is caught and reported (it
+ * keeps SIGSEGV unblocked; blocked, the kernel would kill the process). */
+struct t_fault {
+	int fd;
+	void *gone;
+	int ran, copied, refused;
+};
+
+static void t_fault_cb(void *arg, uint32_t events)
+{
+	struct t_fault *f = arg;
+	uint8_t src[64] = { 0 };
+	uint64_t v;
+
+	(void)events;
+	if (read(f->fd, &v, sizeof(v)) != sizeof(v))
+		return;      /* counted on ran: the test waits for each poke */
+	if (ur_guarded_copy(f->gone, src, sizeof(src)))
+		__atomic_add_fetch(&f->copied, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_add_fetch(&f->refused, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&f->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_engine_thread_fault_guarded(void)
+{
+	struct t_fault f = { 0 };
+	struct ur_engine *e;
+	long page = sysconf(_SC_PAGESIZE);
+
+	ur_fault_guard_install();
+	/* PROT_NONE faults as a hole does, and no allocation can fill it. */
+	f.gone = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	UT_CHECK(f.gone != MAP_FAILED);
+	f.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, f.fd, EPOLLIN, UR_WATCH_ENGINE, t_fault_cb, &f), 0);
+	for (int i = 1; i <= 3; i++) {
+		poke(f.fd);
+		wait_for(&f.ran, i);
+	}
+	UT_EQ(f.refused, 3);
+	UT_EQ(f.copied, 0);
+	ur_engine_unwatch(e, f.fd);
+	close(f.fd);
+	ur_engine_destroy(e);
+	munmap(f.gone, (size_t)page);
+}
+
 /* An application thread polls: the engine thread naps without saying it
  * sleeps (producers need not ring) at least some of the time; once the
  * application says it will wait, the engine thread sleeps properly and a
@@ -419,5 +472,6 @@ int main(void)
 	UT_RUN(test_poller_polled);
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
+	UT_RUN(test_engine_thread_fault_guarded);
 	return UT_DONE();
 }
