@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "util/fault_guard.h"
 #include "util/log.h"
 
 int ur_context_open(struct ur_device *dev, struct ur_context **out)
@@ -14,6 +15,9 @@ int ur_context_open(struct ur_device *dev, struct ur_context **out)
 		return -ENOMEM;
 	ctx->stack_err = -EIO;
 	ctx->dev = dev;
+	/* Regions are reached through the process's own mappings, which it
+	 * may unmap under a live region (util/fault_guard.h). */
+	ur_fault_guard_install();
 	ret = ur_mr_table_init(&ctx->mrs);
 	if (ret)
 		goto err_free;

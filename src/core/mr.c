@@ -7,7 +7,7 @@
 #include "core/context.h"
 #include "core/limits.h"
 #include "core/pd.h"
-#include "util/copy.h"
+#include "util/fault_guard.h"
 #include "util/random.h"
 #include "util/vm_range.h"
 #include "xport/xport.h"
@@ -279,9 +279,9 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 		take = ur_min(sge[i].length - off, len);
 		dst = ur_mr_check(t, sge[i].lkey, pd, sge[i].addr + off, take,
 				  IBV_ACCESS_LOCAL_WRITE);
-		if (!dst)
+		/* Unmapped under a live region: a protection error. */
+		if (!dst || !ur_guarded_copy(dst, src, take))
 			return false;
-		ur_memcpy(dst, src, take);
 		src += take;
 		len -= take;
 		off = 0;

@@ -11,7 +11,7 @@
 #include "rel/rel_priv.h"
 #include "rel/req.h"
 #include "rel/resp_out.h"
-#include "util/copy.h"
+#include "util/fault_guard.h"
 #include "util/log.h"
 #include "wire/grh.h"
 
@@ -98,7 +98,7 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 		/* IBA class A: the receive WQE is bad. */
 		ur_resp_complete_recv(qp, IBV_WC_LOC_PROT_ERR, NULL, 0, false);
 		if (ur_qp_is_reliable(qp))
-			ur_resp_refuse(qp, UR_NAK_REM_OP_ERR, "receive buffer lkey invalid");
+			ur_resp_refuse(qp, UR_NAK_REM_OP_ERR, "receive buffer lkey invalid, or its memory unmapped");
 		return UR_EXEC_REFUSED;
 	}
 	qp->resp.recv_offset += pkt->paylen;
@@ -131,6 +131,7 @@ enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pk
 {
 	struct ur_resp_state *r = &qp->resp;
 	void *dst;
+	bool placed;
 
 	if (pkt->mask & UR_OPF_RETH) {
 		const uint8_t *reth = pkt->bth + ur_opcode[pkt->opcode].offset[UR_HDR_RETH];
@@ -168,11 +169,12 @@ enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pk
 		ur_mr_read_lock(&qp->ctx->mrs);
 		dst = ur_mr_check_remote(&qp->ctx->mrs, r->write_rkey, ur_resp_pd(qp), qp, r->write_va,
 				  pkt->paylen, IBV_ACCESS_REMOTE_WRITE);
-		if (dst)
-			ur_memcpy(dst, pkt->payload, pkt->paylen);
+		placed = dst && ur_guarded_copy(dst, pkt->payload, pkt->paylen);
 		ur_mr_read_unlock(&qp->ctx->mrs);
-		if (!dst) {
-			ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR, "RDMA WRITE target vanished");
+		if (!placed) {
+			ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR,
+				       dst ? "RDMA WRITE target is no longer mapped by its process"
+					   : "RDMA WRITE target vanished");
 			return UR_EXEC_REFUSED;
 		}
 	}
@@ -203,8 +205,8 @@ enum ur_exec_result ur_exec_atomic_write(struct ur_qp *qp, const struct ur_pkt_v
 	p = ur_mr_check_remote(&qp->ctx->mrs, reth_rkey(reth), ur_resp_pd(qp), qp, va, 8,
 			       IBV_ACCESS_REMOTE_WRITE);
 	/* Whole, against other processes mapping the same memory too. */
-	if (p)
-		__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+	if (p && !ur_guarded_atomic(p, UR_GUARDED_STORE, v, 0, NULL))
+		p = NULL;     /* no longer mapped by its process */
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (!p) {
 		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR,
@@ -286,16 +288,12 @@ void ur_exec_atomic(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	ur_mr_read_lock(&qp->ctx->mrs);
 	p = ur_mr_check_remote(&qp->ctx->mrs, atmeth_rkey(a), ur_resp_pd(qp), qp, va, 8,
 			       IBV_ACCESS_REMOTE_ATOMIC);
-	if (p) {
-		/* Atomic against other processes mapping the same memory too. */
-		if ((pkt->opcode & 0x1f) == UR_OPL_COMPARE_SWAP) {
-			orig = atmeth_comp(a);
-			__atomic_compare_exchange_n(p, &orig, atmeth_swap_add(a), false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		} else {
-			orig = __atomic_fetch_add(p, atmeth_swap_add(a), __ATOMIC_SEQ_CST);
-		}
-	}
+	/* Atomic against other processes mapping the same memory too; a
+	 * target no longer mapped by its process is an access error. */
+	if (p && !((pkt->opcode & 0x1f) == UR_OPL_COMPARE_SWAP
+		   ? ur_guarded_atomic(p, UR_GUARDED_CAS, atmeth_comp(a), atmeth_swap_add(a), &orig)
+		   : ur_guarded_atomic(p, UR_GUARDED_FADD, atmeth_swap_add(a), 0, &orig)))
+		p = NULL;
 	ur_mr_read_unlock(&qp->ctx->mrs);
 	if (!p) {
 		qp->resp.res_next--;   /* give the slot back */

@@ -44,7 +44,9 @@ int ur_tx_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p
 {
 	int ret = ur_xport_send(path, p);
 
-	if (ret == -EAGAIN)
+	/* -EFAULT: the application unmapped memory under a live region,
+	 * the work request's error (or the READ's, when answering one). */
+	if (ret == -EAGAIN || ret == -EFAULT)
 		return ret;
 	if (ret) {
 		/* Refused for good (no route, too big): on the wire that is a

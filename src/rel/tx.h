@@ -24,9 +24,10 @@ static inline uint8_t *ur_tx_hdr(struct ur_tx_pkt *p, enum ur_hdr_type t)
 	return p->hdr + ur_opcode[bth_opcode(p->hdr)].offset[t];
 }
 
-/* Sends on path: 0 (sent, or refused for good: a loss, counted), or
+/* Sends on path: 0 (sent, or refused for good: a loss, counted),
  * -EAGAIN (no room: nothing sent; the caller stops and calls
- * ur_tx_blocked). */
+ * ur_tx_blocked), or -EFAULT (the payload's memory is no longer mapped:
+ * nothing sent). */
 int ur_tx_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p);
 
 /* The transport had no room: the QP waits for it to drain. */

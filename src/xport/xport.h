@@ -141,8 +141,9 @@ struct ur_xport_ops {
 	int (*resolve)(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
 		       const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
 	/* Queues a packet (it may leave at once or at the next flush): 0,
-	 * -EAGAIN (not taken: retry after writable), or another -errno (the
-	 * packet is refused for good: a loss). */
+	 * -EAGAIN (not taken: retry after writable), -EFAULT (a piece of the
+	 * payload is no longer mapped by the process: the sender's error), or
+	 * another -errno (the packet is refused for good: a loss). */
 	int (*send)(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt);
 	/* Sends what this thread queued.  0, or -EAGAIN: kept, and it leaves
 	 * when there is room (ask for writable to send more). */

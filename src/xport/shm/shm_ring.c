@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "util/compiler.h"
-#include "util/copy.h"
+#include "util/fault_guard.h"
 
 #define RING_MASK ((uint64_t)UR_SHM_RING_BYTES - 1)
 
@@ -58,7 +58,9 @@ int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_sh
 	((struct ur_shm_rec *)p)->len = len;
 	p += sizeof(*rec);
 	for (int i = 0; i < niov; i++) {
-		ur_memcpy(p, iov[i].iov_base, iov[i].iov_len);
+		/* Unpublished until the tail moves: a fault leaves no trace. */
+		if (!ur_guarded_copy(p, iov[i].iov_base, iov[i].iov_len))
+			return -EFAULT;
 		p += iov[i].iov_len;
 	}
 	/* Records and mark are seen by whoever sees the tail. */

@@ -17,7 +17,8 @@
 #include "xport/shm/shm_layout.h"
 
 /* Producer: copies a record in (rec, then the pieces: len bytes in all)
- * and publishes it.  0, -EAGAIN (no room now) or -EMSGSIZE. */
+ * and publishes it.  0, -EAGAIN (no room now), -EMSGSIZE, or -EFAULT (a
+ * piece is not mapped: nothing published). */
 int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_shm_rec *rec,
 		    const struct iovec *iov, int niov, uint32_t len);
 

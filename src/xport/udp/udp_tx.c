@@ -22,7 +22,7 @@
 
 #include "wire/gid.h"
 #include "util/clock.h"
-#include "util/copy.h"
+#include "util/fault_guard.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
 #include "host/cm_route.h"
@@ -196,7 +196,9 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	memcpy(p, pkt->hdr, pkt->hdr_len);
 	p += pkt->hdr_len;
 	for (int i = 0; i < pkt->niov; i++) {
-		ur_memcpy(p, pkt->iov[i].iov_base, pkt->iov[i].iov_len);
+		/* Not staged until b->len moves: a fault leaves no trace. */
+		if (!ur_guarded_copy(p, pkt->iov[i].iov_base, pkt->iov[i].iov_len))
+			return -EFAULT;
 		p += pkt->iov[i].iov_len;
 	}
 	memset(p, 0, pkt->pad);

@@ -112,6 +112,70 @@ static void test_access_errors(void)
 		}
 }
 
+/* Memory unmapped under a live region (NICs pin it and write pages
+ * nobody sees; uroce reaches it through the process's mappings): every
+ * access to it is an error completion, never a fault.  op: what A posts;
+ * IBV_WR_SEND with b_side: A sends into a receive posted there on B;
+ * IBV_WR_SEND without: A sends from there. */
+static void check_unmapped(enum ibv_wr_opcode op, bool b_side, enum ibv_wc_status a_status)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem la, tb;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *gone;
+	uint64_t va;
+	int before = ut_failures;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
+	mr = t_mem_reg_half_unmapped(b_side ? &p.b : &p.a, T_ALL_ACCESS, &gone);
+	if (!mr)
+		goto out;
+	va = (uintptr_t)gone + 64;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		UT_EQ(t_post_atomic(&p.a, 1, op, la.buf, la.mr->lkey, va, mr->rkey, 1, 0), 0);
+	else if (op != IBV_WR_SEND && b_side)
+		UT_EQ(t_post_rdma(&p.a, 1, op, la.buf, 600, la.mr->lkey, va, mr->rkey), 0);
+	else if (op != IBV_WR_SEND)      /* into A's unmapped page, from B */
+		UT_EQ(t_post_rdma(&p.a, 1, op, gone, 600, mr->lkey, (uintptr_t)tb.buf,
+				  tb.mr->rkey), 0);
+	else if (b_side) {
+		UT_EQ(t_post_recv(&p.b, 9, gone, 1024, mr->lkey), 0);
+		UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, la.buf, 600, la.mr->lkey, 0), 0);
+	} else {
+		UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, gone, 600, mr->lkey, 0), 0);
+	}
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, a_status);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	if (op == IBV_WR_SEND && b_side)
+		t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_LOC_PROT_ERR);
+	UT_CHECK(t_mem_intact(&la, 1));
+	UT_CHECK(t_mem_intact(&tb, 2));
+	if (ut_failures != before)
+		fprintf(stderr, "  (op %d, %s side)\n", op, b_side ? "responder" : "requester");
+	t_mem_free_half_unmapped(mr);
+out:
+	t_mem_free(&la);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+static void test_access_unmapped(void)
+{
+	check_unmapped(IBV_WR_RDMA_WRITE, true, IBV_WC_REM_ACCESS_ERR);
+	check_unmapped(IBV_WR_RDMA_READ, true, IBV_WC_REM_ACCESS_ERR);
+	check_unmapped(IBV_WR_ATOMIC_FETCH_AND_ADD, true, IBV_WC_REM_ACCESS_ERR);
+	check_unmapped(IBV_WR_SEND, true, IBV_WC_REM_OP_ERR);
+	check_unmapped(IBV_WR_SEND, false, IBV_WC_LOC_PROT_ERR);
+	/* A READ's response lands in unmapped local memory. */
+	check_unmapped(IBV_WR_RDMA_READ, false, IBV_WC_LOC_PROT_ERR);
+}
+
 /* The exact edges: the last byte of the region is writable, one more is
  * not; zero bytes anywhere need no valid key at all. */
 static void test_access_edges(void)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Virtual time: the protocol files and the engine are compiled into the
@@ -97,6 +98,7 @@ static inline int t_kill(pid_t pid, int sig)
 #include "wire/opcode.h"
 #include "wire/pkt_parse.h"
 #include "wire/roce_hdr.h"
+#include "util/fault_guard.h"
 
 /* ---- the fake transport ---------------------------------------------------- */
 
@@ -152,7 +154,11 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 	memcpy(k->buf, p->hdr, p->hdr_len);
 	off = p->hdr_len;
 	for (int i = 0; i < p->niov; i++) {
-		memcpy(k->buf + off, p->iov[i].iov_base, p->iov[i].iov_len);
+		/* As the real transports: a piece no longer mapped is -EFAULT. */
+		if (!ur_guarded_copy(k->buf + off, p->iov[i].iov_base, p->iov[i].iov_len)) {
+			free(k);
+			return -EFAULT;
+		}
 		off += (uint32_t)p->iov[i].iov_len;
 	}
 	off += p->pad;          /* calloc: pad bytes and ICRC are zero */
@@ -791,6 +797,37 @@ static inline void t_mem_free(struct t_mem *m)
 		UT_EQ(ibv_dereg_mr(m->mr), 0);
 	free(m->raw);
 	memset(m, 0, sizeof(*m));
+}
+
+/* Two pages registered as one region, the second then taken away (as UCX
+ * unmaps buffers under a region its cache deregisters later): *gone is the
+ * second page's start.  PROT_NONE faults as a hole does, and unlike a hole
+ * no later mapping can fill it while the test runs. */
+static inline struct ibv_mr *t_mem_reg_half_unmapped(struct t_side *s, int access, uint8_t **gone)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	UT_CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0x5a, 2 * page);
+	mr = ibv_reg_mr_iova2(&s->pd->ibpd, p, 2 * page, (uintptr_t)p, (unsigned)access);
+	UT_CHECK(mr != NULL);
+	mprotect(p + page, page, PROT_NONE);
+	*gone = p + page;
+	return mr;
+}
+
+/* Deregisters it and unmaps both pages. */
+static inline void t_mem_free_half_unmapped(struct ibv_mr *mr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mr->addr;
+
+	UT_EQ(ibv_dereg_mr(mr), 0);
+	munmap(p, 2 * page);
 }
 
 /* ---- posting and completions ----------------------------------------------- */

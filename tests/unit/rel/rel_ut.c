@@ -96,6 +96,7 @@ int main(void)
 
 	UT_RUN(test_access_errors);
 	UT_RUN(test_access_edges);
+	UT_RUN(test_access_unmapped);
 	UT_RUN(test_access_stale_rkey);
 	UT_RUN(test_access_local);
 	UT_RUN(test_access_atomic_misaligned);
@@ -117,6 +118,7 @@ int main(void)
 	UT_RUN(test_ud_qkey);
 	UT_RUN(test_ud_drops);
 	UT_RUN(test_ud_srq);
+	UT_RUN(test_ud_recv_unmapped);
 
 	UT_RUN(test_mw_access);
 	UT_RUN(test_mw_rebind_stale_key);

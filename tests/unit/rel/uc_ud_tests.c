@@ -356,6 +356,38 @@ static void test_ud_grh_ipv6(void)
 	t_ud_close(&u);
 }
 
+/* A datagram for a receive posted in memory unmapped under its live
+ * region (UCX at teardown): a protection error completion, not a fault;
+ * the next receive works. */
+static void test_ud_recv_unmapped(void)
+{
+	struct t_ud u;
+	struct t_mem sa, rb;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	uint8_t *gone;
+
+	if (t_ud_open(&u, false))
+		return;
+	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
+	mr = t_mem_reg_half_unmapped(&u.b, IBV_ACCESS_LOCAL_WRITE, &gone);
+	if (mr) {
+		UT_EQ(t_post_recv(&u.b, 1, gone, 512, mr->lkey), 0);
+		UT_EQ(t_post_recv(&u.b, 2, rb.buf, 512, rb.mr->lkey), 0);
+		UT_EQ(t_ud_send(&u, 3, sa.buf, 100, sa.mr->lkey, T_QKEY, false), 0);
+		UT_EQ(t_ud_send(&u, 4, sa.buf, 100, sa.mr->lkey, T_QKEY, false), 0);
+		t_run();
+		t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR);
+		t_expect_wc(u.b.rcq, &wc, 2, IBV_WC_SUCCESS);
+		UT_MEMEQ(rb.buf + 40, sa.buf, 100);
+		t_mem_free_half_unmapped(mr);
+	}
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_ud_close(&u);
+}
+
 static void test_ud_qkey(void)
 {
 	struct t_ud u;
