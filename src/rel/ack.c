@@ -64,6 +64,13 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 	qp->comp.psn = new_psn;
 	qp->comp.retrying = false;
 	qp->comp.sel_sent = false;
+	/* The dense-loss rules' marks end where the ACKs pass them: left
+	 * behind, 2^23 PSNs later the serial comparison would put them ahead
+	 * again (a NAK let pass, a flight counted as the old one). */
+	if (qp->comp.sel_gone_back && !psn_lt(new_psn, qp->comp.sel_gb_end))
+		qp->comp.sel_gone_back = false;
+	if (qp->comp.sel_gaps && !psn_lt(new_psn, qp->comp.sel_flight_end))
+		qp->comp.sel_flight_end = new_psn;
 	if (qp->req.recovering && !psn_lt(new_psn, qp->req.recover_psn))
 		qp->req.recovering = false;   /* the window of that loss is through */
 	qp->comp.retry_left = qp->attr.retry_cnt;

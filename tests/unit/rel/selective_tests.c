@@ -163,6 +163,10 @@ static void test_sel_dense_goes_back(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 2);      /* the second flight: at once */
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 4);    /* the third: alone again */
+	/* All acknowledged: the rules' marks moved with the ACKs (left
+	 * behind, they would be ahead again once the PSNs wrap). */
+	UT_CHECK(!p.a.qp->comp.sel_gone_back);
+	UT_EQ(p.a.qp->comp.sel_flight_end, p.a.qp->comp.psn);
 	t_mem_free(&sa);
 	t_mem_free(&tb);
 	t_pair_close(&p);
