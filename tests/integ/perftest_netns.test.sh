@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ctest-timeout: 900
+# ctest-labels: repeat
 # Unmodified perftest between two network namespaces joined by a 1500-byte
 # veth (active MTU 1024: messages go as many packets), server in one, client
 # in the other, with -x the GID index of each side's IPv4 address.  The same

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: repeat
 # perftest, unmodified, on UD, UC, SRQ and UD multicast: two processes on
 # one host (uroce0) and across two network namespaces (veth, MTU 1500).
 #
