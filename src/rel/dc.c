@@ -165,6 +165,7 @@ static bool half_quiet(const struct ur_qp *h)
 static struct ur_qp *idle_half(struct ur_qp *dct, uint64_t now)
 {
 	struct ur_qp *best = NULL;
+	bool quiet;
 
 	for (unsigned i = 0; i < HALF_BUCKETS; i++)
 		for (struct ur_qp *h = dct->dc_halves->bucket[i]; h; h = h->dc_next)
@@ -174,11 +175,9 @@ static struct ur_qp *idle_half(struct ur_qp *dct, uint64_t now)
 	if (!best)
 		return NULL;
 	pthread_mutex_lock(&best->lock);
-	if (!half_quiet(best) && best->state != IBV_QPS_ERR)
-		best = NULL;
-	if (best)
-		pthread_mutex_unlock(&best->lock);
-	return best;
+	quiet = half_quiet(best) || best->state == IBV_QPS_ERR;
+	pthread_mutex_unlock(&best->lock);
+	return quiet ? best : NULL;
 }
 
 /* Where a half answers: its initiator, by UDP (as an AH's datagrams go). */
