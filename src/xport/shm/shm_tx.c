@@ -86,7 +86,7 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 		UR_SHM_COUNT(s, sent_pkts, 1);
 	} else if (ret == -EAGAIN) {
 		UR_SHM_COUNT(s, tx_eagain, 1);
-	} else {
+	} else if (ret != -EFAULT) {   /* our own payload unreadable: the sender's error, not a loss */
 		UR_SHM_COUNT(s, lost, 1);
 	}
 	return ret;
