@@ -5,11 +5,12 @@
 set -euo pipefail
 
 UROCE_DEPS_BUILD=(cmake make gcc pkg-config libibverbs-dev librdmacm-dev)
-# Real peers the tests run unmodified, plus what the interop VM needs.
+# Real peers the tests run unmodified, plus what the interop VM and the
+# benchmarks (bench/: iperf3, qperf, nftables for loss) need.
 UROCE_DEPS_TEST=(ibverbs-utils perftest rdmacm-utils python3-pyverbs iproute2
 		 tshark python3-scapy clang libclang-rt-14-dev zlib1g-dev
 		 qemu-system-x86 busybox-static rdma-core ibverbs-providers kmod cpio
-		 qperf iperf3 ucx-utils binutils procps
+		 qperf iperf3 nftables ucx-utils binutils procps
 		 openmpi-bin libopenmpi-dev libfabric-bin)
 
 uroce_missing() {
