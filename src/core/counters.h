@@ -37,6 +37,8 @@ enum ur_counter {
 	UR_CNT_INJECTED_DUP,
 	UR_CNT_INJECTED_CORRUPT,
 	UR_CNT_SELECTIVE_DENSE,  /* requester: a gap past UR_SEL_GAPS_MAX in one flight went back */
+	UR_CNT_GAP_REPORTS,      /* responder: gaps past a NAKed one told (UR_AETH_GAP) */
+	UR_CNT_GAP_RESENDS,      /* requester: packets resent alone for a gap report */
 	UR_CNT_NR
 };
 

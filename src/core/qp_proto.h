@@ -74,6 +74,12 @@ struct ur_comp_state {
 	bool sel_dense;              /* the last flight had too many gaps */
 	bool sel_gone_back;          /* went back for density, over [.., sel_gb_end) */
 	uint32_t sel_gb_end;
+	/* When each outstanding PSN was last resent alone, in the order of
+	 * those resends (0: not resent; rel_priv.h), so that a GAP_AGAIN
+	 * tells a lost resend from one still on its way. */
+	uint16_t rs_seq;
+	bool rs_any;                 /* some stamp may be set */
+	uint16_t rs_stamp[128];      /* by PSN modulo the largest window */
 };
 
 enum ur_res_type {
@@ -125,6 +131,8 @@ struct ur_resp_state {
 	bool peer_selective;     /* the requester marks its requests: hold what
 				  * arrives past a gap (rel/held.h) */
 	bool draining;           /* executing held packets: one answer at the end */
+	uint32_t seen_end;       /* while packets are held: one past the newest
+				  * PSN seen, so that only new gaps are reported */
 	bool drain_ackreq;       /* one of them asked for an ACK */
 
 	/* a SEND spanning several packets */

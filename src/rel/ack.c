@@ -61,6 +61,7 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 {
 	uint32_t acked = (uint32_t)psn_diff(new_psn, qp->comp.psn);
 
+	ur_rs_forget(&qp->comp, qp->comp.psn, acked);
 	qp->comp.psn = new_psn;
 	qp->comp.retrying = false;
 	qp->comp.sel_sent = false;

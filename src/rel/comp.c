@@ -27,6 +27,8 @@ enum comp_state {
 	COMP_ACK,
 	COMP_RNR_NAK,
 	COMP_NAK,
+	COMP_GAP,              /* a gap report: its PSNs resent alone */
+	COMP_GAP_AGAIN,        /* a NAK naming what just arrived: lost resend? */
 	COMP_READ,             /* a READ response: its bytes placed in order */
 	COMP_ATOMIC,           /* an atomic ACK: the original value returned */
 	COMP_RETRY,            /* go back to the oldest unacknowledged PSN */
@@ -40,7 +42,8 @@ static const char *const comp_state_name[COMP_NR] = {
 	[COMP_CHECK_QP] = "CHECK_QP",   [COMP_CHECK_PSN] = "CHECK_PSN",
 	[COMP_CATCH_UP] = "CATCH_UP",   [COMP_CHECK_ACK] = "CHECK_ACK",
 	[COMP_ACK] = "ACK",             [COMP_RNR_NAK] = "RNR_NAK",
-	[COMP_NAK] = "NAK",             [COMP_READ] = "READ",
+	[COMP_NAK] = "NAK",             [COMP_GAP] = "GAP",
+	[COMP_GAP_AGAIN] = "GAP_AGAIN", [COMP_READ] = "READ",
 	[COMP_ATOMIC] = "ATOMIC",       [COMP_RETRY] = "RETRY",
 	[COMP_ERROR] = "ERROR",         [COMP_RETIRE] = "RETIRE",
 	[COMP_DONE] = "DONE",
@@ -87,6 +90,13 @@ static enum comp_state check_psn(struct comp_ctx *c)
 	}
 	if (ack) {
 		c->syn = aeth_syn(ur_pkt_hdr(c->pkt, UR_HDR_AETH));
+		if (c->syn == UR_AETH_GAP)
+			return COMP_GAP;   /* acknowledges nothing: no catching up */
+		if (c->syn == UR_AETH_GAP_AGAIN) {
+			if (psn_lt(psn, qp->req.psn))
+				return COMP_GAP_AGAIN;
+			c->syn = UR_NAK_PSN_SEQ_ERR;   /* not resent yet: a NAK says as much */
+		}
 		return psn_ge(psn, qp->req.psn) ? COMP_CATCH_UP : COMP_CHECK_ACK;
 	}
 	if (psn_lt(psn, qp->req.psn))
@@ -268,6 +278,84 @@ static enum comp_state selective(struct comp_ctx *c)
 	 * random loss, not a path that cannot carry the window (that one
 	 * loses the resends too, and the timer's go-back halves it). */
 	ur_timers_arm_retrans(qp);
+	return COMP_RETIRE;
+}
+
+/* Whether the requester takes uroce's gap reports: it resends alone. */
+static bool takes_gaps(const struct ur_qp *qp)
+{
+	return qp->type == IBV_QPT_RC && !qp->dc && qp->ctx->stack->selective;
+}
+
+/* A gap report (UR_AETH_GAP): the responder holds what followed these
+ * PSNs, so each is resent alone now (stamped: rel_priv.h).  One resent
+ * alone already is on its way, or lost (GAP_AGAIN tells).  What cannot go
+ * alone (a READ, an atomic, the transport full) waits for its NAK, as
+ * before.  Sent only by a responder that holds: that is learnt too. */
+static enum comp_state gap(struct comp_ctx *c)
+{
+	struct ur_qp *qp = c->qp;
+	struct ur_comp_state *cs = &qp->comp;
+	uint32_t psn = c->pkt->psn, sent = 0;
+	uint32_t n = ur_min(aeth_msn(ur_pkt_hdr(c->pkt, UR_HDR_AETH)), UR_MAX_UNACKED_PSNS);
+
+	if (!takes_gaps(qp) || cs->retrying || qp->req.rnr_wait || qp->req.blocked ||
+	    (cs->sel_gone_back && psn_lt(psn, cs->sel_gb_end)))
+		return COMP_DONE;
+	cs->peer_holds = UR_PEER_HOLDS_YES;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t p = psn_add(psn, i);
+
+		if (!psn_lt(p, qp->req.psn))
+			break;
+		if (psn_lt(p, cs->psn) || ur_rs_stamp(cs, p))
+			continue;
+		if (ur_req_resend_one(qp, p))
+			break;
+		UR_QP_COUNT(qp, UR_CNT_GAP_RESENDS);
+		sent++;
+	}
+	if (!sent)
+		return COMP_DONE;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: gap report: resent %u of the %u PSNs from 0x%06x alone",
+	       ur_qp_num(qp), sent, n, psn);
+	ur_timers_retry(qp);   /* Karn: no round trip timed across a resend */
+	ur_timers_arm_retrans(qp);
+	return COMP_RETIRE;
+}
+
+/* GAP_AGAIN: a sequence NAK of psn, sent as the responder received x.
+ * Never resent alone, psn is a gap as any NAK names.  Resent alone
+ * before x was (the requester resends in PSN order, and the path keeps
+ * order), its resend was lost: once more alone, now.  Resent after x, it
+ * is on its way.  Lost again, the timer sends it alone (sel_psn). */
+static enum comp_state gap_again(struct comp_ctx *c)
+{
+	struct ur_qp *qp = c->qp;
+	struct ur_comp_state *cs = &qp->comp;
+	uint32_t psn = c->pkt->psn, x = aeth_msn(ur_pkt_hdr(c->pkt, UR_HDR_AETH));
+	/* Stamps first: x is often what this NAK acknowledges, and loses its. */
+	uint16_t sp = ur_rs_stamp(cs, psn);
+	uint16_t sx = psn_ge(x, cs->psn) && psn_lt(x, qp->req.psn) ? ur_rs_stamp(cs, x) : 0;
+
+	UR_QP_COUNT(qp, UR_CNT_RCVD_NAK);
+	UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
+	ur_ack_through(qp, psn_add(psn, UR_PSN_MASK));
+	if (!takes_gaps(qp))
+		return cs->retrying ? COMP_RETIRE : COMP_RETRY;
+	cs->peer_holds = UR_PEER_HOLDS_YES;
+	if (!sp)
+		return selective(c);
+	if (sx && ur_rs_after(sx, sp) && !qp->req.rnr_wait && !qp->req.sel_pending &&
+	    !ur_req_resend_one(qp, psn)) {
+		UR_QP_COUNT(qp, UR_CNT_GAP_RESENDS);
+		ur_dbg(ur_qp_dev(qp), "QP 0x%06x: PSN 0x%06x's resend was lost (0x%06x, resent "
+		       "after it, arrived): resent alone again", ur_qp_num(qp), psn, x);
+		ur_timers_retry(qp);
+		ur_timers_arm_retrans(qp);
+	}
+	cs->sel_sent = true;
+	cs->sel_psn = psn;
 	return COMP_RETIRE;
 }
 
@@ -463,7 +551,8 @@ static enum comp_state (*const step[COMP_NR])(struct comp_ctx *c) = {
 	[COMP_CHECK_QP] = check_qp,   [COMP_CHECK_PSN] = check_psn,
 	[COMP_CATCH_UP] = catch_up,   [COMP_CHECK_ACK] = check_ack,
 	[COMP_ACK] = ack,             [COMP_RNR_NAK] = rnr_nak,
-	[COMP_NAK] = nak,             [COMP_READ] = read,
+	[COMP_NAK] = nak,             [COMP_GAP] = gap,
+	[COMP_GAP_AGAIN] = gap_again, [COMP_READ] = read,
 	[COMP_ATOMIC] = atomic,       [COMP_RETRY] = retry,
 	[COMP_ERROR] = fail,          [COMP_RETIRE] = retire,
 };
@@ -538,6 +627,8 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 				/* The packet resent alone, or its answer, was
 				 * lost: the rest is held, so once more alone
 				 * (the timer doubles), not the window. */
+				ur_dbg(ur_qp_dev(qp), "QP 0x%06x: timer: PSN 0x%06x alone again",
+				       ur_qp_num(qp), qp->comp.psn);
 				ur_timers_arm_retrans(qp);
 				return;
 			}

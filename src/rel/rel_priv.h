@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/qp.h"
 #include "rel/psn.h"
@@ -91,6 +92,42 @@ static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
 static inline uint32_t ur_pad_of(uint32_t len)
 {
 	return (4 - (len & 3)) & 3;
+}
+
+/* The order of alone resends (struct ur_comp_state rs_stamp): outstanding
+ * PSNs span less than UR_MAX_UNACKED_PSNS, so one slot each. */
+_Static_assert(UR_MAX_UNACKED_PSNS == 128, "rs_stamp holds 128 PSNs");
+static inline uint16_t ur_rs_stamp(const struct ur_comp_state *c, uint32_t psn)
+{
+	return c->rs_stamp[psn & 127];
+}
+
+/* Whether stamp a was taken after stamp b (both set; they wrap). */
+static inline bool ur_rs_after(uint16_t a, uint16_t b)
+{
+	return (int16_t)(uint16_t)(a - b) > 0;
+}
+
+static inline void ur_rs_set(struct ur_comp_state *c, uint32_t psn)
+{
+	if (!++c->rs_seq)
+		c->rs_seq = 1;
+	c->rs_stamp[psn & 127] = c->rs_seq;
+	c->rs_any = true;
+}
+
+/* Acknowledged: [from, from + n) have no stamp any more. */
+static inline void ur_rs_forget(struct ur_comp_state *c, uint32_t from, uint32_t n)
+{
+	if (!c->rs_any)
+		return;
+	if (n >= UR_MAX_UNACKED_PSNS) {
+		memset(c->rs_stamp, 0, sizeof(c->rs_stamp));
+		c->rs_any = false;
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		c->rs_stamp[(from + i) & 127] = 0;
 }
 
 #endif

@@ -459,6 +459,7 @@ void ur_req_rewind(struct ur_qp *qp)
 	qp->req.blocked = false;
 	qp->req.sel_pending = false;   /* everything from comp.psn goes again */
 	qp->comp.sel_run = 0;
+	ur_rs_forget(&qp->comp, 0, UR_MAX_UNACKED_PSNS);
 	for (uint32_t i = qp->sq.head; i != old_end; i++) {
 		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
 
@@ -609,6 +610,7 @@ int ur_req_resend_one(struct ur_qp *qp, uint32_t psn)
 	if (ret)
 		return ret;
 	UR_QP_COUNT(qp, UR_CNT_SELECTIVE_RESENDS);
+	ur_rs_set(&qp->comp, psn);
 	ur_tx_flush(qp);
 	return 0;
 }

@@ -158,12 +158,60 @@ static enum resp_state duplicate(struct resp_ctx *c)
 	return RESP_DONE;
 }
 
+/* Whether the requester takes uroce's gap reports (UR_AETH_GAP and
+ * GAP_AGAIN): it marks its requests, so it resends alone and knows them.
+ * Not with reordering tolerated: a later packet is not yet a gap. */
+static bool reports_gaps(const struct ur_qp *qp)
+{
+	return qp->resp.peer_selective && !qp->ctx->stack->ooo;
+}
+
+/* The sequence NAK of the expected PSN, as GAP_AGAIN: naming x, the PSN
+ * just received, lets the requester tell a lost resend from one on its
+ * way (comp.c). */
+static void nak_again(struct ur_qp *qp, uint32_t x)
+{
+	ur_resp_queue_ack(qp, UR_AETH_GAP_AGAIN, qp->resp.psn);
+	qp->resp.ack_msn = x;
+	ur_resp_tx(qp);
+}
+
+/* A packet past the gap just NAKed, or past one told already, was kept:
+ * the PSNs between the newest seen and it are a new gap, told to the
+ * requester now (UR_AETH_GAP) so that it resends them alone at once.
+ * Not when the answer slot is taken (the transport is full): the gap's
+ * own NAK tells of it once the responder gets there. */
+static void report_gap(struct ur_qp *qp, uint32_t psn, bool first)
+{
+	struct ur_resp_state *r = &qp->resp;
+	uint32_t from, n;
+
+	if (first)
+		r->seen_end = psn_inc(r->psn);   /* the expected PSN: the NAK names it */
+	if (psn_lt(psn, r->seen_end))
+		return;                          /* fills a gap told already */
+	from = r->seen_end;
+	n = (uint32_t)psn_diff(psn, from);
+	r->seen_end = psn_inc(psn);
+	if (!n || r->ack_pending)
+		return;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: PSN 0x%06x: the %u before it from 0x%06x are missing: "
+	       "reported", ur_qp_num(qp), psn, n, from);
+	UR_QP_COUNT(qp, UR_CNT_GAP_REPORTS);
+	ur_resp_queue_ack(qp, UR_AETH_GAP, from);
+	r->ack_msn = n;
+	ur_resp_tx(qp);
+}
+
 static enum resp_state out_of_seq(struct resp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
 	struct ur_resp_state *r = &qp->resp;
 	uint32_t m = c->pkt->mask;
 	bool ooo = qp->type != IBV_QPT_UC && qp->ctx->stack->ooo, kept = false;
+	bool first = !ur_held_any(qp->held);
+	/* Before a gap told already: a resend (or a reordered packet). */
+	bool filler = !first && psn_lt(c->pkt->psn, r->seen_end);
 
 	UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
 	/* A requester that resends selectively will send only the gap, and
@@ -184,7 +232,13 @@ static enum resp_state out_of_seq(struct resp_ctx *c)
 			       ur_qp_num(qp), c->pkt->psn, r->psn);
 			r->nak_sent = true;
 			ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
+		} else if (kept && filler && reports_gaps(qp) && !r->ack_pending) {
+			/* A resend arrived while the expected PSN is still
+			 * missing: its own resend, if sent before, was lost. */
+			nak_again(qp, c->pkt->psn);
 		}
+		if (kept && !filler && reports_gaps(qp))
+			report_gap(qp, c->pkt->psn, first);
 		return RESP_DONE;
 	}
 	/* UC: the message in progress is lost; take up the stream here. */
@@ -408,7 +462,10 @@ void ur_resp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur
 	if (moved && ur_held_any(qp->held) &&
 	    (!qp->ctx->stack->ooo || ur_held_count(qp->held) >= UR_OOO_NAK_AFTER)) {
 		r->nak_sent = true;
-		ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
+		if (reports_gaps(qp))
+			nak_again(qp, pkt->psn);   /* what filled the last gap */
+		else
+			ur_resp_answer(qp, UR_NAK_PSN_SEQ_ERR, r->psn);
 	} else if (r->drain_ackreq) {
 		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, psn_add(r->psn, UR_PSN_MASK));
 	}

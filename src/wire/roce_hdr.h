@@ -203,6 +203,20 @@ static inline void reth_set_len(uint8_t *h, uint32_t len) { ur_put_be32(h + 12, 
 #define UR_NAK_REM_ACCESS_ERR	0x62
 #define UR_NAK_REM_OP_ERR	0x63
 #define UR_NAK_INV_RD_REQ	0x64
+/* Two reserved syndromes, sent by uroce's responder only to a requester
+ * that marks its requests (UR_BTH_SELECTIVE), which knows them (docs/wire.md):
+ * - GAP: "the PSNs from the BTH's on, as many as the MSN field says, are
+ *   missing, and I hold what came after them".  Past the gap a sequence
+ *   NAK names, each further gap is told so as it shows, and resent at
+ *   once, rather than one round trip after the gap before it filled.  It
+ *   acknowledges nothing.
+ * - GAP_AGAIN: a sequence NAK of the BTH's PSN (acknowledging what
+ *   precedes it) that also says which PSN, in the MSN field, the
+ *   responder just received: if the requester resent that one alone after
+ *   the missing one, the missing one's resend was lost, and goes again at
+ *   once rather than at the timer. */
+#define UR_AETH_GAP		0x40
+#define UR_AETH_GAP_AGAIN	0x41
 
 static inline uint8_t aeth_syn(const uint8_t *h) { return h[0]; }
 static inline uint32_t aeth_msn(const uint8_t *h) { return ur_get_be24(h); }

@@ -29,7 +29,8 @@ sel_counter() {
 	"$UR_BUILD/bin/uroce" devinfo -c -d uroce0 | awk -v n="$1" '$1 == n { print $2; f = 1 } END { if (!f) print 0 }'
 }
 s0=$(sel_counter selective_resends)
-d0=$(sel_counter selective_go_backs)
+r0=$(sel_counter gap_reports)
+a0=$(sel_counter gap_resends)
 declare -A gbps
 storm_case lo.clean uroce0 "$g" 127.0.0.1 none --messages 10000 --seed 1
 gbps[0]=$STORM_GBPS
@@ -42,14 +43,18 @@ gbps[20]=$STORM_GBPS
 ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
 
 # Selective retransmission is the default: the losses above were resent
-# alone, and dense ones went back (selective_go_backs).  The same with
-# go-back-N only (UROCE_SELECTIVE_RETRANSMIT=0): nothing resent alone.
+# alone, and the gaps past a NAKed one were reported by the responder
+# (gap_reports) and resent at once (gap_resends).  The same with go-back-N
+# only (UROCE_SELECTIVE_RETRANSMIT=0): nothing resent alone, no requests
+# marked, so nothing reported.
 s1=$(sel_counter selective_resends)
-d1=$(sel_counter selective_go_backs)
-if [ "$(( ${s1:-0} - ${s0:-0} ))" -gt 0 ] && [ "$(( ${d1:-0} - ${d0:-0} ))" -gt 0 ]; then
-	ur_pass "selective: $(( s1 - s0 )) packets resent alone, $(( d1 - d0 )) dense gaps went back"
+r1=$(sel_counter gap_reports)
+a1=$(sel_counter gap_resends)
+if [ "$(( ${s1:-0} - ${s0:-0} ))" -gt 0 ] && [ "$(( ${r1:-0} - ${r0:-0} ))" -gt 0 ] &&
+   [ "$(( ${a1:-0} - ${a0:-0} ))" -gt 0 ]; then
+	ur_pass "selective: $(( s1 - s0 )) packets resent alone, $(( a1 - a0 )) of them for $(( r1 - r0 )) gap reports"
 else
-	ur_fail "selective: selective_resends ${s0:-?} -> ${s1:-?}, selective_go_backs ${d0:-?} -> ${d1:-?}: both should grow"
+	ur_fail "selective: selective_resends ${s0:-?} -> ${s1:-?}, gap_reports ${r0:-?} -> ${r1:-?}, gap_resends ${a0:-?} -> ${a1:-?}: all should grow"
 fi
 STORM_ENV=(UROCE_SELECTIVE_RETRANSMIT=0)
 storm_case lo.loss1.go_back uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
@@ -58,7 +63,9 @@ storm_case lo.loss5.go_back uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000
 gbps[b5]=$STORM_GBPS
 STORM_ENV=()
 s2=$(sel_counter selective_resends)
+r2=$(sel_counter gap_reports)
 ur_expect_eq "go-back-N only: packets resent alone" "${s1:-?}" "${s2:-?}"
+ur_expect_eq "go-back-N only: gaps reported" "${r1:-?}" "${r2:-?}"
 ur_log "goodput (Gb/s) with go-back-N only: 1 % loss ${gbps[b1]:-?}, 5 % ${gbps[b5]:-?}"
 
 # 1000 connected RC QPs between two processes (kernel rxe's old limit),

@@ -16,6 +16,7 @@ static const char *const known_names[] = {
 	"send_err", "link_downed", "rcvd_nak", "rdma_sends", "rdma_recvs",
 	"qkey_violations", "dropped", "icrc_errors", "malformed", "no_qp",
 	"completion_errors", "held_out_of_seq", "selective_resends", "selective_go_backs",
+	"gap_reports", "gap_resends",
 	"injected_loss",
 	"injected_reorder", "injected_dup", "injected_corrupt",
 };

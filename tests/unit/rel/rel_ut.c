@@ -50,6 +50,8 @@ int main(void)
 	UT_RUN(test_loss_window_halves_once);
 	UT_RUN(test_sel_middle_one_resend);
 	UT_RUN(test_sel_two_gaps);
+	UT_RUN(test_sel_gap_reports);
+	UT_RUN(test_sel_gap_resend_lost);
 	UT_RUN(test_sel_dense_goes_back);
 	UT_RUN(test_sel_resend_lost);
 	UT_RUN(test_sel_unmarked_requester);

@@ -115,12 +115,144 @@ static void test_sel_two_gaps(void)
 	t_pair_close(&p);
 }
 
-/* Five gaps in one flight of WRITEs: the first three are resent alone,
- * one per round trip; the fourth NAK means dense loss and the requester
- * goes back for the rest of the flight (the responder, holding it, takes
- * those packets as duplicates); the fifth gap's NAK comes once the
- * fourth fills, when its resend has left with the rest: no second going
- * back.  The next flight goes back at its first
+/* Five gaps in one flight of WRITEs, with gap reports: the first gap is
+ * NAKed, each later one reported as the packet after it arrives, and all
+ * five go alone within one round trip; the NAKs that reach the reported
+ * ones (GAP_AGAIN, naming the resend before, which left first) ask for
+ * nothing more.  Each lost packet goes exactly twice, every other once,
+ * and nothing goes back. */
+static void test_sel_gap_reports(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint32_t psn0, sent[40] = { 0 };
+	unsigned steps = 0, reports = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 40);
+	psn0 = t_psn(0);
+	for (unsigned i = 0; i < 40; i++)
+		sent[i]++;
+	for (unsigned gap = 0; gap < 5; gap++)
+		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28, 36 */
+	while (t_count() && steps++ < 1000) {
+		if (t_dqpn(0) == ur_qp_num(p.b.qp)) {
+			int32_t d = psn_diff(t_psn(0), psn0);
+
+			if (d >= 0 && d < 40)
+				sent[d]++;
+		} else if (t_op(0) == UR_OP_RC_ACKNOWLEDGE && t_syn(0) == UR_AETH_GAP) {
+			/* Names exactly the lost packet after the first gap. */
+			UT_EQ(t_psn(0), psn_add(psn0, 12 + 8 * reports));
+			UT_EQ(aeth_msn(t_pkt(0)->buf + UR_BTH_BYTES), 1u);
+			reports++;
+		}
+		t_deliver(0);
+	}
+	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	for (unsigned i = 0; i < 40; i++)
+		UT_EQ(sent[i], 2u);   /* posted once, delivered once (the lost: resent) */
+	UT_EQ(reports, 4u);
+	UT_EQ(p.b.qp->cnt[UR_CNT_GAP_REPORTS], 4);
+	UT_EQ(p.a.qp->cnt[UR_CNT_GAP_RESENDS], 4);
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
+	for (unsigned i = 0; i < 128; i++)
+		UT_EQ(p.a.qp->comp.rs_stamp[i], 0);   /* forgotten once acknowledged */
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* A resend for a gap report is lost.  The NAK that reaches it names the
+ * resend that filled the gap before (GAP_AGAIN): that one left first, so
+ * the lost one may still come, and nothing goes.  The next resend to
+ * arrive names itself: it left after the lost one, which goes alone
+ * again at once, with no timer.  Each byte lands once. */
+static void test_sel_gap_resend_lost(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint32_t psn0, sent[40] = { 0 };
+	unsigned steps = 0, again = 0;
+	bool dropped_resend = false;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 40);
+	psn0 = t_psn(0);
+	t_drop(4);                    /* psn0 + 4: NAKed */
+	t_drop(11);                   /* psn0 + 12: reported */
+	t_drop(18);                   /* psn0 + 20: reported */
+	while (t_count() && steps++ < 1000) {
+		if (t_dqpn(0) == ur_qp_num(p.b.qp)) {
+			int32_t d = psn_diff(t_psn(0), psn0);
+
+			if (d >= 0 && d < 40)
+				sent[d]++;
+			if (d == 12 && sent[12] == 1 && !dropped_resend) {
+				dropped_resend = true;   /* the first resend of 12 */
+				t_drop(0);
+				continue;
+			}
+		} else if (t_op(0) == UR_OP_RC_ACKNOWLEDGE && t_syn(0) == UR_AETH_GAP_AGAIN &&
+			   t_psn(0) == psn_add(psn0, 12)) {
+			uint32_t x = aeth_msn(t_pkt(0)->buf + UR_BTH_BYTES);
+
+			/* First named: 4's resend, which left before 12's;
+			 * then 20's, which left after. */
+			UT_EQ(x, psn_add(psn0, again ? 20 : 4));
+			again++;
+		}
+		t_deliver(0);
+	}
+	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	UT_CHECK(dropped_resend);
+	UT_EQ(again, 2u);
+	UT_EQ(sent[12], 2u);          /* resent twice (the first lost), not three times */
+	UT_EQ(sent[4], 1u);
+	UT_EQ(sent[20], 1u);
+	UT_EQ(p.a.qp->cnt[UR_CNT_GAP_RESENDS], 3);         /* 12, 20, then 12 again */
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* Delivers the packet at the head, or drops it if it is a gap report:
+ * the NAKs alone tell of the gaps, as with a requester that does not
+ * know reports, or when every report is lost. */
+static void t_deliver_no_reports(void)
+{
+	if (t_op(0) == UR_OP_RC_ACKNOWLEDGE && t_syn(0) == UR_AETH_GAP)
+		t_drop(0);
+	else
+		t_deliver(0);
+}
+
+/* Without gap reports (each lost), five gaps in one flight of WRITEs: the
+ * first three are resent alone, one per round trip; the fourth NAK means
+ * dense loss and the requester goes back for the rest of the flight (the
+ * responder, holding it, takes those packets as duplicates); the fifth
+ * gap's NAK comes once the fourth fills, when its resend has left with
+ * the rest: no second going back.  The next flight goes back at its first
  * gap; having had only that one, the flight after it is selective again.
  * Each packet lands once: the target is right. */
 static void test_sel_dense_goes_back(void)
@@ -141,7 +273,7 @@ static void test_sel_dense_goes_back(void)
 	for (unsigned gap = 0; gap < 5; gap++)
 		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28, 36 */
 	while (t_count() && steps++ < 1000)
-		t_deliver(0);
+		t_deliver_no_reports();
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 3);
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 1);
@@ -156,7 +288,7 @@ static void test_sel_dense_goes_back(void)
 		t_drop(10);
 		steps = 0;
 		while (t_count() && steps++ < 1000)
-			t_deliver(0);
+			t_deliver_no_reports();
 		t_expect_wc(p.a.scq, &wc, 10 + flight, IBV_WC_SUCCESS);
 		UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
 	}
