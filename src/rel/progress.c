@@ -131,6 +131,15 @@ void ur_progress_poll(struct ur_stack *s)
 		sched_yield();
 }
 
+void ur_progress_settle(struct ur_stack *s, uint64_t max_ns)
+{
+	uint64_t end = ur_now_ns() + max_ns;
+
+	while (ur_xports_rx_pending(&s->xports) && ur_now_ns() < end)
+		if (!ur_engine_poll(s->engine))
+			sched_yield();   /* the engine thread is at it */
+}
+
 void ur_progress_app_waits(struct ur_stack *s)
 {
 	ur_engine_app_waits(s->engine);

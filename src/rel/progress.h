@@ -5,6 +5,8 @@
 #ifndef UROCE_REL_PROGRESS_H
 #define UROCE_REL_PROGRESS_H
 
+#include <stdint.h>
+
 struct ur_qp;
 struct ur_stack;
 struct ur_timer;
@@ -21,6 +23,11 @@ void ur_progress_resume(struct ur_stack *s);
  * receive path runs inline if no other thread is at it, and now and then
  * the thread gives its core away. */
 void ur_progress_poll(struct ur_stack *s);
+/* Before a QP is ended from outside the data path (the CM's DREQ, which
+ * comes by UDP): what peers put in shared-memory rings before it, an ACK
+ * for one, is taken first, as a NIC would have taken it off the wire
+ * before the DREQ.  Waits at most max_ns; not on the engine thread. */
+void ur_progress_settle(struct ur_stack *s, uint64_t max_ns);
 /* The application arms a CQ's notification: it stops polling and will
  * wait, so the engine thread takes over receiving. */
 void ur_progress_app_waits(struct ur_stack *s);

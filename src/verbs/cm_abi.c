@@ -10,6 +10,7 @@
 #include "host/registry.h"
 #include "core/qp.h"
 #include "rel/gsi.h"
+#include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/qp_table.h"
 #include "rel/stack.h"
@@ -80,6 +81,9 @@ UR_EXPORT int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id)
 	return gone;
 }
 
+/* At most this long for what peers' rings hold before a QP is ended. */
+#define UR_SETTLE_NS (5 * 1000 * 1000ull)
+
 UR_EXPORT int uroce_qp_to_error(struct ibv_context *ibctx, uint32_t qpn)
 {
 	struct ur_stack *s = to_uctx(ibctx)->stack;
@@ -87,6 +91,9 @@ UR_EXPORT int uroce_qp_to_error(struct ibv_context *ibctx, uint32_t qpn)
 
 	if (!s)
 		return -ENODEV;
+	/* The peer's last ACKs may wait in a ring behind the DREQ that ends
+	 * the QP (it came by UDP): a send they complete must not be flushed. */
+	ur_progress_settle(s, UR_SETTLE_NS);
 	/* Found and locked under the table's lock: a QP being destroyed has
 	 * left the table, or waits for its lock before it is freed. */
 	pthread_rwlock_rdlock(&s->qps_lock);

@@ -92,6 +92,14 @@ void ur_xports_drain(struct ur_xports *s, int timeout_ms)
 			s->x[i]->ops->drain(s->x[i], timeout_ms);
 }
 
+bool ur_xports_rx_pending(struct ur_xports *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->rx_pending && s->x[i]->ops->rx_pending(s->x[i]))
+			return true;
+	return false;
+}
+
 int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r)
 {
 	for (unsigned i = 0; i < s->n; i++) {

@@ -160,6 +160,9 @@ struct ur_xport_ops {
 	void (*tick)(struct ur_xport *x, uint64_t now);
 	/* At exit: sends what is queued, waiting up to timeout_ms for room. */
 	void (*drain)(struct ur_xport *x, int timeout_ms);
+	/* Optional: whether something received waits to be taken by a poller
+	 * (a ring in shared memory; an fd's data is the kernel's to tell). */
+	bool (*rx_pending)(struct ur_xport *x);
 	void (*stats)(struct ur_xport *x, struct ur_xport_stats *out);
 
 	/* Optional: one copy between address spaces.  The five below may be
@@ -213,6 +216,7 @@ int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifin
 int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);
 void ur_xports_tick(struct ur_xports *s, uint64_t now);
 void ur_xports_drain(struct ur_xports *s, int timeout_ms);
+bool ur_xports_rx_pending(struct ur_xports *s);
 /* Regions and QPs published to every transport that places: 0, or
  * -errno and published nowhere. */
 int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r);

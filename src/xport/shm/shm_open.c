@@ -139,6 +139,7 @@ static const struct ur_xport_ops shm_ops = {
 	.want_writable = ur_shm_want_writable,
 	.tick = shm_tick,
 	.drain = shm_drain,
+	.rx_pending = ur_shm_rx_pending,
 	.stats = shm_stats,
 	.place = ur_shm_place,
 	.fetch = ur_shm_fetch,

@@ -86,6 +86,22 @@ bool ur_shm_poll(void *arg)
 	return found;
 }
 
+/* Records wait in a claimed ring. */
+bool ur_shm_rx_pending(struct ur_xport *x)
+{
+	struct ur_shm *s = ur_shm_of(x);
+	uint64_t active = __atomic_load_n(&s->own->active, __ATOMIC_ACQUIRE);
+
+	while (active) {
+		unsigned i = (unsigned)__builtin_ctzll(active);
+
+		active &= active - 1;
+		if (ur_shm_ring_pending(&s->own->ring[i]))
+			return true;
+	}
+	return false;
+}
+
 /* Anything may come: some process has claimed one of our rings. */
 bool ur_shm_active(void *arg)
 {
