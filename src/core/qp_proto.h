@@ -78,7 +78,8 @@ struct ur_comp_state {
 	 * those resends (0: not resent; rel_priv.h), so that a GAP_AGAIN
 	 * tells a lost resend from one still on its way. */
 	uint16_t rs_seq;
-	bool rs_any;                 /* some stamp may be set */
+	bool rs_any;                 /* some stamp may be set, below rs_end */
+	uint32_t rs_end;             /* one past the newest PSN stamped */
 	uint16_t rs_stamp[128];      /* by PSN modulo the largest window */
 };
 

@@ -113,10 +113,14 @@ static inline void ur_rs_set(struct ur_comp_state *c, uint32_t psn)
 	if (!++c->rs_seq)
 		c->rs_seq = 1;
 	c->rs_stamp[psn & 127] = c->rs_seq;
+	if (!c->rs_any || !psn_lt(psn, c->rs_end))
+		c->rs_end = psn_inc(psn);
 	c->rs_any = true;
 }
 
-/* Acknowledged: [from, from + n) have no stamp any more. */
+/* Acknowledged: [from, from + n) have no stamp any more.  Stamps lie in
+ * [the oldest unacknowledged PSN, rs_end): once the ACKs pass rs_end none
+ * is left, and the ACK path stops clearing. */
 static inline void ur_rs_forget(struct ur_comp_state *c, uint32_t from, uint32_t n)
 {
 	if (!c->rs_any)
@@ -128,6 +132,8 @@ static inline void ur_rs_forget(struct ur_comp_state *c, uint32_t from, uint32_t
 	}
 	for (uint32_t i = 0; i < n; i++)
 		c->rs_stamp[(from + i) & 127] = 0;
+	if (!psn_lt(psn_add(from, n), c->rs_end))
+		c->rs_any = false;
 }
 
 #endif

@@ -87,9 +87,8 @@ bool ur_shm_poll(void *arg)
 }
 
 /* Records wait in a claimed ring. */
-bool ur_shm_rx_pending(struct ur_xport *x)
+static bool any_pending(struct ur_shm *s)
 {
-	struct ur_shm *s = ur_shm_of(x);
 	uint64_t active = __atomic_load_n(&s->own->active, __ATOMIC_ACQUIRE);
 
 	while (active) {
@@ -100,6 +99,11 @@ bool ur_shm_rx_pending(struct ur_xport *x)
 			return true;
 	}
 	return false;
+}
+
+bool ur_shm_rx_pending(struct ur_xport *x)
+{
+	return any_pending(ur_shm_of(x));
 }
 
 /* Anything may come: some process has claimed one of our rings. */
@@ -124,20 +128,9 @@ void ur_shm_doze(void *arg, bool dozing)
 bool ur_shm_sleep(void *arg, bool going)
 {
 	struct ur_shm *s = arg;
-	uint64_t active;
 
 	__atomic_store_n(&s->own->sleeping, going ? 1u : 0u, __ATOMIC_SEQ_CST);
-	if (!going)
-		return true;
-	active = __atomic_load_n(&s->own->active, __ATOMIC_ACQUIRE);
-	while (active) {
-		unsigned i = (unsigned)__builtin_ctzll(active);
-
-		active &= active - 1;
-		if (ur_shm_ring_pending(&s->own->ring[i]))
-			return false;
-	}
-	return true;
+	return !going || !any_pending(s);
 }
 
 void ur_shm_on_bell(void *arg, uint32_t events)

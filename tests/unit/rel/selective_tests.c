@@ -168,6 +168,7 @@ static void test_sel_gap_reports(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
 	for (unsigned i = 0; i < 128; i++)
 		UT_EQ(p.a.qp->comp.rs_stamp[i], 0);   /* forgotten once acknowledged */
+	UT_CHECK(!p.a.qp->comp.rs_any);               /* and the ACK path stops clearing */
 	t_mem_free(&sa);
 	t_mem_free(&tb);
 	t_pair_close(&p);
