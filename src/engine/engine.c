@@ -1,8 +1,11 @@
-/* The reactor (engine.h).  Two epoll sets: the INLINE one, which polling
- * threads may dispatch, sits inside the outer one, which only the engine
- * thread waits on together with the ENGINE-class fds and its wake-up
- * eventfd.  One dispatch lock makes callbacks run one batch at a time.
- * Timers live in a binary heap ordered by deadline. */
+/* The reactor (engine.h).  Three epoll sets: the INLINE one, which polling
+ * threads may dispatch, and the OWN one (the ENGINE-class fds and the
+ * wake-up eventfd) both sit inside the outer one, which only the engine
+ * thread waits on.  While an application thread polls, the engine thread
+ * naps on its own set alone: what the inline set brings, the poller takes,
+ * without waking a second thread for each packet.  One dispatch lock makes
+ * callbacks run one batch at a time.  Timers live in a binary heap ordered
+ * by deadline. */
 #include "engine/engine.h"
 
 #include <errno.h>
@@ -37,7 +40,8 @@ struct ur_engine {
 	pthread_t thread;
 	bool threaded;
 	_Atomic bool stopping;         /* ur_engine_destroy: the thread leaves */
-	int epfd;                      /* ENGINE class, the inline set, the wake fd */
+	int epfd;                      /* the inline set and the own set */
+	int own_epfd;                  /* ENGINE class and the wake fd */
 	int inline_epfd;               /* INLINE class */
 	int wake_fd;                   /* eventfd: a timer earlier than the sleep */
 
@@ -45,7 +49,7 @@ struct ur_engine {
 
 	pthread_mutex_t watch_lock;    /* watches[] */
 	struct watch watches[UR_MAX_WATCH];
-	struct watch inline_set, wake; /* the outer set's own members */
+	struct watch inline_set, own_set, wake; /* the engine's own members */
 
 	pthread_mutex_t timer_lock;    /* heap, nheap, reserved, sleep_until */
 	struct ur_timer **heap;        /* heap[1..nheap], earliest first */
@@ -59,7 +63,7 @@ struct ur_engine {
 	struct ur_poller pollers[UR_MAX_POLLERS];
 	_Atomic unsigned npollers;
 	uint64_t spin_ns;
-	_Atomic uint64_t last_app_poll; /* ns: an application thread ran the pollers */
+	_Atomic uint64_t last_app_poll; /* ns: an application thread polled */
 	_Atomic bool light_sleep;       /* the thread naps without telling the pollers */
 	_Atomic bool deep_sleep;        /* ... or sleeps, having told them */
 };
@@ -71,7 +75,7 @@ static _Thread_local bool in_dispatch;
 
 static int epfd_of(struct ur_engine *e, enum ur_watch_class cls)
 {
-	return cls == UR_WATCH_INLINE ? e->inline_epfd : e->epfd;
+	return cls == UR_WATCH_INLINE ? e->inline_epfd : e->own_epfd;
 }
 
 int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
@@ -304,10 +308,11 @@ static void run_events(struct ur_engine *e, const struct epoll_event *evs, int n
 	}
 }
 
-static void run_inline(struct ur_engine *e)
+/* dispatch_lock held: what one inner set has ready now. */
+static void run_set(struct ur_engine *e, int epfd)
 {
 	struct epoll_event evs[UR_BATCH];
-	int n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
+	int n = epoll_wait(epfd, evs, UR_BATCH, 0);
 
 	if (n > 0)
 		run_events(e, evs, n);
@@ -405,14 +410,13 @@ bool ur_engine_poll(struct ur_engine *e)
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
 	in_dispatch = true;
-	if (atomic_load_explicit(&e->npollers, memory_order_relaxed)) {
-		atomic_store_explicit(&e->last_app_poll, ur_now_ns(), memory_order_relaxed);
-		/* Asleep, the engine thread has producers wake it for what we
-		 * take anyway: woken once, it naps instead. */
-		if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
-		    atomic_exchange(&e->deep_sleep, false))
-			wake(e);
-	}
+	/* While we poll, the engine thread naps off the inline set. */
+	atomic_store_explicit(&e->last_app_poll, ur_now_ns(), memory_order_relaxed);
+	/* Asleep, the engine thread has producers wake it for what we take
+	 * anyway: woken once, it naps instead. */
+	if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
+	    atomic_exchange(&e->deep_sleep, false))
+		wake(e);
 	found = run_pollers(e);
 	n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
 	if (n > 0)
@@ -459,7 +463,16 @@ static void on_wake(void *arg, uint32_t events)
 
 static void on_inline_set(void *arg, uint32_t events)
 {
-	run_inline(arg);
+	struct ur_engine *e = arg;
+
+	run_set(e, e->inline_epfd);
+}
+
+static void on_own_set(void *arg, uint32_t events)
+{
+	struct ur_engine *e = arg;
+
+	run_set(e, e->own_epfd);
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -479,6 +492,15 @@ static int sleep_for(struct ur_engine *e, uint64_t now, struct timespec *ts)
 	ts->tv_sec = (time_t)(next / 1000000000ull);
 	ts->tv_nsec = (long)(next % 1000000000ull);
 	return 0;
+}
+
+/* A nap ends by then: a timer armed for later needs no wake-up. */
+static void nap_until(struct ur_engine *e, uint64_t end)
+{
+	pthread_mutex_lock(&e->timer_lock);
+	if (end < e->sleep_until)
+		e->sleep_until = end;
+	pthread_mutex_unlock(&e->timer_lock);
 }
 
 /* UROCE_ENGINE_PRIO=idle puts the engine thread in SCHED_IDLE: it then
@@ -519,25 +541,32 @@ static void *engine_main(void *arg)
 		struct timespec ts;
 		const struct timespec *to = sleep_for(e, ur_now_ns(), &ts) ? NULL : &ts;
 		bool polled = atomic_load_explicit(&e->npollers, memory_order_acquire) > 0;
-		bool told = false, dozed = false;
+		bool told = false, dozed = false, napped = false;
 		int n;
 
 		uint64_t now = ur_now_ns();
 
-		/* Pollers: spin a little after work; nap while an application
-		 * thread polls (it finds the work first); else sleep, once
-		 * they have made sure their work will wake us. */
+		/* Pollers: spin a little after work.  While an application
+		 * thread polls, nap on the own set alone: the poller finds the
+		 * inline set's packets and the rings' work first, and two
+		 * threads woken for each packet on two cores cost more than
+		 * either's work.  Else sleep, once the pollers have made sure
+		 * their work will wake us. */
 		bool active = polled && pollers_active(e);
 
 		if (polled && now - last_work < e->spin_ns) {
 			to = &now_ts;
-		} else if (active && may_nap(e, now)) {
+		} else if (may_nap(e, now)) {
 			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
 					   UR_LIGHT_SLEEP_NS)
 				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
 			to = &ts;
-			dozed = true;
-			pollers_doze(e, true);
+			napped = true;
+			nap_until(e, now + UR_LIGHT_SLEEP_NS);
+			if (active) {
+				dozed = true;
+				pollers_doze(e, true);
+			}
 		} else if (polled) {
 			told = true;
 			/* Only a thread that would nap is worth an application's
@@ -547,7 +576,7 @@ static void *engine_main(void *arg)
 			if (!pollers_sleep(e, true))
 				to = &now_ts;
 		}
-		n = epoll_pwait2(e->epfd, evs, UR_BATCH, to, NULL);
+		n = epoll_pwait2(napped ? e->own_epfd : e->epfd, evs, UR_BATCH, to, NULL);
 		atomic_store(&e->light_sleep, false);
 		atomic_store(&e->deep_sleep, false);
 		if (told)
@@ -564,6 +593,8 @@ static void *engine_main(void *arg)
 		in_dispatch = true;
 		if (n > 0)
 			run_events(e, evs, n);
+		if (napped)        /* what the application thread left, if it stopped */
+			run_set(e, e->inline_epfd);
 		if (polled && run_pollers(e))
 			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());
@@ -575,12 +606,12 @@ static void *engine_main(void *arg)
 
 /* ---- life ---------------------------------------------------------------- */
 
-static int add_own(struct ur_engine *e, struct watch *w, int fd, ur_fd_handler fn)
+static int add_own(struct ur_engine *e, int epfd, struct watch *w, int fd, ur_fd_handler fn)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
 
 	*w = (struct watch){ fd, fn, e, UR_WATCH_ENGINE };
-	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out)
@@ -590,7 +621,7 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 
 	if (!e)
 		return -ENOMEM;
-	e->epfd = e->inline_epfd = e->wake_fd = -1;
+	e->epfd = e->own_epfd = e->inline_epfd = e->wake_fd = -1;
 	pthread_mutex_init(&e->dispatch_lock, NULL);
 	pthread_mutex_init(&e->watch_lock, NULL);
 	pthread_mutex_init(&e->timer_lock, NULL);
@@ -602,15 +633,18 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 	if (getenv("UROCE_SPIN_US"))
 		e->spin_ns = strtoull(getenv("UROCE_SPIN_US"), NULL, 10) * 1000u;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->own_epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->inline_epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!e->heap || e->epfd < 0 || e->inline_epfd < 0 || e->wake_fd < 0) {
+	if (!e->heap || e->epfd < 0 || e->own_epfd < 0 || e->inline_epfd < 0 || e->wake_fd < 0) {
 		ret = e->heap ? -errno : -ENOMEM;
 		goto err;
 	}
-	ret = add_own(e, &e->wake, e->wake_fd, on_wake);
+	ret = add_own(e, e->own_epfd, &e->wake, e->wake_fd, on_wake);
 	if (!ret)
-		ret = add_own(e, &e->inline_set, e->inline_epfd, on_inline_set);
+		ret = add_own(e, e->epfd, &e->own_set, e->own_epfd, on_own_set);
+	if (!ret)
+		ret = add_own(e, e->epfd, &e->inline_set, e->inline_epfd, on_inline_set);
 	if (ret)
 		goto err;
 	if (!(flags & UR_ENGINE_NO_THREAD)) {
@@ -641,6 +675,8 @@ void ur_engine_destroy(struct ur_engine *e)
 		close(e->wake_fd);
 	if (e->inline_epfd >= 0)
 		close(e->inline_epfd);
+	if (e->own_epfd >= 0)
+		close(e->own_epfd);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	pthread_mutex_destroy(&e->timer_lock);

@@ -30,16 +30,19 @@ static int bind_roce_port(struct ur_udp *u)
 
 	if (ret)
 		return ret;
-	/* The engine thread alone serves the port: what arrives there is
-	 * the host's, not only this process's. */
-	ret = ur_engine_watch(u->engine, u->roce4.fd, EPOLLIN, UR_WATCH_ENGINE,
+	/* What arrives there is the host's, not only this process's; a
+	 * polling application thread takes it too (and forwards the other
+	 * processes' share), as it takes its own socket's: between hosts,
+	 * every packet comes here, and waking the engine thread for each
+	 * costs more than the work. */
+	ret = ur_engine_watch(u->engine, u->roce4.fd, EPOLLIN, UR_WATCH_INLINE,
 			      ur_udp_on_sock_event, &u->roce4);
 	if (ret) {
 		ur_udp_close_sock(&u->roce4);
 		return ret;
 	}
 	if (u->own6.fd >= 0 && !ur_udp_open_sock(&u->roce6, u, AF_INET6, UR_ROCE_UDP_PORT))
-		ur_engine_watch(u->engine, u->roce6.fd, EPOLLIN, UR_WATCH_ENGINE,
+		ur_engine_watch(u->engine, u->roce6.fd, EPOLLIN, UR_WATCH_INLINE,
 				ur_udp_on_sock_event, &u->roce6);
 	return 0;
 }
