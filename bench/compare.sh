@@ -10,7 +10,9 @@
 # Without one, the same build is taken again with UROCE_SHM=0 (processes of
 # the host reached over UDP and unix sockets, not shared memory), and that
 # ratio printed.  Then the ratios against the peers measured in the same
-# run.  Everything runs on loopback.  Prints a markdown table, and the raw
+# run.  Everything runs on loopback, but for the rows between two network
+# namespaces over a veth (bench/veth.sh; as root, COMPARE_VETH=0 skips
+# them) and the CPU of an idle process.  Prints a markdown table, and the raw
 # figures as JSON to $COMPARE_JSON (default: compare.json here).  Then it
 # sweeps message sizes (perftest -a on uroce with and without shared
 # memory, UCX sm, kernel TCP, memcpy) and plots bandwidth and latency
@@ -132,6 +134,26 @@ uroce_row rate8 "SEND message rate, 8 B" Mpps "ib_send_bw -s 8" 5 ib_send_bw -s 
 uroce_row sendlat "SEND latency, 2 B (one way, typical)" us "ib_send_lat" 5 ib_send_lat -s 2 -n 5000
 uroce_row writelat "WRITE latency, 2 B (one way, typical)" us "ib_write_lat" 5 ib_write_lat -s 2 -n 5000
 
+# An idle process holding a device, a QP and a CQ (ibv_rc_pingpong's
+# server, waiting for its client): the CPU it uses in 10 s.
+port=$((port + 1))
+LD_LIBRARY_PATH=$build/lib timeout 30 ibv_rc_pingpong -d uroce0 -g "$gid" -p "$port" >/dev/null 2>&1 &
+idle_pid=$!
+pids+=($idle_pid)
+sleep 1
+t0=$(awk '{ print $14 + $15 }' "/proc/$idle_pid/stat")
+sleep 10
+t1=$(awk '{ print $14 + $15 }' "/proc/$idle_pid/stat")
+kill "$idle_pid" 2>/dev/null || true
+fig[idle_ticks_10s]=$((t1 - t0))
+row "uroce idle: a device, QP and CQ held, 10 s" "$((t1 - t0)) ticks" "ibv_rc_pingpong server waiting; $(getconf CLK_TCK) ticks = 1 s of a core"
+
+# Between two namespaces over a veth (needs root; COMPARE_VETH=0 skips).
+if [ "${COMPARE_VETH:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+	VETH_OUT=$tmp/veth "$src/bench/veth.sh" "$build" $base || true
+	while read -r k v; do fig[$k]=$v; done < "$tmp/veth"
+fi
+
 # The issue's ratios, against the peers of this run.
 ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a * m / b; else print "?" }'; }
 mc1m=$(awk '$1==1048576{print $2}' "$tmp/memcpy")
@@ -143,6 +165,13 @@ printf '| %-52s | %8s |\n' "WRITE 1 MiB / memcpy 1 MiB" "$(ratio "${fig[write1m]
 printf '| %-52s | %8s |\n' "READ 1 MiB / WRITE 1 MiB" "$(ratio "${fig[read1m]}" "${fig[write1m]}")"
 printf '| %-52s | %8s |\n' "SEND latency 2 B / UCX sm tag_lat 8 B (lower is better)" "$(ratio "${fig[sendlat]}" "${u_lat:-0}")"
 printf '| %-52s | %8s |\n' "SEND rate 8 B / UCX sm tag_bw 8 B" "$(ratio "${fig[rate8]}" "${u_rate:-0}" 1000000)"
+for m in ${MTUS:-1500 9000}; do
+	[ -n "${fig[veth${m}_tcp_gbps]:-}" ] || continue
+	printf '| %-52s | %8s |\n' "veth MTU $m: WRITE 64 KiB / kernel TCP" \
+		"$(ratio "${fig[veth${m}_write64k_gbps]}" "${fig[veth${m}_tcp_gbps]}")"
+	printf '| %-52s | %8s |\n' "veth MTU $m: SEND latency 8 B / UDP (lower is better)" \
+		"$(ratio "${fig[veth${m}_sendlat_us]}" "${fig[veth${m}_udplat_us]}")"
+done
 
 json=${COMPARE_JSON:-compare.json}
 {

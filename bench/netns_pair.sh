@@ -1,6 +1,7 @@
-# Two network namespaces joined by a veth pair (MTU 1500), for the bench
-# scripts that compare uroce across a link (loss.sh, reorder.sh).  Sourced
-# after they set uroce (the tool) and NET (the /24's first three octets):
+# Two network namespaces joined by a veth pair (MTU 1500, or $MTU), for the
+# bench scripts that compare uroce across a link (loss.sh, reorder.sh,
+# veth.sh).  Sourced after they set uroce (the tool) and NET (the /24's
+# first three octets):
 #   nsa, nsb     the namespaces, NET.1 in A and NET.2 in B;
 #   tmp, pids    a scratch directory and the background pids, both cleaned
 #                up, with the namespaces, when the script exits;
@@ -26,6 +27,8 @@ ip link set "${tag}y" netns "$nsb"
 ip -n "$nsa" addr add "$NET.1/24" dev "${tag}x"
 ip -n "$nsb" addr add "$NET.2/24" dev "${tag}y"
 for n in "$nsa" "$nsb"; do ip -n "$n" link set lo up; done
+ip -n "$nsa" link set "${tag}x" mtu "${MTU:-1500}"
+ip -n "$nsb" link set "${tag}y" mtu "${MTU:-1500}"
 ip -n "$nsa" link set "${tag}x" up
 ip -n "$nsb" link set "${tag}y" up
 
