@@ -155,6 +155,7 @@ struct ur_resp_state {
 
 	/* the ACK or NAK to send once queued responses are out */
 	bool ack_pending;
+	bool ack_held;                  /* ... at the end of this batch (resp_batch.h) */
 	uint8_t ack_syn;
 	uint32_t ack_psn;
 	uint32_t ack_msn;

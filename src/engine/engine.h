@@ -6,6 +6,8 @@
  * that polls (ur_engine_poll, from a CQ poll that found nothing) runs the
  * callbacks of the fds watched in the INLINE class only, and only when no
  * other thread is dispatching: never a timer, never an ENGINE-class fd.
+ * While an application thread polls, the engine thread naps on the
+ * ENGINE class alone and looks at the INLINE class only between naps.
  * Callbacks never run concurrently with each other (one dispatcher at a
  * time), so a callback sees its fd's events in order and needs no lock
  * against other callbacks.

@@ -177,6 +177,22 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 }
 
 /* One request packet of a SEND or WRITE. */
+/* Whether another WR waits right behind the one being sent and will leave
+ * at once as a packet of its own: its ACK then covers this one's too, so
+ * a stream of small messages asks for one ACK every UR_ACK_EVERY packets,
+ * not one per message, and the message queued last always asks.  Not
+ * behind a local WR (it sends nothing), a fence, or on a DC initiator
+ * (which waits for its ACKs before it changes targets). */
+static bool followed_at_once(const struct ur_qp *qp)
+{
+	const struct ur_send_wqe *next;
+
+	if (qp->req.wqe + 1 == qp->sq.tail || qp->dc == UR_DC_INI)
+		return false;
+	next = ur_sq_wqe((struct ur_qp *)qp, qp->req.wqe + 1);
+	return !ur_wr_is_local(next->opcode) && !(next->send_flags & IBV_SEND_FENCE);
+}
+
 static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;
@@ -204,8 +220,8 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		uint32_t every = ur_min(UR_ACK_EVERY, ur_max(window / 2, 1u));
 		uint32_t inflight = (uint32_t)psn_diff(qp->req.psn, qp->comp.psn) + 1;
 
-		ackreq = last || qp->req.noack + 1 >= every || inflight >= window ||
-			 qp->req.force_ackreq;
+		ackreq = (last && !followed_at_once(qp)) || qp->req.noack + 1 >= every ||
+			 inflight >= window || qp->req.force_ackreq;
 	}
 	ur_tx_init(qp, &p, op, w->placed ? 0 : len, last && (w->send_flags & IBV_SEND_SOLICITED),
 		   dqpn, ackreq, qp->req.psn);

@@ -20,6 +20,7 @@
 #include "rel/rel_priv.h"
 #include "rel/resp_exec.h"
 #include "rel/resp_out.h"
+#include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "util/log.h"
@@ -371,6 +372,8 @@ static enum resp_state acknowledge(struct resp_ctx *c)
 	if (ur_qp_is_reliable(qp) && bth_ackreq(c->pkt->bth)) {
 		if (r->draining)
 			r->drain_ackreq = true;   /* one ACK for the whole run */
+		else if (ur_resp_batch_hold(qp))
+			ur_resp_queue_ack(qp, UR_AETH_ACK_UNLIMITED, c->pkt->psn);
 		else
 			ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, c->pkt->psn);
 	}

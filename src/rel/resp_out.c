@@ -10,14 +10,6 @@
 #include "rel/tx.h"
 #include "util/log.h"
 
-void ur_resp_queue_ack(struct ur_qp *qp, uint8_t syn, uint32_t psn)
-{
-	qp->resp.ack_pending = true;
-	qp->resp.ack_syn = syn;
-	qp->resp.ack_psn = psn;
-	qp->resp.ack_msn = qp->resp.msn;
-}
-
 static int send_ack(struct ur_qp *qp)
 {
 	struct ur_tx_pkt p;
@@ -29,6 +21,23 @@ static int send_ack(struct ur_qp *qp)
 	aeth_set_syn(a, qp->resp.ack_syn);
 	aeth_set_msn(a, qp->resp.ack_msn);
 	return ur_tx_send(qp, &qp->path, &p);
+}
+
+void ur_resp_queue_ack(struct ur_qp *qp, uint8_t syn, uint32_t psn)
+{
+	struct ur_resp_state *r = &qp->resp;
+
+	/* An ACK held for the batch's end (resp_batch.h) leaves before a NAK
+	 * or a gap report takes its place (a gap report acknowledges
+	 * nothing); not ahead of responses still queued, which it would
+	 * acknowledge. */
+	if (syn != UR_AETH_ACK_UNLIMITED && r->ack_held && r->ack_pending &&
+	    r->ack_syn == UR_AETH_ACK_UNLIMITED && r->res_tx == r->res_next && !qp->req.blocked)
+		send_ack(qp);   /* if refused, as if lost: a later ACK covers it */
+	r->ack_pending = true;
+	r->ack_syn = syn;
+	r->ack_psn = psn;
+	r->ack_msn = r->msn;
 }
 
 /* One READ response packet from resource res. */

@@ -15,6 +15,7 @@
 #include "host/registry.h"
 #include "rel/progress.h"
 #include "rel/recv.h"
+#include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -26,6 +27,14 @@
 static void on_rx(void *arg, const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta)
 {
 	ur_recv_packet(arg, pkt, len, meta);
+}
+
+static void on_rx_batch(void *arg, bool begin)
+{
+	if (begin)
+		ur_resp_batch_begin();
+	else
+		ur_resp_batch_end();
 }
 
 static void on_local_msg(void *arg, const uint8_t *msg, size_t len)
@@ -119,7 +128,8 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 		      struct ur_stack **out)
 {
 	const struct ur_xport_hooks hooks = {
-		.rx = on_rx, .local_msg = on_local_msg, .writable = on_writable,
+		.rx = on_rx, .rx_batch = on_rx_batch, .local_msg = on_local_msg,
+		.writable = on_writable,
 		.dropped = on_dropped,
 		.injected = on_injected,
 	};

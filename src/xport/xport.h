@@ -96,6 +96,10 @@ struct ur_xport_hooks {
 	void *arg;
 	/* A received RoCE packet (BTH .. ICRC), its integrity checked. */
 	void (*rx)(void *arg, const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta);
+	/* Around the rx calls of one batch taken in one go (begin true, then
+	 * false), inside one callback: the protocol may hold its ACKs until
+	 * the batch ends.  May be NULL. */
+	void (*rx_batch)(void *arg, bool begin);
 	/* A control message another process of this host sent with local_msg. */
 	void (*local_msg)(void *arg, const uint8_t *msg, size_t len);
 	/* There is room again (after want_writable(true)). */

@@ -55,7 +55,13 @@ static void tell_producer(struct ur_shm *s, unsigned i)
 static int take(struct ur_shm *s, unsigned i)
 {
 	struct ur_shm_ring_ctl *c = &s->own->ring[i];
-	int n = ur_shm_ring_take(c, s->own->data[i], UR_SHM_TAKE_BATCH, on_rec, s);
+	int n;
+
+	if (s->hooks.rx_batch)
+		s->hooks.rx_batch(s->hooks.arg, true);
+	n = ur_shm_ring_take(c, s->own->data[i], UR_SHM_TAKE_BATCH, on_rec, s);
+	if (s->hooks.rx_batch)
+		s->hooks.rx_batch(s->hooks.arg, false);
 
 	if (n < 0) {
 		UR_SHM_COUNT(s, malformed, 1);

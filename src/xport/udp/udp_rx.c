@@ -201,8 +201,12 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 		n = recvmmsg(s->fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			return;
+		if (u->hooks.rx_batch)
+			u->hooks.rx_batch(u->hooks.arg, true);
 		for (int i = 0; i < n; i++)
 			handle_datagram(s, &b->msgs[i], b->buf[i]);
+		if (u->hooks.rx_batch)
+			u->hooks.rx_batch(u->hooks.arg, false);
 		if (n < UR_UDP_BATCH)
 			return;
 	}

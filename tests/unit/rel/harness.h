@@ -92,6 +92,7 @@ static inline int t_kill(pid_t pid, int sig)
 #include "rel/psn.h"
 #include "rel/qp_ops.h"
 #include "rel/recv.h"
+#include "rel/resp_batch.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
 #include "verbs/verbs_priv.h"

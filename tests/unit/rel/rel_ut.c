@@ -5,6 +5,7 @@
 #include "harness.h"
 
 #include "send_tests.c"
+#include "ack_batch_tests.c"
 #include "rdma_tests.c"
 #include "loss_tests.c"
 #include "selective_tests.c"
@@ -36,6 +37,9 @@ int main(void)
 	UT_RUN(test_send_psn_wrap);
 	UT_RUN(test_send_sge_inline);
 	UT_RUN(test_send_coalesced_ack);
+	UT_RUN(test_ack_not_asked_when_followed);
+	UT_RUN(test_ack_one_per_batch);
+	UT_RUN(test_ack_held_goes_before_nak);
 
 	UT_RUN(test_write);
 	UT_RUN(test_read);

@@ -1,0 +1,137 @@
+/* Fewer ACKs: a requester asks for none on a message another WR follows
+ * at once, and a responder sends one ACK per QP per received batch
+ * (rel/resp_batch.h). */
+
+/* Four SENDs posted in one call: only the last asks for an ACK; the same
+ * four posted one by one each ask (nothing follows any when it leaves). */
+static void test_ack_not_asked_when_followed(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_sge sge[4];
+	struct ibv_send_wr wr[4], *bad = NULL;
+	struct ibv_wc wc[8];
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(&rb, &p.b, 8192, IBV_ACCESS_LOCAL_WRITE, 6);
+	for (int i = 0; i < 8; i++)
+		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
+	for (int i = 0; i < 4; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)sa.buf + i * 1024, 1024, sa.mr->lkey };
+		wr[i] = (struct ibv_send_wr){ .wr_id = 200 + i, .sg_list = &sge[i], .num_sge = 1,
+					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					      .next = i < 3 ? &wr[i + 1] : NULL };
+	}
+	UT_EQ(ur_qp_post_send(p.a.qp, wr, &bad), 0);
+	UT_EQ(t_count(), 4);
+	for (unsigned i = 0; i < 4; i++)
+		UT_EQ(t_ackreq(i), i == 3);
+	UT_EQ(t_run(), 5u);   /* four SENDs, one ACK */
+	UT_EQ(t_poll(p.a.scq, wc, 8), 4);
+	for (int i = 0; i < 4; i++)
+		UT_EQ(wc[i].wr_id, 200 + (uint64_t)i);
+
+	for (int i = 0; i < 4; i++)
+		UT_EQ(t_post_send(&p.a, 300 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
+				  IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);
+	for (unsigned i = 0; i < 4; i++)
+		UT_CHECK(t_ackreq(i));
+	t_run();
+	UT_EQ(t_poll(p.a.scq, wc, 8), 4);
+	UT_EQ(t_poll(p.b.rcq, wc, 8), 8);
+	UT_MEMEQ(rb.buf, sa.buf, 4096);
+	UT_MEMEQ(rb.buf + 4096, sa.buf, 4096);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* Four SENDs that each ask, received in one batch: no ACK until the batch
+ * ends, then one, for the newest PSN, and it completes all four. */
+static void test_ack_one_per_batch(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc[8];
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 6);
+	for (int i = 0; i < 4; i++) {
+		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
+		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
+				  IBV_SEND_SIGNALED), 0);
+	}
+	UT_EQ(t_count(), 4);
+	ur_resp_batch_begin();
+	for (int i = 0; i < 4; i++)
+		t_deliver(0);
+	UT_EQ(t_count(), 0);                        /* held */
+	UT_EQ(t_poll(p.b.rcq, wc, 8), 4);           /* the receives completed at once */
+	ur_resp_batch_end();
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0), UR_AETH_ACK_UNLIMITED);
+	UT_EQ(t_psn(0), 3u);
+	UT_EQ(aeth_msn(t_pkt(0)->buf + UR_BTH_BYTES), 4u);
+	UT_CHECK(!p.b.qp->resp.ack_held);
+	t_deliver(0);
+	UT_EQ(t_poll(p.a.scq, wc, 8), 4);
+	for (int i = 0; i < 4; i++)
+		UT_EQ(wc[i].wr_id, 200 + (uint64_t)i);
+	UT_MEMEQ(rb.buf, sa.buf, 4096);
+	UT_EQ(p.a.qp->sq.head, p.a.qp->sq.tail);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A loss inside a batch: the ACK held for the packet before the gap
+ * leaves ahead of the answer to the gap, which takes its place. */
+static void test_ack_held_goes_before_nak(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc[8];
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 3072, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(&rb, &p.b, 3072, IBV_ACCESS_LOCAL_WRITE, 6);
+	for (int i = 0; i < 3; i++) {
+		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
+		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
+				  IBV_SEND_SIGNALED), 0);
+	}
+	UT_EQ(t_count(), 3);
+	ur_resp_batch_begin();
+	t_deliver(0);            /* PSN 0: its ACK held */
+	UT_EQ(t_count(), 2);
+	t_drop(0);               /* PSN 1 lost */
+	t_deliver(0);            /* PSN 2: a gap */
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0), UR_AETH_ACK_UNLIMITED);
+	UT_EQ(t_psn(0), 0u);
+	UT_EQ(t_op(1), UR_OP_RC_ACKNOWLEDGE);
+	UT_CHECK(t_syn(1) != UR_AETH_ACK_UNLIMITED);   /* the gap's answer */
+	ur_resp_batch_end();
+	UT_EQ(t_count(), 2);     /* nothing more was held */
+	t_deliver(0);
+	UT_EQ(t_poll(p.a.scq, wc, 8), 1);   /* the ACK alone completes the first */
+	UT_EQ(wc[0].wr_id, 200u);
+	t_run();
+	UT_EQ(t_poll(p.a.scq, wc, 8), 2);
+	UT_EQ(t_poll(p.b.rcq, wc, 8), 3);
+	UT_MEMEQ(rb.buf, sa.buf, 3072);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
