@@ -84,18 +84,19 @@ row "kernel UDP latency (qperf udp_lat, one way)" "$(q udp_lat latency)" "loopba
 
 # UCX
 ucx() {
-	local tls=$1 test=$2 size=$3 p=$((port + 600 + RANDOM % 100))
+	local tls=$1 test=$2 size=$3 n=${4:-20000} p=$((port + 600 + RANDOM % 100))
 	UCX_TLS=$tls timeout 60 ucx_perftest -p "$p" >/dev/null 2>&1 &
 	local spid=$!
 	sleep 1
-	UCX_TLS=$tls timeout 60 ucx_perftest 127.0.0.1 -p "$p" -t "$test" -s "$size" -n 20000 2>/dev/null |
+	UCX_TLS=$tls timeout 60 ucx_perftest 127.0.0.1 -p "$p" -t "$test" -s "$size" -n "$n" 2>/dev/null |
 		awk '/Final:/{print}' | tail -n 1
 	wait "$spid" 2>/dev/null || true
 }
 u_lat=$(ucx sm,self tag_lat 8 | awk '{print $3}')
 u_bw=$(ucx sm,self ucp_put_bw 65536 | awk '{print $(NF-2)}')
 u_bw1m=$(ucx sm,self ucp_put_bw 1048576 | awk '{print $(NF-2)}')
-u_rate=$(ucx sm,self tag_bw 8 | awk '{print $(NF-1)}')
+# A million messages each: 20 000 took a few milliseconds, mostly start-up.
+u_rate=$(ucx sm,self tag_bw 8 1000000 | awk '{print $(NF-1)}')
 ut_lat=$(ucx tcp,self tag_lat 8 | awk '{print $3}')
 row "UCX shared memory latency, 8 B (one way)" "${u_lat:-?} us" "ucx_perftest -t tag_lat, UCX_TLS=sm,self"
 row "UCX shared memory put bandwidth, 64 KiB" "${u_bw:-?} MB/s" "ucx_perftest -t ucp_put_bw"
@@ -130,7 +131,7 @@ uroce_row write1m "RDMA WRITE bandwidth, 1 MiB" MB/s "ib_write_bw" 4 ib_write_bw
 uroce_row read64k "RDMA READ bandwidth, 64 KiB" MB/s "ib_read_bw" 4 ib_read_bw -s 65536 -n 5000
 uroce_row read1m "RDMA READ bandwidth, 1 MiB" MB/s "ib_read_bw" 4 ib_read_bw -s 1048576 -n 500
 uroce_row send64k "SEND bandwidth, 64 KiB" MB/s "ib_send_bw" 4 ib_send_bw -s 65536 -n 5000
-uroce_row rate8 "SEND message rate, 8 B" Mpps "ib_send_bw -s 8" 5 ib_send_bw -s 8 -n 20000
+uroce_row rate8 "SEND message rate, 8 B" Mpps "ib_send_bw -s 8 -n 1000000" 5 ib_send_bw -s 8 -n 1000000
 uroce_row sendlat "SEND latency, 2 B (one way, typical)" us "ib_send_lat" 5 ib_send_lat -s 2 -n 5000
 uroce_row writelat "WRITE latency, 2 B (one way, typical)" us "ib_write_lat" 5 ib_write_lat -s 2 -n 5000
 

@@ -63,7 +63,9 @@ struct ur_shm_ring_ctl {
 	uint8_t pad0[44];
 	uint64_t tail;                  /* producer: bytes written */
 	uint32_t want_room;             /* producer waits: ring its bell when head moves */
-	uint8_t pad1[52];
+	uint32_t reserved1;
+	uint64_t head_seen;             /* producer: head when it last looked (its own line) */
+	uint8_t pad1[40];
 	uint64_t head;                  /* consumer: bytes read */
 	uint8_t pad2[56];
 };

@@ -119,8 +119,9 @@ static int claim_ring(struct ur_shm *s, struct ur_shm_file *f)
 		__atomic_store_n(&c->want_room, 0, __ATOMIC_RELAXED);
 		/* A freed ring is empty (head == tail); the consumer looks at
 		 * it once its bit is set. */
-		__atomic_store_n(&c->tail, __atomic_load_n(&c->head, __ATOMIC_ACQUIRE),
-				 __ATOMIC_RELEASE);
+		__atomic_store_n(&c->head_seen, __atomic_load_n(&c->head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&c->tail, c->head_seen, __ATOMIC_RELEASE);
 		__atomic_or_fetch(&f->active, 1ull << i, __ATOMIC_RELEASE);
 		return (int)i;
 	}

@@ -39,7 +39,11 @@ int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_sh
 		    const struct iovec *iov, int niov, uint32_t len)
 {
 	uint64_t tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
-	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_SEQ_CST);
+	/* The consumer's head lives on its line, which moves to the other
+	 * core at every take: read only when the head last seen leaves no
+	 * room (it never runs ahead of the real one, so room it shows is
+	 * there). */
+	uint64_t head = __atomic_load_n(&c->head_seen, __ATOMIC_RELAXED);
 	uint32_t room = ur_shm_rec_room(len);
 	uint64_t need, off;
 	uint8_t *p;
@@ -47,8 +51,12 @@ int ur_shm_ring_put(struct ur_shm_ring_ctl *c, uint8_t *data, const struct ur_sh
 	if (len > UR_SHM_MAX_PKT)
 		return -EMSGSIZE;
 	off = place(tail, room, &need);
-	if (tail - head + need > UR_SHM_RING_BYTES)
-		return -EAGAIN;
+	if (tail - head + need > UR_SHM_RING_BYTES) {
+		head = __atomic_load_n(&c->head, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&c->head_seen, head, __ATOMIC_RELAXED);
+		if (tail - head + need > UR_SHM_RING_BYTES)
+			return -EAGAIN;
+	}
 	if (need != room)
 		/* The rest of the ring is empty: the mark tells the consumer. */
 		__atomic_store_n((uint32_t *)(data + (tail & RING_MASK)), UR_SHM_REC_WRAP,

@@ -31,6 +31,7 @@ static void ring_reset(uint64_t at)
 {
 	memset(R.c, 0, sizeof(*R.c));
 	R.c->head = at;
+	R.c->head_seen = at;
 	R.c->tail = at;
 	memset(R.data, POISON, RING);
 }
@@ -230,7 +231,11 @@ static void test_full(void)
 	/* Taking the first record frees 1088 at the start: with the 64 at the
 	 * end, exactly what a wrapped 1000-byte record needs. */
 	UT_EQ(take(&s, 1), 1);
+	/* The producer looks at the consumer's head only when the one it saw
+	 * leaves no room: now, not at any put before. */
+	UT_EQ(R.c->head_seen, 0);
 	UT_EQ(put_checked(seq, big, 1), 0);
+	UT_EQ(R.c->head_seen, room(big));
 	lens[seq++] = big;
 	UT_EQ(R.c->tail - R.c->head, RING);         /* full to the byte */
 	UT_EQ(put_checked(seq, 0, 1), -EAGAIN);
