@@ -146,29 +146,50 @@ fi
 
 # perftest over rdma_cm (-R): the kernel's ib_write_bw -R serves, uroce's
 # connects; then uroce's ib_send_bw -R serves and the kernel's connects.
-# Each prints its 64 KiB row.
-port=$((port + 1))
-vm_bg wbw-srv ib_write_bw -R -p "$port" -n 200
-sleep 1
-rc=0
-out=$(timeout 120 "$uroce" run -- ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP" 2>&1) || rc=$?
-srv_rc=0
-srv=$(vm_wait wbw-srv 60 2>&1) || srv_rc=$?
+# Each prints its 64 KiB row.  perftest measures the CPU's clock before it
+# reports, and inside the emulated guest of a busy machine that can fail
+# ("Correlation coefficient r^2 ... < 0.9 / Can't produce a report") after
+# the exchange went through: such a run is tried once more, and said so
+# (as in uroce_rxe.test.sh).
+calibration_failed() { grep -q 'Correlation coefficient r^2' <<<"$1"; }
+
+wbw_kernel_server() {
+	port=$((port + 1))
+	vm_bg wbw-srv ib_write_bw -R -p "$port" -n 200
+	sleep 1
+	rc=0
+	out=$(timeout 120 "$uroce" run -- ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP" 2>&1) || rc=$?
+	srv_rc=0
+	srv=$(vm_wait wbw-srv 60 2>&1) || srv_rc=$?
+}
+wbw_kernel_server
+if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
+	echo "note: ib_write_bw -R: perftest could not calibrate the guest's clock; once more"
+	wbw_kernel_server
+fi
 if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
 	ok "ib_write_bw -R, kernel server, uroce client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
 else
 	bad "ib_write_bw -R, kernel server, uroce client: client exit $rc, server exit $srv_rc"
 	echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
 fi
-port=$((port + 1))
-timeout 120 "$uroce" run -- ib_send_bw -R -p "$port" -n 200 > "$VM_DIR/sbw-host-srv" 2>&1 &
-spid=$!
-"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
-	bad "the host's ib_send_bw -R does not listen on rdma_cm port $port"
-rc=0
-out=$(vm_run -t 120 ib_send_bw -R -p "$port" -n 200 "$VM_HOST_IP" 2>&1) || rc=$?
-srv_rc=0
-wait "$spid" || srv_rc=$?
+
+sbw_uroce_server() {
+	port=$((port + 1))
+	timeout 120 "$uroce" run -- ib_send_bw -R -p "$port" -n 200 > "$VM_DIR/sbw-host-srv" 2>&1 &
+	spid=$!
+	"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
+		bad "the host's ib_send_bw -R does not listen on rdma_cm port $port"
+	rc=0
+	out=$(vm_run -t 120 ib_send_bw -R -p "$port" -n 200 "$VM_HOST_IP" 2>&1) || rc=$?
+	srv_rc=0
+	wait "$spid" || srv_rc=$?
+}
+sbw_uroce_server
+if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$(cat "$VM_DIR/sbw-host-srv")"; then
+	echo "note: ib_send_bw -R: perftest could not calibrate the guest's clock; once more"
+	sbw_uroce_server
+fi
 if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
 	ok "ib_send_bw -R, uroce server, kernel client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
 else
