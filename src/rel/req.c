@@ -176,23 +176,23 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 	ur_mr_read_unlock(&qp->ctx->mrs);
 }
 
-/* One request packet of a SEND or WRITE. */
 /* Whether another WR waits right behind the one being sent and will leave
  * at once as a packet of its own: its ACK then covers this one's too, so
  * a stream of small messages asks for one ACK every UR_ACK_EVERY packets,
  * not one per message, and the message queued last always asks.  Not
  * behind a local WR (it sends nothing), a fence, or on a DC initiator
  * (which waits for its ACKs before it changes targets). */
-static bool followed_at_once(const struct ur_qp *qp)
+static bool followed_at_once(struct ur_qp *qp)
 {
 	const struct ur_send_wqe *next;
 
 	if (qp->req.wqe + 1 == qp->sq.tail || qp->dc == UR_DC_INI)
 		return false;
-	next = ur_sq_wqe((struct ur_qp *)qp, qp->req.wqe + 1);
+	next = ur_sq_wqe(qp, qp->req.wqe + 1);
 	return !ur_wr_is_local(next->opcode) && !(next->send_flags & IBV_SEND_FENCE);
 }
 
+/* One request packet of a SEND or WRITE. */
 static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 {
 	struct ur_tx_pkt p;

@@ -50,25 +50,35 @@ static void test_ack_not_asked_when_followed(void)
 	t_pair_close(&p);
 }
 
+/* A pair, with n 1 KiB SENDs from a to b posted one by one (each asks
+ * for an ACK) and their receives; 0, or -1 if the pair could not open. */
+static int open_sends(struct t_pair *p, struct t_mem *sa, struct t_mem *rb, int n)
+{
+	struct t_opts o = { 0 };
+
+	if (t_pair_open(p, &o))
+		return -1;
+	t_mem_reg(sa, &p->a, (size_t)n * 1024, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(rb, &p->b, (size_t)n * 1024, IBV_ACCESS_LOCAL_WRITE, 6);
+	for (int i = 0; i < n; i++) {
+		UT_EQ(t_post_recv(&p->b, 100 + i, rb->buf + i * 1024, 1024, rb->mr->lkey), 0);
+		UT_EQ(t_post_send(&p->a, 200 + i, IBV_WR_SEND, sa->buf + i * 1024, 1024,
+				  sa->mr->lkey, IBV_SEND_SIGNALED), 0);
+	}
+	UT_EQ(t_count(), (unsigned)n);
+	return 0;
+}
+
 /* Four SENDs that each ask, received in one batch: no ACK until the batch
  * ends, then one, for the newest PSN, and it completes all four. */
 static void test_ack_one_per_batch(void)
 {
-	struct t_opts o = { 0 };
 	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_wc wc[8];
 
-	if (t_pair_open(&p, &o))
+	if (open_sends(&p, &sa, &rb, 4))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 6);
-	for (int i = 0; i < 4; i++) {
-		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
-				  IBV_SEND_SIGNALED), 0);
-	}
-	UT_EQ(t_count(), 4);
 	ur_resp_batch_begin();
 	for (int i = 0; i < 4; i++)
 		t_deliver(0);
@@ -96,21 +106,12 @@ static void test_ack_one_per_batch(void)
  * leaves ahead of the answer to the gap, which takes its place. */
 static void test_ack_held_goes_before_nak(void)
 {
-	struct t_opts o = { 0 };
 	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_wc wc[8];
 
-	if (t_pair_open(&p, &o))
+	if (open_sends(&p, &sa, &rb, 3))
 		return;
-	t_mem_reg(&sa, &p.a, 3072, IBV_ACCESS_LOCAL_WRITE, 5);
-	t_mem_reg(&rb, &p.b, 3072, IBV_ACCESS_LOCAL_WRITE, 6);
-	for (int i = 0; i < 3; i++) {
-		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
-				  IBV_SEND_SIGNALED), 0);
-	}
-	UT_EQ(t_count(), 3);
 	ur_resp_batch_begin();
 	t_deliver(0);            /* PSN 0: its ACK held */
 	UT_EQ(t_count(), 2);
