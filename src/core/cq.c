@@ -288,6 +288,16 @@ int ur_cq_req_notify(struct ur_cq *cq, int solicited_only)
 	return 0;
 }
 
+bool ur_cq_armed(struct ur_cq *cq)
+{
+	bool armed;
+
+	pthread_spin_lock(&cq->lock);
+	armed = cq->armed;
+	pthread_spin_unlock(&cq->lock);
+	return armed;
+}
+
 static void overrun(struct ur_cq *cq)
 {
 	struct ibv_async_event ev = { .event_type = IBV_EVENT_CQ_ERR };

@@ -77,6 +77,8 @@ int ur_cq_start_poll(struct ur_cq *cq);
 /* The next completion of a started poll; -ENOENT: none. */
 int ur_cq_next_poll(struct ur_cq *cq);
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
+/* Whether the CQ is armed: its next completion posts an event. */
+bool ur_cq_armed(struct ur_cq *cq);
 int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr);
 
 /* Removes the queued completions of one QP, as a device does when the QP

@@ -29,6 +29,7 @@
 #define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
 #define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
 #define UR_SOCK_LOOK_EVERY 8u       /* polls per look at the sockets while rings are active */
+#define UR_SPINNING_POLLS 8u        /* polls in a row, each within UR_POLLED_RECENTLY_NS: a spinner */
 
 struct watch {
 	int fd;                        /* -1: a free slot */
@@ -73,6 +74,10 @@ struct ur_engine {
 static _Thread_local bool in_dispatch;
 /* A polling thread's count of its polls while rings are active. */
 static _Thread_local unsigned sock_turn;
+/* A polling thread's run of polls: when the last came, and how many came
+ * in a row, each within UR_POLLED_RECENTLY_NS of the one before. */
+static _Thread_local uint64_t run_last;
+static _Thread_local unsigned run_len;
 
 /* ---- fd watches --------------------------------------------------------- */
 
@@ -403,7 +408,21 @@ void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p)
 	pthread_mutex_unlock(&e->watch_lock);
 }
 
-bool ur_engine_poll(struct ur_engine *e)
+/* Whether this thread spins: it has polled UR_SPINNING_POLLS times in a
+ * row with no pause as long as the engine thread's nap.  A thread that
+ * polls once or twice after each wake-up and then blocks (on a channel, a
+ * socket, a condition) never gets there, however often it wakes. */
+static bool spinning(uint64_t now)
+{
+	if (now - run_last >= UR_POLLED_RECENTLY_NS)
+		run_len = 0;
+	run_last = now;
+	if (run_len < UR_SPINNING_POLLS)
+		run_len++;
+	return run_len >= UR_SPINNING_POLLS;
+}
+
+bool ur_engine_poll(struct ur_engine *e, bool will_block)
 {
 	struct epoll_event evs[UR_BATCH];
 	bool found;
@@ -413,13 +432,19 @@ bool ur_engine_poll(struct ur_engine *e)
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
 	in_dispatch = true;
-	/* While we poll, the engine thread naps off the inline set. */
-	atomic_store_explicit(&e->last_app_poll, ur_now_ns(), memory_order_relaxed);
-	/* Asleep, the engine thread has producers wake it for what we take
-	 * anyway: woken once, it naps instead. */
-	if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
-	    atomic_exchange(&e->deep_sleep, false))
-		wake(e);
+	/* Only a spinning thread takes the inline set off the engine thread
+	 * (which then naps): one about to block would leave what comes next
+	 * waiting for the nap's end, half a millisecond a hop. */
+	if (!will_block && spinning(ur_now_ns())) {
+		atomic_store_explicit(&e->last_app_poll, run_last, memory_order_relaxed);
+		/* Asleep, the engine thread has producers wake it for what we
+		 * take anyway: woken once, it naps instead. */
+		if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
+		    atomic_exchange(&e->deep_sleep, false))
+			wake(e);
+	} else if (will_block) {
+		run_len = 0;
+	}
 	found = run_pollers(e);
 	/* While rings bring work, the sockets get every UR_SOCK_LOOK_EVERY-th
 	 * look: an epoll_wait costs more than a look at every ring, and a

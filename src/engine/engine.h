@@ -6,8 +6,9 @@
  * that polls (ur_engine_poll, from a CQ poll that found nothing) runs the
  * callbacks of the fds watched in the INLINE class only, and only when no
  * other thread is dispatching: never a timer, never an ENGINE-class fd.
- * While an application thread polls, the engine thread naps on the
- * ENGINE class alone and looks at the INLINE class only between naps.
+ * While an application thread spins (polls again and again), the engine
+ * thread naps on the ENGINE class alone and looks at the INLINE class only
+ * between naps; a thread that polls once and then blocks leaves it awake.
  * Callbacks never run concurrently with each other (one dispatcher at a
  * time), so a callback sees its fd's events in order and needs no lock
  * against other callbacks.
@@ -90,8 +91,12 @@ void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p);
 
 /* From a thread that waits for something an INLINE fd or a poller will
  * bring: runs their callbacks if no other thread is dispatching.  Returns
- * whether any callback ran or a poller found work. */
-bool ur_engine_poll(struct ur_engine *e);
+ * whether any callback ran or a poller found work.  A thread that polls
+ * again and again (a run of polls with no long pause) takes the INLINE
+ * class off the engine thread, which naps; will_block says this thread
+ * blocks next if it finds nothing (it armed a CQ's event): its poll never
+ * counts toward a run. */
+bool ur_engine_poll(struct ur_engine *e, bool will_block);
 
 /* An application thread stops polling and will wait (on a completion
  * channel, say): the engine thread must now take what pollers find. */

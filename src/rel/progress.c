@@ -121,11 +121,11 @@ void ur_progress_resume(struct ur_stack *s)
  * once. */
 #define UR_POLL_YIELD_EVERY 64
 
-void ur_progress_poll(struct ur_stack *s)
+void ur_progress_poll(struct ur_stack *s, bool will_block)
 {
 	static _Thread_local unsigned empty_polls;
 
-	if (ur_engine_poll(s->engine))
+	if (ur_engine_poll(s->engine, will_block))
 		empty_polls = 0;
 	else if (++empty_polls % UR_POLL_YIELD_EVERY == 0)
 		sched_yield();
@@ -136,7 +136,7 @@ void ur_progress_settle(struct ur_stack *s, uint64_t max_ns)
 	uint64_t end = ur_now_ns() + max_ns;
 
 	while (ur_xports_rx_pending(&s->xports) && ur_now_ns() < end)
-		if (!ur_engine_poll(s->engine))
+		if (!ur_engine_poll(s->engine, false))
 			sched_yield();   /* the engine thread is at it */
 }
 

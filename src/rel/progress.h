@@ -5,6 +5,7 @@
 #ifndef UROCE_REL_PROGRESS_H
 #define UROCE_REL_PROGRESS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ur_qp;
@@ -21,8 +22,9 @@ void ur_progress_timer(struct ur_timer *t);
 void ur_progress_resume(struct ur_stack *s);
 /* From an application thread whose CQ poll found nothing: this process's
  * receive path runs inline if no other thread is at it, and now and then
- * the thread gives its core away. */
-void ur_progress_poll(struct ur_stack *s);
+ * the thread gives its core away.  will_block: the CQ is armed, so the
+ * thread waits on its channel next rather than polling again. */
+void ur_progress_poll(struct ur_stack *s, bool will_block);
 /* Before a QP is ended from outside the data path (the CM's DREQ, which
  * comes by UDP): what peers put in shared-memory rings before it, an ACK
  * for one, is taken first, as a NIC would have taken it off the wire

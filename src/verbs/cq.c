@@ -19,7 +19,7 @@ UR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c
 static void progress(struct ur_cq *cq)
 {
 	if (cq->ctx->stack)
-		ur_progress_poll(cq->ctx->stack);
+		ur_progress_poll(cq->ctx->stack, ur_cq_armed(cq));
 }
 
 /* The extended interface's calls that answer with an errno value. */
@@ -104,8 +104,15 @@ UR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			       void **cq_context)
 {
+	struct ur_stack *stack = to_uctx(channel->context)->stack;
 	struct ur_cq *ucq;
-	int ret = ur_cq_get_event(to_uchan(channel), &ucq);
+	int ret;
+
+	/* The thread blocks: the engine thread must not leave the receive
+	 * path to it (a CQ armed earlier, and another CQ spun on since). */
+	if (stack)
+		ur_progress_app_waits(stack);
+	ret = ur_cq_get_event(to_uchan(channel), &ucq);
 
 	if (ret)
 		return ur_ret_minus1(ret);

@@ -177,21 +177,21 @@ static void test_classes_polled(void)
 	eng.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	UT_EQ(ur_engine_watch(e, in.fd, EPOLLIN, UR_WATCH_INLINE, on_fd, &in), 0);
 	UT_EQ(ur_engine_watch(e, eng.fd, EPOLLIN, UR_WATCH_ENGINE, on_fd, &eng), 0);
-	UT_CHECK(!ur_engine_poll(e));           /* nothing ready */
+	UT_CHECK(!ur_engine_poll(e, false));           /* nothing ready */
 	poke(in.fd);
 	poke(eng.fd);
 	/* A polling thread runs the INLINE fd, never the ENGINE one. */
-	UT_CHECK(ur_engine_poll(e));
+	UT_CHECK(ur_engine_poll(e, false));
 	UT_EQ(in.calls, 1);
 	UT_CHECK(pthread_equal(in.who, pthread_self()));
 	for (int i = 0; i < 5; i++)
-		ur_engine_poll(e);
+		ur_engine_poll(e, false);
 	UT_EQ(eng.calls, 0);
 	UT_EQ(in.calls, 1);
 	/* Unwatched: no more calls. */
 	ur_engine_unwatch(e, in.fd);
 	poke(in.fd);
-	UT_CHECK(!ur_engine_poll(e));
+	UT_CHECK(!ur_engine_poll(e, false));
 	UT_EQ(in.calls, 1);
 	close(in.fd);
 	close(eng.fd);
@@ -224,7 +224,7 @@ static void test_classes_threaded(void)
 	for (int i = 0; i < 2000; i++) {
 		poke(in.fd);
 		poke(eng.fd);
-		ur_engine_poll(e);
+		ur_engine_poll(e, false);
 	}
 	usleep(50000);
 	UT_EQ(in.overlap + eng.overlap, 0);
@@ -274,6 +274,7 @@ struct t_poll {
 	int sleeping;                  /* the engine thread said it sleeps */
 	int sleeps;                    /* times it did */
 	int bell;                      /* eventfd, watched INLINE */
+	int dozes;                     /* times the engine thread napped */
 };
 
 static bool t_poll(void *arg)
@@ -294,6 +295,14 @@ static bool t_sleep(void *arg, bool going)
 		return true;
 	__atomic_add_fetch(&p->sleeps, 1, __ATOMIC_SEQ_CST);
 	return __atomic_load_n(&p->work, __ATOMIC_SEQ_CST) == 0;
+}
+
+static void t_doze(void *arg, bool dozing)
+{
+	struct t_poll *p = arg;
+
+	if (dozing)
+		__atomic_add_fetch(&p->dozes, 1, __ATOMIC_SEQ_CST);
 }
 
 static void t_bell(void *arg, uint32_t events)
@@ -322,14 +331,14 @@ static void test_poller_polled(void)
 
 	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut-engine", &e), 0);
 	UT_EQ(ur_engine_add_poller(e, &pl), 0);
-	UT_CHECK(!ur_engine_poll(e));
+	UT_CHECK(!ur_engine_poll(e, false));
 	p.work = 3;
-	UT_CHECK(ur_engine_poll(e));
+	UT_CHECK(ur_engine_poll(e, false));
 	UT_EQ(p.taken, 3);
-	UT_CHECK(!ur_engine_poll(e));
+	UT_CHECK(!ur_engine_poll(e, false));
 	ur_engine_remove_poller(e, &pl);
 	p.work = 1;
-	UT_CHECK(!ur_engine_poll(e));            /* removed: not run */
+	UT_CHECK(!ur_engine_poll(e, false));            /* removed: not run */
 	UT_EQ(p.taken, 3);
 	ur_engine_destroy(e);
 }
@@ -440,7 +449,7 @@ static void test_poller_app_waits(void)
 	 * and from then on it naps. */
 	produce(&p);
 	for (int i = 0; i < 300; i++) {          /* 30 ms of application polling */
-		ur_engine_poll(e);
+		ur_engine_poll(e, false);
 		usleep(100);
 		if (i >= 100 && __atomic_load_n(&p.sleeping, __ATOMIC_SEQ_CST))
 			slept++;
@@ -462,6 +471,46 @@ static void test_poller_app_waits(void)
 	ur_engine_destroy(e);
 }
 
+/* A thread that polls once and then blocks (it armed a CQ: will_block, or
+ * it sleeps longer than a nap between polls) never makes the engine thread
+ * nap: what comes while it blocks is taken at once, not half a
+ * millisecond later.  A thread that spins does make it nap. */
+static void test_poll_then_block(void)
+{
+	struct t_poll p = { 0 };
+	struct ur_poller pl = { .poll = t_poll, .sleep = t_sleep, .doze = t_doze, .arg = &p };
+	struct ur_engine *e;
+
+	p.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, p.bell, EPOLLIN, UR_WATCH_INLINE, t_bell, &p), 0);
+	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	wait_for(&p.sleeping, 1);
+	for (int i = 0; i < 100; i++) {          /* an armed CQ: polled, then a wait */
+		ur_engine_poll(e, true);
+		usleep(200);
+		produce(&p);
+		wait_for(&p.taken, i + 1);
+	}
+	for (int i = 0; i < 20; i++) {           /* two polls a wake-up, then a long wait */
+		ur_engine_poll(e, false);
+		ur_engine_poll(e, false);
+		usleep(1500);
+	}
+	UT_EQ(p.taken, 100);
+	UT_EQ(p.dozes, 0);
+	for (int i = 0; i < 3000 && !__atomic_load_n(&p.dozes, __ATOMIC_SEQ_CST); i++) {
+		ur_engine_poll(e, false);        /* spinning */
+		usleep(10);
+	}
+	UT_CHECK(p.dozes > 0);
+	ur_engine_app_waits(e);
+	ur_engine_remove_poller(e, &pl);
+	ur_engine_unwatch(e, p.bell);
+	close(p.bell);
+	ur_engine_destroy(e);
+}
+
 int main(void)
 {
 	UT_RUN(test_timer_order);
@@ -472,6 +521,7 @@ int main(void)
 	UT_RUN(test_poller_polled);
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
+	UT_RUN(test_poll_then_block);
 	UT_RUN(test_engine_thread_fault_guarded);
 	return UT_DONE();
 }
