@@ -14,6 +14,7 @@
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/req.h"
+#include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "util/log.h"
@@ -248,10 +249,12 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		goto out;
 	}
 	ret = ur_sq_post(qp, wr, bad);
-	if (qp->state == IBV_QPS_ERR)
+	if (qp->state == IBV_QPS_ERR) {
 		ur_qp_flush_queues(qp);
-	else
+	} else {
+		ur_resp_batch_before_post(qp);
 		ur_req_run(qp);
+	}
 	ur_qp_check_overrun(qp);
 out:
 	pthread_mutex_unlock(&qp->lock);
@@ -310,10 +313,12 @@ int ur_qp_wr_complete(struct ur_qp *qp)
 		err = dc_addressed(qp);
 	if (!err) {
 		qp->sq.tail = qp->wr_tail;
-		if (qp->state == IBV_QPS_ERR)
+		if (qp->state == IBV_QPS_ERR) {
 			ur_qp_to_error(qp, false);
-		else
+		} else {
+			ur_resp_batch_before_post(qp);
 			ur_req_run(qp);
+		}
 		ur_qp_check_overrun(qp);
 	}
 	qp->wr_tail = qp->sq.tail;

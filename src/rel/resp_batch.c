@@ -45,3 +45,9 @@ bool ur_resp_batch_hold(struct ur_qp *qp)
 	}
 	return true;
 }
+
+void ur_resp_batch_before_post(struct ur_qp *qp)
+{
+	if (qp->resp.ack_held && qp->resp.ack_pending)
+		ur_resp_tx(qp);   /* ack_held stays: the batch's end sends a newer one */
+}

@@ -20,5 +20,10 @@ void ur_resp_batch_end(void);
 /* qp locked: whether its ACK waits for the batch's end (queued then by the
  * caller); false outside a batch, or when the batch is full. */
 bool ur_resp_batch_hold(struct ur_qp *qp);
+/* qp locked, the application about to send on it: an ACK it holds leaves
+ * now, ahead of the requests.  Otherwise the application's reply to a
+ * message could reach the peer before that message's ACK, and the peer
+ * see the reply's receive completion before its own send's. */
+void ur_resp_batch_before_post(struct ur_qp *qp);
 
 #endif

@@ -136,3 +136,44 @@ static void test_ack_held_goes_before_nak(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* The receiver's application answers inside the batch that received the
+ * message (perftest's send_lat: a SEND back at the receive completion):
+ * the held ACK leaves ahead of the answer, so the first side completes its
+ * SEND before it receives the answer.  With the answer first, ib_send_lat
+ * -e took the answer's event as its send's, left the send's completion
+ * unpolled, and overran its one-entry send CQ at the next SEND. */
+static void test_ack_held_goes_before_reply(void)
+{
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc[8];
+
+	if (open_sends(&p, &sa, &rb, 1))
+		return;
+	UT_EQ(t_post_recv(&p.a, 400, sa.buf + 512, 512, sa.mr->lkey), 0);
+	ur_resp_batch_begin();
+	t_deliver(0);
+	UT_EQ(t_count(), 0);                        /* the ACK held */
+	UT_EQ(t_poll(p.b.rcq, wc, 8), 1);
+	UT_EQ(t_post_send(&p.b, 500, IBV_WR_SEND, rb.buf, 64, rb.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 2);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);       /* the ACK, then the reply */
+	UT_EQ(t_psn(0), 0u);
+	UT_EQ(t_op(1), UR_OP_RC_SEND_ONLY);
+	ur_resp_batch_end();
+	UT_EQ(t_count(), 2);                        /* no second ACK */
+	t_deliver(0);
+	UT_EQ(t_poll(p.a.scq, wc, 8), 1);           /* A's SEND completes first */
+	UT_EQ(wc[0].wr_id, 200u);
+	UT_EQ(t_poll(p.a.rcq, wc, 8), 0);
+	t_deliver(0);
+	UT_EQ(t_poll(p.a.rcq, wc, 8), 1);
+	UT_EQ(wc[0].wr_id, 400u);
+	t_run();
+	UT_EQ(t_poll(p.b.scq, wc, 8), 1);
+	UT_EQ(wc[0].wr_id, 500u);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}

@@ -40,6 +40,7 @@ int main(void)
 	UT_RUN(test_ack_not_asked_when_followed);
 	UT_RUN(test_ack_one_per_batch);
 	UT_RUN(test_ack_held_goes_before_nak);
+	UT_RUN(test_ack_held_goes_before_reply);
 
 	UT_RUN(test_write);
 	UT_RUN(test_read);
