@@ -21,6 +21,7 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_ICRC_ERRORS] = "icrc_errors",
 	[UR_CNT_MALFORMED] = "malformed",
 	[UR_CNT_NO_QP] = "no_qp",
+	[UR_CNT_WRONG_PEER] = "wrong_peer",
 	[UR_CNT_COMPLETION_ERRORS] = "completion_errors",
 	[UR_CNT_HELD_OUT_OF_SEQ] = "held_out_of_seq",
 	[UR_CNT_SELECTIVE_RESENDS] = "selective_resends",

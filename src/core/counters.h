@@ -27,6 +27,7 @@ enum ur_counter {
 	UR_CNT_ICRC_ERRORS,      /* dropped: ICRC mismatch */
 	UR_CNT_MALFORMED,        /* dropped: failed to parse */
 	UR_CNT_NO_QP,            /* dropped: no such QP on the host */
+	UR_CNT_WRONG_PEER,       /* dropped: for a connected QP, from another address than its peer */
 	UR_CNT_COMPLETION_ERRORS, /* completions in error, flushes aside */
 	UR_CNT_HELD_OUT_OF_SEQ,  /* responder: kept past a gap, executed when it filled */
 	UR_CNT_SELECTIVE_RESENDS, /* requester: one packet resent for a NAK, not the window */

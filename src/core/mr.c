@@ -14,6 +14,10 @@
 
 /* Slots for every region and window at half load, plus reservations. */
 #define MAX_SLOTS (4u * (UR_MAX_MR + UR_MAX_MW))
+/* Indexes below this make keys below 2^24; every one is drawn before any
+ * above it. */
+#define LOW_INDEXES (1u << 16)
+#define INDEX_MASK 0xffffffu
 
 int ur_mr_table_init(struct ur_mr_table *t)
 {
@@ -29,7 +33,51 @@ int ur_mr_table_init(struct ur_mr_table *t)
 void ur_mr_table_fini(struct ur_mr_table *t)
 {
 	pthread_rwlock_destroy(&t->lock);
+	free(t->low_free);
+	free(t->low_at);
 	free(t->slot);
+}
+
+/* The low indexes, on the first key drawn (a context that registers
+ * nothing pays nothing): all free, in any order. */
+static int low_init(struct ur_mr_table *t)
+{
+	t->low_free = malloc(LOW_INDEXES * sizeof(*t->low_free));
+	t->low_at = malloc(LOW_INDEXES * sizeof(*t->low_at));
+	if (!t->low_free || !t->low_at) {
+		free(t->low_free);
+		free(t->low_at);
+		t->low_free = t->low_at = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < LOW_INDEXES; i++)
+		t->low_free[i] = t->low_at[i] = (uint16_t)i;
+	t->low_nfree = LOW_INDEXES;
+	return 0;
+}
+
+/* Moves low index x to position 'to' of low_free, swapping places with
+ * what is there. */
+static void low_move(struct ur_mr_table *t, uint32_t x, uint32_t to)
+{
+	uint16_t y = t->low_free[to], from = t->low_at[x];
+
+	t->low_free[from] = y;
+	t->low_at[y] = from;
+	t->low_free[to] = (uint16_t)x;
+	t->low_at[x] = (uint16_t)to;
+}
+
+/* Low index x is taken: out of the free part (it is in it). */
+static void low_take(struct ur_mr_table *t, uint32_t x)
+{
+	low_move(t, x, --t->low_nfree);
+}
+
+/* Low index x is free again: back into the free part (it is not in it). */
+static void low_give(struct ur_mr_table *t, uint32_t x)
+{
+	low_move(t, x, t->low_nfree++);
 }
 
 /* The slot holding index, or the empty slot where it would go. */
@@ -37,22 +85,25 @@ static uint32_t probe(const struct ur_mr_table *t, uint32_t index)
 {
 	uint32_t mask = t->size - 1, i = index & mask;
 
-	while (t->slot[i].index && t->slot[i].index != index)
+	while (t->slot[i].e && t->slot[i].index != index)
 		i = (i + 1) & mask;
 	return i;
 }
 
 /* Backward-shift deletion: the slots after i that probed past it move up,
- * so that no probe stops early at the hole. */
+ * so that no probe stops early at the hole.  A low index goes back to the
+ * free ones. */
 static void slot_clear(struct ur_mr_table *t, uint32_t i)
 {
 	uint32_t mask = t->size - 1, j = i;
 
+	if (t->slot[i].index < LOW_INDEXES)
+		low_give(t, t->slot[i].index);
 	for (;;) {
 		uint32_t home;
 
 		j = (j + 1) & mask;
-		if (!t->slot[j].index)
+		if (!t->slot[j].e)
 			break;
 		home = t->slot[j].index & mask;
 		/* Slot j stays if its home lies cyclically in (i, j]. */
@@ -80,31 +131,52 @@ static int grow(struct ur_mr_table *t)
 	}
 	t->size = osize * 2;
 	for (uint32_t i = 0; i < osize; i++)
-		if (old[i].index)
+		if (old[i].e)
 			t->slot[probe(t, old[i].index)] = old[i];
 	free(old);
 	return 0;
 }
 
+/* The index 32 random bits r choose, or false to draw again: while low
+ * indexes are free, the one at a uniform position among them (r is
+ * refused in the last, partial run of low_nfree values); after, r's low
+ * 24 bits if they name a free high index. */
+static bool choose_index(const struct ur_mr_table *t, uint32_t r, uint32_t *index)
+{
+	uint64_t n = t->low_nfree;
+
+	if (n) {
+		if (r >= (1ull << 32) - (1ull << 32) % n)
+			return false;
+		*index = t->low_free[r % n];
+		return true;
+	}
+	*index = r & INDEX_MASK;
+	return *index >= LOW_INDEXES && !t->slot[probe(t, *index)].e;
+}
+
 /* Takes a fresh index for e (write lock held) and returns a fresh key
- * with it. */
+ * with it: the index, then an 8-bit variant, both random; never key 0. */
 static int take_key(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t *key)
 {
-	uint32_t r, i;
+	uint32_t index;
+	uint64_t r;
 	int ret;
 
+	if (!t->low_free && (ret = low_init(t)))
+		return ret;
 	if ((t->used + 1) * 2 > t->size && (ret = grow(t)))
 		return ret;
 	do {
 		ret = ur_random_bytes(&r, sizeof(r));
 		if (ret)
 			return ret;
-		i = probe(t, r >> 8);
-	} while (!(r >> 8) || t->slot[i].index);
-	t->slot[i].index = r >> 8;
-	t->slot[i].e = e;
+	} while (!choose_index(t, (uint32_t)r, &index) || !(index || (r >> 32) & 0xff));
+	if (index < LOW_INDEXES)
+		low_take(t, index);
+	t->slot[probe(t, index)] = (struct ur_key_slot){ .index = index, .e = e };
 	t->used++;
-	*key = r;
+	*key = index << 8 | (uint32_t)(r >> 32 & 0xff);
 	return 0;
 }
 
@@ -129,7 +201,7 @@ static bool release(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t inde
 {
 	uint32_t i = probe(t, index);
 
-	if (!index || t->slot[i].index != index || t->slot[i].e != e)
+	if (t->slot[i].e != e)
 		return false;
 	slot_clear(t, i);
 	return true;
@@ -180,7 +252,7 @@ int ur_key_rebind(struct ur_mr_table *t, struct ur_key_entry *e, uint32_t key)
 	if (index != e->index) {
 		uint32_t i = probe(t, index);
 
-		if (!index || t->slot[i].index != index || t->slot[i].e != e)
+		if (t->slot[i].e != e)
 			return -EINVAL;
 		release(t, e, e->index);
 		e->reserved--;
@@ -195,8 +267,6 @@ struct ur_key_entry *ur_key_lookup(struct ur_mr_table *t, uint32_t key)
 	struct ur_key_entry *e;
 	uint32_t i;
 
-	if (!(key >> 8))
-		return NULL;
 	i = probe(t, key >> 8);
 	e = t->slot[i].e;
 	if (!e || e->key != key)

@@ -1,15 +1,23 @@
 /* Memory regions, memory windows, and the key table that maps lkeys and
  * rkeys to them.
  *
- * A key is, as the IBA names its parts, a 24-bit index and an 8-bit key.
- * Both are drawn from the kernel's CSPRNG at every registration, window
- * allocation and type 1 bind, so a peer that was not given a key hits one
- * of N valid keys with probability N / 2^32 per guess, and a stale key
- * stops matching.  A type 2 bind keeps the window's index and takes the
- * 8-bit key the consumer chose (the IBA leaves that byte to the consumer).
- * The table is open addressing on the index.  Lookups happen on the data
- * path under a read lock that also keeps the region registered while its
- * bytes are being copied.
+ * A key is, as the IBA names its parts, a 24-bit index and an 8-bit key
+ * (the variant).  Both are drawn from the kernel's CSPRNG at every
+ * registration, window allocation and type 1 bind, so that a peer that was
+ * not given a key cannot guess one and a stale key stops matching.  Laid
+ * out as a NIC's and rxe's keys are, the first regions' keys fit in 24
+ * bits (programs print them with %06x): while any of the 2^16 low indexes
+ * is free, the index is drawn uniformly among the free low ones, so the
+ * keys of the first 65 536 live regions and windows are below 2^24 and
+ * carry 24 unpredictable bits (16 of index, 8 of variant; a guess hits
+ * one of N live keys with probability N / 2^24); past that, among the
+ * free higher ones (up to 32 bits).  Key 0 is never drawn.  A type 2 bind
+ * keeps the window's index and takes the 8-bit key the consumer chose (the
+ * IBA leaves that byte to the consumer).  The table is open addressing on
+ * the index, O(1); the low indexes' free set is an array with each
+ * index's place in it, so a draw among them is O(1) too.  Lookups happen
+ * on the data path under a read lock that also keeps the region registered
+ * while its bytes are being copied.
  */
 #ifndef UROCE_CORE_MR_H
 #define UROCE_CORE_MR_H
@@ -75,8 +83,8 @@ static inline struct ur_mw *to_umw(struct ibv_mw *ibmw)
 
 /* One index in use: an entry's own, or one reserved for a type 1 bind. */
 struct ur_key_slot {
-	uint32_t index;        /* 0: empty (index 0 is never drawn) */
-	struct ur_key_entry *e;
+	uint32_t index;
+	struct ur_key_entry *e;  /* NULL: empty */
 };
 
 struct ur_mr_table {
@@ -85,6 +93,9 @@ struct ur_mr_table {
 	uint32_t size;              /* a power of two */
 	uint32_t used;              /* slots taken */
 	uint32_t count;             /* entries (regions and windows) */
+	uint16_t *low_free;         /* the 2^16 low indexes, the free ones first */
+	uint16_t *low_at;           /* each low index's place in low_free */
+	uint32_t low_nfree;
 };
 
 int ur_mr_table_init(struct ur_mr_table *t);

@@ -83,12 +83,15 @@ int ur_route_resolve(struct ur_context *ctx, const struct ibv_ah_attr *ah,
 			 strerror(-ctx->stack_err));
 		return ctx->stack_err;
 	}
+	/* The kernel resolves the route here too (ib_resolve_eth_dmac at
+	 * modify or create AH) and fails with the lookup's error, ENETUNREACH
+	 * when there is no route: the same error, from a route lookup alone. */
 	ret = ur_xports_resolve(ctx->xports, &sg->gid, nd.ifindex, &grh->dgid, dqpn, path);
 	if (ret) {
 		snprintf(why, whylen, "no route from %s to %s: %s",
 			 ur_gid_str(&sg->gid, s1, sizeof(s1)),
 			 ur_gid_str(&grh->dgid, s2, sizeof(s2)), strerror(-ret));
-		return -EINVAL;
+		return ret;
 	}
 	path->traffic_class = grh->traffic_class;
 	path->hop_limit = grh->hop_limit;

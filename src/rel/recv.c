@@ -14,6 +14,7 @@
 #include "rel/xrc.h"
 #include "rel/xrc_owner.h"
 #include "util/log.h"
+#include "wire/gid.h"
 #include "wire/pkt_parse.h"
 
 /* The QP numbered qpn, locked; NULL if this process has none.  Found
@@ -37,6 +38,19 @@ static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
 	return (opcode & UR_OP_TYPE_MASK) == ur_qp_op_base(qp);
 }
 
+/* A packet for a connected QP from another address than its peer's:
+ * counted apart, and told with both addresses (a peer that moved, or a
+ * stray sender, is otherwise hard to see). */
+static void wrong_peer(struct ur_qp *qp, const struct ur_rx_meta *meta)
+{
+	char want[64], seen[64];
+
+	UR_QP_COUNT(qp, UR_CNT_WRONG_PEER);
+	ur_warn_ratelimited(ur_qp_dev(qp), "QP 0x%06x: dropped a packet from %s: its peer is %s",
+			    ur_qp_num(qp), ur_gid_str(&meta->sgid, seen, sizeof(seen)),
+			    ur_gid_str(&qp->attr.ah_attr.grh.dgid, want, sizeof(want)));
+}
+
 /* One packet for one QP (locked).  Requests go to the responder,
  * responses to the completer. */
 static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
@@ -52,10 +66,14 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 		ur_dc_target_rx(qp, pkt, meta);
 		return;
 	}
-	/* A connected QP hears only its peer. */
+	/* A connected QP hears only its peer (rxe's check_addr); before RTR
+	 * it has none. */
 	if (qp->type != IBV_QPT_UD &&
 	    memcmp(&meta->sgid, &qp->attr.ah_attr.grh.dgid, sizeof(meta->sgid))) {
-		UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
+			UR_QP_COUNT(qp, UR_CNT_DROPPED);
+		else
+			wrong_peer(qp, meta);
 		return;
 	}
 	/* The first packet on a QP in RTR establishes communication. */

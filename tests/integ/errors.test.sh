@@ -11,6 +11,10 @@
 #  - send_errors: SEND longer than the receive (LOC_LEN_ERR at the receiver,
 #    REM_INV_REQ_ERR at the sender), RNR with rnr_retry 0, 2 and 7, retry
 #    exceeded towards a destroyed peer or one in error, flush on ERR;
+#    RTR towards a GID with no route (::ffff:192.0.2.1, 2001:db8::1, in a
+#    namespace without a default route): ibv_modify_qp fails at once with
+#    ENETUNREACH, as the kernel's route resolution does, and no packet is
+#    sent; a UD QP reaches RTS there;
 #  - none of those failed work requests is printed by the library (no
 #    "uroce ..." line on the program's stderr); the hw counter
 #    completion_errors counts them.
@@ -51,5 +55,8 @@ prog_run lo6.send_errors send_errors uroce0 "${g6:-2}"
 ur_netns_pair 1500
 UR_NS=$UR_NS_A prog_run veth.remote_access remote_access uroce1 1
 UR_NS=$UR_NS_A prog_run veth.send_errors send_errors uroce1 1
+UR_NS=$UR_NS_A prog_run veth.rtr_no_route send_errors uroce1 1 rtr_no_route
+g6a=$(UR_NS=$UR_NS_A ur_gid_index uroce1 "$UR_IP6_A")
+UR_NS=$UR_NS_A prog_run veth6.rtr_no_route send_errors uroce1 "${g6a:-2}" rtr_no_route
 
 ur_done

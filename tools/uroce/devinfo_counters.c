@@ -15,6 +15,7 @@ static const char *const known_names[] = {
 	"retry_exceeded_err", "retry_rnr_exceeded_err", "completer_retry_err",
 	"send_err", "link_downed", "rcvd_nak", "rdma_sends", "rdma_recvs",
 	"qkey_violations", "dropped", "icrc_errors", "malformed", "no_qp",
+	"wrong_peer",
 	"completion_errors", "held_out_of_seq", "selective_resends", "selective_go_backs",
 	"gap_reports", "gap_resends",
 	"injected_loss",

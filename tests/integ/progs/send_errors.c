@@ -13,14 +13,22 @@
  *    hang;
  *  - QP to ERROR: every outstanding receive and send (blocked in RNR
  *    waits) completes with IBV_WC_WR_FLUSH_ERR, in order, with its wr_id;
- *    so does what is posted afterwards.
+ *    so does what is posted afterwards;
+ *  - RTR towards a GID the host has no route to: ibv_modify_qp fails at
+ *    once with ENETUNREACH, as the kernel's route resolution at modify does,
+ *    and the QP stays in INIT (then connects to a reachable peer); a UD QP,
+ *    which has no address at RTR, reaches RTS there (run by name only).
  *
  *   send_errors DEVICE GID_INDEX [CASE...]
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "vt.h"
 
@@ -341,6 +349,71 @@ static void case_flush(struct vt_dev *d)
 	ibv_destroy_cq(rcq);
 }
 
+/* Whether the kernel has a route to gid: a route lookup (connect on a UDP
+ * socket), no packet sent. */
+static bool host_routes_to(const union ibv_gid *gid)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = htons(4791) };
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons(4791) };
+	bool v4 = memcmp(gid->raw, v4mapped, sizeof(v4mapped)) == 0;
+	int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM, 0);
+	bool ok;
+
+	memcpy(&s4.sin_addr, &gid->raw[12], 4);
+	memcpy(&s6.sin6_addr, gid->raw, 16);
+	ok = fd >= 0 && connect(fd, v4 ? (struct sockaddr *)&s4 : (struct sockaddr *)&s6,
+				v4 ? sizeof(s4) : sizeof(s6)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* RTR towards ::ffff:192.0.2.1 (TEST-NET-1) or 2001:db8::1 (the
+ * documentation prefix), whichever family the device's GID is.  Run by
+ * name only, in a namespace without a default route (errors.test.sh);
+ * where the host does route there, it fails rather than check nothing. */
+static void case_rtr_no_route(struct vt_dev *d)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	struct vt_qp_opts ud = { .type = IBV_QPT_UD };
+	union ibv_gid far;
+	struct vt_qp a, b, u;
+	char g[INET6_ADDRSTRLEN];
+	int ret;
+
+	memset(&far, 0, sizeof(far));
+	if (memcmp(d->gid.raw, v4mapped, sizeof(v4mapped)) == 0) {
+		memcpy(far.raw, v4mapped, sizeof(v4mapped));
+		inet_pton(AF_INET, "192.0.2.1", &far.raw[12]);
+	} else {
+		inet_pton(AF_INET6, "2001:db8::1", far.raw);
+	}
+	inet_ntop(AF_INET6, far.raw, g, sizeof(g));
+	if (host_routes_to(&far)) {
+		vt_fail("the host has a route to %s: run this case in a "
+			"namespace without a default route", g);
+		return;
+	}
+	vt_qp_create(&a, d, NULL);
+	vt_qp_create(&b, d, NULL);
+	ret = vt_qp_connect_remote(&a, 0x123, &far);
+	vt_check(ret == ENETUNREACH, "RC QP to RTR towards %s (no route): "
+		 "ibv_modify_qp fails with ENETUNREACH (saw %s)", g, ret ? strerror(ret) : "success");
+	VT_EXPECT_EQ("the QP stays in INIT", IBV_QPS_INIT, vt_qp_state(&a));
+	ret = vt_qp_connect(&a, &b);
+	vt_check(ret == 0, "the same QP then connects to a reachable peer (%s)",
+		 ret ? strerror(ret) : "ok");
+	vt_qp_destroy(&a);
+	vt_qp_destroy(&b);
+	/* UD: no address at RTR, nothing to resolve. */
+	vt_qp_create(&u, d, &ud);
+	ret = vt_qp_connect_remote(&u, 0, &far);
+	vt_check(ret == 0, "a UD QP reaches RTS all the same (%s)",
+		 ret ? strerror(ret) : "ok");
+	vt_qp_destroy(&u);
+}
+
 static const struct vt_case cases[] = {
 	{ "send_too_long", case_send_too_long },
 	{ "rnr_exceeded", case_rnr_exceeded },
@@ -348,6 +421,7 @@ static const struct vt_case cases[] = {
 	{ "rnr_wait_cpu", case_rnr_wait_cpu },
 	{ "retry_exceeded", case_retry_exceeded },
 	{ "flush", case_flush },
+	{ "rtr_no_route", case_rtr_no_route, true },
 	{ NULL, NULL },
 };
 

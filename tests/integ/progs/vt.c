@@ -527,7 +527,7 @@ int vt_main(int argc, char **argv, const struct vt_case *cases)
 	}
 	vt_dev_open(&d, argv[1], atoi(argv[2]));
 	for (const struct vt_case *c = cases; c->name; c++) {
-		bool want = argc == 3;
+		bool want = argc == 3 && !c->by_name_only;
 
 		for (int i = 3; i < argc; i++)
 			want |= !strcmp(argv[i], c->name);

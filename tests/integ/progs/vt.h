@@ -153,9 +153,11 @@ void vt_sleep(double seconds);
 struct vt_case {
 	const char *name;
 	void (*fn)(struct vt_dev *d);
+	bool by_name_only;          /* not among "all": it needs a set-up of its own */
 };
-/* Usage: PROG DEV GID_INDEX [CASE...]; runs the named cases (all by
- * default), prints a summary; exit 0 if every check passed. */
+/* Usage: PROG DEV GID_INDEX [CASE...]; runs the named cases (all but those
+ * run by name only, by default), prints a summary; exit 0 if every check
+ * passed. */
 int vt_main(int argc, char **argv, const struct vt_case *cases);
 
 #endif

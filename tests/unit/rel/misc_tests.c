@@ -1,6 +1,7 @@
-/* The stack's receive dispatch, multicast fan-out to attached UD QPs, the
- * SRQ limit event, and the ibv_wr_* builder (qp_wr.c) producing the same
- * packets as ibv_post_send. */
+/* The stack's receive dispatch (and what it refuses, a connected QP's
+ * packet from another address than its peer's counted and told),
+ * multicast fan-out to attached UD QPs, the SRQ limit event, and the
+ * ibv_wr_* builder (qp_wr.c) producing the same packets as ibv_post_send. */
 
 /* What the dispatch refuses never reaches a QP's protocol state. */
 static void test_dispatch_drops(void)
@@ -24,8 +25,8 @@ static void test_dispatch_drops(void)
 	/* A QPN nobody here has. */
 	t_inject(t_build(UR_OP_RC_SEND_ONLY, 0x00ff00, 0, true, pl, 8));
 	UT_EQ(t_stack()->no_qp, no_qp + 1);
-	/* Another P_Key, another transport, another peer: dropped, counted,
-	 * not answered, not executed. */
+	/* Another P_Key, another transport: dropped, counted, not answered,
+	 * not executed.  Another peer: the same, counted as wrong_peer. */
 	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
 	bth_set_pkey(k->buf, 0x7fff);
 	t_inject(k);
@@ -34,7 +35,8 @@ static void test_dispatch_drops(void)
 	m.sgid.raw[15] = 2;            /* 127.0.0.2: not the peer */
 	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
-	UT_EQ(p.b.qp->cnt[UR_CNT_DROPPED], 3);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DROPPED], 2);
+	UT_EQ(p.b.qp->cnt[UR_CNT_WRONG_PEER], 1);
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.b.qp->resp.psn, 0);
 	UT_CHECK(t_cq_empty(p.b.rcq));
@@ -43,6 +45,67 @@ static void test_dispatch_drops(void)
 	t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8));
 	UT_EQ(p.b.qp->resp.psn, 1);
 	UT_EQ(t_count(), 1);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A packet from another address than a connected QP's peer (rxe's
+ * check_addr): counted as wrong_peer on the QP and the device, not
+ * answered, not executed, and told in a warning naming both addresses, at
+ * most 10 a second however many come; before RTR the QP has no peer and
+ * such a packet is only dropped. */
+static void test_wrong_peer(void)
+{
+	struct t_opts o = { 0 };
+	struct t_pair p;
+	struct t_mem rb;
+	uint8_t pl[8] = { 0 };
+	uint64_t dev_before;
+	struct ur_rx_meta m;
+	char line[256];
+	unsigned lines = 0, named = 0;
+	int saved_level = ur_log_level, saved_err = dup(2);
+	FILE *log = tmpfile();
+
+	if (!log || saved_err < 0 || t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	dev_before = p.b.qp->ctx->dev->cnt[UR_CNT_WRONG_PEER];
+	t_meta(&m);
+	m.sgid.raw[15] = 9;              /* 127.0.0.9: not the peer */
+	ur_log_level = UR_LOG_WARN;
+	fflush(stderr);
+	dup2(fileno(log), 2);
+	for (int i = 0; i < 50; i++) {
+		struct t_pkt *k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
+
+		ur_recv_packet(t_stack(), k->buf, k->len, &m);
+		free(k);
+	}
+	fflush(stderr);
+	dup2(saved_err, 2);
+	close(saved_err);
+	ur_log_level = saved_level;
+	UT_EQ(p.b.qp->cnt[UR_CNT_WRONG_PEER], 50);
+	UT_EQ(p.b.qp->ctx->dev->cnt[UR_CNT_WRONG_PEER], dev_before + 50);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DROPPED], 0);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.b.qp->resp.psn, 0);
+	UT_CHECK(t_cq_empty(p.b.rcq));
+	UT_CHECK(t_mem_intact(&rb, 2));
+	rewind(log);
+	while (fgets(line, sizeof(line), log)) {
+		lines++;
+		named += strstr(line, "from ::ffff:127.0.0.9: its peer is ::ffff:127.0.0.1") != NULL;
+	}
+	fclose(log);
+	/* One second's 10 (two if the second turned over mid-loop). */
+	UT_CHECK(lines >= 1 && lines <= 20);
+	UT_EQ(named, lines);
+	/* The peer still goes through. */
+	t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8));
+	UT_EQ(p.b.qp->resp.psn, 1);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }

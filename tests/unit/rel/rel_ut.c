@@ -172,6 +172,7 @@ int main(void)
 	UT_RUN(test_err_post_states);
 
 	UT_RUN(test_dispatch_drops);
+	UT_RUN(test_wrong_peer);
 	UT_RUN(test_mcast_fanout);
 	UT_RUN(test_srq_limit);
 	UT_RUN(test_wr_builder);
