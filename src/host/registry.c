@@ -1,5 +1,6 @@
 #include "host/registry.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -257,6 +258,19 @@ int ur_registry_open_private(const char *path)
 	return fd;
 }
 
+/* Every process using a registry holds a read lock (an open file
+ * description's, fcntl F_OFD_SETLK) on its first byte for as long as it
+ * has the file open: the kernel drops it when the process ends, however it
+ * ends, and whoever can get a write lock there knows nobody uses the file,
+ * whatever pid namespace its users run in.  Independent of the flock that
+ * serialises changes. */
+static int hold_use_lock(int fd)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
+}
+
 static int map_file(void)
 {
 	struct stat st;
@@ -265,6 +279,7 @@ static int map_file(void)
 
 	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
 		 (unsigned)getuid(), netns_id(), UR_REG_VERSION);
+again:
 	fd = ur_registry_open_private(reg.path);
 	if (fd < 0) {
 		if (fd == -EPERM)
@@ -277,6 +292,17 @@ static int map_file(void)
 	reg.fd = fd;
 	lock_file();
 	if (fstat(fd, &st))
+		goto err_errno;
+	/* Removed between our open and our lock, by a process that took this
+	 * namespace for a dead one (sweep_netns_registry): not the file our
+	 * namespace's next process would find.  Open it anew. */
+	if (st.st_nlink == 0) {
+		unlock_file();
+		close(fd);
+		reg.fd = -1;
+		goto again;
+	}
+	if (hold_use_lock(fd))
 		goto err_errno;
 	if (st.st_size == 0) {
 		if (ftruncate(fd, sizeof(struct ur_reg_shm)))
@@ -321,6 +347,146 @@ err_errno:
 		reg.fd = -1;
 		return -err;
 	}
+}
+
+/* ---- registries of network namespaces that are gone --------------------- */
+
+/* A namespace lives while a process is in it or a mount holds it ("ip
+ * netns add" binds one under /run/netns, with no process in it). */
+static bool netns_mounted(unsigned long ino)
+{
+	char want[48], line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool found = false;
+
+	if (!f)
+		return true;          /* cannot tell: alive */
+	/* Field 4, the mount's root, is "net:[INODE]" for a namespace. */
+	snprintf(want, sizeof(want), " net:[%lu] ", ino);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, want) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* Processes whose namespace we may not read (another user's) are not
+ * seen: the use lock and the slots speak for this user's. */
+static bool netns_has_process(unsigned long ino)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *d;
+	bool found = false;
+
+	if (!dir)
+		return true;
+	while (!found && (d = readdir(dir))) {
+		char path[300];
+		struct stat st;
+
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/ns/net", d->d_name);
+		found = !stat(path, &st) && (unsigned long)st.st_ino == ino;
+	}
+	closedir(dir);
+	return found;
+}
+
+/* Under the registry file's flock: a process holds its use lock, or a
+ * slot names a live process (a build before the use lock). */
+static bool registry_in_use(int fd, const struct stat *st)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	const struct ur_reg_shm *shm;
+	bool used = false;
+
+	if (fcntl(fd, F_OFD_GETLK, &fl) || fl.l_type != F_UNLCK)
+		return true;
+	if ((size_t)st->st_size != sizeof(struct ur_reg_shm))
+		return false;         /* nothing in it a process could use */
+	shm = mmap(NULL, sizeof(*shm), PROT_READ, MAP_SHARED, fd, 0);
+	if (shm == MAP_FAILED)
+		return true;
+	if (__atomic_load_n(&shm->magic, __ATOMIC_ACQUIRE) == UR_REG_MAGIC)
+		for (unsigned i = 0; i < UR_REG_SLOTS && !used; i++)
+			used = slot_alive(&shm->slot[i]);
+	munmap((void *)shm, sizeof(*shm));
+	return used;
+}
+
+/* The registry NAME (in /dev/shm) of namespace ino, and its router lock
+ * file, removed if they are this user's, nobody uses them and the
+ * namespace is gone.  The registry's flock, held from the checks to the
+ * unlink, keeps a process of that namespace from starting to use the
+ * file meanwhile; one that opened it first finds it unlinked once it has
+ * the lock (map_file) and opens it anew.  1 if removed. */
+static int sweep_netns_registry(const char *name, unsigned uid, unsigned long ino)
+{
+	char path[300], router[128];
+	struct stat st, now;
+	int fd, rfd, removed = 0;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    flock(fd, LOCK_EX | LOCK_NB))
+		goto out;
+	if (registry_in_use(fd, &st) || netns_mounted(ino) || netns_has_process(ino))
+		goto out;
+	/* Still the file of that name, not one made since we opened ours. */
+	if (stat(path, &now) || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
+		goto out;
+	/* The router lock file is opened only by a process with a slot here,
+	 * which there is none of; one holding its lock is left alone. */
+	snprintf(router, sizeof(router), "/dev/shm/uroce-%u-net%lu.router", uid, ino);
+	rfd = open(router, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd >= 0) {
+		if (!fstat(rfd, &now) && S_ISREG(now.st_mode) && now.st_uid == geteuid() &&
+		    !flock(rfd, LOCK_EX | LOCK_NB))
+			unlink(router);
+		close(rfd);
+	}
+	removed = !unlink(path);
+	if (removed)
+		ur_dbg(NULL, "removed %s: its network namespace is gone", path);
+out:
+	close(fd);
+	return removed;
+}
+
+/* Registries of this version in /dev/shm, other than ours, whose
+ * namespace is gone.  The uid in a name is not checked against ours: one
+ * made in a user namespace carries the uid seen there, and the file's
+ * owner is what says whose it is. */
+static int sweep_dead_netns(void)
+{
+	DIR *dir = opendir("/dev/shm");
+	unsigned long mine = netns_id();
+	struct dirent *d;
+	int n = 0;
+
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		unsigned uid, version;
+		unsigned long ino;
+		int end = 0;
+
+		if (strncmp(d->d_name, "uroce-", 6) ||
+		    sscanf(d->d_name, "uroce-%u-net%lu-v%u%n", &uid, &ino, &version, &end) != 3 ||
+		    d->d_name[end] || version != UR_REG_VERSION || !ino || ino == mine)
+			continue;
+		n += sweep_netns_registry(d->d_name, uid, ino);
+	}
+	closedir(dir);
+	return n;
+}
+
+int ur_registry_sweep_dead_netns(void)
+{
+	return sweep_dead_netns();
 }
 
 int ur_registry_attach(void)
@@ -375,7 +541,11 @@ int ur_registry_attach(void)
 		close(reg.fd);
 		reg.fd = -1;
 		ret = -EUSERS;
+		goto out;
 	}
+	/* What namespaces that are gone left behind goes too: nobody else
+	 * ever opens those files again. */
+	sweep_dead_netns();
 out:
 	pthread_mutex_unlock(&reg.lock);
 	return ret;

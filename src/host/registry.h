@@ -7,6 +7,8 @@
  * QP numbers come in blocks of 256 claimed by a process; a process that
  * dies leaves its slot behind, and the next process to need room reclaims
  * it (liveness is checked by pid and start time, so pid reuse is harmless).
+ * A network namespace that is gone leaves its file: the next process of
+ * the user to attach, in any namespace, removes it once nothing uses it.
  */
 #ifndef UROCE_XPORT_REGISTRY_H
 #define UROCE_XPORT_REGISTRY_H
@@ -84,5 +86,9 @@ const char *ur_registry_path(void);
 
 /* Test hooks: reclaim what dead processes left. Returns slots reclaimed. */
 int ur_registry_reclaim_dead(void);
+/* Removes the registries (and router lock files) this user's processes
+ * left in network namespaces that are gone, as every attach does.
+ * Returns registries removed. */
+int ur_registry_sweep_dead_netns(void);
 
 #endif

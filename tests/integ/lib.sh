@@ -11,12 +11,16 @@
 #   ur_pair NAME PORT SERVER... -- CLIENT...
 #                                a server, started and awaited until it
 #                                listens on TCP PORT, then its client
-#   ur_netns_pair [MTU]          two namespaces joined by a veth
+#   ur_netns_pair [MTU]          two namespaces joined by a veth (root)
+#   ur_netns_private             a namespace with lo alone (root, or a user
+#                                namespace of the user's own)
+#   ur_nsexec NS CMD...          CMD in namespace NS
 #   ur_expect_* / ur_report / ur_pass / ur_fail / ur_done
 #                                assertions and the verdict
 #
 # Variables read by the functions (set them for one call: UR_NS=x ur_run ...):
-#   UR_NS       network namespace to run in (empty: the current one)
+#   UR_NS       network namespace to run in (empty: the current one): a name
+#               of "ip netns", or userns:PID (ur_netns_private's without root)
 #   UR_TIMEOUT  seconds before a program is killed (default 120)
 #   UR_SNS / UR_CNS   namespaces of ur_pair's server / client (default UR_NS)
 #   UR_ENV      extra VAR=value words for the program's environment (array)
@@ -227,7 +231,11 @@ ur_cmd() {
 		esac
 	fi
 	UR_CMD=()
-	[ -n "$UR_NS" ] && UR_CMD+=(ip netns exec "$UR_NS")
+	case $UR_NS in
+	"") ;;
+	userns:*) UR_CMD+=("${UR_NSENTER[@]}" -t "${UR_NS#userns:}" -- ) ;;
+	*) UR_CMD+=(ip netns exec "$UR_NS") ;;
+	esac
 	UR_CMD+=(env "${env[@]}" "${UR_ENV[@]}" "$path")
 	shift
 	UR_CMD+=("$@")
@@ -248,7 +256,7 @@ ur_start() {
 }
 
 # ur_prog_pid NAME: the pid of the program itself (timeout's child; ip netns
-# exec and env exec in turn, so it is the program once started).
+# exec or nsenter and env exec in turn, so it is the program once started).
 ur_prog_pid() {
 	local p
 	for _ in $(seq 100); do
@@ -295,10 +303,9 @@ ur_run() {
 # ur_wait_listen PORT PID [SECONDS]: until something in UR_NS listens on TCP
 # PORT; fails early if PID exits first.
 ur_wait_listen() {
-	local port=$1 pid=$2 limit=${3:-60} i ss=(ss)
-	[ -n "$UR_NS" ] && ss=(ip netns exec "$UR_NS" ss)
+	local port=$1 pid=$2 limit=${3:-60} i
 	for ((i = 0; i < limit * 10; i++)); do
-		"${ss[@]}" -Htln "sport = :$port" 2>/dev/null | grep -q . && return 0
+		ur_nsexec "$UR_NS" ss -Htln "sport = :$port" 2>/dev/null | grep -q . && return 0
 		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.1
 	done
@@ -317,7 +324,7 @@ ur_port() {
 		p=$((p + 1))
 		[ $p -lt 60000 ] || p=20000
 		ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
-		[ -n "$UR_NS" ] && ip netns exec "$UR_NS" ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
+		[ -n "$UR_NS" ] && ur_nsexec "$UR_NS" ss -Htan "sport = :$p" 2>/dev/null | grep -q . && continue
 		break
 	done
 	echo "$p" > "$UR_PORT_FILE"
@@ -389,6 +396,60 @@ ur_dev_of() {
 ur_need_root() {
 	[ "$(id -u)" = 0 ] || ur_skip "needs root for network namespaces (run as root or with CAP_NET_ADMIN+CAP_SYS_ADMIN)"
 	command -v ip >/dev/null || ur_skip "needs iproute2 (apt-get install iproute2)"
+}
+
+# A process that enters a namespace of ur_netns_private's user namespace
+# keeps its credentials: the user, who is root there (unshare -r maps the
+# user to root, and "setgroups" is denied, which nsenter's default would do).
+UR_NSENTER=(nsenter -U -n --preserve-credentials)
+
+# ur_nsexec NS CMD...: CMD in network namespace NS (empty: here).
+ur_nsexec() {
+	local ns=$1
+	shift
+	case $ns in
+	"") "$@" ;;
+	userns:*) "${UR_NSENTER[@]}" -t "${ns#userns:}" -- "$@" ;;
+	*) ip netns exec "$ns" "$@" ;;
+	esac
+}
+
+# ur_netns_private: a fresh network namespace with lo (up) alone, named in
+# UR_NS_P (for UR_NS), removed at exit.  As root, "ip netns add"; otherwise
+# one of a user namespace of the user's own (unshare -Urn, where the kernel
+# lets users make them: the user is root there), held by a sleeping process.
+# Returns 1, with the reason in UR_NETNS_WHY, if neither can be made.
+ur_netns_private() {
+	local err pid ready
+	UR_NETNS_SEQ=$((UR_NETNS_SEQ + 1))
+	if [ "$(id -u)" = 0 ]; then
+		UR_NS_P=uroce-t$$-${UR_NETNS_SEQ}p
+		if ! err=$(ip netns add "$UR_NS_P" 2>&1); then
+			UR_NETNS_WHY="cannot create network namespaces here: $err"
+			return 1
+		fi
+		ur_on_exit "ip netns del $UR_NS_P"
+		ip -n "$UR_NS_P" link set lo up || return 1
+		return 0
+	fi
+	if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
+		UR_NETNS_WHY="needs root, or unshare and nsenter (util-linux), for a network namespace"
+		return 1
+	fi
+	ready=$UR_TMP/.netns-$UR_NETNS_SEQ.ready
+	err=$UR_TMP/.netns-$UR_NETNS_SEQ.err
+	unshare -Urn sh -c "ip link set lo up && : > '$ready' && exec sleep infinity" 2> "$err" &
+	pid=$!
+	ur_on_exit "kill $pid"
+	for _ in $(seq 100); do
+		[ -e "$ready" ] || ! kill -0 "$pid" 2>/dev/null && break
+		sleep 0.05
+	done
+	if [ ! -e "$ready" ]; then
+		UR_NETNS_WHY="not root, and no network namespace of a user namespace (unshare -Urn): $(head -c 300 "$err")"
+		return 1
+	fi
+	UR_NS_P=userns:$pid
 }
 
 UR_NETNS_SEQ=0

@@ -16,6 +16,7 @@ src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 build=${UROCE_BUILD:-$src/build}
 export UROCE_BUILD=$build
 . "$src/tests/interop/lib/vm.sh"
+vm_need_root
 
 runs=${RUNS:-20}
 run_timeout=${RUN_TIMEOUT:-60}

@@ -17,6 +17,7 @@ probe=$src/tests/interop/tools/roce_probe.py
 art=$build/interop-artifacts/vm_smoke
 # shellcheck source=lib/vm.sh
 . "$lib/vm.sh"
+vm_need_root
 
 fails=0
 step() { echo "=== $*"; }

@@ -10,8 +10,8 @@
 #   vm_wait srv 30                          # the job's stdout, stderr and exit status
 #   vm_shutdown                             # also done by the EXIT trap
 #
-# Needs root (tap device) and Debian packages it installs when missing (qemu-system-x86, iproute2,
-# and for captures tshark).  See docs/interop.md.
+# Needs root (tap device; vm_need_root skips a test run by another user) and Debian packages it
+# installs when missing (qemu-system-x86, iproute2, and for captures tshark).  See docs/interop.md.
 #
 # Settings (environment, read by vm_boot):
 #   UROCE_BUILD      build directory; the guest is built/cached in $UROCE_BUILD/interop-cache
@@ -50,6 +50,16 @@ vm__need_vm() {
 		vm__err "no guest: call vm_boot first"
 		return 1
 	fi
+}
+
+# vm_need_root: a test that boots the guest, run by another user, is skipped (exit 77, which
+# CTest reports as skipped) with the reason: the tap device and qemu on it need root.  Call it
+# first, before anything installs packages.
+vm_need_root() {
+	[ "$(id -u)" = 0 ] && return 0
+	echo "SKIP: needs root: the guest's link is a tap device, which only root may create, and" \
+		"qemu runs on it (docs/interop.md); run as root"
+	exit 77
 }
 
 # ------------------------------------------------------------------ boot and teardown

@@ -2,7 +2,9 @@
  * network namespace (its own registry file): QPN uniqueness across many
  * allocations and frees and across processes, block claiming, a dead
  * process's slot, blocks and multicast memberships reclaimed, pid reuse
- * (start time) not fooling the liveness check, multicast member lists.
+ * (start time) not fooling the liveness check, multicast member lists,
+ * the files of a network namespace that is gone removed (and kept while a
+ * process uses them).
  *
  * Child processes stand for other uroce processes: right after fork() a
  * child forgets the parent's registry state (as a freshly started process
@@ -531,6 +533,111 @@ static void test_counters_once(void)
 	UT_EQ(total[1], 900);
 }
 
+/* A child that stands for a process in a network namespace of its own:
+ * attaches there (registry and router lock file), reports both paths,
+ * then, if leave, moves back to our namespace (its own is then gone while
+ * it still holds the registry), and waits for one byte; dies without
+ * detaching. */
+static void netns_kid_start(struct kid *k, bool leave, char reg_path[128], char router[128])
+{
+	char ready;
+
+	UT_EQ(pipe(k->to), 0);
+	UT_EQ(pipe(k->from), 0);
+	k->pid = fork();
+	if (k->pid == 0) {
+		char c, path[128];
+		int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+
+		forget_parent_registry();
+		if (home < 0 || unshare(CLONE_NEWNET))
+			_exit(91);
+		if (ur_registry_attach())
+			_exit(92);
+		ur_registry_router_lock_path(path, sizeof(path));
+		if (ur_registry_open_private(path) < 0)
+			_exit(93);
+		kid_send(k->from[1], ur_registry_path(), 128);
+		kid_send(k->from[1], path, 128);
+		if (leave && setns(home, CLONE_NEWNET))
+			_exit(94);
+		c = 1;
+		kid_send(k->from[1], &c, 1);
+		if (read(k->to[0], &c, 1) != 1)
+			_exit(95);
+		_exit(0);
+	}
+	close(k->to[0]);
+	close(k->from[1]);
+	UT_CHECK(kid_recv(k->from[0], reg_path, 128));
+	UT_CHECK(kid_recv(k->from[0], router, 128));
+	UT_CHECK(kid_recv(k->from[0], &ready, 1));
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* A namespace that is gone leaves its registry and router lock file; the
+ * next attach (here the test hook it calls) removes them.  A namespace
+ * with a process in it keeps them. */
+static void test_netns_gone_swept(void)
+{
+	char path[128], router[128];
+	struct kid k;
+
+	UT_EQ(ur_registry_attach(), 0);
+	netns_kid_start(&k, false, path, router);
+	UT_CHECK(strcmp(path, ur_registry_path()) != 0);
+	UT_CHECK(exists(path) && exists(router));
+	ur_registry_sweep_dead_netns();
+	UT_CHECK(exists(path) && exists(router));          /* alive: kept */
+	kid_finish(&k);
+	UT_CHECK(exists(path) && exists(router));          /* nobody swept yet */
+	UT_EQ(ur_registry_sweep_dead_netns() >= 1, 1);
+	UT_CHECK(!exists(path));
+	UT_CHECK(!exists(router));
+	UT_CHECK(exists(ur_registry_path()));              /* ours stays */
+	/* A process that attaches removes them too, as any start does. */
+	netns_kid_start(&k, false, path, router);
+	kid_finish(&k);
+	forget_parent_registry();
+	UT_EQ(ur_registry_attach(), 0);
+	UT_CHECK(!exists(path) && !exists(router));
+}
+
+/* A process still using a registry keeps it after its namespace is gone
+ * (it moved elsewhere, or its pid means nothing here: another pid
+ * namespace): its slot says so, and when the slot cannot be read as live,
+ * its use lock does. */
+static void test_netns_user_keeps(void)
+{
+	char path[128], router[128];
+	struct ur_reg_shm *shm;
+	struct kid k;
+	int fd;
+
+	UT_EQ(ur_registry_attach(), 0);
+	netns_kid_start(&k, true, path, router);
+	UT_EQ(netns_has_process(strtoul(strstr(path, "-net") + 4, NULL, 10)), false);
+	ur_registry_sweep_dead_netns();
+	UT_CHECK(exists(path) && exists(router));          /* its slot is live */
+	fd = open(path, O_RDWR);
+	UT_CHECK(fd >= 0);
+	shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	UT_CHECK(shm != MAP_FAILED);
+	for (unsigned i = 0; i < UR_REG_SLOTS; i++)
+		atomic_store(&shm->slot[i].pid, 0);
+	munmap(shm, sizeof(*shm));
+	close(fd);
+	ur_registry_sweep_dead_netns();
+	UT_CHECK(exists(path) && exists(router));          /* its use lock holds */
+	kid_finish(&k);
+	ur_registry_sweep_dead_netns();
+	UT_CHECK(!exists(path) && !exists(router));
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
@@ -543,6 +650,8 @@ int main(void)
 	UT_RUN(test_slots_exhausted);
 	UT_RUN(test_detach_and_layout);
 	UT_RUN(test_counters_once);
+	UT_RUN(test_netns_gone_swept);
+	UT_RUN(test_netns_user_keeps);
 	ur_registry_detach();
 	return UT_DONE();
 }
