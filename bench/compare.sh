@@ -12,7 +12,9 @@
 # ratio printed.  Then the ratios against the peers measured in the same
 # run.  Everything runs on loopback, but for the rows between two network
 # namespaces over a veth (bench/veth.sh; as root, COMPARE_VETH=0 skips
-# them) and the CPU of an idle process.  Prints a markdown table, and the raw
+# them) and the CPU of an idle process, and the programs that wait on
+# completion channels (bench/events.sh; COMPARE_EVENTS=0 skips them).
+# Prints a markdown table, and the raw
 # figures as JSON to $COMPARE_JSON (default: compare.json here).  Then it
 # sweeps message sizes (perftest -a on uroce with and without shared
 # memory, UCX sm, kernel TCP, memcpy) and plots bandwidth and latency
@@ -155,6 +157,14 @@ if [ "${COMPARE_VETH:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
 	while read -r k v; do fig[$k]=$v; done < "$tmp/veth"
 fi
 
+# Programs that wait on completion channels (bench/events.sh: rping, fio's
+# rdma engine, ibv_rc_pingpong -e, ib_send_lat -e) next to their busy
+# twins; COMPARE_EVENTS=0 skips them.
+if [ "${COMPARE_EVENTS:-1}" != 0 ]; then
+	EVENTS_OUT=$tmp/events "$src/bench/events.sh" "$build" $base || true
+	[ -f "$tmp/events" ] && while read -r k v; do fig[$k]=$v; done < "$tmp/events"
+fi
+
 # The issue's ratios, against the peers of this run.
 ratio() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", a * m / b; else print "?" }'; }
 mc1m=$(awk '$1==1048576{print $2}' "$tmp/memcpy")
@@ -166,6 +176,14 @@ printf '| %-52s | %8s |\n' "WRITE 1 MiB / memcpy 1 MiB" "$(ratio "${fig[write1m]
 printf '| %-52s | %8s |\n' "READ 1 MiB / WRITE 1 MiB" "$(ratio "${fig[read1m]}" "${fig[write1m]}")"
 printf '| %-52s | %8s |\n' "SEND latency 2 B / UCX sm tag_lat 8 B (lower is better)" "$(ratio "${fig[sendlat]}" "${u_lat:-0}")"
 printf '| %-52s | %8s |\n' "SEND rate 8 B / UCX sm tag_bw 8 B" "$(ratio "${fig[rate8]}" "${u_rate:-0}" 1000000)"
+if [ -n "${fig[events_rping_us]:-}" ]; then
+	printf '| %-52s | %8s |\n' "rping ping / ibv_rc_pingpong -e round trip (lower)" \
+		"$(ratio "${fig[events_rping_us]}" "${fig[events_pp_event_us]}")"
+	printf '| %-52s | %8s |\n' "ib_send_lat -e / ib_send_lat (lower is better)" \
+		"$(ratio "${fig[events_lat_event_us]}" "${fig[events_lat_busy_us]}")"
+	printf '| %-52s | %8s |\n' "fio rdma 64 KiB iodepth 16 / ib_write_bw 64 KiB" \
+		"$(ratio "${fig[events_fio_mbps]}" "${fig[events_write_mbps]}")"
+fi
 for m in ${MTUS:-1500 9000}; do
 	[ -n "${fig[veth${m}_tcp_gbps]:-}" ] || continue
 	printf '| %-52s | %8s |\n' "veth MTU $m: WRITE 64 KiB / kernel TCP" \

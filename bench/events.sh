@@ -94,11 +94,11 @@ write_bw_mbps() { perftest "$1" 4 ib_write_bw -s 65536 -n 5000; }
 fio_mbps() {
 	local lib=$1 depth=${FIO_DEPTH:-16}
 	port=$((port + 1))
-	LD_LIBRARY_PATH=$lib timeout 120 fio --output-format=json --name=srv --ioengine=rdma \
+	LD_LIBRARY_PATH=$lib timeout 120 fio --thread --output-format=json --name=srv --ioengine=rdma \
 		--port="$port" --rw=read --bs=64k --size=2g --iodepth="$depth" >/dev/null 2>&1 &
 	local spid=$!
 	wait_port "$port"
-	LD_LIBRARY_PATH=$lib timeout 120 fio --output-format=json --name=cli --ioengine=rdma \
+	LD_LIBRARY_PATH=$lib timeout 120 fio --thread --output-format=json --name=cli --ioengine=rdma \
 		--hostname=127.0.0.1 --port="$port" --verb=write --rw=write --bs=64k --size=2g \
 		--iodepth="$depth" > "$tmp/fio.json" 2>/dev/null || true
 	wait "$spid" || true
