@@ -10,6 +10,7 @@
 #include "core/route.h"
 #include "core/srq.h"
 #include "rel/held.h"
+#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/psn.h"
 #include "rel/qp_error.h"
@@ -32,6 +33,8 @@ struct ur_dc_halves {
 };
 
 /* ---- creation ----------------------------------------------------------- */
+
+static const struct ur_qp_kind dci_kind, dct_kind;
 
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		 enum ur_dc_role role, uint64_t key, struct ur_qp **out)
@@ -75,6 +78,7 @@ int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 	qp->dc = (uint8_t)role;
 	qp->dc_key = key;
 	qp->dc_halves = halves;
+	qp->kind = role == UR_DC_TGT ? &dct_kind : &dci_kind;
 	qp->qpx.qp_base.qp_type = IBV_QPT_DRIVER;
 	pthread_mutex_unlock(&qp->lock);
 	attr->cap = a.cap;
@@ -94,7 +98,10 @@ static bool same_target(const struct ur_qp *qp, const struct ur_send_wqe *w)
 	       !memcmp(&now->grh.dgid, &to->grh.dgid, sizeof(now->grh.dgid));
 }
 
-bool ur_dc_connect(struct ur_qp *qp, struct ur_send_wqe *w)
+/* True if the DCI may send w now: w goes where the DCI is connected, or
+ * it connects there, everything before being acknowledged.  False: wait
+ * for the acknowledgements. */
+static bool dci_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	if (same_target(qp, w))
 		return true;
@@ -342,7 +349,9 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 	pthread_mutex_unlock(&h->lock);
 }
 
-void ur_dc_free_halves(struct ur_qp *dct)
+/* Frees a destroyed DCT's halves.  No locks held; the DCT is out of the
+ * QP table and no packet is being delivered to it. */
+static void dct_destroy(struct ur_qp *dct)
 {
 	struct ur_stack *s = dct->ctx->stack;
 	struct ur_dc_halves *halves = dct->dc_halves;
@@ -371,3 +380,14 @@ void ur_dc_free_halves(struct ur_qp *dct)
 	free(halves);
 	dct->dc_halves = NULL;
 }
+
+/* ---- the kinds ---------------------------------------------------------- */
+
+static const struct ur_qp_kind dci_kind = {
+	.connect = dci_connect,
+};
+
+static const struct ur_qp_kind dct_kind = {
+	.rx = ur_dc_target_rx,
+	.destroy = dct_destroy,
+};

@@ -8,8 +8,8 @@
 #include "core/qp.h"
 #include "core/qp_modify.h"
 #include "host/registry.h"
-#include "rel/dc.h"
 #include "rel/held.h"
+#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -219,7 +219,8 @@ int ur_qp_destroy(struct ur_qp *qp)
 	 * fired its timer, is done after this. */
 	ur_engine_quiesce(s->engine);
 	ur_engine_timer_fini(s->engine, &qp->timer);
-	ur_dc_free_halves(qp);
+	if (qp->kind && qp->kind->destroy)
+		qp->kind->destroy(qp);
 	ur_registry_free_qpn(ur_qp_num(qp));
 	pthread_mutex_lock(&qp->lock);
 	ur_qp_purge_completions(qp);

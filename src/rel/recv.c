@@ -5,8 +5,8 @@
 #include "core/device.h"
 #include "core/qp.h"
 #include "rel/comp.h"
-#include "rel/dc.h"
 #include "rel/gsi.h"
+#include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
@@ -61,9 +61,10 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
-	/* A DC target hears anyone with its key, each through a half. */
-	if (qp->dc == UR_DC_TGT) {
-		ur_dc_target_rx(qp, pkt, meta);
+	/* A kind may take its packets itself (a DC target hears anyone with
+	 * its key, each through a half). */
+	if (qp->kind && qp->kind->rx) {
+		qp->kind->rx(qp, pkt, meta);
 		return;
 	}
 	/* A connected QP hears only its peer (rxe's check_addr); before RTR
