@@ -138,6 +138,7 @@ struct ur_qp {
 	struct ur_timer timer;           /* the earlier of comp's two deadlines */
 	struct ur_list wait_link;        /* on the stack's list of QPs waiting for room */
 	bool dying;                      /* being destroyed: nothing re-arms or re-queues it */
+	uint8_t run_pending;             /* UR_RUN_* parts kicked, run before unlock (rel/kick.h) */
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */

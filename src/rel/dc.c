@@ -17,6 +17,7 @@
 #include "rel/qp_ops.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -342,6 +343,7 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		h->dc_used_ns = now;
 		UR_QP_COUNT(h, UR_CNT_RCVD_PKTS);
 		ur_resp_rx(h, pkt, meta);
+		ur_qp_run(h);
 		ur_qp_check_overrun(h);
 	} else {
 		UR_QP_COUNT(h, UR_CNT_DROPPED);   /* a late packet of a closed connection */

@@ -10,6 +10,7 @@
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "rel/xrc_owner.h"
@@ -86,6 +87,7 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 		ur_resp_rx(qp, pkt, meta);
 	else
 		ur_comp_rx(qp, pkt);
+	ur_qp_run(qp);
 	ur_qp_check_overrun(qp);
 }
 
@@ -183,6 +185,7 @@ void ur_recv_local_msg(struct ur_stack *s, const uint8_t *msg, size_t len)
 		return;
 	if (!qp->dying && ur_xrc_on_reply(qp, &m))
 		ur_resp_replay_held(qp);
+	ur_qp_run(qp);
 	ur_qp_check_overrun(qp);
 	pthread_mutex_unlock(&qp->lock);
 }
