@@ -28,6 +28,7 @@ struct ur_xrcd;
 struct ur_xrc_queue;
 struct ur_held;
 struct ur_dc_halves;
+struct ur_qp_kind;
 
 /* DC (rel/dc.h).  A DCI and a DCT's halves run RC's protocol (qp->type is
  * IBV_QPT_RC inside; applications see IBV_QPT_DRIVER) with RD's opcodes. */
@@ -101,6 +102,7 @@ struct ur_qp {
 	struct ur_held *held_resp;       /* RC requester: READ responses past a gap */
 	enum ibv_qp_type type;
 	uint8_t dc;                      /* enum ur_dc_role */
+	const struct ur_qp_kind *kind;   /* what a kind adds to RC (rel/kind.h: DC); NULL: none */
 	uint64_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
 	uint32_t dc_start;               /* INI, HALF: the PSN the connection began at */
 	uint32_t dc_conn;                /* INI, HALF: the connection's number (INI: counts) */
@@ -136,6 +138,7 @@ struct ur_qp {
 	struct ur_timer timer;           /* the earlier of comp's two deadlines */
 	struct ur_list wait_link;        /* on the stack's list of QPs waiting for room */
 	bool dying;                      /* being destroyed: nothing re-arms or re-queues it */
+	uint8_t run_pending;             /* UR_RUN_* parts kicked, run before unlock (rel/kick.h) */
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */

@@ -12,6 +12,7 @@
 #include "core/qp.h"
 #include "rel/ack.h"
 #include "rel/held.h"
+#include "rel/kick.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/req.h"
@@ -517,7 +518,7 @@ static enum comp_state retry(struct comp_ctx *c)
 	}
 	ur_req_rewind(qp);
 	ur_timers_arm_retrans(qp);
-	ur_req_run(qp);
+	ur_kick(qp, UR_RUN_REQ);
 	return COMP_RETIRE;
 }
 
@@ -543,7 +544,7 @@ static enum comp_state retire(struct comp_ctx *c)
 	if (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD)
 		ur_ack_retire(qp);
 	if (qp->state == IBV_QPS_RTS)
-		ur_req_run(qp);
+		ur_kick(qp, UR_RUN_REQ);   /* the run step sends on (rel/run.h) */
 	return COMP_DONE;
 }
 
@@ -608,8 +609,8 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 	if (qp->comp.rnr_deadline && qp->comp.rnr_deadline <= now) {
 		qp->comp.rnr_deadline = 0;
 		qp->req.rnr_wait = false;
-		ur_timers_arm_retrans(qp);
-		ur_req_run(qp);
+		ur_timers_arm_retrans(qp);   /* a deadline ahead: the retry below waits */
+		ur_kick(qp, UR_RUN_REQ);
 	}
 	if (qp->comp.retrans_deadline && qp->comp.retrans_deadline <= now) {
 		qp->comp.retrans_deadline = 0;

@@ -10,12 +10,14 @@
 #include "core/route.h"
 #include "core/srq.h"
 #include "rel/held.h"
+#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/psn.h"
 #include "rel/qp_error.h"
 #include "rel/qp_ops.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -32,6 +34,8 @@ struct ur_dc_halves {
 };
 
 /* ---- creation ----------------------------------------------------------- */
+
+static const struct ur_qp_kind dci_kind, dct_kind;
 
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		 enum ur_dc_role role, uint64_t key, struct ur_qp **out)
@@ -75,6 +79,7 @@ int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 	qp->dc = (uint8_t)role;
 	qp->dc_key = key;
 	qp->dc_halves = halves;
+	qp->kind = role == UR_DC_TGT ? &dct_kind : &dci_kind;
 	qp->qpx.qp_base.qp_type = IBV_QPT_DRIVER;
 	pthread_mutex_unlock(&qp->lock);
 	attr->cap = a.cap;
@@ -94,7 +99,10 @@ static bool same_target(const struct ur_qp *qp, const struct ur_send_wqe *w)
 	       !memcmp(&now->grh.dgid, &to->grh.dgid, sizeof(now->grh.dgid));
 }
 
-bool ur_dc_connect(struct ur_qp *qp, struct ur_send_wqe *w)
+/* True if the DCI may send w now: w goes where the DCI is connected, or
+ * it connects there, everything before being acknowledged.  False: wait
+ * for the acknowledgements. */
+static bool dci_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	if (same_target(qp, w))
 		return true;
@@ -335,6 +343,7 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		h->dc_used_ns = now;
 		UR_QP_COUNT(h, UR_CNT_RCVD_PKTS);
 		ur_resp_rx(h, pkt, meta);
+		ur_qp_run(h);
 		ur_qp_check_overrun(h);
 	} else {
 		UR_QP_COUNT(h, UR_CNT_DROPPED);   /* a late packet of a closed connection */
@@ -342,7 +351,9 @@ void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 	pthread_mutex_unlock(&h->lock);
 }
 
-void ur_dc_free_halves(struct ur_qp *dct)
+/* Frees a destroyed DCT's halves.  No locks held; the DCT is out of the
+ * QP table and no packet is being delivered to it. */
+static void dct_destroy(struct ur_qp *dct)
 {
 	struct ur_stack *s = dct->ctx->stack;
 	struct ur_dc_halves *halves = dct->dc_halves;
@@ -371,3 +382,14 @@ void ur_dc_free_halves(struct ur_qp *dct)
 	free(halves);
 	dct->dc_halves = NULL;
 }
+
+/* ---- the kinds ---------------------------------------------------------- */
+
+static const struct ur_qp_kind dci_kind = {
+	.connect = dci_connect,
+};
+
+static const struct ur_qp_kind dct_kind = {
+	.rx = ur_dc_target_rx,
+	.destroy = dct_destroy,
+};

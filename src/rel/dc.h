@@ -10,6 +10,10 @@
  * RD's opcodes; the RDETH names the connection by its first PSN, so that a
  * half knows a new connection from a late packet of the last one, and the
  * DETH carries the key and the initiator's QP number (docs/dc.md).
+ *
+ * The core protocol never calls this file: a DCI's and a DCT's kind table
+ * (rel/kind.h), filled here at creation, connects a DCI before a WQE,
+ * hands a DCT's packets to its halves and frees them at destroy.
  * qp->lock held throughout, unless said otherwise. */
 #ifndef UROCE_REL_DC_H
 #define UROCE_REL_DC_H
@@ -24,7 +28,6 @@
 #include "xport/xport.h"
 
 struct ur_context;
-struct ur_send_wqe;
 
 /* Halves a DCT keeps at once; an initiator past them is not answered
  * (its DCI retries, and fails if none frees). */
@@ -37,16 +40,9 @@ struct ur_send_wqe;
  * IBV_QPT_DRIVER).  No locks held.  0 or -errno, the reason logged. */
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		 enum ur_dc_role role, uint64_t key, struct ur_qp **out);
-/* True if the DCI may send w now: w goes where the DCI is connected, or
- * it connects there, everything before being acknowledged.  False: wait
- * for the acknowledgements. */
-bool ur_dc_connect(struct ur_qp *dci, struct ur_send_wqe *w);
 /* A request packet for a DCT: checked against its key and handed to the
  * initiator's half (made if new). */
 void ur_dc_target_rx(struct ur_qp *dct, const struct ur_pkt_view *pkt,
 		     const struct ur_rx_meta *meta);
-/* Frees a destroyed DCT's halves.  No locks held; the DCT is out of the
- * QP table and no packet is being delivered to it. */
-void ur_dc_free_halves(struct ur_qp *dct);
 
 #endif

@@ -3,19 +3,12 @@
 #include <sched.h>
 
 #include "core/qp.h"
-#include "rel/comp.h"
+#include "rel/kick.h"
 #include "rel/qp_error.h"
-#include "rel/req.h"
-#include "rel/resp_out.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
 #include "util/clock.h"
-
-void ur_qp_tx(struct ur_qp *qp)
-{
-	ur_resp_tx(qp);
-	ur_req_run(qp);
-}
 
 void ur_progress_timer(struct ur_timer *t)
 {
@@ -23,7 +16,8 @@ void ur_progress_timer(struct ur_timer *t)
 
 	pthread_mutex_lock(&qp->lock);
 	if (!qp->dying) {
-		ur_comp_timers(qp, ur_now_ns());
+		ur_kick(qp, UR_RUN_COMP);
+		ur_qp_run(qp);
 		ur_timers_update(qp);
 		ur_qp_check_overrun(qp);
 	}
@@ -55,7 +49,8 @@ static bool resume_one(struct ur_stack *s, struct ur_qp *qp)
 		uint64_t sent = qp->cnt[UR_CNT_SENT_PKTS];
 		uint32_t psn = qp->req.psn;
 
-		ur_qp_tx(qp);
+		ur_kick(qp, UR_RUN_RESP | UR_RUN_REQ);
+		ur_qp_run(qp);
 		sent_any = qp->cnt[UR_CNT_SENT_PKTS] != sent;
 		if (qp->req.psn != psn) {
 			ur_timers_left_after_wait(qp);

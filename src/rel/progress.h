@@ -1,6 +1,6 @@
-/* A QP's transmission when no post drives it: the one order it transmits
- * in (responses first, then requests), its timer firing, resuming the QPs
- * a full transport stopped, and an application thread polling for
+/* A QP's transmission when no post drives it: its timer firing, resuming
+ * the QPs a full transport stopped (each runs its responses, then its
+ * requests: rel/run.h), and an application thread polling for
  * completions. */
 #ifndef UROCE_REL_PROGRESS_H
 #define UROCE_REL_PROGRESS_H
@@ -12,9 +12,6 @@ struct ur_qp;
 struct ur_stack;
 struct ur_timer;
 
-/* Everything the QP has to send: responses and ACKs, then requests.
- * qp->lock held. */
-void ur_qp_tx(struct ur_qp *qp);
 /* The QP's timer (a reactor timer callback). */
 void ur_progress_timer(struct ur_timer *t);
 /* A transport has room again: the QPs waiting for it go on (a reactor

@@ -8,13 +8,14 @@
 #include "core/qp.h"
 #include "core/qp_modify.h"
 #include "host/registry.h"
-#include "rel/dc.h"
 #include "rel/held.h"
+#include "rel/kick.h"
+#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
-#include "rel/req.h"
 #include "rel/resp_batch.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "util/log.h"
@@ -70,7 +71,7 @@ static void enter_rts(struct ur_qp *qp)
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	qp->comp.retrying = false;
 	ur_held_clear(&qp->held_resp);
-	ur_req_run(qp);
+	ur_kick(qp, UR_RUN_REQ);   /* what SQD kept, if anything */
 }
 
 static void enter_reset(struct ur_qp *qp)
@@ -121,6 +122,7 @@ int ur_qp_modify(struct ur_qp *qp, struct ibv_qp_attr *a, int mask)
 		ur_rel_expose(qp, true);
 	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s -> %s", ur_qp_num(qp), ur_qp_state_name[c.cur],
 	       ur_qp_state_name[c.next]);
+	ur_qp_run(qp);
 out:
 	pthread_mutex_unlock(&qp->lock);
 	return ret;
@@ -188,7 +190,8 @@ static void linger_for_ack(struct ur_qp *qp)
 		owed = qp->resp.ack_pending && qp->state != IBV_QPS_RESET &&
 		       qp->state != IBV_QPS_ERR;
 		if (owed) {
-			ur_qp_tx(qp);
+			ur_kick(qp, UR_RUN_RESP | UR_RUN_REQ);
+			ur_qp_run(qp);
 			owed = qp->resp.ack_pending;
 		}
 		pthread_mutex_unlock(&qp->lock);
@@ -219,7 +222,8 @@ int ur_qp_destroy(struct ur_qp *qp)
 	 * fired its timer, is done after this. */
 	ur_engine_quiesce(s->engine);
 	ur_engine_timer_fini(s->engine, &qp->timer);
-	ur_dc_free_halves(qp);
+	if (qp->kind && qp->kind->destroy)
+		qp->kind->destroy(qp);
 	ur_registry_free_qpn(ur_qp_num(qp));
 	pthread_mutex_lock(&qp->lock);
 	ur_qp_purge_completions(qp);
@@ -253,7 +257,8 @@ int ur_qp_post_send(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 		ur_qp_flush_queues(qp);
 	} else {
 		ur_resp_batch_before_post(qp);
-		ur_req_run(qp);
+		ur_kick(qp, UR_RUN_REQ);
+		ur_qp_run(qp);
 	}
 	ur_qp_check_overrun(qp);
 out:
@@ -317,7 +322,8 @@ int ur_qp_wr_complete(struct ur_qp *qp)
 			ur_qp_to_error(qp, false);
 		} else {
 			ur_resp_batch_before_post(qp);
-			ur_req_run(qp);
+			ur_kick(qp, UR_RUN_REQ);
+			ur_qp_run(qp);
 		}
 		ur_qp_check_overrun(qp);
 	}

@@ -5,11 +5,12 @@
 #include "core/device.h"
 #include "core/qp.h"
 #include "rel/comp.h"
-#include "rel/dc.h"
 #include "rel/gsi.h"
+#include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
+#include "rel/run.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "rel/xrc_owner.h"
@@ -61,9 +62,10 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);
 		return;
 	}
-	/* A DC target hears anyone with its key, each through a half. */
-	if (qp->dc == UR_DC_TGT) {
-		ur_dc_target_rx(qp, pkt, meta);
+	/* A kind may take its packets itself (a DC target hears anyone with
+	 * its key, each through a half). */
+	if (qp->kind && qp->kind->rx) {
+		qp->kind->rx(qp, pkt, meta);
 		return;
 	}
 	/* A connected QP hears only its peer (rxe's check_addr); before RTR
@@ -85,6 +87,7 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 		ur_resp_rx(qp, pkt, meta);
 	else
 		ur_comp_rx(qp, pkt);
+	ur_qp_run(qp);
 	ur_qp_check_overrun(qp);
 }
 
@@ -182,6 +185,7 @@ void ur_recv_local_msg(struct ur_stack *s, const uint8_t *msg, size_t len)
 		return;
 	if (!qp->dying && ur_xrc_on_reply(qp, &m))
 		ur_resp_replay_held(qp);
+	ur_qp_run(qp);
 	ur_qp_check_overrun(qp);
 	pthread_mutex_unlock(&qp->lock);
 }

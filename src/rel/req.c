@@ -11,7 +11,7 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "rel/ack.h"
-#include "rel/dc.h"
+#include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/timers.h"
@@ -417,7 +417,7 @@ static void req_run(struct ur_qp *qp)
 				return;
 			continue;
 		}
-		if (qp->dc == UR_DC_INI && w->offset == 0 && !ur_dc_connect(qp, w))
+		if (w->offset == 0 && qp->kind && qp->kind->connect && !qp->kind->connect(qp, w))
 			break;
 		if (ur_qp_is_reliable(qp)) {
 			if (window_full(qp))

@@ -8,8 +8,8 @@
 #include "core/qp.h"
 #include "core/srq.h"
 #include "core/srq_tm.h"
+#include "rel/kick.h"
 #include "rel/rel_priv.h"
-#include "rel/req.h"
 #include "rel/resp_out.h"
 #include "util/fault_guard.h"
 #include "util/log.h"
@@ -119,7 +119,10 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 
 		ur_resp_complete_recv(qp, IBV_WC_SUCCESS, pkt, 0, false);
 		ur_tm_rndv_read(qp, buf, &m);
-		ur_req_run(qp);
+		/* Its READ leaves at the run step, after this SEND's ACK
+		 * if that is sent now: harmless, the sender keeps its
+		 * buffer until the FIN. */
+		ur_kick(qp, UR_RUN_REQ);
 		return UR_EXEC_OK;
 	}
 	ur_resp_complete_recv(qp, IBV_WC_SUCCESS, pkt,

@@ -15,6 +15,7 @@
 #include "verbs/dc_abi.h"
 #include "core/srq.h"
 #include "rel/comp.h"
+#include "rel/run.h"
 #include "util/clock.h"
 
 static int drop_send(struct ur_xport *x, const struct ur_path *p, const struct ur_tx_pkt *pkt)
@@ -254,6 +255,7 @@ void fuzz_stack_tidy(void)
 		pthread_mutex_lock(&qp->lock);
 		/* Fire whatever timers the packet armed, far in the future. */
 		ur_comp_timers(qp, ur_now_ns() + 3600ull * 1000000000ull);
+		ur_qp_run(qp);   /* what they kicked, as the timer's entry would */
 		err = qp->state == IBV_QPS_ERR;
 		low = qp->type != IBV_QPT_XRC_RECV && ur_wq_used(&qp->rq) < 4;
 		pthread_mutex_unlock(&qp->lock);

@@ -43,6 +43,7 @@ static inline uint64_t ur_now_ns(void)
 
 #include "rel/timers.c"
 #include "rel/progress.c"
+#include "rel/run.c"
 
 /* The shared XRC domain (rel/xrc.c), white-box: one process plays both the
  * target QP's and the SRQ owner's, so the host registry is made to say
