@@ -10,7 +10,8 @@
 #  - gid --ip PEER names the index whose GID is the local address routed
 #    towards PEER, usable as ibv_rc_pingpong's -g; GID<->IP conversion;
 #  - link add/delete round-trip through a devices file;
-#  - errors: unknown device, malformed GID, bad arguments, exit codes 1 / 2.
+#  - errors: unknown device, malformed GID, bad arguments, exit codes 1 / 2;
+#  - run: UCX_IB_REG_METHODS=rcache,direct unless set.
 . "$(dirname "$0")/lib.sh"
 
 UROCE=$UR_BUILD/bin/uroce
@@ -78,6 +79,14 @@ ur_expect_rc err.port 1 "devinfo -i 7 (no such port)"
 ur_run help "$UROCE" gid --help
 ur_expect_rc help 0 "gid --help"
 ur_expect_grep help '^examples:' "gid --help shows examples"
+
+# uroce run: what UCX needs on uroce.
+ur_run run.reg "$UROCE" run -- sh -c 'echo "reg=$UCX_IB_REG_METHODS"'
+ur_expect_grep run.reg '^reg=rcache,direct$' "uroce run: UCX_IB_REG_METHODS=rcache,direct when unset"
+UR_ENV=(UCX_IB_REG_METHODS=odp,direct)
+ur_run run.reg_set "$UROCE" run -- sh -c 'echo "reg=$UCX_IB_REG_METHODS"'
+ur_expect_grep run.reg_set '^reg=odp,direct$' "uroce run: UCX_IB_REG_METHODS kept when set"
+UR_ENV=()
 
 # --- link add/delete through a devices file -----------------------------------
 

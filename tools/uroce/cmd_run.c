@@ -1,5 +1,6 @@
 /* uroce run -- PROG ARGS: run an unmodified verbs program on uroce by
- * putting uroce's libibverbs.so.1 first in the library search path. */
+ * putting uroce's libibverbs.so.1 first in the library search path, with
+ * the settings middleware needs on uroce that it cannot find itself. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +24,9 @@ static const char run_help[] =
 	"\n"
 	"Environment: UROCE_LIBDIR overrides where the library is looked for;\n"
 	"UROCE_LOG=error|warn|info|debug sets the library's log level.\n"
+	"UCX_IB_REG_METHODS is set to rcache,direct unless already set (UCX\n"
+	"registers memory directly rather than through one implicit on-demand\n"
+	"region, which UCX 1.13 fails to tear down and uroce serves slowly).\n"
 	"Setuid and static programs cannot be redirected this way.\n"
 	"\n"
 	"examples:\n"
@@ -71,6 +75,18 @@ const char *ur_tool_libdir(void)
 	return NULL;
 }
 
+/* UCX without memory events (UCX_MEM_EVENTS=no, or hooks it cannot
+ * install) has no registration cache and takes its next method, one
+ * implicit on-demand region, where the device offers implicit ODP as
+ * uroce's does.  UCX 1.13 crashes tearing that region down
+ * (uct_ib_md_release_reg_method; gone in 1.14), and uroce checks every
+ * access through it against the process's mappings.  Direct registration
+ * serves UCX well; with memory events on, the cache comes first anyway. */
+static void set_ucx_defaults(void)
+{
+	setenv("UCX_IB_REG_METHODS", "rcache,direct", 0);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *libdir = ur_tool_libdir(), *old;
@@ -98,6 +114,7 @@ int cmd_run(int argc, char **argv)
 		return UR_EXIT_FAIL;
 	setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
+	set_ucx_defaults();
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
