@@ -1,8 +1,10 @@
 /* uroce run -- PROG ARGS: run an unmodified verbs program on uroce by
  * putting uroce's libibverbs.so.1 first in the library search path, with
  * the settings middleware needs on uroce that it cannot find itself. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,8 @@ static const char run_help[] =
 	"UCX_IB_REG_METHODS is set to rcache,direct unless already set (UCX\n"
 	"registers memory directly rather than through one implicit on-demand\n"
 	"region, which UCX 1.13 fails to tear down and uroce serves slowly).\n"
+	"A UCX program (ucx_*, mpirun, or any with UCX_TLS set) is told when the\n"
+	"/dev/infiniband nodes UCX looks for are missing (uroce devnodes).\n"
 	"Setuid and static programs cannot be redirected this way.\n"
 	"\n"
 	"examples:\n"
@@ -87,6 +91,92 @@ static void set_ucx_defaults(void)
 	setenv("UCX_IB_REG_METHODS", "rcache,direct", 0);
 }
 
+/* Whether PROG runs UCX: its tools, Open MPI's launchers (whose ranks run
+ * over UCX), or anything told which UCX transports to take. */
+static bool runs_ucx(const char *prog)
+{
+	static const char *const launchers[] = { "mpirun", "mpiexec", "orterun", "oshrun" };
+	const char *base = strrchr(prog, '/');
+	const char *tls = getenv("UCX_TLS");
+
+	base = base ? base + 1 : prog;
+	if (tls && *tls)
+		return true;
+	if (!strncmp(base, "ucx_", 4))
+		return true;
+	for (unsigned i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
+		if (!strcmp(base, launchers[i]))
+			return true;
+	return false;
+}
+
+static bool is_node(const char *dev)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/uverbs-%s", dev);
+	return !stat(path, &st) && S_ISCHR(st.st_mode);
+}
+
+/* Any /dev/infiniband/uverbs-uroce* node. */
+static bool any_node(void)
+{
+	DIR *d = opendir("/dev/infiniband");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "uverbs-uroce", 12) && is_node(e->d_name + 7);
+	closedir(d);
+	return found;
+}
+
+/* The nodes of the uroce devices UCX_NET_DEVICES (DEVS) names: the first
+ * missing one, in one line. */
+static void check_named_nodes(const char *devs)
+{
+	char name[64];
+
+	while (devs && *devs) {
+		size_t n = strcspn(devs, ",:");
+
+		if (n < sizeof(name) && !strncmp(devs, "uroce", 5)) {
+			memcpy(name, devs, n);
+			name[n] = '\0';
+			if (!is_node(name)) {
+				fprintf(stderr, "uroce run: /dev/infiniband/uverbs-%s is missing: UCX will "
+					"not use %s; make the nodes once per boot with "
+					"'sudo uroce devnodes create'\n", name, name);
+				return;
+			}
+		}
+		devs = strchr(devs, ',');
+		devs = devs ? devs + 1 : NULL;
+	}
+}
+
+/* UCX lists a device only if its /dev/infiniband node exists, and says
+ * nothing when it does not: it falls back to TCP and shared memory, or
+ * fails to find the transports it was told to take.  One line names the
+ * first device of UCX_NET_DEVICES (or of uroce's, when it names none)
+ * without a node, and the command that makes them. */
+static void hint_ucx_nodes(void)
+{
+	const char *devs = getenv("UCX_NET_DEVICES");
+
+	if (devs && *devs && strcmp(devs, "all")) {
+		check_named_nodes(devs);
+		return;
+	}
+	if (!any_node())
+		fprintf(stderr, "uroce run: no /dev/infiniband/uverbs-uroce* node: UCX will not use "
+			"uroce's devices; make the nodes once per boot with "
+			"'sudo uroce devnodes create'\n");
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *libdir = ur_tool_libdir(), *old;
@@ -115,6 +205,8 @@ int cmd_run(int argc, char **argv)
 	setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
 	set_ucx_defaults();
+	if (runs_ucx(argv[first]))
+		hint_ucx_nodes();
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
