@@ -3,7 +3,9 @@
  * the settings middleware needs on uroce that it cannot find itself. */
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../src/util/config_path.h"   /* the library's own rule, compiled in */
 #include "uroce.h"
 
 static const char run_help[] =
@@ -30,7 +33,9 @@ static const char run_help[] =
 	"registers memory directly rather than through one implicit on-demand\n"
 	"region, which UCX 1.13 fails to tear down and uroce serves slowly).\n"
 	"A UCX program (ucx_*, mpirun, or any with UCX_TLS set) is told when the\n"
-	"/dev/infiniband nodes UCX looks for are missing (uroce devnodes).\n"
+	"/dev/infiniband nodes UCX looks for are missing (uroce devnodes); a\n"
+	"libfabric program asking for verbs MSG endpoints or verbs;ofi_rxm, when\n"
+	"a device is on lo (libfabric then finds none: leave it out).\n"
 	"Setuid and static programs cannot be redirected this way.\n"
 	"\n"
 	"examples:\n"
@@ -177,6 +182,90 @@ static void hint_ucx_nodes(void)
 			"'sudo uroce devnodes create'\n");
 }
 
+/* Whether the devices the library will make include one on lo: named in
+ * UROCE_DEVICES ("name:netdev" or "netdev"), else in the devices file,
+ * else every interface with an address is one, lo too. */
+static bool lo_has_device(void)
+{
+	const char *spec = getenv("UROCE_DEVICES");
+	char path[PATH_MAX], line[256], name[64], netdev[IF_NAMESIZE + 1];
+	bool listed = false, lo = false;
+	FILE *f;
+
+	if (spec && *spec) {
+		const char *t = spec;
+
+		while (*t) {
+			size_t n = strcspn(t, ",");
+			const char *colon = memchr(t, ':', n);
+			const char *nd = colon ? colon + 1 : t;
+
+			if ((size_t)(t + n - nd) == 2 && !strncmp(nd, "lo", 2))
+				return true;
+			t += n + (t[n] == ',');
+		}
+		return false;
+	}
+	if (ur_devices_file_path(path, sizeof(path)) || !(f = fopen(path, "r")))
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %16s", name, netdev) == 2 && name[0] != '#') {
+			listed = true;
+			lo |= !strcmp(netdev, "lo");
+		}
+	fclose(f);
+	return !listed || lo;
+}
+
+/* Whether PROG (a libfabric program, fi_*) asks for the verbs provider's
+ * MSG endpoints, directly or under ofi_rxm. */
+static bool wants_verbs_msg(const char *prog, char **args)
+{
+	const char *base = strrchr(prog, '/');
+	const char *env = getenv("FI_PROVIDER");
+
+	base = base ? base + 1 : prog;
+	if (env && strstr(env, "ofi_rxm"))
+		return true;
+	if (strncmp(base, "fi_", 3))
+		return false;
+	for (; *args; args++)
+		if (strstr(*args, "ofi_rxm") || !strcmp(*args, "msg") || !strcmp(*args, "FI_EP_MSG"))
+			return true;
+	return false;
+}
+
+/* libfabric's verbs provider offers MSG endpoints on no device of lo's,
+ * and picks the devices a process may use by binding "localhost": uroce's
+ * device on lo holds that address, so libfabric keeps it alone and finds
+ * no MSG device (fi_getinfo -61, and nothing else said).  One line names
+ * the way out, with an interface that is not lo. */
+static void hint_libfabric_lo(void)
+{
+	struct ifaddrs *ifa_list = NULL, *ifa;
+	const char *ifname = "IFACE";
+
+	if (!lo_has_device())
+		return;
+	if (getifaddrs(&ifa_list))
+		ifa_list = NULL;
+	else {
+		for (ifa = ifa_list; ifa; ifa = ifa->ifa_next)
+			if (ifa->ifa_addr && (ifa->ifa_flags & IFF_UP) &&
+			    !(ifa->ifa_flags & IFF_LOOPBACK) &&
+			    (ifa->ifa_addr->sa_family == AF_INET ||
+			     ifa->ifa_addr->sa_family == AF_INET6)) {
+				ifname = ifa->ifa_name;
+				break;
+			}
+	}
+	fprintf(stderr, "uroce run: libfabric's verbs MSG endpoints (and verbs;ofi_rxm) skip the "
+		"device on lo and, while it is listed, find none (fi_getinfo -61): leave it out, "
+		"e.g. UROCE_DEVICES=uroce1:%s\n", ifname);
+	if (ifa_list)
+		freeifaddrs(ifa_list);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *libdir = ur_tool_libdir(), *old;
@@ -207,6 +296,8 @@ int cmd_run(int argc, char **argv)
 	set_ucx_defaults();
 	if (runs_ucx(argv[first]))
 		hint_ucx_nodes();
+	if (wants_verbs_msg(argv[first], &argv[first + 1]))
+		hint_libfabric_lo();
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
