@@ -4,9 +4,8 @@
 # and with RC, on one host (uroce0, lo) and between two network namespaces
 # joined by a veth pair (MTU 1500).  RC runs twice on one host: as it goes
 # by default (shared memory, single copy) and with UROCE_SHM=0, the local
-# socket path DC takes.  perftest's DC path needs UROCE_VENDOR_PART_ID=4115
-# (docs/dc.md); RC runs with it too, so both post through ibv_wr_*.  Needs
-# root (namespaces).
+# socket path DC takes.  perftest posts through ibv_wr_* for both (it
+# does for uroce's part id, docs/dc.md).  Needs root (namespaces).
 #
 #   bench/dc.sh [BUILD_DIR]
 #
@@ -22,7 +21,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "bench/dc.sh needs root (namespaces)" >&2; exit 1; }
 NET=10.97.0
 . "$(dirname "$0")/netns_pair.sh"
-export UROCE_VENDOR_PART_ID=4115
+unset UROCE_VENDOR_PART_ID
 
 # run WHERE TOOL ENV... -- ARGS...: TOOL's server and client (WHERE: lo or
 # veth) with ENV and ARGS; the figure its client reports.
@@ -39,12 +38,12 @@ run() {
 		s=$(dev_gid_of "$nsb" "$NET.2") c=$(dev_gid_of "$nsa" "$NET.1") addr=$NET.2
 	fi
 	# shellcheck disable=SC2086
-	"${sns[@]}" env "${env[@]}" UROCE_VENDOR_PART_ID=4115 timeout 60 "$uroce" run -- "$tool" $s \
+	"${sns[@]}" env "${env[@]}" timeout 60 "$uroce" run -- "$tool" $s \
 		-p "$port" "${args[@]}" >"$tmp/srv" 2>&1 &
 	pids+=($!)
 	sleep 1
 	# shellcheck disable=SC2086
-	if "${cns[@]}" env "${env[@]}" UROCE_VENDOR_PART_ID=4115 timeout 60 "$uroce" run -- "$tool" \
+	if "${cns[@]}" env "${env[@]}" timeout 60 "$uroce" run -- "$tool" \
 		$c -p "$port" "${args[@]}" "$addr" >"$tmp/cli" 2>&1; then
 		case $tool in
 		*_lat) awk '$1 == 8 { print $5 }' "$tmp/cli" | tail -n 1 ;;

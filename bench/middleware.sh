@@ -53,7 +53,7 @@ mpi() {
 	local tls=$1 devs=$2
 	LD_LIBRARY_PATH=$build/lib UCX_TLS=$tls UCX_NET_DEVICES=$devs \
 		timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 \
-		--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ucx \
+		--mca pml ucx --mca osc ucx \
 		--mca btl self -x UCX_TLS -x UCX_NET_DEVICES -x LD_LIBRARY_PATH \
 		"$mpi_prog" 300 2>&1 | grep '^figure:' || echo "figure: failed"
 }

@@ -14,6 +14,11 @@
 #                                         copy to /etc/ld.so.conf.d/ and run
 #                                         ldconfig: every program gets it
 #                                         (opt-in, system-wide)
+#   PREFIX/lib/tmpfiles.d/uroce.conf      the /dev/infiniband nodes UCX looks
+#                                         for, made at boot by systemd (which
+#                                         reads /usr/lib/tmpfiles.d: the
+#                                         package's; from another prefix,
+#                                         copy it to /etc/tmpfiles.d/)
 include(GNUInstallDirs)
 
 set(UROCE_INSTALL_PRIVLIB "lib/uroce" CACHE STRING
@@ -24,6 +29,10 @@ install(TARGETS ibverbs rdmacm mlx5 LIBRARY DESTINATION ${UROCE_INSTALL_PRIVLIB}
 # looks in ../lib/uroce too), wherever the prefix is.
 set_target_properties(uroce PROPERTIES INSTALL_RPATH "$ORIGIN/../${UROCE_INSTALL_PRIVLIB}")
 install(TARGETS uroce RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# tmpfiles.d lives in lib/ whatever the architecture's library directory.
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/tmpfiles-uroce.conf DESTINATION lib/tmpfiles.d
+        RENAME uroce.conf)
 
 file(GLOB _uroce_man CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.1)
 install(FILES ${_uroce_man} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
@@ -60,5 +69,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 # dpkg-shlibdeps, which would look for it among packages, is not used.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# postinst: the nodes of tmpfiles.d/uroce.conf at once, not at the next boot.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/debian/postinst)
 set(CPACK_GENERATOR DEB)
 include(CPack)

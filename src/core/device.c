@@ -326,7 +326,7 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 	a->max_mr_size = ~0ull;
 	a->page_size_cap = 0xfffff000;
 	a->vendor_id = 0xffffff;          /* no OUI: a software device, as rxe */
-	a->vendor_part_id = 0;
+	a->vendor_part_id = UR_VENDOR_PART_ID;
 	a->hw_ver = 0;
 	{
 		const char *part = getenv("UROCE_VENDOR_PART_ID");

@@ -32,4 +32,13 @@
 #define UR_MAX_MSG_SZ        0x40000000u   /* 1 GiB */
 #define UR_MAX_MTU           IBV_MTU_4096
 
+/* The vendor part id reported under no vendor (0xffffff, rxe's): perftest
+ * names a device by its part id alone and posts through ibv_wr_* (the only
+ * path with DC) for those it knows, 4115 among them in every version that
+ * decides so (4.4-0.37 on); for others it calls ibv_post_send, which cannot
+ * name a DC target.  Programs that key quirks on a part id (UCX, Open MPI,
+ * pyverbs' tests) pair it with the vendor id, which matches none of theirs.
+ * UROCE_VENDOR_PART_ID replaces it. */
+#define UR_VENDOR_PART_ID    4115
+
 #endif

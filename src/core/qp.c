@@ -69,6 +69,13 @@ static int check_init_attr(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
 		break;
+	case IBV_QPT_DRIVER:
+		/* perftest -c DC on a part id it does not know: it would post
+		 * through ibv_post_send, which cannot name a DC target. */
+		ur_err(dev, "QP type %d (IBV_QPT_DRIVER): a DC QP is made by mlx5dv_create_qp "
+		       "(perftest -c DC takes that path with the part id uroce reports "
+		       "unless UROCE_VENDOR_PART_ID replaces it)", a->qp_type);
+		return -EOPNOTSUPP;
 	default:
 		ur_err(dev, "QP type %d is not supported", a->qp_type);
 		return -EOPNOTSUPP;

@@ -7,8 +7,8 @@
 # duplication and corruption; 20 % loss).  Two DCT server processes and
 # one client process whose one DCI reaches both (integ_dc serve / reach), on
 # lo and across two namespaces.  Then
-# unmodified perftest -c DC (its ibv_wr_* path, which it takes for part
-# 4115: UROCE_VENDOR_PART_ID): ib_write_bw --qp=2 -a, ib_read_bw,
+# unmodified perftest -c DC, as it is (no setting: it takes its ibv_wr_*
+# path, the one with DC, for uroce's part id): ib_write_bw --qp=2 -a, ib_read_bw,
 # ib_send_bw and ib_write_lat on one host; two DCT servers at once, each
 # with its client; and ib_write_bw/ib_read_bw/ib_send_bw across two
 # network namespaces.
@@ -17,6 +17,8 @@
 . "$(dirname "$0")/progs_lib.sh"
 . "$(dirname "$0")/fault_counters.sh"
 UR_TIMEOUT=240
+# The device as it is: perftest's DC needs no setting.
+unset UROCE_VENDOR_PART_ID
 
 prog_run lo.dc dc uroce0 1
 
@@ -58,16 +60,30 @@ dc_two_servers() {
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
 dc_two_servers lo.two_processes uroce0 uroce0 127.0.0.1
-pt_wr_api lo.write_qp2 ib_write_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -q 2 -a -n 50
-pt_wr_api lo.read ib_read_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
-pt_wr_api lo.read_all ib_read_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -a -n 20
-pt_wr_api lo.send ib_send_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
-pt_wr_api lo.write_lat ib_write_lat uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 200
+pt_ok lo.write_qp2 ib_write_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -q 2 -a -n 50
+pt_ok lo.read ib_read_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
+pt_ok lo.read_all ib_read_bw uroce0 uroce0 127.0.0.1 all -x "$g" -c DC -a -n 20
+pt_ok lo.send ib_send_bw uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 500
+pt_ok lo.write_lat ib_write_lat uroce0 uroce0 127.0.0.1 default -x "$g" -c DC -n 200
+
+# Told to report a part id perftest does not know, perftest asks
+# ibv_create_qp for an IBV_QPT_DRIVER QP (it would then post with
+# ibv_post_send, which cannot name a DC target): refused, and the message
+# names the way that works.
+p=$(ur_port)
+UR_ENV=(UROCE_VENDOR_PART_ID=0)
+ur_pair lo.part0 "$p" ib_write_bw -d uroce0 -x "$g" -c DC -p "$p" \
+	-- ib_write_bw -d uroce0 -x "$g" -c DC -p "$p" 127.0.0.1
+UR_ENV=()
+for side in client server; do
+	ur_expect_fail_fast "lo.part0.$side" "ib_write_bw -c DC, part id 0: the $side fails at once"
+	ur_expect_grep "lo.part0.$side" 'IBV_QPT_DRIVER.*mlx5dv_create_qp.*UROCE_VENDOR_PART_ID' \
+		"lo.part0.$side: the error says how DC QPs are made"
+done
 
 # Two DCT servers (as in the notes: two processes, one port each), both
 # served at once.
 p1=$(ur_port); p2=$(ur_port)
-UR_ENV=(UROCE_VENDOR_PART_ID=4115)
 ur_start two.s1 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1"
 ur_start two.s2 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2"
 ur_wait_listen "$p1" "$(ur_prog_pid two.s1)" || ur_fail "two.s1 listens on $p1"
@@ -79,14 +95,13 @@ for t in two.c1 two.c2 two.s1 two.s2; do
 	ur_expect_rc "$t" 0 "$t: ib_write_bw -c DC exits 0 with another DCT server beside it"
 	ur_expect_grep "$t" '^ *65536 +4000 ' "$t: a result row for 2 QPs x 2000 WRITEs of 64 KiB"
 done
-UR_ENV=()
 
 ur_netns_pair 1500
 export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
 gs=$(UR_NS=$UR_NS_B ur_gid_index uroce1 "::ffff:$UR_IP_B")
 dc_two_servers veth.two_processes uroce1 uroce1 "$UR_IP_B" "$UR_IP_A"
-pt_wr_api veth.write ib_write_bw uroce1 uroce1 "$UR_IP_B" all -x "$gs" -c DC -q 2 -a -n 20
-pt_wr_api veth.read ib_read_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
-pt_wr_api veth.send ib_send_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
+pt_ok veth.write ib_write_bw uroce1 uroce1 "$UR_IP_B" all -x "$gs" -c DC -q 2 -a -n 20
+pt_ok veth.read ib_read_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
+pt_ok veth.send ib_send_bw uroce1 uroce1 "$UR_IP_B" default -x "$gs" -c DC -n 300
 
 ur_done

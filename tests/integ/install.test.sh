@@ -8,7 +8,8 @@
 # connects on lo through it) and perftest the installed libmlx5.so.1, a
 # plain ibv_devinfo still gets
 # the system's library (the install shadows nothing), and the opt-in
-# env.sh gives uroce's.  Then `cpack -G DEB` makes a package with the same
+# env.sh gives uroce's; lib/tmpfiles.d/uroce.conf makes the /dev/infiniband
+# nodes of uroce0..uroce7 (systemd-tmpfiles --root, as root).  Then `cpack -G DEB` makes a package with the same
 # files under /usr, whose extracted uroce runs the same way (normal build
 # only: the sanitizer builds add nothing to it).
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +22,7 @@ UR_ENV=(LD_LIBRARY_PATH=)
 ur_run install cmake --install "$UR_BUILD" --prefix "$prefix"
 ur_expect_rc install 0 "cmake --install --prefix $prefix"
 for f in bin/uroce lib/uroce/libibverbs.so.1 lib/uroce/librdmacm.so.1 lib/uroce/libmlx5.so.1 share/man/man1/uroce.1 share/man/man1/uroce-run.1 \
-	 share/uroce/env.sh share/uroce/ld.so.conf.d/uroce.conf; do
+	 share/uroce/env.sh share/uroce/ld.so.conf.d/uroce.conf lib/tmpfiles.d/uroce.conf; do
 	if [ -e "$prefix/$f" ]; then ur_pass "installed $f"; else ur_fail "missing $f"; fi
 done
 leaked=$(find "$prefix" \( -name 'libibverbs*' -o -name 'librdmacm*' -o -name 'libmlx5*' \) -not -path "$prefix/lib/uroce/*")
@@ -29,6 +30,19 @@ ur_expect_eq "libibverbs, librdmacm or libmlx5 outside the private lib/uroce/" "
 if command -v man >/dev/null; then
 	ur_expect_eq "man finds uroce(1) in the prefix" "$prefix/share/man/man1/uroce.1" \
 		"$(MANPATH=$prefix/share/man man -w uroce 2>&1)"
+fi
+
+if [ "$(id -u)" = 0 ] && command -v systemd-tmpfiles >/dev/null; then
+	root=$UR_TMP/tmpfiles-root
+	mkdir -p "$root"
+	ur_run inst.tmpfiles systemd-tmpfiles --create --root="$root" "$prefix/lib/tmpfiles.d/uroce.conf"
+	ur_expect_rc inst.tmpfiles 0 "systemd-tmpfiles --create the installed tmpfiles.d/uroce.conf"
+	nodes=$(for i in 0 1 2 3 4 5 6 7; do
+		stat -c '%n %F %t:%T %a' "$root/dev/infiniband/uverbs-uroce$i" 2>&1 | sed "s|^$root||"
+	done)
+	ur_expect_eq "tmpfiles.d: the null device as uverbs-uroce0..7, mode 0666" \
+		"$(for i in 0 1 2 3 4 5 6 7; do echo "/dev/infiniband/uverbs-uroce$i character special file 1:3 666"; done)" \
+		"$nodes"
 fi
 
 ur_run inst.run "$prefix/bin/uroce" run -- ibv_devinfo
@@ -73,11 +87,16 @@ if [ -n "$deb" ]; then
 	for f in ./usr/bin/uroce ./usr/lib/uroce/libibverbs.so.1 ./usr/lib/uroce/librdmacm.so.1 \
 		 ./usr/lib/uroce/libmlx5.so.1 \
 		 ./usr/share/man/man1/uroce.1 \
-		 ./usr/share/uroce/env.sh; do
+		 ./usr/share/uroce/env.sh ./usr/lib/tmpfiles.d/uroce.conf; do
 		if grep -qxF "$f" <<<"$contents"; then ur_pass "package holds $f"; else ur_fail "package lacks $f"; fi
 	done
 	ur_expect_eq "package: libibverbs, librdmacm and libmlx5 only in usr/lib/uroce/" "" \
 		"$(grep -E 'libibverbs|librdmacm|libmlx5' <<<"$contents" | grep -v '^./usr/lib/uroce/')"
+	if dpkg-deb -I "$deb" postinst 2>/dev/null | grep -q 'systemd-tmpfiles --create uroce.conf'; then
+		ur_pass "package: postinst makes the nodes at install (systemd-tmpfiles --create uroce.conf)"
+	else
+		ur_fail "package: no postinst running systemd-tmpfiles --create uroce.conf"
+	fi
 	dpkg-deb -x "$deb" "$UR_TMP/debroot"
 	ur_run deb.run "$UR_TMP/debroot/usr/bin/uroce" run -- ibv_devinfo
 	ur_expect_grep deb.run '^hca_id:[[:space:]]+uroce0$' "the package's uroce run -- ibv_devinfo sees uroce0"

@@ -14,6 +14,7 @@
 # when none does, as with the kernel's rdma_cm. uroce0 is on lo and holds
 # the loopback addresses, so libfabric would keep it alone and find no MSG
 # device: these runs leave uroce0 out with UROCE_DEVICES, as README.md says.
+# Without it fi_info answers -61, and `uroce run` says what to do.
 . "$(dirname "$0")/lib.sh"
 UR_TIMEOUT=90
 
@@ -21,7 +22,17 @@ command -v fi_info >/dev/null && command -v fi_pingpong >/dev/null ||
 	ur_skip "needs libfabric's tools (apt-get install libfabric-bin)"
 
 ur_netns_pair 1500
+
+# Every interface a device, uroce0 on lo among them: no MSG device, and the
+# hint naming UROCE_DEVICES with this namespace's interface.
+UR_ENV=(UROCE_DEVICES=)
+UR_NS=$UR_NS_A ur_run info.lo "$UR_BUILD/bin/uroce" run -- fi_info -p "verbs;ofi_rxm"
+ur_expect_fail_fast info.lo "fi_info -p 'verbs;ofi_rxm' with uroce0 on lo finds nothing"
+ur_expect_grep info.lo "^uroce run: libfabric's verbs MSG endpoints .*UROCE_DEVICES=uroce1:$UR_IF_A\$" \
+	"uroce run: the hint names UROCE_DEVICES=uroce1:$UR_IF_A"
 UR_ENV=("UROCE_DEVICES=uroce1:$UR_IF_A,uroce1:$UR_IF_B")
+UR_NS=$UR_NS_A ur_run info.nohint "$UR_BUILD/bin/uroce" run -- fi_info -p "verbs;ofi_rxm"
+ur_expect_no_grep info.nohint '^uroce run:' "uroce run: no hint with lo left out"
 
 UR_NS=$UR_NS_A ur_run info.rxm fi_info -p "verbs;ofi_rxm"
 ur_expect_rc info.rxm 0 "fi_info -p 'verbs;ofi_rxm' with no address"

@@ -120,10 +120,10 @@ fi
 prog_run lo.mlx5dv_api mlx5dv_api uroce0 "${g4:-1}"
 
 # perftest's DC mode, on its mlx5dv path (it takes it with the ibv_wr_*
-# API, part 4115; without, it passes IBV_QPT_DRIVER to ibv_create_qp); the
-# rest of DC is integ.dc's.
+# API, which it uses for uroce's part id, 4115); the rest of DC is
+# integ.dc's.
 if command -v ib_write_bw >/dev/null && [ -n "$g4" ]; then
-	pt_wr_api lo.dc_write_bw ib_write_bw uroce0 uroce0 127.0.0.1 default -x "$g4" -c DC -n 2000
+	pt_ok lo.dc_write_bw ib_write_bw uroce0 uroce0 127.0.0.1 default -x "$g4" -c DC -n 2000
 fi
 
 ur_done

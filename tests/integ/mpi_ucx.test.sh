@@ -3,8 +3,9 @@
 # Unmodified Open MPI (Debian's openmpi-bin, whose point-to-point layer is
 # UCX) over uroce: two ranks of tests/integ/mpi/mpi_check.c (ping-pong 8 B
 # .. 4 MiB, allreduce of 4 MiB, one-sided put/get of 1 MiB, every byte
-# checked) with --mca pml ucx (pml_ucx_tls/devices any: Open MPI 4.1 takes
-# only known NICs otherwise), osc ucx and UCX_TLS=rc_verbs,ud_verbs:aux,self
+# checked) with --mca pml ucx and osc ucx (Debian's configuration turns
+# both off; nothing else is needed: named, pml ucx takes devices whose names
+# are not in its pml_ucx_devices) and UCX_TLS=rc_verbs,ud_verbs:aux,self
 # on uroce0, so nothing can go over shared memory or TCP; uroce's packet
 # counters must show the traffic.  Then one rank in each of two network
 # namespaces joined by a veth (uroce1): mpirun in one starts the other's
@@ -35,8 +36,7 @@ mpi_run() {
 		      OMPI_MCA_rmaps_base_oversubscribe=1)
 	ur_is_asan && UR_ENV+=(ASAN_OPTIONS=detect_leaks=0)
 	ur_run "$tag" mpirun --allow-run-as-root -np 2 \
-		--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-		--mca osc ucx --mca btl self \
+		--mca pml ucx --mca osc ucx --mca btl self \
 		-x UCX_TLS -x UCX_NET_DEVICES -x LD_LIBRARY_PATH "$@"
 }
 

@@ -3,8 +3,9 @@
 # Unmodified perftest (ib_{send,write,read,atomic}_{bw,lat}) on one host:
 # server and client processes on uroce0 (lo) with -x the GID index of
 # ::ffff:127.0.0.1.  For every program: defaults, -a (every size from 2 B to
-# 8 MiB, -n 20; for atomics -A CMP_AND_SWAP instead), and once with UROCE_VENDOR_PART_ID=4115 (perftest's
-# ibv_create_qp_ex + ibv_wr_* path); for the bandwidth programs also -q 4,
+# 8 MiB, -n 20; for atomics -A CMP_AND_SWAP instead), all on perftest's
+# ibv_create_qp_ex + ibv_wr_* path (uroce's part id is one perftest knows),
+# and once with UROCE_VENDOR_PART_ID=0 (its ibv_post_send path); for the bandwidth programs also -q 4,
 # -b (bidirectional), --report_gbits and --odp (on-demand paging; not
 # ib_atomic_bw, which refuses it itself).  Each run: both sides exit 0, no
 # error completion, a numeric result row for every size.

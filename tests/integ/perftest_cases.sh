@@ -15,11 +15,12 @@ pt_sizes() {
 	esac
 }
 
-# pt_wr_api ARGS...: pt_ok with the device posing as part 4115, for which
-# perftest posts through ibv_wr_*.  (An array cannot be a prefix assignment
-# of a command: a local copy carries it.)
-pt_wr_api() {
-	local UR_ENV=(UROCE_VENDOR_PART_ID=4115)
+# pt_post_send ARGS...: pt_ok with the device reporting part id 0, one
+# perftest does not know, for which it posts through ibv_post_send (as on
+# rxe).  (An array cannot be a prefix assignment of a command: a local copy
+# carries it.)
+pt_post_send() {
+	local UR_ENV=(UROCE_VENDOR_PART_ID=0)
 	pt_ok "$@"
 }
 
@@ -28,8 +29,9 @@ pt_wr_api() {
 # ARGS, must exit 0 without an error completion, and the client must print a
 # numeric result row for every size it ran (the server too when it prints a
 # table).  With -n N among ARGS, every row must say N iterations; with
-# --report_gbits the bandwidth must be in Gb/sec; with UROCE_VENDOR_PART_ID=4115
-# in UR_ENV, perftest must have taken its ibv_wr_* path.
+# --report_gbits the bandwidth must be in Gb/sec; perftest must have taken
+# its ibv_wr_* path (uroce's part id, 4115, is one it knows), or with
+# UROCE_VENDOR_PART_ID=0 in UR_ENV its ibv_post_send path.
 pt_ok() {
 	local tag=$1 tool=$2 sdev=$3 cdev=$4 addr=$5 which=$6 port kind=bw
 	local iters=- qps=1 unit=MB/sec a prev= side bidir=0 ssizes
@@ -70,10 +72,10 @@ pt_ok() {
 		*) ur_fail "$tag: the server printed no result table"; ur_show "$tag.server" ;;
 		esac
 	fi
-	if [[ " ${UR_ENV[*]} " == *" UROCE_VENDOR_PART_ID=4115 "* ]]; then
-		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: ON' "$tag: perftest takes its ibv_wr_* path for part 4115"
+	if [[ " ${UR_ENV[*]} " == *" UROCE_VENDOR_PART_ID=0 "* ]]; then
+		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: OFF' "$tag: perftest takes its ibv_post_send path for part 0"
 	else
-		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: OFF' "$tag: perftest takes its ibv_post_send path"
+		ur_expect_grep "$tag.client" 'ibv_wr\* API[[:space:]]*: ON' "$tag: perftest takes its ibv_wr_* path"
 	fi
 }
 
@@ -96,7 +98,7 @@ pt_suite() {
 			[[ " $PT_LAT_ALL " != *" $tool "* ]] ||
 			pt_ok "$t.$tool.all" "$tool" "$sdev" "$cdev" "$addr" all -x "$g" -a -n 20 ;;
 		esac
-		pt_wr_api "$t.$tool.wr-api" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -n 500
+		pt_post_send "$t.$tool.post-send" "$tool" "$sdev" "$cdev" "$addr" default -x "$g" -n 500
 	done
 	# -e: perftest waits on one completion channel for both CQs and polls
 	# the CQ it expects, whichever CQ the event was for; a reply that

@@ -10,7 +10,10 @@
 #  - gid --ip PEER names the index whose GID is the local address routed
 #    towards PEER, usable as ibv_rc_pingpong's -g; GID<->IP conversion;
 #  - link add/delete round-trip through a devices file;
-#  - errors: unknown device, malformed GID, bad arguments, exit codes 1 / 2.
+#  - errors: unknown device, malformed GID, bad arguments, exit codes 1 / 2;
+#  - run: UCX_IB_REG_METHODS=rcache,direct unless set; a UCX program told in
+#    one line when the /dev/infiniband node of a device it names is missing
+#    (or, as root in a mount namespace of its own, when there is none).
 . "$(dirname "$0")/lib.sh"
 
 UROCE=$UR_BUILD/bin/uroce
@@ -78,6 +81,33 @@ ur_expect_rc err.port 1 "devinfo -i 7 (no such port)"
 ur_run help "$UROCE" gid --help
 ur_expect_rc help 0 "gid --help"
 ur_expect_grep help '^examples:' "gid --help shows examples"
+
+# uroce run: what UCX needs on uroce.  uroce42 has no node: devnodes and
+# tmpfiles.d make uroce0..uroce7.  ucx_probe and mpirun stand for UCX's
+# tools and Open MPI's launcher: the hint goes by the program's name.
+for p in ucx_probe mpirun; do
+	printf '#!/bin/sh\nexit 0\n' > "$UR_TMP/$p"
+	chmod +x "$UR_TMP/$p"
+done
+ur_run run.reg "$UROCE" run -- sh -c 'echo "reg=$UCX_IB_REG_METHODS"'
+ur_expect_grep run.reg '^reg=rcache,direct$' "uroce run: UCX_IB_REG_METHODS=rcache,direct when unset"
+UR_ENV=(UCX_IB_REG_METHODS=odp,direct)
+ur_run run.reg_set "$UROCE" run -- sh -c 'echo "reg=$UCX_IB_REG_METHODS"'
+ur_expect_grep run.reg_set '^reg=odp,direct$' "uroce run: UCX_IB_REG_METHODS kept when set"
+UR_ENV=(UCX_NET_DEVICES=uroce42:1)
+ur_run run.hint "$UROCE" run -- "$UR_TMP/ucx_probe"
+ur_expect_grep run.hint "^uroce run: /dev/infiniband/uverbs-uroce42 is missing: .*'sudo uroce devnodes create'" \
+	"uroce run: a UCX program on a device without a node is told what to do"
+ur_run run.hint_mpi "$UROCE" run -- "$UR_TMP/mpirun"
+ur_expect_grep run.hint_mpi 'uverbs-uroce42 is missing' "uroce run: mpirun too"
+ur_run run.nohint "$UROCE" run -- true
+ur_expect_no_grep run.nohint 'uroce run:' "uroce run: no hint for a program without UCX"
+UR_ENV=()
+if [ "$(id -u)" = 0 ] && [ -d /dev/infiniband ]; then
+	ur_run run.nonode unshare -m sh -c "mount -t tmpfs none /dev/infiniband && exec '$UROCE' run -- '$UR_TMP/ucx_probe'"
+	ur_expect_grep run.nonode "^uroce run: no /dev/infiniband/uverbs-uroce\\* node: .*'sudo uroce devnodes create'" \
+		"uroce run: a UCX program with no node at all is told what to do"
+fi
 
 # --- link add/delete through a devices file -----------------------------------
 

@@ -28,7 +28,8 @@ ucx_need() {
 # implicit on-demand region, whose teardown crashes UCX itself
 # (uct_ib_md_release_reg_method passes a memory handle where
 # uct_ib_mem_dereg takes its parameters; UCX removed the method in 1.14):
-# direct registration instead (README.md).
+# direct registration instead (README.md; `uroce run` sets it, the harness
+# runs programs without it).
 UCX_ENV=()
 if ur_is_asan || ur_is_tsan; then
 	UCX_ENV+=(UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no UCX_IB_REG_METHODS=rcache,direct)

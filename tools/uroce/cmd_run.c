@@ -1,13 +1,19 @@
 /* uroce run -- PROG ARGS: run an unmodified verbs program on uroce by
- * putting uroce's libibverbs.so.1 first in the library search path. */
+ * putting uroce's libibverbs.so.1 first in the library search path, with
+ * the settings middleware needs on uroce that it cannot find itself. */
+#include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../src/util/config_path.h"   /* the library's own rule, compiled in */
 #include "uroce.h"
 
 static const char run_help[] =
@@ -23,6 +29,13 @@ static const char run_help[] =
 	"\n"
 	"Environment: UROCE_LIBDIR overrides where the library is looked for;\n"
 	"UROCE_LOG=error|warn|info|debug sets the library's log level.\n"
+	"UCX_IB_REG_METHODS is set to rcache,direct unless already set (UCX\n"
+	"registers memory directly rather than through one implicit on-demand\n"
+	"region, which UCX 1.13 fails to tear down and uroce serves slowly).\n"
+	"A UCX program (ucx_*, mpirun, or any with UCX_TLS set) is told when the\n"
+	"/dev/infiniband nodes UCX looks for are missing (uroce devnodes); a\n"
+	"libfabric program asking for verbs MSG endpoints or verbs;ofi_rxm, when\n"
+	"a device is on lo (libfabric then finds none: leave it out).\n"
 	"Setuid and static programs cannot be redirected this way.\n"
 	"\n"
 	"examples:\n"
@@ -71,6 +84,188 @@ const char *ur_tool_libdir(void)
 	return NULL;
 }
 
+/* UCX without memory events (UCX_MEM_EVENTS=no, or hooks it cannot
+ * install) has no registration cache and takes its next method, one
+ * implicit on-demand region, where the device offers implicit ODP as
+ * uroce's does.  UCX 1.13 crashes tearing that region down
+ * (uct_ib_md_release_reg_method; gone in 1.14), and uroce checks every
+ * access through it against the process's mappings.  Direct registration
+ * serves UCX well; with memory events on, the cache comes first anyway. */
+static void set_ucx_defaults(void)
+{
+	setenv("UCX_IB_REG_METHODS", "rcache,direct", 0);
+}
+
+/* Whether PROG runs UCX: its tools, Open MPI's launchers (whose ranks run
+ * over UCX), or anything told which UCX transports to take. */
+static bool runs_ucx(const char *prog)
+{
+	static const char *const launchers[] = { "mpirun", "mpiexec", "orterun", "oshrun" };
+	const char *base = strrchr(prog, '/');
+	const char *tls = getenv("UCX_TLS");
+
+	base = base ? base + 1 : prog;
+	if (tls && *tls)
+		return true;
+	if (!strncmp(base, "ucx_", 4))
+		return true;
+	for (unsigned i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++)
+		if (!strcmp(base, launchers[i]))
+			return true;
+	return false;
+}
+
+static bool is_node(const char *dev)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/dev/infiniband/uverbs-%s", dev);
+	return !stat(path, &st) && S_ISCHR(st.st_mode);
+}
+
+/* Any /dev/infiniband/uverbs-uroce* node. */
+static bool any_node(void)
+{
+	DIR *d = opendir("/dev/infiniband");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "uverbs-uroce", 12) && is_node(e->d_name + 7);
+	closedir(d);
+	return found;
+}
+
+/* The nodes of the uroce devices UCX_NET_DEVICES (DEVS) names: the first
+ * missing one, in one line. */
+static void check_named_nodes(const char *devs)
+{
+	char name[64];
+
+	while (devs && *devs) {
+		size_t n = strcspn(devs, ",:");
+
+		if (n < sizeof(name) && !strncmp(devs, "uroce", 5)) {
+			memcpy(name, devs, n);
+			name[n] = '\0';
+			if (!is_node(name)) {
+				fprintf(stderr, "uroce run: /dev/infiniband/uverbs-%s is missing: UCX will "
+					"not use %s; make the nodes once per boot with "
+					"'sudo uroce devnodes create'\n", name, name);
+				return;
+			}
+		}
+		devs = strchr(devs, ',');
+		devs = devs ? devs + 1 : NULL;
+	}
+}
+
+/* UCX lists a device only if its /dev/infiniband node exists, and says
+ * nothing when it does not: it falls back to TCP and shared memory, or
+ * fails to find the transports it was told to take.  One line names the
+ * first device of UCX_NET_DEVICES (or of uroce's, when it names none)
+ * without a node, and the command that makes them. */
+static void hint_ucx_nodes(void)
+{
+	const char *devs = getenv("UCX_NET_DEVICES");
+
+	if (devs && *devs && strcmp(devs, "all")) {
+		check_named_nodes(devs);
+		return;
+	}
+	if (!any_node())
+		fprintf(stderr, "uroce run: no /dev/infiniband/uverbs-uroce* node: UCX will not use "
+			"uroce's devices; make the nodes once per boot with "
+			"'sudo uroce devnodes create'\n");
+}
+
+/* Whether the devices the library will make include one on lo: named in
+ * UROCE_DEVICES ("name:netdev" or "netdev"), else in the devices file,
+ * else every interface with an address is one, lo too. */
+static bool lo_has_device(void)
+{
+	const char *spec = getenv("UROCE_DEVICES");
+	char path[PATH_MAX], line[256], name[64], netdev[IF_NAMESIZE + 1];
+	bool listed = false, lo = false;
+	FILE *f;
+
+	if (spec && *spec) {
+		const char *t = spec;
+
+		while (*t) {
+			size_t n = strcspn(t, ",");
+			const char *colon = memchr(t, ':', n);
+			const char *nd = colon ? colon + 1 : t;
+
+			if ((size_t)(t + n - nd) == 2 && !strncmp(nd, "lo", 2))
+				return true;
+			t += n + (t[n] == ',');
+		}
+		return false;
+	}
+	if (ur_devices_file_path(path, sizeof(path)) || !(f = fopen(path, "r")))
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %16s", name, netdev) == 2 && name[0] != '#') {
+			listed = true;
+			lo |= !strcmp(netdev, "lo");
+		}
+	fclose(f);
+	return !listed || lo;
+}
+
+/* Whether PROG (a libfabric program, fi_*) asks for the verbs provider's
+ * MSG endpoints, directly or under ofi_rxm. */
+static bool wants_verbs_msg(const char *prog, char **args)
+{
+	const char *base = strrchr(prog, '/');
+	const char *env = getenv("FI_PROVIDER");
+
+	base = base ? base + 1 : prog;
+	if (env && strstr(env, "ofi_rxm"))
+		return true;
+	if (strncmp(base, "fi_", 3))
+		return false;
+	for (; *args; args++)
+		if (strstr(*args, "ofi_rxm") || !strcmp(*args, "msg") || !strcmp(*args, "FI_EP_MSG"))
+			return true;
+	return false;
+}
+
+/* libfabric's verbs provider offers MSG endpoints on no device of lo's,
+ * and picks the devices a process may use by binding "localhost": uroce's
+ * device on lo holds that address, so libfabric keeps it alone and finds
+ * no MSG device (fi_getinfo -61, and nothing else said).  One line names
+ * the way out, with an interface that is not lo. */
+static void hint_libfabric_lo(void)
+{
+	struct ifaddrs *ifa_list = NULL, *ifa;
+	const char *ifname = "IFACE";
+
+	if (!lo_has_device())
+		return;
+	if (getifaddrs(&ifa_list))
+		ifa_list = NULL;
+	else {
+		for (ifa = ifa_list; ifa; ifa = ifa->ifa_next)
+			if (ifa->ifa_addr && (ifa->ifa_flags & IFF_UP) &&
+			    !(ifa->ifa_flags & IFF_LOOPBACK) &&
+			    (ifa->ifa_addr->sa_family == AF_INET ||
+			     ifa->ifa_addr->sa_family == AF_INET6)) {
+				ifname = ifa->ifa_name;
+				break;
+			}
+	}
+	fprintf(stderr, "uroce run: libfabric's verbs MSG endpoints (and verbs;ofi_rxm) skip the "
+		"device on lo and, while it is listed, find none (fi_getinfo -61): leave it out, "
+		"e.g. UROCE_DEVICES=uroce1:%s\n", ifname);
+	if (ifa_list)
+		freeifaddrs(ifa_list);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *libdir = ur_tool_libdir(), *old;
@@ -98,6 +293,11 @@ int cmd_run(int argc, char **argv)
 		return UR_EXIT_FAIL;
 	setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
+	set_ucx_defaults();
+	if (runs_ucx(argv[first]))
+		hint_ucx_nodes();
+	if (wants_verbs_msg(argv[first], &argv[first + 1]))
+		hint_libfabric_lo();
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
