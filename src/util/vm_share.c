@@ -59,12 +59,34 @@ static const char *refuse(const char *head, const char *flags)
 			return "huge pages";
 		if (!strncmp(f, "gd", 2))
 			return "the stack";
+		/* MAP_STACK (Linux 6.7 on; or MADV_NOHUGEPAGE): a thread's
+		 * stack may be the mover's, or take a signal while read-only. */
+		if (!strncmp(f, "nh", 2))
+			return "a thread's stack (or no huge pages asked)";
 		if (!strncmp(f, "um", 2) || !strncmp(f, "uw", 2) || !strncmp(f, "ui", 2))
 			return "watched by userfaultfd";
 		if (f[2] != ' ')
 			break;
 	}
 	return NULL;
+}
+
+/* Whether [lo, hi) overlaps this thread's stack: read-only while it
+ * moves, the mover's own writes there would wait for themselves. */
+static bool on_my_stack(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	pthread_attr_t attr;
+	size_t size = 0;
+	void *addr = NULL;
+
+	if (here >= lo && here < hi)
+		return true;
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return false;
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	return addr && lo < (uintptr_t)addr + size && hi > (uintptr_t)addr;
 }
 
 /* Whether every page of [lo, hi) is memory that can move; *why if not. */
@@ -76,7 +98,7 @@ static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
 	FILE *f;
 
 	*why = "no mapping";
-	if ((uintptr_t)&line >= lo && (uintptr_t)&line < hi) {
+	if (on_my_stack(lo, hi)) {
 		*why = "the stack";
 		return false;
 	}

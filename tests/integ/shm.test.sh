@@ -246,7 +246,8 @@ for c in writer back fallback; do
 	ur_report "smr.$c" grep -E '^(ok|FAIL): ' "$(ur_out "smr.$c")"
 	ur_sanitizer_clean "smr.$c"
 done
-for why in "the stack" locked "a private file mapping" "a shared mapping"; do
+for why in "the stack" "a thread's stack \\(or no huge pages asked\\)" locked \
+	"a private file mapping" "a shared mapping"; do
 	ur_expect_grep smr.fallback "stays private \($why\): peers copy into it with the kernel" \
 		"smr.fallback: a region that cannot move says so ($why)"
 done

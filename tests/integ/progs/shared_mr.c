@@ -10,8 +10,8 @@
  *   memory again with its bytes, the neighbours of its first and last
  *   pages intact, and MADV_DONTNEED zeroes it as an allocator expects.
  * CASE fallback: regions that cannot move are registered all the same,
- *   their pages left where they are (the log says why): on the stack, an
- *   mlocked buffer, a MAP_PRIVATE file mapping, a MAP_SHARED one.
+ *   their pages left where they are (the log says why): on the stack, on
+ *   a thread's stack (registered by it, and by another), an mlocked buffer, a MAP_PRIVATE file mapping, a MAP_SHARED one.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -167,8 +167,27 @@ static void fallback_one(const char *what, void *p, size_t len)
 	ibv_dereg_mr(mr);
 }
 
+static uint8_t *other_stack;
+static pthread_barrier_t stack_ready, stack_done;
+
+/* A thread's own stack, registered by that thread (its frames lie on
+ * the pages that would move); then kept, for main to register. */
+static void *stack_thread(void *arg)
+{
+	uint8_t buf[3 * 4096];
+
+	(void)arg;
+	memset(buf, 2, sizeof(buf));
+	fallback_one("a thread's stack, by the thread", buf, sizeof(buf));
+	other_stack = buf;
+	pthread_barrier_wait(&stack_ready);
+	pthread_barrier_wait(&stack_done);
+	return NULL;
+}
+
 static void case_fallback(void)
 {
+	pthread_t t;
 	uint8_t stack[3 * 4096];
 	size_t len = 1u << 20;
 	char path[] = "/tmp/shared_mr.XXXXXX";
@@ -181,6 +200,14 @@ static void case_fallback(void)
 	unlink(path);
 	memset(stack, 1, sizeof(stack));
 	fallback_one("the stack", stack, sizeof(stack));
+	pthread_barrier_init(&stack_ready, NULL, 2);
+	pthread_barrier_init(&stack_done, NULL, 2);
+	if (pthread_create(&t, NULL, stack_thread, NULL))
+		die("pthread_create");
+	pthread_barrier_wait(&stack_ready);
+	fallback_one("another thread's stack", other_stack, 3 * 4096);
+	pthread_barrier_wait(&stack_done);
+	pthread_join(t, NULL);
 	locked = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (locked == MAP_FAILED)
 		die("mmap");
