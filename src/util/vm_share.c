@@ -5,10 +5,12 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "util/copy.h"
@@ -19,6 +21,8 @@ struct share {
 	struct share *next;
 	struct ur_vm_share sh;
 	unsigned refs;
+	uintptr_t lo, hi;       /* the addresses it serves here */
+	bool own;               /* the application's shared file: nothing moved */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* list, next_id, moves */
@@ -266,7 +270,9 @@ static void at_child(void)
 
 	for (s = list; s; s = next) {
 		next = s->next;
-		foreach_still_ours(&s->sh, child_copy);
+		/* The application's own shared file: shared by its choice. */
+		if (!s->own)
+			foreach_still_ours(&s->sh, child_copy);
 		close(s->sh.fd);
 		free(s);
 	}
@@ -277,6 +283,68 @@ static void at_child(void)
 		fork_pipe[0] = fork_pipe[1] = -1;
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+/* An fd of this process open on the file (dev, ino), dup'd, or -1. */
+static int find_fd(unsigned dev_major, unsigned dev_minor, unsigned long long ino)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/fd");
+	int found = -1;
+
+	if (!dir)
+		return -1;
+	while (found < 0 && (d = readdir(dir))) {
+		struct stat st;
+		int fd = atoi(d->d_name);
+
+		if (d->d_name[0] == '.' || fd == dirfd(dir) || fstat(fd, &st) ||
+		    !S_ISREG(st.st_mode) || st.st_ino != ino || major(st.st_dev) != dev_major ||
+		    minor(st.st_dev) != dev_minor)
+			continue;
+		found = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* [lo, hi) inside one MAP_SHARED read-write mapping of a file this
+ * process holds open (a memfd, a file in /dev/shm): that file, as it is,
+ * for peers to map; its byte 0 where it would be here.  Lock held. */
+static int own_object(uintptr_t lo, uintptr_t hi, struct ur_vm_share *sh, uintptr_t *vlo,
+		      uintptr_t *vhi)
+{
+	char line[512], perms[8];
+	unsigned long long a, b, off, ino;
+	unsigned maj, min;
+	bool hit = false;
+	struct stat st;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &a, &b, perms, &off, &maj, &min,
+			   &ino) != 7 || b <= lo || a >= hi)
+			continue;
+		hit = a <= lo && b >= hi && !strcmp(perms, "rw-s") && ino && off <= a;
+		break;
+	}
+	fclose(f);
+	if (!hit)
+		return -ENOENT;
+	sh->fd = find_fd(maj, min, ino);
+	if (sh->fd < 0)
+		return -ENOENT;
+	sh->base = (uintptr_t)(a - off);
+	sh->len = (size_t)(b - sh->base);
+	*vlo = (uintptr_t)a;
+	*vhi = (uintptr_t)b;
+	if (fstat(sh->fd, &st) || (uint64_t)st.st_size < sh->len) {
+		close(sh->fd);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 static void atfork_install(void)
@@ -300,21 +368,25 @@ int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char 
 	pthread_once(&atfork_once, atfork_install);
 	pthread_mutex_lock(&lock);
 	for (s = list; s; s = s->next) {
-		if (lo >= s->sh.base && hi <= s->sh.base + s->sh.len) {
+		if (lo >= s->lo && hi <= s->hi) {
 			s->refs++;
 			*out = s->sh;
 			pthread_mutex_unlock(&lock);
 			return 0;
 		}
 	}
-	if (!movable(lo, hi, why)) {
-		ret = -EOPNOTSUPP;
-		goto err_unlock;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		ret = -ENOMEM;
 		goto err_unlock;
+	}
+	if (!own_object(lo, hi, &s->sh, &s->lo, &s->hi)) {
+		s->own = true;
+		goto add;
+	}
+	if (!movable(lo, hi, why)) {
+		ret = -EOPNOTSUPP;
+		goto err_free;
 	}
 	fd = memfd_create("uroce-mr", MFD_CLOEXEC);
 	if (fd < 0) {
@@ -332,10 +404,12 @@ int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char 
 		*why = "the pages could not move";
 		goto err_close;
 	}
-	s->sh.id = next_id++;
 	s->sh.fd = fd;
-	s->sh.base = lo;
+	s->sh.base = s->lo = lo;
 	s->sh.len = hi - lo;
+	s->hi = hi;
+add:
+	s->sh.id = next_id++;
 	s->refs = 1;
 	s->next = list;
 	list = s;
@@ -362,7 +436,8 @@ void ur_vm_share_put(const struct ur_vm_share *sh)
 			break;
 	if (s && !--s->refs) {
 		*pp = s->next;
-		foreach_still_ours(&s->sh, move_back);
+		if (!s->own)
+			foreach_still_ours(&s->sh, move_back);
 		close(s->sh.fd);
 		free(s);
 	}

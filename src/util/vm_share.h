@@ -11,7 +11,10 @@
  * MADV_HUGEPAGE), growing down, watched by userfaultfd, or this thread's
  * stack; anything else stays where it is, and peers copy into it with the
  * kernel as before.  A range inside one that moved already shares its
- * memfd (counted).
+ * memfd (counted).  A range inside one MAP_SHARED read-write mapping of a
+ * file the process holds open (a memfd, a file in /dev/shm) needs no move:
+ * that file is what peers map (the process chose to share it: nothing
+ * is done at fork() or at the last put but closing our dup of its fd).
  *
  * While the pages move they are read-only: a thread that writes them
  * waits in the fault guard's handler until the move is done, then its
@@ -34,8 +37,8 @@
 struct ur_vm_share {
 	uint64_t id;            /* this process's, never reused; 0: none */
 	int fd;                 /* the memfd */
-	uintptr_t base;         /* where its byte 0 is mapped here */
-	size_t len;             /* its size, whole pages */
+	uintptr_t base;         /* where its byte 0 is (or would be) mapped here */
+	size_t len;             /* what peers map of it, from byte 0 */
 };
 
 /* Moves the pages of [addr, addr+len) into a memfd (or takes a reference

@@ -27,7 +27,8 @@
 #    returns, the requester gets a remote access error); a requester killed
 #    mid-stream (the responder deregisters at once, guards intact).
 #  - shared regions (the responder's region moved into a memfd that the
-#    requester maps): the sizes, the dereg stream and UC copy with memcpy
+#    requester maps; or a memfd of the responder's own, MAP_SHARED, mapped
+#    as it is): the sizes, the dereg stream and UC copy with memcpy
 #    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
 #    kernel; fork after registration (the child has its own copy; parent
 #    and requester unaffected); `uroce devinfo -c` counts regions shared
@@ -210,6 +211,10 @@ else
 	ur_fail "devinfo -c: regions shared $shared0 -> $shared1, copies by memcpy $mapped0 -> $mapped1"
 fi
 sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
+sc_pair sc.memfd memfd && {
+	ur_expect_grep sc.memfd.client "$MAPPED" "sc.memfd: the requester copied with memcpy into the responder's own memfd"
+	ur_expect_no_grep sc.memfd.server "stays private" "sc.memfd: the responder's region is shared as it is"
+}
 sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
 sc_pair sc.kernel sizes && {

@@ -177,12 +177,14 @@ uint8_t *ur_shm_peer_region_map(struct ur_shm_peer *p, unsigned slot)
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid,
 		 (int)__atomic_load_n(&g->share_fd, __ATOMIC_RELAXED));
 	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size < len) {
-		if (!p->map_refused)
-			ur_info(NULL, "process %d: its shared regions cannot be mapped here (%s): "
-				"the kernel copies into them", (int)p->pid,
-				fd < 0 ? strerror(errno) : "size");
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		/* Not ours to open: never again for this process. */
+		ur_info(NULL, "process %d: its shared regions cannot be mapped here (%s): "
+			"the kernel copies into them", (int)p->pid, strerror(errno));
 		p->map_refused = true;
+		return NULL;
+	}
+	if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size < len) {
 		if (fd >= 0)
 			close(fd);
 		return NULL;

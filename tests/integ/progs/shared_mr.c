@@ -11,7 +11,9 @@
  *   pages intact, and MADV_DONTNEED zeroes it as an allocator expects.
  * CASE fallback: regions that cannot move are registered all the same,
  *   their pages left where they are (the log says why): on the stack, on
- *   a thread's stack (registered by it, and by another), an mlocked buffer, a MAP_PRIVATE file mapping, a MAP_SHARED one.
+ *   a thread's stack (registered by it, and by another), an mlocked
+ *   buffer, a MAP_PRIVATE file mapping, a MAP_SHARED one whose file is no
+ *   longer open.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -219,12 +221,14 @@ static void case_fallback(void)
 	shared = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (file == MAP_FAILED || shared == MAP_FAILED)
 		die("mmap a file");
+	/* Closed: a shared file the process holds open is mapped by peers
+	 * as it is (integ_single_copy memfd). */
+	close(fd);
 	fallback_one("a MAP_PRIVATE file mapping", file, len);
-	fallback_one("a MAP_SHARED file mapping", shared, len);
+	fallback_one("a MAP_SHARED file mapping, its fd closed", shared, len);
 	munmap(locked, len);
 	munmap(file, len);
 	munmap(shared, len);
-	close(fd);
 }
 
 int main(int argc, char **argv)
