@@ -32,6 +32,9 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_INJECTED_REORDER] = "injected_reorder",
 	[UR_CNT_INJECTED_DUP] = "injected_dup",
 	[UR_CNT_INJECTED_CORRUPT] = "injected_corrupt",
+	[UR_CNT_MR_SHARED] = "mr_shared",
+	[UR_CNT_COPY_MAPPED] = "copies_mapped",
+	[UR_CNT_COPY_KERNEL] = "copies_kernel",
 };
 
 int ur_counter_by_name(const char *name)

@@ -40,6 +40,12 @@ enum ur_counter {
 	UR_CNT_SELECTIVE_DENSE,  /* requester: a gap past UR_SEL_GAPS_MAX in one flight went back */
 	UR_CNT_GAP_REPORTS,      /* responder: gaps past a NAKed one told (UR_AETH_GAP) */
 	UR_CNT_GAP_RESENDS,      /* requester: packets resent alone for a gap report */
+	/* Large WRITEs and READs between processes of the host: regions whose
+	 * memory moved into a memfd (util/vm_share.h), and the copies made
+	 * with memcpy through one, or by the kernel (process_vm_writev). */
+	UR_CNT_MR_SHARED,
+	UR_CNT_COPY_MAPPED,
+	UR_CNT_COPY_KERNEL,
 	UR_CNT_NR
 };
 

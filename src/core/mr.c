@@ -8,8 +8,10 @@
 #include "core/limits.h"
 #include "core/pd.h"
 #include "util/fault_guard.h"
+#include "util/log.h"
 #include "util/random.h"
 #include "util/vm_range.h"
+#include "util/vm_share.h"
 #include "xport/xport.h"
 
 /* Slots for every region and window at half load, plus reservations. */
@@ -359,6 +361,52 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 	return len == 0;
 }
 
+/* UROCE_SHM_SHARE_MR=0 keeps every region private; so does single copy
+ * off, which would never use the mapping. */
+static bool share_on(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *v = getenv("UROCE_SHM_SHARE_MR");
+		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
+
+		on = !(v && !strcmp(v, "0")) && !(sc && !strcmp(sc, "0"));
+	}
+	return on;
+}
+
+/* Moves the pages of mr into a memfd that peers map, filling r's share
+ * fields; said at info level when they stay private. */
+static void share(struct ur_context *ctx, struct ur_mr *mr, struct ur_xport_region *r)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (!share_on() || mr->implicit || mr->dm_users || !ur_xports_expose_any(ctx->xports))
+		return;
+	ret = ur_vm_share_get(mr->host, mr->length, &mr->share, &why);
+	if (ret) {
+		ur_info(NULL, "region %p+%llu stays private (%s): peers copy into it with "
+			"the kernel", (void *)mr->host, (unsigned long long)mr->length,
+			why ? why : strerror(-ret));
+		return;
+	}
+	mr->shared = true;
+	r->share_id = mr->share.id;
+	r->share_fd = mr->share.fd;
+	r->share_base = mr->share.base;
+	r->share_len = mr->share.len;
+	__atomic_add_fetch(&ctx->dev->cnt[UR_CNT_MR_SHARED], 1, __ATOMIC_RELAXED);
+}
+
+static void mr_unshare(struct ur_mr *mr)
+{
+	if (mr->shared)
+		ur_vm_share_put(&mr->share);
+	mr->shared = false;
+}
+
 void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
 {
 	struct ur_xport_region r = {
@@ -372,7 +420,10 @@ void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
 
 	if (!ctx->xports || !r.access || !mr->host)
 		return;
+	share(ctx, mr, &r);
 	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
+	if (!mr->exposed)
+		mr_unshare(mr);
 }
 
 void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
@@ -380,4 +431,6 @@ void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
 	if (mr->exposed && ctx->xports)
 		ur_xports_revoke_region(ctx->xports, mr->ke.key);
 	mr->exposed = false;
+	/* No peer copies into it now: back to private memory. */
+	mr_unshare(mr);
 }

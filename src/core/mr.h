@@ -28,6 +28,7 @@
 #include <infiniband/verbs.h>
 
 #include "util/compiler.h"
+#include "util/vm_share.h"
 
 struct ur_pd;
 
@@ -55,6 +56,8 @@ struct ur_mr {
 	uint32_t windows;      /* MWs bound to it: dereg fails with EBUSY */
 	uint32_t *dm_users;    /* over device memory: its count of regions (verbs/dm.c) */
 	bool exposed;          /* published to transports that copy into us */
+	bool shared;           /* its pages moved into a memfd peers map (share) */
+	struct ur_vm_share share;
 	bool implicit;         /* implicit on-demand: the whole address space,
 				* each access checked against the mappings */
 };
@@ -152,7 +155,11 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 /* A region with remote access, published to the transports that copy
  * into (or out of) this process directly; ur_mr_revoke takes it back and
  * returns once no peer copies into it any more.  Before any change to the
- * region and before it goes. */
+ * region and before it goes.
+ *
+ * Exposing moves the region's pages into a memfd first where they can
+ * move (util/vm_share.h), unless UROCE_SHM_SHARE_MR=0 (or single copy is
+ * off): peers then copy with memcpy; revoking moves them back. */
 struct ur_context;
 void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr);
 void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);

@@ -170,9 +170,14 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 		return;
 	ur_mr_read_lock(&qp->ctx->mrs);
 	/* A bad lkey: the packets' own checks fail it as usual. */
-	if (!sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0))
-		w->placed = !copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
-				  w->remote_addr, scratch->iov, scratch->niov, w->length);
+	if (!sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0)) {
+		int ret = copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
+			       w->remote_addr, scratch->iov, scratch->niov, w->length);
+
+		w->placed = ret >= 0;
+		if (w->placed)
+			UR_QP_COUNT(qp, ret ? UR_CNT_COPY_MAPPED : UR_CNT_COPY_KERNEL);
+	}
 	ur_mr_read_unlock(&qp->ctx->mrs);
 }
 

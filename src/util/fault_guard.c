@@ -1,10 +1,12 @@
 #include "util/fault_guard.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/copy.h"
 
@@ -18,6 +20,11 @@ struct guard {
 static __thread struct guard *volatile active __attribute__((tls_model("initial-exec")));
 
 static struct sigaction prev_segv, prev_bus;
+
+/* Ranges being moved (ur_fault_guard_hold): hi 0 is a free entry. */
+static struct {
+	uintptr_t lo, hi;
+} holds[UR_FAULT_HOLDS];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static bool within(const struct guard *g, uintptr_t a)
@@ -48,11 +55,31 @@ static void pass_on(int sig, siginfo_t *si, void *uc)
 		raise(sig);
 }
 
+/* A fault in a range that moves: wait until it has moved, and let the
+ * access run again.  Only what a signal handler may call. */
+static bool held(uintptr_t a)
+{
+	const struct timespec nap = { 0, 50000 };
+
+	for (int i = 0; i < UR_FAULT_HOLDS; i++) {
+		uintptr_t hi = __atomic_load_n(&holds[i].hi, __ATOMIC_ACQUIRE);
+
+		if (!hi || a < __atomic_load_n(&holds[i].lo, __ATOMIC_RELAXED) || a >= hi)
+			continue;
+		while (__atomic_load_n(&holds[i].hi, __ATOMIC_ACQUIRE) == hi)
+			nanosleep(&nap, NULL);
+		return true;
+	}
+	return false;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	struct guard *g = active;
 	sigset_t fault_sigs;
 
+	if (sig == SIGSEGV && si->si_code > 0 && held((uintptr_t)si->si_addr))
+		return;
 	if (!g || si->si_code <= 0 || !within(g, (uintptr_t)si->si_addr)) {
 		pass_on(sig, si, uc);
 		return;
@@ -97,6 +124,26 @@ static void install(void)
 void ur_fault_guard_install(void)
 {
 	pthread_once(&once, install);
+}
+
+int ur_fault_guard_hold(uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < UR_FAULT_HOLDS; i++) {
+		uintptr_t none = 0;
+
+		if (__atomic_load_n(&holds[i].hi, __ATOMIC_RELAXED))
+			continue;
+		__atomic_store_n(&holds[i].lo, lo, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(&holds[i].hi, &none, hi, false, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED))
+			return i;
+	}
+	return -EBUSY;
+}
+
+void ur_fault_guard_release(int hold)
+{
+	__atomic_store_n(&holds[hold].hi, 0, __ATOMIC_RELEASE);
 }
 
 static void set_range(struct guard *g, int i, const void *p, size_t n)

@@ -34,4 +34,13 @@ enum ur_guarded_op {
  * before it (STORE: unchanged).  False if *p faults. */
 bool ur_guarded_atomic(uint64_t *p, enum ur_guarded_op op, uint64_t a, uint64_t b, uint64_t *orig);
 
+/* Pages [lo, hi) are read-only while they move to other backing
+ * (util/vm_share.c): a fault in them, in any thread, waits in the handler
+ * until ur_fault_guard_release(), then returns, and the access is made
+ * again.  The handle for release, or -EBUSY if UR_FAULT_HOLDS ranges are
+ * held already.  Install first. */
+#define UR_FAULT_HOLDS 4
+int ur_fault_guard_hold(uintptr_t lo, uintptr_t hi);
+void ur_fault_guard_release(int hold);
+
 #endif

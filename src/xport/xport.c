@@ -119,6 +119,14 @@ int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r
 	return 0;
 }
 
+bool ur_xports_expose_any(const struct ur_xports *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->expose_region)
+			return true;
+	return false;
+}
+
 void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey)
 {
 	for (unsigned i = 0; i < s->n; i++)

@@ -129,6 +129,11 @@ struct ur_xport_region {
 	uint64_t iova;                  /* what the peer names */
 	uint64_t length;
 	void *host;                     /* where iova lands here */
+	/* A shared region (util/vm_share.h): a memfd mapped at share_base
+	 * here that holds host; share_id 0: none, the kernel copies. */
+	uint64_t share_id;
+	int share_fd;
+	uint64_t share_base, share_len;
 };
 
 /* A copy between our memory (iov) and what rkey names at va behind QP
@@ -176,7 +181,9 @@ struct ur_xport_ops {
 	 * process exposed the region, for dqpn's PD, with remote write, and
 	 * the range lies inside it.  0: every byte is there; -errno: not
 	 * placed (maybe some bytes were: the caller sends them all in packets
-	 * instead, and the receiver checks and places them as usual). */
+	 * instead, and the receiver checks and places them as usual).  1:
+	 * every byte is there, copied with memcpy through the region mapped
+	 * here (a shared region) rather than by the kernel. */
 	ur_xport_copy_fn *place;
 	/* The same the other way (a READ with one copy): len bytes of what
 	 * rkey names at va, with remote read, scattered into iov. */
@@ -225,6 +232,8 @@ bool ur_xports_rx_pending(struct ur_xports *s);
  * -errno and published nowhere. */
 int ur_xports_expose_region(struct ur_xports *s, const struct ur_xport_region *r);
 void ur_xports_revoke_region(struct ur_xports *s, uint32_t rkey);
+/* Whether a transport copies into our regions directly (exposes them). */
+bool ur_xports_expose_any(const struct ur_xports *s);
 void ur_xports_expose_qp(struct ur_xports *s, uint32_t qpn, uint32_t pd, uint32_t access);
 /* Summed over the transports. */
 void ur_xports_stats(struct ur_xports *s, struct ur_xport_stats *out);

@@ -26,14 +26,25 @@
 #    ibv_dereg_mr under a stream of 8 MiB WRITEs (nothing lands after it
 #    returns, the requester gets a remote access error); a requester killed
 #    mid-stream (the responder deregisters at once, guards intact).
+#  - shared regions (the responder's region moved into a memfd that the
+#    requester maps; or a memfd of the responder's own, MAP_SHARED, mapped
+#    as it is): the sizes, the dereg stream and UC copy with memcpy
+#    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
+#    kernel; fork after registration (the child has its own copy; parent
+#    and requester unaffected); `uroce devinfo -c` counts regions shared
+#    and copies by each path; integ_shared_mr: a thread writing a buffer
+#    while it is registered and deregistered 20 times loses no write, a
+#    deregistered region is private memory again (bytes kept, MADV_DONTNEED
+#    zeroes), and regions that cannot move (the stack, mlocked, file
+#    mappings) are registered all the same, kept private, said at info.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rc_pingpong_cases.sh"
 
 g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
 [ -n "$g4" ] || { ur_fail "uroce0 has no GID for 127.0.0.1"; ur_done; }
 uid=$(id -u)
-shm_file() { echo "/dev/shm/uroce-$uid-shm-$1-v2"; }
-bell_file() { echo "/dev/shm/uroce-$uid-bell-$1-v2"; }
+shm_file() { echo "/dev/shm/uroce-$uid-shm-$1-v3"; }
+bell_file() { echo "/dev/shm/uroce-$uid-bell-$1-v3"; }
 
 # shm_pp TAG PROG ARGS...: a pair over shared memory, both sides saying so.
 shm_pp() {
@@ -159,7 +170,7 @@ if ur_wait_listen "$port" "${UR_PID[midwrite.server]}"; then
 	ur_wait midwrite.client
 	ur_expect_grep midwrite.client "reached by shared memory \(ring" \
 		"midwrite: the client was writing by shared memory"
-	ur_expect_grep midwrite.client "copied straight into and out of its memory \(single copy\)" \
+	ur_expect_grep midwrite.client "copied straight into and out of its memory \(single copy\)|copied with memcpy through its shared regions" \
 		"midwrite: the client was copying straight into the server"
 	ur_expect_fail_fast midwrite.client "midwrite: the client, its server killed mid-WRITE"
 	ur_expect_grep midwrite.client "[Cc]ompletion with error|Failed status|status" \
@@ -184,11 +195,38 @@ sc_pair() {
 	ur_sanitizer_clean "$tag.server"
 	ur_sanitizer_clean "$tag.client"
 }
+MAPPED="copied with memcpy through its shared regions"
+KERNEL="copied straight into and out of its memory \(single copy\)"
+counter() { "$UR_BUILD/bin/uroce" devinfo -d uroce0 -c | awk -v n="$1" '$1 == n { print $2 }'; }
+shared0=$(counter mr_shared) mapped0=$(counter copies_mapped) kernel0=$(counter copies_kernel)
 UR_ENV=(UROCE_LOG=info)
-sc_pair sc.sizes sizes && ur_expect_grep sc.sizes.client \
-	"copied straight into and out of its memory \(single copy\)" "sc.sizes: the requester copied straight into the responder"
-sc_pair sc.uc uc && ur_expect_grep sc.uc.client \
-	"copied straight into and out of its memory \(single copy\)" "sc.uc: the requester copied straight into the responder"
+sc_pair sc.sizes sizes && {
+	ur_expect_grep sc.sizes.client "$MAPPED" "sc.sizes: the requester copied with memcpy into the responder's shared region"
+	ur_expect_no_grep sc.sizes.server "stays private" "sc.sizes: the responder's region moved"
+}
+shared1=$(counter mr_shared) mapped1=$(counter copies_mapped) kernel1=$(counter copies_kernel)
+if [ "${shared1:-0}" -gt "${shared0:-0}" ] && [ "${mapped1:-0}" -ge $(( ${mapped0:-0} + 20 )) ]; then
+	ur_pass "devinfo -c: regions shared +$(( shared1 - shared0 )), copies by memcpy +$(( mapped1 - mapped0 )), by the kernel +$(( kernel1 - kernel0 ))"
+else
+	ur_fail "devinfo -c: regions shared $shared0 -> $shared1, copies by memcpy $mapped0 -> $mapped1"
+fi
+sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
+sc_pair sc.memfd memfd && {
+	ur_expect_grep sc.memfd.client "$MAPPED" "sc.memfd: the requester copied with memcpy into the responder's own memfd"
+	ur_expect_no_grep sc.memfd.server "stays private" "sc.memfd: the responder's region is shared as it is"
+}
+sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
+UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
+sc_pair sc.kernel sizes && {
+	ur_expect_grep sc.kernel.client "$KERNEL" "sc.kernel: with UROCE_SHM_SHARE_MR=0 the kernel copies"
+	ur_expect_no_grep sc.kernel.client "$MAPPED" "sc.kernel: and nothing is copied with memcpy"
+}
+kernel2=$(counter copies_kernel)
+if [ "${kernel2:-0}" -ge $(( ${kernel1:-0} + 20 )) ]; then
+	ur_pass "devinfo -c: copies by the kernel +$(( kernel2 - kernel1 )) with UROCE_SHM_SHARE_MR=0"
+else
+	ur_fail "devinfo -c: copies by the kernel $kernel1 -> $kernel2 with UROCE_SHM_SHARE_MR=0"
+fi
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SINGLE_COPY=0)
 sc_pair sc.ring sizes && {
 	ur_expect_grep sc.ring.client "single copy off \(UROCE_SHM_SINGLE_COPY=0\)" "sc.ring: the requester says single copy is off"
@@ -196,9 +234,28 @@ sc_pair sc.ring sizes && {
 	ur_expect_grep sc.ring.client "reached by shared memory \(ring" "sc.ring: the rings carry the bytes"
 }
 UR_ENV=(UROCE_LOG=info)
-sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client \
-	"copied straight into and out of its memory \(single copy\)" "sc.dereg: the requester was copying straight into the responder"
+sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client "$MAPPED" \
+	"sc.dereg: the requester was copying with memcpy into the responder"
+UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
+sc_pair sc.dereg-kernel dereg && ur_expect_grep sc.dereg-kernel.client "$KERNEL" \
+	"sc.dereg-kernel: the requester was copying straight into the responder"
 UR_ENV=()
+
+# Shared regions in one process: writers during the move, back to
+# private memory, the regions that cannot move.
+for c in writer back fallback; do
+	UR_ENV=(UROCE_LOG=info)
+	ur_run "smr.$c" "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" "$c"
+	UR_ENV=()
+	ur_expect_rc "smr.$c" 0 "smr.$c: integ_shared_mr $c"
+	ur_report "smr.$c" grep -E '^(ok|FAIL): ' "$(ur_out "smr.$c")"
+	ur_sanitizer_clean "smr.$c"
+done
+for why in "the stack" "a thread's stack \\(or no huge pages asked\\)" locked \
+	"a private file mapping" "a shared mapping"; do
+	ur_expect_grep smr.fallback "stays private \($why\): peers copy into it with the kernel" \
+		"smr.fallback: a region that cannot move says so ($why)"
+done
 
 # A requester killed while it copies, left a zombie (its parent, a shell
 # that became `sleep`, never reaps it): the responder is not held up.

@@ -62,6 +62,10 @@ int ur_shm_expose_region(struct ur_xport *x, const struct ur_xport_region *r)
 		free_slot->iova = r->iova;
 		free_slot->length = r->length;
 		free_slot->host = (uint64_t)(uintptr_t)r->host;
+		free_slot->share_id = r->share_id;
+		free_slot->share_fd = r->share_fd;
+		free_slot->share_base = r->share_base;
+		free_slot->share_len = r->share_len;
 		__atomic_store_n(&free_slot->rkey, r->rkey, __ATOMIC_SEQ_CST);
 	}
 	pthread_mutex_unlock(&s->expose_lock);

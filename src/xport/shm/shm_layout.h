@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define UR_SHM_MAGIC 0x75534d52u        /* "uSMR" */
-#define UR_SHM_VERSION 2u
+#define UR_SHM_VERSION 3u
 #define UR_SHM_RINGS 32u                /* sending processes per receiver */
 #define UR_SHM_RING_BYTES (1u << 20)    /* a power of two */
 #define UR_SHM_ALIGN 64u                /* records start on a cache line */
@@ -77,18 +77,27 @@ _Static_assert(offsetof(struct ur_shm_ring_ctl, head) == 128, "head on its own l
  * owner fills it with rkey 0, then publishes rkey; it revokes by zeroing
  * rkey, then waits while a ring's copying names the slot.  A copier sets
  * copying, then reads rkey (both sequentially consistent): either it sees
- * the revocation or the owner sees it copying. */
+ * the revocation or the owner sees it copying.
+ *
+ * A shared region (share_id not 0) lies in a memfd, the owner's fd
+ * share_fd, mapped at share_base in the owner: a copier maps it once
+ * (opening /proc/<owner>/fd/<share_fd> while its copying names the slot,
+ * so the fd is still that memfd) and copies with memcpy.  share_id, never
+ * reused by the owner, tells a copier whether its mapping is still the
+ * region's. */
 struct ur_shm_region {
 	uint32_t rkey;                  /* 0: a free slot */
 	uint32_t pd;
 	uint32_t access;
-	uint32_t reserved;
+	int32_t share_fd;
 	uint64_t iova;
 	uint64_t length;
 	uint64_t host;                  /* in the owner's address space */
-	uint64_t pad;
+	uint64_t share_id;              /* 0: not shared, the kernel copies */
+	uint64_t share_base;            /* where the memfd's byte 0 is, in the owner */
+	uint64_t share_len;             /* its size */
 };
-_Static_assert(sizeof(struct ur_shm_region) == 48, "a region is 48 bytes");
+_Static_assert(sizeof(struct ur_shm_region) == 64, "a region is 64 bytes");
 
 /* A QP the owner exposes: the PD its remote keys must belong to, and the
  * remote access it grants (its qp_access_flags). */

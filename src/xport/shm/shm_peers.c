@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -128,8 +129,79 @@ static int claim_ring(struct ur_shm *s, struct ur_shm_file *f)
 	return -ENOSPC;
 }
 
+/* Peer lock held: unmaps its shared regions, all or (stale) those no
+ * longer published under the id we mapped. */
+static void drop_maps(struct ur_shm_peer *p, bool stale)
+{
+	if (!p->maps)
+		return;
+	for (unsigned i = 0; i < UR_SHM_REGIONS; i++) {
+		struct ur_shm_map *m = &p->maps[i];
+
+		if (!m->id || (stale && p->f && __atomic_load_n(&p->f->region[i].rkey, __ATOMIC_ACQUIRE) &&
+			       __atomic_load_n(&p->f->region[i].share_id, __ATOMIC_ACQUIRE) == m->id))
+			continue;
+		munmap(m->base, m->len);
+		m->id = 0;
+	}
+	if (!stale) {
+		free(p->maps);
+		p->maps = NULL;
+	}
+}
+
+uint8_t *ur_shm_peer_region_map(struct ur_shm_peer *p, unsigned slot)
+{
+	const struct ur_shm_region *g = &p->f->region[slot];
+	uint64_t id = __atomic_load_n(&g->share_id, __ATOMIC_ACQUIRE), len;
+	struct ur_shm_map *m;
+	char path[64];
+	struct stat st;
+	void *base;
+	int fd;
+
+	if (!id || p->map_refused)
+		return NULL;
+	if (!p->maps && !(p->maps = calloc(UR_SHM_REGIONS, sizeof(*p->maps))))
+		return NULL;
+	m = &p->maps[slot];
+	if (m->id == id)
+		return m->base;
+	if (m->id) {
+		munmap(m->base, m->len);
+		m->id = 0;
+	}
+	/* The slot is published and our copying names it: the owner keeps
+	 * the fd open until it has waited us out. */
+	len = __atomic_load_n(&g->share_len, __ATOMIC_RELAXED);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)p->pid,
+		 (int)__atomic_load_n(&g->share_fd, __ATOMIC_RELAXED));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		/* Not ours to open: never again for this process. */
+		ur_info(NULL, "process %d: its shared regions cannot be mapped here (%s): "
+			"the kernel copies into them", (int)p->pid, strerror(errno));
+		p->map_refused = true;
+		return NULL;
+	}
+	if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size < len) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return NULL;
+	m->id = id;
+	m->base = base;
+	m->len = len;
+	return base;
+}
+
 static void unmap_peer(struct ur_shm_peer *p)
 {
+	drop_maps(p, false);
 	if (p->f)
 		munmap(p->f, sizeof(*p->f));
 	if (p->bell_fd >= 0)
@@ -164,6 +236,8 @@ static int peer_new(struct ur_shm *s, struct ur_shm_peer *p, pid_t pid)
 	p->bell_fd = why;
 	p->dead = false;
 	p->blocked = false;
+	p->map_refused = false;
+	p->mapped_once = false;
 	pthread_mutex_unlock(&p->lock);
 	__atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 	return 0;
@@ -208,8 +282,17 @@ void ur_shm_peers_reap(struct ur_shm *s)
 	for (unsigned i = 0; i < UR_SHM_PEERS; i++) {
 		struct ur_shm_peer *p = &s->peers[i];
 
-		if (!p->pid || p->dead || !(kill(p->pid, 0) && errno == ESRCH))
+		if (!p->pid || p->dead)
 			continue;
+		if (!(kill(p->pid, 0) && errno == ESRCH)) {
+			/* Its regions deregistered: let their memory go. */
+			if (p->maps) {
+				pthread_mutex_lock(&p->lock);
+				drop_maps(p, true);
+				pthread_mutex_unlock(&p->lock);
+			}
+			continue;
+		}
 		pthread_mutex_lock(&p->lock);
 		p->dead = true;
 		unmap_peer(p);

@@ -13,12 +13,18 @@
  * and ptrace permission over the receiver: where the kernel refuses it
  * (Yama, a container's seccomp), the first refusal turns single copy off
  * for that peer, said once in the log.
+ *
+ * A shared region (its memory a memfd, util/vm_share.h) needs no system
+ * call: the producer maps the memfd once (shm_peers.c) and copies with
+ * memcpy, as a NIC's DMA would; where it cannot be mapped, the kernel
+ * copies as above.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <infiniband/verbs.h>
 
+#include "util/fault_guard.h"
 #include "util/log.h"
 #include "xport/shm/shm_priv.h"
 
@@ -27,8 +33,22 @@ static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 	return va >= start && len <= size && va - start <= size - len;
 }
 
+/* memcpy between our iov and the peer's bytes at dst: false if ours
+ * fault (unmapped under a live region). */
+static bool memcpy_with(uint8_t *dst, bool write, const struct iovec *iov, int niov)
+{
+	for (int i = 0; i < niov; i++) {
+		if (!(write ? ur_guarded_copy(dst, iov[i].iov_base, iov[i].iov_len)
+			    : ur_guarded_copy(iov[i].iov_base, dst, iov[i].iov_len)))
+			return false;
+		dst += iov[i].iov_len;
+	}
+	return true;
+}
+
 /* Copies into slot (write) or out of it, announced in our ring's copying
- * word so that a revocation waits for us.  Peer lock held. */
+ * word so that a revocation waits for us: 1 if by memcpy through the
+ * region mapped here, 0 if by the kernel, or -errno.  Peer lock held. */
 static int copy_with(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t pd, bool write,
 		     uint64_t va, const struct iovec *iov, int niov, uint64_t len)
 {
@@ -44,12 +64,20 @@ static int copy_with(struct ur_shm_peer *peer, int slot, uint32_t rkey, uint32_t
 	    (__atomic_load_n(&g->access, __ATOMIC_RELAXED) &
 	     (write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ)) &&
 	    inside(g->iova, g->length, va, len)) {
+		uint8_t *map = ur_shm_peer_region_map(peer, (unsigned)slot);
+
+		if (map) {
+			map += g->host - g->share_base + (va - g->iova);
+			ret = memcpy_with(map, write, iov, niov) ? 1 : -EFAULT;
+			goto out;
+		}
 		remote.iov_base = (void *)(uintptr_t)(g->host + (va - g->iova));
 		remote.iov_len = len;
 		n = write ? process_vm_writev(peer->pid, iov, (unsigned long)niov, &remote, 1, 0)
 			  : process_vm_readv(peer->pid, iov, (unsigned long)niov, &remote, 1, 0);
 		ret = n < 0 ? -errno : (uint64_t)n == len ? 0 : -EFAULT;
 	}
+out:
 	__atomic_store_n(&c->copying, 0, __ATOMIC_RELEASE);
 	return ret;
 }
@@ -91,6 +119,10 @@ static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqp
 			ur_info(NULL, "process %d: the kernel refuses to copy into it (%s): its "
 				"large WRITEs and READs go through the ring", (int)p->pid,
 				strerror(-ret));
+		} else if (ret == 1 && !peer->mapped_once) {
+			peer->mapped_once = true;
+			ur_info(NULL, "process %d: large WRITEs and READs copied with memcpy through "
+				"its shared regions (mapped here)", (int)p->pid);
 		} else if (!ret && !peer->placed_once) {
 			peer->placed_once = true;
 			ur_info(NULL, "process %d: large WRITEs and READs copied straight into and "
@@ -98,7 +130,7 @@ static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqp
 		}
 	}
 	pthread_mutex_unlock(&peer->lock);
-	if (!ret)
+	if (ret >= 0)
 		UR_SHM_COUNT(s, placed, 1);
 	return ret;
 }

@@ -30,6 +30,13 @@ struct ur_shm_path {
 };
 _Static_assert(sizeof(struct ur_shm_path) <= UR_PATH_PRIV_BYTES, "a shm path fits a path");
 
+/* One of a peer's shared regions, mapped here: its memfd whole. */
+struct ur_shm_map {
+	uint64_t id;                    /* the slot's share_id when mapped; 0: none */
+	uint8_t *base;
+	uint64_t len;
+};
+
 /* A process we send to: its file, the ring we claimed there, its bell. */
 struct ur_shm_peer {
 	pthread_mutex_t lock;           /* producers of this process; dead, f, bell_fd */
@@ -38,6 +45,11 @@ struct ur_shm_peer {
 	bool blocked;                   /* a send found the ring full */
 	bool place_refused;             /* the kernel refused a single copy into it */
 	bool placed_once;               /* a single copy into it worked (logged) */
+	bool map_refused;               /* its shared regions could not be mapped (logged) */
+	bool mapped_once;               /* a memcpy into one of them worked (logged) */
+	/* Its shared regions we mapped, by slot of its region table
+	 * (allocated on first use; peer lock). */
+	struct ur_shm_map *maps;
 	/* Our ring's tail after the last WRITE bytes sent through it: a copy
 	 * straight into the peer waits until it has taken them (in order). */
 	uint64_t write_tail;
@@ -112,6 +124,10 @@ int ur_shm_peer_get(struct ur_shm *s, pid_t pid);
 /* Tick: forget peers that died. */
 void ur_shm_peers_reap(struct ur_shm *s);
 void ur_shm_peers_close(struct ur_shm *s);
+/* Peer lock held, its copying naming slot: where the memfd of the shared
+ * region in slot is mapped here (mapped now if need be), or NULL (not
+ * shared, or it cannot be mapped: the kernel copies). */
+uint8_t *ur_shm_peer_region_map(struct ur_shm_peer *p, unsigned slot);
 /* pid's bell, opened read-write (never a FIFO without a reader: no SIGPIPE): the fd or -errno. */
 int ur_shm_open_bell(pid_t pid);
 /* Writes a byte to a FIFO (a bell); a full FIFO has rung already. */

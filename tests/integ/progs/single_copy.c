@@ -12,6 +12,13 @@
  *   other byte unchanged), and the requester READs the range back to an
  *   odd offset and compares it.  Last, a 1 MiB WRITE straddling the region's end
  *   by one byte: IBV_WC_REM_ACCESS_ERR, and not one byte changed.
+ * MODE fork: before the sizes, the responder forks a child after
+ *   registering: the child sees the region as it was at fork(), not a
+ *   byte the parent writes after fork() returns, and its own writes over
+ *   the whole region stay in the child; then the sizes as above (the
+ *   requester's WRITEs land in the parent alone).
+ * MODE memfd: the sizes into a region the responder mapped MAP_SHARED from
+ *   a memfd it keeps open: peers map that memfd as it is.
  * MODE uc: the same WRITEs on UC (no READ back, no straddling WRITE: UC
  *   has neither READ nor NAK).
  * MODE dereg: the requester keeps 8 MiB WRITEs in flight; the responder
@@ -29,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "vt.h"
 #include "vt_peer.h"
@@ -56,6 +65,7 @@ static struct vt_qp qp;
 static struct vt_buf buf, back;
 static int fd;
 static bool uc;          /* MODE uc: the sizes on UC (no READ, no NAK) */
+static int memfd = -1;   /* MODE memfd: buf is its MAP_SHARED mapping */
 
 static void die(const char *what)
 {
@@ -224,20 +234,84 @@ static void serve_killed(void)
 	vt_check(guards_intact(), "the guard bytes around the region are intact");
 }
 
+/* A child forked with the region registered (maybe shared with peers)
+ * has its own copy of it: what it writes stays with it, what the parent
+ * writes after fork() returns never reaches it. */
+static void fork_child_own_copy(void)
+{
+	size_t span = buf.len + 2 * VT_GUARD;
+	uint8_t *before = malloc(span), c = 0;
+	int go[2], status = -1;
+	pid_t pid;
+
+	if (!before || pipe(go))
+		die("fork case setup");
+	memcpy(before, buf.base, span);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		int bad = 0;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(3);
+		/* The parent wrote buf.p[0] ^ 0xff by now. */
+		if (memcmp(before, buf.base, span))
+			bad = 4;
+		memset(buf.p, 0xee, buf.len);
+		if (buf.p[buf.len - 1] != 0xee)
+			bad = 5;
+		_exit(bad);
+	}
+	close(go[0]);
+	buf.p[0] ^= 0xff;
+	if (write(go[1], &c, 1) != 1)
+		die("pipe");
+	close(go[1]);
+	waitpid(pid, &status, 0);
+	vt_check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		 "fork: the child saw the region as at fork() and not the parent's later write "
+		 "(status %#x)", status);
+	buf.p[0] ^= 0xff;
+	vt_check(!memcmp(before, buf.base, span),
+		 "fork: the child's writes over the region stayed in the child");
+	free(before);
+}
+
 static void serve(const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
 	uint8_t *shadow;
 
 	fd = vt_tcp_accept(port);
-	vt_buf_init(&buf, &dev, REGION, ALL_ACCESS, 0x21);
+	if (!strcmp(mode, "memfd")) {
+		/* vt_buf_init's layout, in a memfd of the process's own. */
+		memfd = memfd_create("single_copy", MFD_CLOEXEC);
+		if (memfd < 0 || ftruncate(memfd, REGION + 2 * VT_GUARD))
+			die("memfd");
+		buf.base = mmap(NULL, REGION + 2 * VT_GUARD, PROT_READ | PROT_WRITE, MAP_SHARED,
+				memfd, 0);
+		if (buf.base == MAP_FAILED)
+			die("mmap memfd");
+		buf.p = buf.base + VT_GUARD;
+		buf.len = REGION;
+		vt_buf_fill(&buf, 0x21);
+		buf.mr = ibv_reg_mr(dev.pd, buf.p, REGION, ALL_ACCESS);
+		if (!buf.mr)
+			die("ibv_reg_mr over the memfd");
+	} else {
+		vt_buf_init(&buf, &dev, REGION, ALL_ACCESS, 0x21);
+	}
 	vt_xfer(fd, &peer, sizeof(peer), false);
 	connect_qp(&peer);
 	me.rkey = buf.mr->rkey;
 	me.addr = (uintptr_t)buf.p;
 	hello_out(&me);     /* the requester connects after this: we are at RTR already */
 	vt_case = mode;
-	if (!strcmp(mode, "sizes") || uc) {
+	if (!strcmp(mode, "fork"))
+		fork_child_own_copy();
+	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "memfd") || uc) {
 		shadow = malloc(buf.len + 2 * VT_GUARD);
 		if (!shadow)
 			die("out of memory");
@@ -410,7 +484,7 @@ static void request(const char *host, const char *port, const char *mode)
 	if (vt_qp_connect_remote(&qp, peer.qpn, &peer.gid))
 		die("cannot connect the QP");
 	vt_case = mode;
-	if (!strcmp(mode, "sizes") || uc)
+	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "memfd") || uc)
 		request_sizes(&peer);
 	else if (!strcmp(mode, "dereg"))
 		request_dereg(&peer);
@@ -426,9 +500,9 @@ int main(int argc, char **argv)
 	if (argc < 6 || (strcmp(argv[3], "-s") && strcmp(argv[3], "-c")) ||
 	    (!strcmp(argv[3], "-c") && argc < 7) ||
 	    (strcmp(mode, "sizes") && strcmp(mode, "uc") && strcmp(mode, "dereg") &&
-	     strcmp(mode, "killed"))) {
+	     strcmp(mode, "killed") && strcmp(mode, "fork") && strcmp(mode, "memfd"))) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
-			"MODE: sizes, uc, dereg or killed\n", argv[0]);
+			"MODE: sizes, fork, memfd, uc, dereg or killed\n", argv[0]);
 		return 2;
 	}
 	uc = !strcmp(mode, "uc");
@@ -439,7 +513,14 @@ int main(int argc, char **argv)
 		request(argv[4], argv[5], mode);
 	vt_case = "teardown";
 	vt_qp_destroy(&qp);
-	vt_buf_free(&buf);
+	if (memfd >= 0) {
+		if (ibv_dereg_mr(buf.mr))
+			vt_fail("ibv_dereg_mr over the memfd");
+		munmap(buf.base, REGION + 2 * VT_GUARD);
+		close(memfd);
+	} else {
+		vt_buf_free(&buf);
+	}
 	if (back.base)
 		vt_buf_free(&back);
 	close(fd);

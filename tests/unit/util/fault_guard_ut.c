@@ -1,8 +1,11 @@
 /* util/fault_guard: an access to memory unmapped (or made inaccessible)
  * under it returns false and the process lives on; every other fault
- * still reaches the handler installed before, or kills as it would have. */
+ * still reaches the handler installed before, or kills as it would have.
+ * A write into a held range (a move, util/vm_share.c) waits for the
+ * release and is made then. */
 #include "ut.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -124,6 +127,44 @@ static void test_other_faults_pass_on(void)
 	munmap((void *)p, (size_t)page);
 }
 
+static volatile uint8_t *held_page;
+static volatile int wrote;
+
+static void *write_held(void *arg)
+{
+	(void)arg;
+	held_page[7] = 0x42;             /* faults: read-only while held */
+	__atomic_store_n(&wrote, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_hold(void)
+{
+	uint8_t *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	pthread_t t;
+	int hold;
+
+	UT_CHECK(p != MAP_FAILED);
+	if (p == MAP_FAILED)
+		return;
+	hold = ur_fault_guard_hold((uintptr_t)p, (uintptr_t)p + (uintptr_t)page);
+	UT_CHECK(hold >= 0);
+	UT_CHECK(!mprotect(p, (size_t)page, PROT_READ));
+	held_page = p;
+	UT_CHECK(!pthread_create(&t, NULL, write_held, NULL));
+	usleep(100000);
+	/* The writer waits in the handler while the range is held. */
+	UT_EQ(__atomic_load_n(&wrote, __ATOMIC_ACQUIRE), 0);
+	UT_EQ(p[7], 0);
+	UT_CHECK(!mprotect(p, (size_t)page, PROT_READ | PROT_WRITE));
+	ur_fault_guard_release(hold);
+	pthread_join(t, NULL);
+	UT_EQ(wrote, 1);
+	UT_EQ(p[7], 0x42);
+	munmap(p, (size_t)page);
+}
+
 int main(int argc, char **argv)
 {
 	page = sysconf(_SC_PAGESIZE);
@@ -140,5 +181,6 @@ int main(int argc, char **argv)
 	UT_RUN(test_copy);
 	UT_RUN(test_atomic);
 	UT_RUN(test_other_faults_pass_on);
+	UT_RUN(test_hold);
 	return UT_DONE();
 }

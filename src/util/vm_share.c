@@ -1,0 +1,445 @@
+#include "util/vm_share.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "util/copy.h"
+#include "util/fault_guard.h"
+
+/* A range that moved, with the regions that share it. */
+struct share {
+	struct share *next;
+	struct ur_vm_share sh;
+	unsigned refs;
+	uintptr_t lo, hi;       /* the addresses it serves here */
+	bool own;               /* the application's shared file: nothing moved */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* list, next_id, moves */
+static struct share *list;
+static uint64_t next_id = 1;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int fork_pipe[2] = { -1, -1 };
+
+static uintptr_t page_size(void)
+{
+	static uintptr_t pg;
+
+	if (!pg)
+		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+/* One mapping of /proc/self/smaps that [lo, hi) overlaps: whether it
+ * can move, else why not. */
+static const char *refuse(const char *head, const char *flags)
+{
+	char perms[8] = "", name[256] = "";
+	unsigned long long ino = 1;
+	int n = 0;
+
+	if (sscanf(head, "%*x-%*x %7s %*x %*s %llu %n", perms, &ino, &n) < 2)
+		return "unreadable mapping";
+	sscanf(head + n, "%255[^\n]", name);
+	if (strcmp(perms, "rw-p"))
+		return perms[3] == 's' ? "a shared mapping" : "not private read-write memory";
+	if (ino || (name[0] && strcmp(name, "[heap]")))
+		return !strcmp(name, "[stack]") ? "the stack" : "a private file mapping";
+	/* VmFlags: two letters a flag. */
+	for (const char *f = flags; f && f[0] && f[1]; f += 3) {
+		if (!strncmp(f, "lo", 2))
+			return "locked";
+		if (!strncmp(f, "ht", 2) || !strncmp(f, "hg", 2))
+			return "huge pages";
+		if (!strncmp(f, "gd", 2))
+			return "the stack";
+		/* MAP_STACK (Linux 6.7 on; or MADV_NOHUGEPAGE): a thread's
+		 * stack may be the mover's, or take a signal while read-only. */
+		if (!strncmp(f, "nh", 2))
+			return "a thread's stack (or no huge pages asked)";
+		if (!strncmp(f, "um", 2) || !strncmp(f, "uw", 2) || !strncmp(f, "ui", 2))
+			return "watched by userfaultfd";
+		if (f[2] != ' ')
+			break;
+	}
+	return NULL;
+}
+
+/* Whether [lo, hi) overlaps this thread's stack: read-only while it
+ * moves, the mover's own writes there would wait for themselves. */
+static bool on_my_stack(uintptr_t lo, uintptr_t hi)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	pthread_attr_t attr;
+	size_t size = 0;
+	void *addr = NULL;
+
+	if (here >= lo && here < hi)
+		return true;
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return false;
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	return addr && lo < (uintptr_t)addr + size && hi > (uintptr_t)addr;
+}
+
+/* Whether every page of [lo, hi) is memory that can move; *why if not. */
+static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
+{
+	char line[512], head[512] = "";
+	uintptr_t cur = lo, a = 0, b = 0;
+	bool in = false, ok = false;
+	FILE *f;
+
+	*why = "no mapping";
+	if (on_my_stack(lo, hi)) {
+		*why = "the stack";
+		return false;
+	}
+	f = fopen("/proc/self/smaps", "re");
+	if (!f) {
+		*why = "no /proc/self/smaps";
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long x, y;
+		char c;
+
+		if (sscanf(line, "%llx-%llx %c", &x, &y, &c) == 3 && strchr(line, '-') &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			a = (uintptr_t)x;
+			b = (uintptr_t)y;
+			in = b > cur && a < hi;
+			if (in && a > cur)
+				break;          /* a hole */
+			if (in)
+				snprintf(head, sizeof(head), "%s", line);
+			continue;
+		}
+		if (!in || strncmp(line, "VmFlags:", 8))
+			continue;
+		if ((*why = refuse(head, line + 9)))
+			break;
+		cur = b;
+		if (cur >= hi) {
+			ok = true;
+			break;
+		}
+		in = false;
+	}
+	fclose(f);
+	if (!ok && !*why)
+		*why = "no mapping";
+	return ok;
+}
+
+/* Copies [lo, hi) into a fresh mapping and puts that mapping in its
+ * place, the range read-only meanwhile (writers wait in the fault
+ * guard).  shared: the new backing is fd (MAP_SHARED at offset off);
+ * else private anonymous memory.  Lock held. */
+static int move(uintptr_t lo, uintptr_t hi, int fd, off_t off)
+{
+	size_t len = hi - lo;
+	void *tmp, *at;
+	int hold, ret = 0;
+
+	tmp = fd >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off)
+		      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return -errno;
+	hold = ur_fault_guard_hold(lo, hi);
+	if (hold < 0) {
+		munmap(tmp, len);
+		return hold;
+	}
+	if (mprotect((void *)lo, len, PROT_READ)) {
+		ret = -errno;
+		goto out;
+	}
+	ur_memcpy(tmp, (const void *)lo, len);
+	if (fd >= 0) {
+		at = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
+		munmap(tmp, len);
+	} else {
+		/* The pages themselves, not a copy of them: mremap. */
+		at = mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
+		if (at == MAP_FAILED)
+			munmap(tmp, len);
+	}
+	tmp = NULL;
+	if (at == MAP_FAILED) {
+		ret = -errno;
+		mprotect((void *)lo, len, PROT_READ | PROT_WRITE);
+	}
+out:
+	if (tmp)
+		munmap(tmp, len);
+	ur_fault_guard_release(hold);
+	return ret;
+}
+
+/* The parts of [sh->base, +len) still mapped from sh's memfd at their own
+ * offsets (the application may have unmapped or remapped some), each
+ * handed to fn.  Lock held. */
+static void foreach_still_ours(const struct ur_vm_share *sh, void (*fn)(uintptr_t, uintptr_t))
+{
+	uintptr_t lo = sh->base, hi = sh->base + sh->len;
+	uintptr_t part[64][2];
+	unsigned n = 0;
+	char line[512];
+	struct stat st;
+	FILE *f;
+
+	if (fstat(sh->fd, &st) || !(f = fopen("/proc/self/maps", "re")))
+		return;
+	while (n < 64 && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off, ino;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %llu", &a, &b, &off, &ino) != 4)
+			continue;
+		if (b <= lo || a >= hi || ino != (unsigned long long)st.st_ino ||
+		    off != a - lo)
+			continue;
+		part[n][0] = a > lo ? (uintptr_t)a : lo;
+		part[n][1] = b < hi ? (uintptr_t)b : hi;
+		n++;
+	}
+	fclose(f);
+	for (unsigned i = 0; i < n; i++)
+		fn(part[i][0], part[i][1]);
+}
+
+static void move_back(uintptr_t lo, uintptr_t hi)
+{
+	move(lo, hi, -1, 0);
+}
+
+/* Child of fork(), its only thread: its own copy of every shared range,
+ * before fork() returns, then the parent may go on. */
+static void child_copy(uintptr_t lo, uintptr_t hi)
+{
+	size_t len = hi - lo;
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (tmp == MAP_FAILED)
+		return;
+	ur_memcpy(tmp, (const void *)lo, len);
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED) {
+		/* No room for the copy: the child must not share; it loses
+		 * the range instead (as with MADV_DONTFORK). */
+		munmap(tmp, len);
+		munmap((void *)lo, len);
+	}
+}
+
+static void at_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+	if (list && pipe2(fork_pipe, O_CLOEXEC))
+		fork_pipe[0] = fork_pipe[1] = -1;
+}
+
+static void at_parent(void)
+{
+	char c;
+
+	if (fork_pipe[0] >= 0) {
+		close(fork_pipe[1]);
+		/* EOF: the child copied, or died. */
+		while (read(fork_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(fork_pipe[0]);
+		fork_pipe[0] = fork_pipe[1] = -1;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static void at_child(void)
+{
+	struct share *s, *next;
+
+	for (s = list; s; s = next) {
+		next = s->next;
+		/* The application's own shared file: shared by its choice. */
+		if (!s->own)
+			foreach_still_ours(&s->sh, child_copy);
+		close(s->sh.fd);
+		free(s);
+	}
+	list = NULL;
+	if (fork_pipe[0] >= 0) {
+		close(fork_pipe[0]);
+		close(fork_pipe[1]);
+		fork_pipe[0] = fork_pipe[1] = -1;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* An fd of this process open on the file (dev, ino), dup'd, or -1. */
+static int find_fd(unsigned dev_major, unsigned dev_minor, unsigned long long ino)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/fd");
+	int found = -1;
+
+	if (!dir)
+		return -1;
+	while (found < 0 && (d = readdir(dir))) {
+		struct stat st;
+		int fd = atoi(d->d_name);
+
+		if (d->d_name[0] == '.' || fd == dirfd(dir) || fstat(fd, &st) ||
+		    !S_ISREG(st.st_mode) || st.st_ino != ino || major(st.st_dev) != dev_major ||
+		    minor(st.st_dev) != dev_minor)
+			continue;
+		found = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* [lo, hi) inside one MAP_SHARED read-write mapping of a file this
+ * process holds open (a memfd, a file in /dev/shm): that file, as it is,
+ * for peers to map; its byte 0 where it would be here.  Lock held. */
+static int own_object(uintptr_t lo, uintptr_t hi, struct ur_vm_share *sh, uintptr_t *vlo,
+		      uintptr_t *vhi)
+{
+	char line[512], perms[8];
+	unsigned long long a, b, off, ino;
+	unsigned maj, min;
+	bool hit = false;
+	struct stat st;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &a, &b, perms, &off, &maj, &min,
+			   &ino) != 7 || b <= lo || a >= hi)
+			continue;
+		hit = a <= lo && b >= hi && !strcmp(perms, "rw-s") && ino && off <= a;
+		break;
+	}
+	fclose(f);
+	if (!hit)
+		return -ENOENT;
+	sh->fd = find_fd(maj, min, ino);
+	if (sh->fd < 0)
+		return -ENOENT;
+	sh->base = (uintptr_t)(a - off);
+	sh->len = (size_t)(b - sh->base);
+	*vlo = (uintptr_t)a;
+	*vhi = (uintptr_t)b;
+	if (fstat(sh->fd, &st) || (uint64_t)st.st_size < sh->len) {
+		close(sh->fd);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void atfork_install(void)
+{
+	pthread_atfork(at_prepare, at_parent, at_child);
+}
+
+int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char **why)
+{
+	uintptr_t pg = page_size(), lo = (uintptr_t)addr & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
+	struct share *s;
+	int fd, ret;
+
+	*why = NULL;
+	if (!len || hi < lo) {
+		*why = "empty";
+		return -EINVAL;
+	}
+	ur_fault_guard_install();
+	pthread_once(&atfork_once, atfork_install);
+	pthread_mutex_lock(&lock);
+	for (s = list; s; s = s->next) {
+		if (lo >= s->lo && hi <= s->hi) {
+			s->refs++;
+			*out = s->sh;
+			pthread_mutex_unlock(&lock);
+			return 0;
+		}
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	if (!own_object(lo, hi, &s->sh, &s->lo, &s->hi)) {
+		s->own = true;
+		goto add;
+	}
+	if (!movable(lo, hi, why)) {
+		ret = -EOPNOTSUPP;
+		goto err_free;
+	}
+	fd = memfd_create("uroce-mr", MFD_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		*why = "memfd_create failed";
+		goto err_free;
+	}
+	if (ftruncate(fd, (off_t)(hi - lo))) {
+		ret = -errno;
+		*why = "no room for the memfd";
+		goto err_close;
+	}
+	ret = move(lo, hi, fd, 0);
+	if (ret) {
+		*why = "the pages could not move";
+		goto err_close;
+	}
+	s->sh.fd = fd;
+	s->sh.base = s->lo = lo;
+	s->sh.len = hi - lo;
+	s->hi = hi;
+add:
+	s->sh.id = next_id++;
+	s->refs = 1;
+	s->next = list;
+	list = s;
+	*out = s->sh;
+	pthread_mutex_unlock(&lock);
+	return 0;
+
+err_close:
+	close(fd);
+err_free:
+	free(s);
+err_unlock:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void ur_vm_share_put(const struct ur_vm_share *sh)
+{
+	struct share **pp, *s;
+
+	pthread_mutex_lock(&lock);
+	for (pp = &list; (s = *pp); pp = &s->next)
+		if (s->sh.id == sh->id)
+			break;
+	if (s && !--s->refs) {
+		*pp = s->next;
+		if (!s->own)
+			foreach_still_ours(&s->sh, move_back);
+		close(s->sh.fd);
+		free(s);
+	}
+	pthread_mutex_unlock(&lock);
+}
