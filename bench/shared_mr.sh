@@ -6,6 +6,8 @@
 #
 #   bench/shared_mr.sh BUILD_DIR BASELINE_BUILD_DIR [ROUNDS]   (default 3 rounds)
 #
+# The new build runs with UROCE_SHM_SHARE_MR=1 (private memory moves into a
+# memfd only when asked: docs/design.md, "Shared regions").
 # Prints each run's BW average (MB/s), then the median of each figure for
 # both builds, their ratio, and each as a fraction of memcpy's 1 MiB
 # figure (bench_memcpy, the median of ROUNDS runs).
@@ -16,13 +18,14 @@ rounds=${3:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# bw BUILD PROG SIZE: the client's BW average in MB/s.
+# bw BUILD PROG SIZE [ENV...]: the client's BW average in MB/s.
 bw() {
 	local port=$((20000 + RANDOM % 20000)) spid
-	"$1/bin/uroce" run -- "$2" -d uroce0 -x 1 -p "$port" -s "$3" -D 3 >"$tmp/s" 2>&1 &
+	env "${@:4}" "$1/bin/uroce" run -- "$2" -d uroce0 -x 1 -p "$port" -s "$3" -D 3 >"$tmp/s" 2>&1 &
 	spid=$!
 	sleep 1
-	"$1/bin/uroce" run -- "$2" -d uroce0 -x 1 -p "$port" -s "$3" -D 3 127.0.0.1 >"$tmp/c" 2>&1 || true
+	env "${@:4}" "$1/bin/uroce" run -- "$2" -d uroce0 -x 1 -p "$port" -s "$3" -D 3 127.0.0.1 \
+		>"$tmp/c" 2>&1 || true
 	wait "$spid" || true
 	awk -v s="$3" '$1 == s && NF >= 4 { print $4; exit }' "$tmp/c"
 }
@@ -33,9 +36,9 @@ for ((r = 0; r < rounds; r++)); do
 	"$build/bin/bench_memcpy" | awk '$1 == 1048576 { print $2 * 1000; exit }' >>"$tmp/memcpy"
 	for fig in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_read_bw 65536"; do
 		for which in base new; do
-			dir=$base
-			[ "$which" = new ] && dir=$build
-			v=$(bw "$dir" $fig)
+			dir=$base envs=()
+			[ "$which" = new ] && dir=$build envs=(UROCE_SHM_SHARE_MR=1)
+			v=$(bw "$dir" $fig "${envs[@]}")
 			echo "round $r $which $fig: ${v:-none} MB/s"
 			echo "${v:-0}" >>"$tmp/${fig// /_}.$which"
 		done

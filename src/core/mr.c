@@ -362,18 +362,27 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 }
 
 /* UROCE_SHM_SHARE_MR=0 keeps every region private; so does single copy
- * off, which would never use the mapping. */
-static bool share_on(void)
+ * off, which would never use the mapping.  Private memory moves into a
+ * memfd only with UROCE_SHM_SHARE_MR=1: a thread writing the range while
+ * it moves faults, and waits in uroce's SIGSEGV handler, but a program
+ * that installs its own handler after uroce's and does not pass the
+ * fault on (UCX does: io_demo died of it) is killed instead.  Memory the
+ * program shares already (a MAP_SHARED memfd or /dev/shm file) needs no
+ * move, and is mapped by peers by default. */
+static int share_mode(void)
 {
-	static int on = -1;
+	static int mode = -1;
 
-	if (on < 0) {
+	if (mode < 0) {
 		const char *v = getenv("UROCE_SHM_SHARE_MR");
 		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
 
-		on = !(v && !strcmp(v, "0")) && !(sc && !strcmp(sc, "0"));
+		if ((v && !strcmp(v, "0")) || (sc && !strcmp(sc, "0")))
+			mode = 0;
+		else
+			mode = v && !strcmp(v, "1") ? 2 : 1;
 	}
-	return on;
+	return mode;
 }
 
 /* Moves the pages of mr into a memfd that peers map, filling r's share
@@ -383,9 +392,9 @@ static void share(struct ur_context *ctx, struct ur_mr *mr, struct ur_xport_regi
 	const char *why = NULL;
 	int ret;
 
-	if (!share_on() || mr->implicit || mr->dm_users || !ur_xports_expose_any(ctx->xports))
+	if (!share_mode() || mr->implicit || mr->dm_users || !ur_xports_expose_any(ctx->xports))
 		return;
-	ret = ur_vm_share_get(mr->host, mr->length, &mr->share, &why);
+	ret = ur_vm_share_get(mr->host, mr->length, share_mode() == 2, &mr->share, &why);
 	if (ret) {
 		ur_info(NULL, "region %p+%llu stays private (%s): peers copy into it with "
 			"the kernel", (void *)mr->host, (unsigned long long)mr->length,

@@ -352,7 +352,8 @@ static void atfork_install(void)
 	pthread_atfork(at_prepare, at_parent, at_child);
 }
 
-int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char **why)
+int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *out,
+		    const char **why)
 {
 	uintptr_t pg = page_size(), lo = (uintptr_t)addr & ~(pg - 1);
 	uintptr_t hi = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
@@ -383,6 +384,11 @@ int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char 
 	if (!own_object(lo, hi, &s->sh, &s->lo, &s->hi)) {
 		s->own = true;
 		goto add;
+	}
+	if (!may_move) {
+		*why = "private memory moves only with UROCE_SHM_SHARE_MR=1";
+		ret = -EOPNOTSUPP;
+		goto err_free;
 	}
 	if (!movable(lo, hi, why)) {
 		ret = -EOPNOTSUPP;

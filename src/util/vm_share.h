@@ -31,6 +31,7 @@
 #ifndef UROCE_UTIL_VM_SHARE_H
 #define UROCE_UTIL_VM_SHARE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,9 +43,12 @@ struct ur_vm_share {
 };
 
 /* Moves the pages of [addr, addr+len) into a memfd (or takes a reference
- * on the one they are in): 0 and *out, or -errno and *why says why they
- * stay private (-EOPNOTSUPP: not memory that can move). */
-int ur_vm_share_get(void *addr, size_t len, struct ur_vm_share *out, const char **why);
+ * on the one they are in, or on the file the process shares them through
+ * already): 0 and *out, or -errno and *why says why they stay private
+ * (-EOPNOTSUPP: not memory that can move, or may_move false and nothing
+ * shares them yet). */
+int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *out,
+		    const char **why);
 
 /* Drops a reference; the last moves the range back to private anonymous
  * memory and closes the memfd. */

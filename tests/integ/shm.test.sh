@@ -196,10 +196,13 @@ sc_pair() {
 	ur_sanitizer_clean "$tag.client"
 }
 MAPPED="copied with memcpy through its shared regions"
+# Private memory moves into a memfd only when asked (UROCE_SHM_SHARE_MR=1,
+# src/core/mr.c says why); a memfd the program maps itself is shared as it is.
+MOVE=UROCE_SHM_SHARE_MR=1
 KERNEL="copied straight into and out of its memory \(single copy\)"
 counter() { "$UR_BUILD/bin/uroce" devinfo -d uroce0 -c | awk -v n="$1" '$1 == n { print $2 }'; }
 shared0=$(counter mr_shared) mapped0=$(counter copies_mapped) kernel0=$(counter copies_kernel)
-UR_ENV=(UROCE_LOG=info)
+UR_ENV=(UROCE_LOG=info "$MOVE")
 sc_pair sc.sizes sizes && {
 	ur_expect_grep sc.sizes.client "$MAPPED" "sc.sizes: the requester copied with memcpy into the responder's shared region"
 	ur_expect_no_grep sc.sizes.server "stays private" "sc.sizes: the responder's region moved"
@@ -211,11 +214,19 @@ else
 	ur_fail "devinfo -c: regions shared $shared0 -> $shared1, copies by memcpy $mapped0 -> $mapped1"
 fi
 sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
+sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
+# By default: a memfd the responder maps itself is shared as it is, heap
+# memory stays private and the kernel copies into it.
+UR_ENV=(UROCE_LOG=info)
 sc_pair sc.memfd memfd && {
 	ur_expect_grep sc.memfd.client "$MAPPED" "sc.memfd: the requester copied with memcpy into the responder's own memfd"
 	ur_expect_no_grep sc.memfd.server "stays private" "sc.memfd: the responder's region is shared as it is"
 }
-sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
+sc_pair sc.default sizes && {
+	ur_expect_grep sc.default.server "stays private \(private memory moves only with UROCE_SHM_SHARE_MR=1\)" \
+		"sc.default: heap memory stays private unless asked, and says so"
+	ur_expect_grep sc.default.client "$KERNEL" "sc.default: the kernel copies into it"
+}
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
 sc_pair sc.kernel sizes && {
 	ur_expect_grep sc.kernel.client "$KERNEL" "sc.kernel: with UROCE_SHM_SHARE_MR=0 the kernel copies"
@@ -223,7 +234,7 @@ sc_pair sc.kernel sizes && {
 }
 kernel2=$(counter copies_kernel)
 if [ "${kernel2:-0}" -ge $(( ${kernel1:-0} + 20 )) ]; then
-	ur_pass "devinfo -c: copies by the kernel +$(( kernel2 - kernel1 )) with UROCE_SHM_SHARE_MR=0"
+	ur_pass "devinfo -c: copies by the kernel +$(( kernel2 - kernel1 )) by default and with UROCE_SHM_SHARE_MR=0"
 else
 	ur_fail "devinfo -c: copies by the kernel $kernel1 -> $kernel2 with UROCE_SHM_SHARE_MR=0"
 fi
@@ -233,7 +244,7 @@ sc_pair sc.ring sizes && {
 	ur_expect_no_grep sc.ring.client "copied straight" "sc.ring: and copies nothing straight"
 	ur_expect_grep sc.ring.client "reached by shared memory \(ring" "sc.ring: the rings carry the bytes"
 }
-UR_ENV=(UROCE_LOG=info)
+UR_ENV=(UROCE_LOG=info "$MOVE")
 sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client "$MAPPED" \
 	"sc.dereg: the requester was copying with memcpy into the responder"
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
@@ -244,7 +255,7 @@ UR_ENV=()
 # Shared regions in one process: writers during the move, back to
 # private memory, the regions that cannot move.
 for c in writer back fallback; do
-	UR_ENV=(UROCE_LOG=info)
+	UR_ENV=(UROCE_LOG=info "$MOVE")
 	ur_run "smr.$c" "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" "$c"
 	UR_ENV=()
 	ur_expect_rc "smr.$c" 0 "smr.$c: integ_shared_mr $c"
