@@ -52,7 +52,7 @@ KNOWN_CIRCLES = [
      "rdmacm/mcast.c", "rdmacm/sidr.c"},
     {"wire/crc32.c", "wire/crc32_clmul.c"},
     # udp_priv.h's socket loop macro calls udp_sock.c's ur_udp_sock_at, and
-    # udp_sock.c includes udp_priv.h (a circle farm-studio does not draw).
+    # udp_sock.c includes udp_priv.h (a circle through a macro in the header).
     {"xport/udp/udp_priv.h", "xport/udp/udp_sock.c"},
 ]
 
