@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "private_ns.h"
+
 #include "core/context.h"
 #include "core/qp.h"
 #include "verbs/dc_abi.h"
@@ -185,7 +187,7 @@ void fuzz_stack_setup(void)
 	int n;
 
 #ifndef UR_FUZZ_REPLAY
-	if (unshare(CLONE_NEWNET) == 0)
+	if (ur_test_private_ns(0) == 0)
 #endif
 		lo_up();
 	list = ibv_get_device_list(&n);
