@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include "core/qp.h"
 #include "verbs/dc_abi.h"
 #include "core/srq.h"
+#include "host/registry.h"
 #include "rel/comp.h"
 #include "rel/run.h"
 #include "util/clock.h"
@@ -34,6 +36,18 @@ static const struct ur_xport_ops drop_ops = { .name = "drop", .send = drop_send,
 static struct ur_xport drop_xport = { .ops = &drop_ops };
 
 struct fuzz_stack fz;
+
+/* The namespace's registry files go with it: nobody else would reclaim
+ * them (runs after the engine's exit handler, registered later). */
+static void forget_registry(void)
+{
+	char path[128];
+
+	if (ur_registry_path()[0])
+		unlink(ur_registry_path());
+	ur_registry_router_lock_path(path, sizeof(path));
+	unlink(path);
+}
 
 static void lo_up(void)
 {
@@ -189,7 +203,10 @@ void fuzz_stack_setup(void)
 #ifndef UR_FUZZ_REPLAY
 	if (ur_test_private_ns(0) == 0)
 #endif
+	{
 		lo_up();
+		atexit(forget_registry);
+	}
 	list = ibv_get_device_list(&n);
 	FUZZ_ASSERT(list && n > 0);
 	fz.ctx = ibv_open_device(list[0]);            /* uroce0: lo */
