@@ -459,8 +459,9 @@ out:
 
 /* Registries of this version in /dev/shm, other than ours, whose
  * namespace is gone.  The uid in a name is not checked against ours: one
- * made in a user namespace carries the uid seen there, and the file's
- * owner is what says whose it is. */
+ * made in a user namespace by an earlier uroce carries the uid seen there
+ * (now the machine's, ur_host_uid), and the file's owner is what says
+ * whose it is. */
 static int sweep_dead_netns(void)
 {
 	DIR *dir = opendir("/dev/shm");
