@@ -12,6 +12,7 @@ static const struct ur_cmd cmds[] = {
 	{ "netdev", "the network interface of each device (ibdev2netdev)", cmd_netdev },
 	{ "link", "show ports; add or delete software devices (rdma link)", cmd_link },
 	{ "devnodes", "the /dev/infiniband nodes UCX looks for (create as root)", cmd_devnodes },
+	{ "sysfs", "write the devices as /sys/class shows RDMA devices (uroce run does)", cmd_sysfs },
 	{ "gid", "GID tables, the GID index for a peer, GID<->IP", cmd_gid },
 	{ "pingpong", "ping-pong one operation (send/write/read/atomics) over RC/UC/UD", cmd_pingpong },
 	{ "srq-server", "serve many RC clients on one SRQ and CQ, counting and checking", cmd_srq_server },
