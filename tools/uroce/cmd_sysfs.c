@@ -3,11 +3,12 @@
  * files themselves (rdma-core's pyverbs tests, ibdev2netdev, show_gids) find
  * them.  `uroce run` calls it on the tmpfs it mounts over /sys/class.
  *
- * Everything is read through the library: the device files and GID entries
- * through ibv_read_sysfs_file (uroce's library answers them from its own
- * state, the same answers a program asking the library gets), the port's
- * state and rate through ibv_query_port.  What is written is a snapshot of
- * that moment. */
+ * Everything is read through the library: the device files through
+ * ibv_read_sysfs_file (uroce's library answers them from its own state, the
+ * same answers a program asking the library gets), the GID table through
+ * ibv_query_gid_table, the port's state and rate through ibv_query_port.  What is written is a snapshot of
+ * that moment; the counters, which move all the time, are left to the
+ * library (uroce devinfo -c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -29,7 +30,7 @@ static const char sysfs_help[] =
 	"\n"
 	"Writes the uroce devices under DIR as the kernel shows an RDMA device\n"
 	"under /sys/class: DIR/infiniband/DEV/{node_guid,node_type,fw_ver,...,\n"
-	"ports/1/{state,rate,gids/N,gid_attrs/...,hw_counters/...},device/net/IF}\n"
+	"ports/1/{state,rate,gids/N,gid_attrs/...},device/net/IF}\n"
 	"and DIR/infiniband_verbs/uverbs-DEV/ibdev.  A snapshot: the values of now.\n"
 	"'uroce run' writes them over a private /sys/class (see uroce-run(1)).\n";
 
@@ -135,10 +136,49 @@ static void rate_text(const struct ibv_port_attr *pa, char *out, size_t len)
 		 name);
 }
 
+/* gids/N for every slot of the table (zeros where empty, as the kernel
+ * shows them), gid_attrs/{types,ndevs}/N for the valid ones.  One table
+ * query: the per-file answers of ibv_read_sysfs_file cost a millisecond or
+ * so each, and a table has tens of slots. */
+static int write_gids(struct ibv_context *ctx, const char *devdir, uint8_t port, int len)
+{
+	struct ur_gid_info t[256];
+	int n = ur_gid_table(ctx, port, t, 256), rc = 0;
+	char text[sizeof(t[0].netdev) + 48];
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < len && i < 256; i++) {
+		const struct ur_gid_info *g = NULL;
+		uint8_t raw[16] = { 0 };
+
+		for (int k = 0; k < n && !g; k++)
+			if ((int)t[k].e.gid_index == i)
+				g = &t[k];
+		if (g)
+			memcpy(raw, g->e.gid.raw, sizeof(raw));
+		snprintf(text, sizeof(text), "%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x\n", raw[0], raw[1], raw[2], raw[3],
+			 raw[4], raw[5], raw[6], raw[7], raw[8], raw[9], raw[10], raw[11], raw[12],
+			 raw[13], raw[14], raw[15]);
+		rc |= put(devdir, text, "ports/%u/gids/%d", port, i);
+		/* An empty slot's type and interface fail with EINVAL in the
+		 * kernel; a file cannot, so there is none. */
+		if (!g)
+			continue;
+		rc |= put(devdir, g->e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2\n" : "IB/RoCE v1\n",
+			  "ports/%u/gid_attrs/types/%d", port, i);
+		if (g->netdev[0]) {
+			snprintf(text, sizeof(text), "%s\n", g->netdev);
+			rc |= put(devdir, text, "ports/%u/gid_attrs/ndevs/%d", port, i);
+		}
+	}
+	return rc ? -1 : 0;
+}
+
 static int write_port(struct ibv_context *ctx, const char *devdir, uint8_t port)
 {
-	const char *ibdev_path = ctx->device->ibdev_path;
-	char text[128], file[128], nd[IF_NAMESIZE] = "";
+	char text[128], nd[IF_NAMESIZE] = "";
 	struct ibv_port_attr pa;
 	int rc = 0;
 
@@ -164,18 +204,9 @@ static int write_port(struct ibv_context *ctx, const char *devdir, uint8_t port)
 	rc |= put(devdir, text, "ports/%u/sm_sl", port);
 	snprintf(text, sizeof(text), "0x%08x\n", pa.port_cap_flags);
 	rc |= put(devdir, text, "ports/%u/cap_mask", port);
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		snprintf(file, sizeof(file), "ports/%u/gids/%d", port, i);
-		rc |= copy_file(devdir, ibdev_path, file);
-		snprintf(file, sizeof(file), "ports/%u/gid_attrs/types/%d", port, i);
-		rc |= copy_file(devdir, ibdev_path, file);
-		snprintf(file, sizeof(file), "ports/%u/gid_attrs/ndevs/%d", port, i);
-		rc |= copy_file(devdir, ibdev_path, file);
-	}
-	for (size_t i = 0; i < ur_hw_counter_count; i++) {
-		snprintf(file, sizeof(file), "ports/%u/hw_counters/%s", port, ur_hw_counter_names[i]);
-		rc |= copy_file(devdir, ibdev_path, file);
-	}
+	rc |= write_gids(ctx, devdir, port, pa.gid_tbl_len);
+	/* No hw_counters/: a file written now would never move while the
+	 * program's traffic does; the library answers them live. */
 	/* DEV/device/net/IF: the kernel's is the interface's directory under the
 	 * device both share; here a link to the interface's real entry. */
 	if (!ur_port_netdev(ctx, port, nd, sizeof(nd))) {

@@ -13,10 +13,6 @@ int ur_devinfo_print(struct ibv_context *ctx, int only_port, bool verbose, bool 
 /* ibv_devinfo's name of a port state ("PORT_ACTIVE"). */
 const char *ur_port_state_str(enum ibv_port_state s);
 
-/* The hw_counters names rxe and uroce use, which uroce's library answers. */
-extern const char *const ur_hw_counter_names[];
-extern const size_t ur_hw_counter_count;
-
 /* Prints PORT's hw_counters as "\t\t\tcounters:" lines. */
 void ur_devinfo_print_counters(struct ibv_context *ctx, int port);
 

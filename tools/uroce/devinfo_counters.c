@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ur_hw_counter_names[] = {
+static const char *const known_names[] = {
 	"sent_pkts", "rcvd_pkts", "duplicate_request", "out_of_seq_request",
 	"rcvd_rnr_err", "send_rnr_err", "rcvd_seq_err", "ack_deferred",
 	"retry_exceeded_err", "retry_rnr_exceeded_err", "completer_retry_err",
@@ -22,7 +22,6 @@ const char *const ur_hw_counter_names[] = {
 	"injected_reorder", "injected_dup", "injected_corrupt",
 	"mr_shared", "copies_mapped", "copies_kernel",
 };
-const size_t ur_hw_counter_count = sizeof(ur_hw_counter_names) / sizeof(ur_hw_counter_names[0]);
 
 static void print_one(const char *ibdev_path, int port, const char *name)
 {
@@ -51,8 +50,8 @@ void ur_devinfo_print_counters(struct ibv_context *ctx, int port)
 	snprintf(dir, sizeof(dir), "%s/ports/%d/hw_counters", path, port);
 	dp = opendir(dir);
 	if (!dp) {
-		for (size_t i = 0; i < ur_hw_counter_count; i++)
-			print_one(path, port, ur_hw_counter_names[i]);
+		for (size_t i = 0; i < sizeof(known_names) / sizeof(known_names[0]); i++)
+			print_one(path, port, known_names[i]);
 		return;
 	}
 	while ((d = readdir(dp)) && n < 256)
