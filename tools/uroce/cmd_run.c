@@ -311,8 +311,8 @@ int cmd_run(int argc, char **argv)
 		hint_ucx_nodes();
 	if (wants_verbs_msg(argv[first], &argv[first + 1]))
 		hint_libfabric_lo();
-	if (sysfs_view)
-		ur_run_sysfs_view();   /* says why not itself */
+	if (sysfs_view && ur_run_sysfs_view() == -2)   /* says why not itself */
+		return UR_EXIT_FAIL;
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

@@ -52,25 +52,26 @@ static int write_text(const char *path, const char *text)
 	return n == len ? 0 : -1;
 }
 
-/* A user namespace in which the caller keeps its own uid and gid (so the
+/* In a new user namespace: the caller keeps its own uid and gid (so the
  * program sees itself as before) and holds the capabilities to mount in the
  * mount namespace made with it; they are dropped again when PROG is executed
- * under a non-zero uid.  Files of other users show as the overflow id. */
-static int enter_user_ns(void)
+ * under a non-zero uid.  Files of other users show as the overflow id.  The
+ * ids are those of before the unshare: getuid() answers the overflow uid
+ * until the map is written. */
+static uid_t own_uid;
+static gid_t own_gid;
+
+static int map_own_ids(void)
 {
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
 	char map[64];
 
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
-		return -1;
 	/* setgroups must be denied before an unprivileged gid_map is written. */
 	if (write_text("/proc/self/setgroups", "deny"))
 		return -1;
-	snprintf(map, sizeof(map), "%u %u 1", uid, uid);
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)own_uid, (unsigned)own_uid);
 	if (write_text("/proc/self/uid_map", map))
 		return -1;
-	snprintf(map, sizeof(map), "%u %u 1", gid, gid);
+	snprintf(map, sizeof(map), "%u %u 1", (unsigned)own_gid, (unsigned)own_gid);
 	return write_text("/proc/self/gid_map", map);
 }
 
@@ -217,17 +218,28 @@ int ur_run_sysfs_view(void)
 
 	if (have_view())
 		return 0;
+	own_uid = geteuid();
+	own_gid = getegid();
 	if (unshare(CLONE_NEWNS)) {
 		int err = errno;
 
-		if (err != EPERM || enter_user_ns()) {
+		if (err == EPERM && !unshare(CLONE_NEWUSER | CLONE_NEWNS)) {
+			/* No way back from here: a program left in a user namespace
+			 * without its uid mapped would run as the overflow uid. */
+			if (map_own_ids()) {
+				fprintf(stderr, "uroce run: cannot map uid %u in the user namespace "
+					"made for the /sys/class view: %s (uroce run --no-sysfs runs "
+					"without it)\n", (unsigned)own_uid, strerror(errno));
+				return -2;
+			}
+			userns = true;
+		} else {
 			fprintf(stderr, "uroce run: no /sys/class view for the program (unshare: %s; "
 				"it needs root or unprivileged user namespaces): it will not find "
 				"uroce's devices under /sys/class/infiniband\n",
 				strerror(err == EPERM ? errno : err));
 			return -1;
 		}
-		userns = true;
 	}
 	/* Mounts made here stay here; the host's later mounts still reach in. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
