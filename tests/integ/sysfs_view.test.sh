@@ -8,6 +8,8 @@
 #    infiniband_verbs/*/ibdev name the devices; an ibdev2netdev-style loop
 #    and a show_gids-style loop over the files give the same; a real class
 #    (/sys/class/net) still resolves; the view is read-only;
+#  - a kernel's own RDMA devices (mocked in a namespace of the test's own):
+#    kept beside uroce's, as links to the same targets, files bound back;
 #  - outside, and with --no-sysfs or UROCE_SYSFS=0: /sys/class as it was;
 #  - as a user (nobody): the same view inside a user namespace keeping the
 #    uid, where the kernel allows one; in a chroot (where it allows none),
@@ -68,6 +70,34 @@ if urun -- touch /sys/class/infiniband/x 2>/dev/null; then
 	ur_fail "the view is writable"
 else
 	ur_pass "the view is read-only"
+fi
+
+# --- a kernel with RDMA devices of its own --------------------------------------
+# This kernel has none: in a mount namespace of the test's own, /sys/class
+# becomes a tmpfs with the real classes bound back and an infiniband class
+# as a kernel's (rxe0, a link into /sys/devices; infiniband_verbs with its
+# abi_version file).  uroce run keeps the kernel's entries and adds its own.
+if [ "$(id -u)" = 0 ]; then
+	real=$UR_TMP/realclass
+	mkdir -p "$real"
+	unshare -m --propagation private bash -c '
+		set -e
+		mount --bind /sys/class "$1"
+		mount -t tmpfs kernel-like /sys/class
+		for c in "$1"/*; do mkdir "/sys/class/${c##*/}"; mount --bind "$c" "/sys/class/${c##*/}"; done
+		mkdir /sys/class/infiniband /sys/class/infiniband_verbs
+		ln -s ../../devices/virtual/net/lo /sys/class/infiniband/rxe0
+		ln -s ../../devices/virtual/net/lo /sys/class/infiniband_verbs/uverbs0
+		echo 6 > /sys/class/infiniband_verbs/abi_version
+		shift
+		exec "$@" sh -c "ls /sys/class/infiniband /sys/class/infiniband_verbs | xargs
+			readlink /sys/class/infiniband/rxe0
+			cat /sys/class/infiniband/rxe0/mtu /sys/class/infiniband_verbs/abi_version"' \
+		sh "$real" "${run_pre[@]}" "$U" run -- > "$UR_TMP/kernel_rdma.out" 2>&1
+	devs=$(awk '$4 == "==>" {print $1}' "$UR_TMP/netdev.out" | xargs)
+	ur_expect_eq "a kernel's RDMA devices: kept, as links to the same targets, uroce's added" \
+		"/sys/class/infiniband: rxe0 $devs /sys/class/infiniband_verbs: abi_version $(printf 'uverbs-%s ' $devs | xargs) uverbs0 ../../devices/virtual/net/lo $(cat /sys/class/net/lo/mtu) 6" \
+		"$(xargs < "$UR_TMP/kernel_rdma.out")"
 fi
 
 # --- outside, and turned off --------------------------------------------------

@@ -23,15 +23,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/magic.h>
 
 #include "run_sysfs.h"
 
 #define CLASS "/sys/class"
 #define VIEW_FLAGS (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+#define VIEW_SOURCE "uroce-sysfs"   /* the tmpfs's name in the mount table */
 
 /* The classes uroce's devices are added to; the rest are bound back whole. */
 static bool is_rdma_class(const char *name)
@@ -136,7 +135,7 @@ static int cover_classes(int real, char *why, size_t whylen)
 	struct dirent *e;
 	DIR *d;
 
-	if (mount("uroce-sysfs", CLASS, "tmpfs", VIEW_FLAGS, "mode=0755,size=8m")) {
+	if (mount(VIEW_SOURCE, CLASS, "tmpfs", VIEW_FLAGS, "mode=0755,size=8m")) {
 		snprintf(why, whylen, "mount tmpfs on " CLASS ": %s", strerror(errno));
 		return -1;
 	}
@@ -200,14 +199,27 @@ static int write_devices(char *why, size_t whylen)
 	return 0;
 }
 
-/* Whether /sys/class is already a view (a `uroce run` inside another). */
+/* Whether /sys/class is already a view (a `uroce run` inside another): the
+ * last mount on it, in /proc/self/mountinfo's order, is the view's tmpfs
+ * ("... /sys/class ... - tmpfs " VIEW_SOURCE " ..."). */
 static bool have_view(void)
 {
-	struct statfs sf;
-	struct stat st;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024], point[256], fstype[64], source[64];
+	bool view = false;
 
-	return !statfs(CLASS, &sf) && sf.f_type == TMPFS_MAGIC &&
-	       !stat(CLASS "/infiniband", &st);
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+
+		if (sscanf(line, "%*s %*s %*s %*s %255s", point) != 1 || strcmp(point, CLASS) ||
+		    !sep || sscanf(sep, " - %63s %63s", fstype, source) != 2)
+			continue;
+		view = !strcmp(fstype, "tmpfs") && !strcmp(source, VIEW_SOURCE);
+	}
+	fclose(f);
+	return view;
 }
 
 int ur_run_sysfs_view(void)
