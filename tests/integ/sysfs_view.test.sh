@@ -95,8 +95,11 @@ if [ "$(id -u)" = 0 ]; then
 			cat /sys/class/infiniband/rxe0/mtu /sys/class/infiniband_verbs/abi_version"' \
 		sh "$real" "${run_pre[@]}" "$U" run -- > "$UR_TMP/kernel_rdma.out" 2>&1
 	devs=$(awk '$4 == "==>" {print $1}' "$UR_TMP/netdev.out" | xargs)
+	want="/sys/class/infiniband: rxe0 $devs"
+	want+=" /sys/class/infiniband_verbs: abi_version $(printf 'uverbs-%s ' $devs | xargs) uverbs0"
+	want+=" ../../devices/virtual/net/lo $(cat /sys/class/net/lo/mtu) 6"
 	ur_expect_eq "a kernel's RDMA devices: kept, as links to the same targets, uroce's added" \
-		"/sys/class/infiniband: rxe0 $devs /sys/class/infiniband_verbs: abi_version $(printf 'uverbs-%s ' $devs | xargs) uverbs0 ../../devices/virtual/net/lo $(cat /sys/class/net/lo/mtu) 6" \
+		"$want" \
 		"$(xargs < "$UR_TMP/kernel_rdma.out")"
 fi
 
@@ -134,7 +137,8 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/n
 		sh -c 'id -u; ls /sys/class/infiniband 2>&1 | sed "s/^ls: //"' > "$UR_TMP/nouserns.out" 2>&1
 	ur_expect_eq "as nobody without user namespaces: one line, then a plain run" \
 		"1 $(id -u nobody) $(ls /sys/class/infiniband 2>&1 | sed 's/^ls: //' | xargs)" \
-		"$(grep -c '^uroce run: no /sys/class view' "$UR_TMP/nouserns.out") $(grep -v '^uroce run:' "$UR_TMP/nouserns.out" | xargs)"
+		"$(grep -c '^uroce run: no /sys/class view' "$UR_TMP/nouserns.out")\
+ $(grep -v '^uroce run:' "$UR_TMP/nouserns.out" | xargs)"
 else
 	ur_log "not root or no nobody user: the user cases are not checked"
 fi

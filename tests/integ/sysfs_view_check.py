@@ -53,7 +53,8 @@ def main():
         if len(f) >= 5 and f[3] == "==>":
             netdev[f[0]] = f[4]
     listed = sorted(os.listdir(IB))
-    ok(listed == sorted(want), f"ls {IB}: {' '.join(listed)} (ibv_devinfo: {' '.join(sorted(want))})")
+    ok(listed == sorted(want),
+       f"ls {IB}: {' '.join(listed)} (ibv_devinfo: {' '.join(sorted(want))})")
     for dev, d in sorted(want.items()):
         base = f"{IB}/{dev}"
         for name in ("node_guid", "fw_ver", "board_id"):
@@ -77,7 +78,8 @@ def main():
             gtype = read(f"{base}/ports/1/gid_attrs/types/{idx}")
             ndev = read(f"{base}/ports/1/gid_attrs/ndevs/{idx}")
             seen[idx] = (ip, gtype)
-            ok(ndev == netdev.get(dev), f"{dev} GID {idx} ndev {ndev} (uroce netdev: {netdev.get(dev)})")
+            ok(ndev == netdev.get(dev),
+               f"{dev} GID {idx} ndev {ndev} (uroce netdev: {netdev.get(dev)})")
         typed = [i for i in empty if os.path.exists(f"{base}/ports/1/gid_attrs/types/{i}")]
         ok(empty and not typed, f"{dev}: {len(empty)} empty GIDs, none with a type file {typed}")
         ok(seen == d["gids"], f"{dev}: GID files equal ibv_devinfo -v's: "

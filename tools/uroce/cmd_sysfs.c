@@ -6,12 +6,11 @@
  * Everything is read through the library: the device files through
  * ibv_read_sysfs_file (uroce's library answers them from its own state, the
  * same answers a program asking the library gets), the GID table through
- * ibv_query_gid_table, the port's state and rate through ibv_query_port.  What is written is a snapshot of
- * that moment; the counters, which move all the time, are left to the
- * library (uroce devinfo -c). */
+ * ibv_query_gid_table, the port's state and rate through ibv_query_port.
+ * What is written is a snapshot of that moment; the counters, which move
+ * all the time, are left to the library (uroce devinfo -c). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <net/if.h>
 #include <stdarg.h>
