@@ -267,6 +267,11 @@ int cmd_res(int argc, char **argv)
 		return UR_EXIT_FAIL;
 	}
 	qsort(set.objs, (size_t)set.n, sizeof(set.objs[0]), by_kind_then_pid);
+	for (int i = 0; i < set.n; i++)
+		if (!strcmp(set.objs[i].kind, "busy"))
+			fprintf(stderr, "uroce res: process %d was busy: its %s objects are left out "
+				"(ask again)\n", (int)set.objs[i].pid,
+				ur_res_get(&set.objs[i], "what") ?: "");
 	if (!kind) {
 		print_summary(&set, json);
 	} else {
