@@ -1,6 +1,6 @@
 /* The CM's ids in the resource window (`uroce res cm_id`): one line each,
- * named as `rdma res show cm_id` names a kernel's, written on uroce's
- * engine thread when a process asks (verbs/cm_abi.h, uroce_res_cm_attach). */
+ * named as `rdma res show cm_id` names a kernel's, written by the stack's
+ * snapshot thread when a process asks (verbs/cm_abi.h, uroce_res_cm_attach). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,10 +9,9 @@
 #include "cma.h"
 #include "verbs/cm_abi.h"
 
-/* How long the engine thread waits for cma.lock: a thread holding it may
- * be waiting for the engine (destroying a QP quiesces it), so it never
- * blocks, and a busy CM says so rather than stall its process. */
-#define CMA_RES_TRIES 20
+/* How long the snapshot waits for cma.lock: a CM busy that long says so
+ * rather than hold the answer back. */
+#define CMA_RES_WAIT_S 1
 
 static const char *state_of(const struct cma_id *c)
 {
@@ -92,14 +91,13 @@ static void id_line(const struct cma_id *c, FILE *f)
 
 void cma_res_dump(void *arg, FILE *f)
 {
-	struct timespec ms = { 0, 1000000 };
+	struct timespec until;
 	struct ur_list *pos;
-	int i;
 
 	(void)arg;
-	for (i = 0; i < CMA_RES_TRIES && pthread_mutex_trylock(&cma.lock); i++)
-		nanosleep(&ms, NULL);
-	if (i == CMA_RES_TRIES) {
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += CMA_RES_WAIT_S;
+	if (pthread_mutex_timedlock(&cma.lock, &until)) {
 		fputs("busy what=cm_id\n", f);
 		return;
 	}

@@ -1,8 +1,11 @@
 /* The resource window's snapshot (rel/res.h): every device this process
  * has open, and its QPs, CQs and MRs, one a line in rel/res_proto.h's
- * form, with names and fields as `rdma res show` prints them.  Runs on
- * the engine thread, so a QP found in the table cannot be freed before
- * this returns (destroy quiesces the reactor after taking it out). */
+ * form, with names and fields as `rdma res show` prints them.  Runs on a
+ * thread of its own (rel/res_serve.c).  A QP is locked while the table
+ * still holds it, and ur_qp_destroy takes the QP's lock once more after
+ * taking it out and before freeing it, so a QP locked here is not freed
+ * until it is unlocked; CQs and MRs leave their lists under the locks
+ * taken here before they go. */
 #include "rel/res.h"
 
 #include <inttypes.h>

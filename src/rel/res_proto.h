@@ -5,9 +5,9 @@
  * namespace, "\0" UR_RES_SOCK_PREFIX "<pid>" (so it is per network
  * namespace, like the host registry, and lists in /proc/net/unix).  A
  * querier sends a struct ur_res_msg of kind UR_RES_QUERY from a bound
- * socket; the process's engine thread answers with a UR_RES_ANSWER whose
- * status is 0 and which carries, as SCM_RIGHTS, a memfd holding the
- * snapshot, or a negative errno and no fd.  The kernel attaches both
+ * socket; the process answers with a UR_RES_ANSWER whose status is 0 and
+ * which carries, as SCM_RIGHTS, a memfd holding the snapshot, or a
+ * negative errno and no fd (EBUSY: a snapshot is being taken, ask again).  The kernel attaches both
  * sides' credentials (SO_PASSCRED): only the process's own user and root
  * are answered, and the querier learns the pid as its own namespace sees it.
  *

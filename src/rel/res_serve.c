@@ -1,10 +1,11 @@
 /* The resource window's socket (rel/res.h, rel/res_proto.h): bound at the
- * stack's start, read on the engine thread, answered with a memfd that
- * holds the snapshot.  Idle, it is one fd in the engine's set: nothing on
- * the data path. */
+ * stack's start, read on the engine thread, answered from a thread of its
+ * own with a memfd that holds the snapshot.  Idle, it is one fd in the
+ * engine's set: nothing on the data path. */
 #include "rel/res.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,61 @@ static const struct ucred *creds_of(struct msghdr *msg)
 	return NULL;
 }
 
+/* A snapshot in progress, taken off the engine thread: it may take a
+ * while (a lock per object, each contended by its own traffic), and the
+ * engine thread holds the reactor's dispatch lock while its callbacks
+ * run, so a snapshot there would stall every process's receive path and
+ * timers with it (1000 busy QPs: a second, and their peers' retries ran
+ * out).  One at a time; a query meanwhile is answered EBUSY. */
+struct res_job {
+	struct ur_stack *s;
+	struct sockaddr_un to;
+	socklen_t tolen;
+};
+
+static void *snapshot_thread(void *arg)
+{
+	struct res_job *job = arg;
+	uint32_t len = 0;
+	int fd = snapshot(job->s, &len);
+
+	answer(job->s->res.fd, &job->to, job->tolen, fd < 0 ? fd : 0, fd, len);
+	if (fd >= 0)
+		close(fd);
+	__atomic_store_n(&job->s->res.busy, false, __ATOMIC_RELEASE);
+	free(job);
+	return NULL;
+}
+
+static int start_snapshot(struct ur_stack *s, const struct sockaddr_un *to, socklen_t tolen)
+{
+	struct res_job *job;
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	if (__atomic_exchange_n(&s->res.busy, true, __ATOMIC_ACQ_REL))
+		return -EBUSY;
+	job = malloc(sizeof(*job));
+	if (!job) {
+		ret = -ENOMEM;
+		goto err_idle;
+	}
+	job->s = s;
+	job->to = *to;
+	job->tolen = tolen;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&t, &attr, snapshot_thread, job);
+	pthread_attr_destroy(&attr);
+	if (!ret)
+		return 0;
+	free(job);
+err_idle:
+	__atomic_store_n(&s->res.busy, false, __ATOMIC_RELEASE);
+	return ret;
+}
+
 /* One query, if one is waiting: false when none is. */
 static bool serve_one(struct ur_stack *s)
 {
@@ -122,8 +178,7 @@ static bool serve_one(struct ur_stack *s)
 			      .msg_iov = &iov, .msg_iovlen = 1,
 			      .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
 	ssize_t n;
-	uint32_t len = 0;
-	int fd;
+	int ret;
 
 	n = recvmsg(s->res.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
@@ -131,18 +186,14 @@ static bool serve_one(struct ur_stack *s)
 	if ((size_t)n != sizeof(q) || q.magic != UR_RES_MAGIC || q.kind != UR_RES_QUERY ||
 	    msg.msg_namelen <= sizeof(sa_family_t))
 		return true;            /* not a query, or nowhere to answer */
-	if (q.version != UR_RES_VERSION) {
-		answer(s->res.fd, &from, msg.msg_namelen, -EPROTONOSUPPORT, -1, 0);
-		return true;
-	}
-	if (!may_see(creds_of(&msg))) {
-		answer(s->res.fd, &from, msg.msg_namelen, -EPERM, -1, 0);
-		return true;
-	}
-	fd = snapshot(s, &len);
-	answer(s->res.fd, &from, msg.msg_namelen, fd < 0 ? fd : 0, fd, len);
-	if (fd >= 0)
-		close(fd);
+	if (q.version != UR_RES_VERSION)
+		ret = -EPROTONOSUPPORT;
+	else if (!may_see(creds_of(&msg)))
+		ret = -EPERM;
+	else
+		ret = start_snapshot(s, &from, msg.msg_namelen);
+	if (ret)
+		answer(s->res.fd, &from, msg.msg_namelen, ret, -1, 0);
 	return true;
 }
 

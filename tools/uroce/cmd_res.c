@@ -135,12 +135,29 @@ static void print_text(const struct ur_res_obj *o, bool details)
 	printf("pid %d comm %s\n", (int)o->pid, o->comm);
 }
 
-static int by_kind_then_pid(const void *a, const void *b)
+/* An object's number within its kind, for the order of the list. */
+static unsigned long obj_number(const struct ur_res_obj *o)
+{
+	static const char *const ids[] = { "lqpn", "cqn", "mrn", "cm-idn" };
+	const char *v = NULL;
+
+	for (size_t i = 0; !v && i < sizeof(ids) / sizeof(ids[0]); i++)
+		v = ur_res_get(o, ids[i]);
+	return v ? strtoul(v, NULL, 10) : 0;
+}
+
+/* By kind, then owner, then number: as rdma lists. */
+static int by_kind_pid_number(const void *a, const void *b)
 {
 	const struct ur_res_obj *x = a, *y = b;
+	unsigned long nx = obj_number(x), ny = obj_number(y);
 	int c = strcmp(x->kind, y->kind);
 
-	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+	if (c)
+		return c;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (nx > ny) - (nx < ny);
 }
 
 /* "0: uroce0: pd 1 cq 2 qp 3 cm_id 0 mr 2 ctx 1", summed over processes. */
@@ -266,7 +283,7 @@ int cmd_res(int argc, char **argv)
 		ur_res_set_free(&set);
 		return UR_EXIT_FAIL;
 	}
-	qsort(set.objs, (size_t)set.n, sizeof(set.objs[0]), by_kind_then_pid);
+	qsort(set.objs, (size_t)set.n, sizeof(set.objs[0]), by_kind_pid_number);
 	for (int i = 0; i < set.n; i++)
 		if (!strcmp(set.objs[i].kind, "busy"))
 			fprintf(stderr, "uroce res: process %d was busy: its %s objects are left out "
