@@ -11,6 +11,8 @@
 #    pid nobody has filtering;
 #  - a stopped process is reported as not answering while the others are
 #    shown; an unknown object kind is a usage error;
+#  - (root) a process of another user answers its owner and root, not a
+#    third user;
 #  - once the program has exited, nothing of it is left;
 #  - per-QP counters move: ibv_rc_pingpong with the fault injector on
 #    (UROCE_FAULTS loss) shows retransmits and NAKs on its QPs while it runs.
@@ -88,6 +90,34 @@ ur_wait set
 ur_expect_rc set 0 "integ_res_set destroyed its objects and exited"
 ur_expect_eq "after exit: none of its QPs, CQs, MRs, ids" "[] [] [] []" \
 	"$(for k in qp cq mr cm_id; do res -j "$k" pid "$pid"; done | tr '\n' ' ' | sed 's/ $//')"
+
+# --- another user's process -----------------------------------------------
+# It answers its owner and root, and refuses a third user.
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && id nobody >/dev/null 2>&1 &&
+   id daemon >/dev/null 2>&1; then
+	other_done=$UR_TMP/res_set.other.done
+	ur_start other runuser -u nobody -- env "LD_LIBRARY_PATH=$UR_BUILD/lib" \
+		"$UR_BUILD/bin/integ_res_set" uroce0 "$g4" "$(ur_port)" "$other_done"
+	for _ in $(seq 200); do
+		grep -q '^made ' "$(ur_out other)" && break
+		kill -0 "${UR_PID[other]}" 2>/dev/null || break
+		sleep 0.05
+	done
+	opid=$(sed -n 's/^made {"pid":\([0-9]*\).*/\1/p' "$(ur_out other)")
+	if [ -n "$opid" ]; then
+		count() { ur_nsexec "$UR_NS" runuser -u "$1" -- "$UROCE" res qp pid "$opid" | grep -c "comm integ_res_set"; }
+		ur_expect_eq "another user's process: root sees its QPs" 3 \
+			"$(res qp pid "$opid" | grep -c "comm integ_res_set")"
+		ur_expect_eq "another user's process: its owner sees its QPs" 3 "$(count nobody)"
+		ur_expect_eq "another user's process: a third user sees nothing" 0 "$(count daemon)"
+	else
+		ur_fail "integ_res_set as nobody did not make its objects"
+		ur_show other
+	fi
+	: > "$other_done"
+	ur_wait other
+	ur_expect_rc other 0 "integ_res_set as nobody exited"
+fi
 
 # --- per-QP counters under loss ------------------------------------------
 port=$(ur_port)
