@@ -195,6 +195,9 @@ static int take_answer(struct ur_res_set *set, int sock, struct peer *peers, int
 		}
 	if (m.status == -EPERM)
 		set->refused++;
+	else if (m.status == -EBUSY)
+		fprintf(stderr, "uroce res: process %d was answering another query: left out "
+			"(ask again)\n", (int)pid);
 	else if (m.status)
 		fprintf(stderr, "uroce res: process %d could not answer: %s\n", (int)pid,
 			strerror(-m.status));
