@@ -21,6 +21,8 @@
 #include "rel/stack.h"
 #include "util/log.h"
 
+/* Names tried when the pid's own is taken. */
+#define UR_RES_NAME_TRIES 8
 /* Queries handled per wake-up; the rest wait for the next. */
 #define UR_RES_BATCH 16
 
@@ -210,20 +212,30 @@ int ur_res_open(struct ur_stack *s)
 	socklen_t alen;
 	int one = 1, ret, len;
 
-	/* Abstract: gone with the process, whatever way it ends. */
-	len = snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, UR_RES_SOCK_PREFIX "%d",
-		       (int)getpid());
-	alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
 	s->res.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->res.fd < 0) {
 		ret = -errno;
 		goto err_say;
 	}
-	if (setsockopt(s->res.fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
-	    bind(s->res.fd, (struct sockaddr *)&addr, alen)) {
+	if (setsockopt(s->res.fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
 		ret = -errno;
 		goto err_close;
 	}
+	/* Abstract: gone with the process, whatever way it ends.  Processes
+	 * of two pid namespaces may share a pid in one network namespace: the
+	 * second takes a suffix (the querier learns pids from credentials). */
+	for (int n = 0; n < UR_RES_NAME_TRIES; n++) {
+		len = n ? snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1,
+				   UR_RES_SOCK_PREFIX "%d.%d", (int)getpid(), n)
+			: snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1,
+				   UR_RES_SOCK_PREFIX "%d", (int)getpid());
+		alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
+		ret = bind(s->res.fd, (struct sockaddr *)&addr, alen) ? -errno : 0;
+		if (ret != -EADDRINUSE)
+			break;
+	}
+	if (ret)
+		goto err_close;
 	ret = ur_engine_watch(s->engine, s->res.fd, EPOLLIN, UR_WATCH_ENGINE, on_query, s);
 	if (ret)
 		goto err_close;
