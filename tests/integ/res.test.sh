@@ -17,6 +17,7 @@
 #  - per-QP counters move: ibv_rc_pingpong with the fault injector on
 #    (UROCE_FAULTS loss) shows retransmits and NAKs on its QPs while it runs.
 # ctest-timeout: 300
+# ctest-labels: tsan
 . "$(dirname "$0")/lib.sh"
 UR_TIMEOUT=120
 
