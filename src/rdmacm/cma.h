@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
@@ -119,6 +120,8 @@ struct cma_id *cma_find_comm(uint32_t comm_id);
 void cma_send(struct cma_id *c, const struct ur_cm_msg *m);
 void cma_send_to(int dev, int gid_index, const union ibv_gid *dgid, const struct ur_cm_msg *m);
 
+/* res.c: the ids' lines for `uroce res` (uroce_res_cm_fn). */
+void cma_res_dump(void *arg, FILE *f);
 /* channel.c */
 int cma_channel_open(bool sync, struct cma_channel **out);
 void cma_channel_close(struct cma_channel *c);

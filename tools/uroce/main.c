@@ -11,6 +11,7 @@ static const struct ur_cmd cmds[] = {
 	{ "devinfo", "device and port attributes, GIDs, counters (ibv_devinfo)", cmd_devinfo },
 	{ "netdev", "the network interface of each device (ibdev2netdev)", cmd_netdev },
 	{ "link", "show ports; add or delete software devices (rdma link)", cmd_link },
+	{ "res", "QPs, CQs, MRs and rdma_cm ids of the host's processes (rdma res)", cmd_res },
 	{ "devnodes", "the /dev/infiniband nodes UCX looks for (create as root)", cmd_devnodes },
 	{ "sysfs", "write the devices as /sys/class shows RDMA devices (uroce run does)", cmd_sysfs },
 	{ "gid", "GID tables, the GID index for a peer, GID<->IP", cmd_gid },
