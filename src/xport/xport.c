@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/compiler.h"
+#include "xport/capture.h"
 #include "xport/shm/shm.h"
 #include "xport/udp/udp.h"
 
@@ -20,6 +21,7 @@ static int (*const kinds[])(struct ur_engine *e, const struct ur_xport_hooks *h,
 int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h)
 {
 	memset(s, 0, sizeof(*s));
+	ur_capture_attach();
 	for (unsigned i = 0; i < UR_ARRAY_SIZE(kinds); i++) {
 		int ret = kinds[i](e, h, &s->x[s->n]);
 

@@ -3,6 +3,7 @@
  * engine thread sleeps, and waiting for room. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host/netdev.h"
 #include "host/registry.h"
@@ -10,6 +11,7 @@
 #include "wire/roce_hdr.h"
 #include "xport/shm/shm_priv.h"
 #include "xport/shm/shm_ring.h"
+#include "xport/capture.h"
 
 /* The peers this thread wrote to since its last flush: their bells may
  * need ringing. */
@@ -42,6 +44,38 @@ int ur_shm_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifind
 	memcpy(p->dgid, dgid->raw, 16);
 	p->ipv6 = !ur_gid_is_v4mapped(dgid);
 	return 0;
+}
+
+/* A packet that went into a peer's ring, to the capture as the wire would
+ * carry it: IP and UDP ports made up from the processes (the source port
+ * from our pid, 4791 to the peer), the ICRC computed. */
+static void capture_sent(const struct ur_shm_path *p, const struct ur_path *path,
+			 const struct ur_tx_pkt *pkt, pid_t peer_pid)
+{
+	static const uint8_t zeros[3];
+	struct iovec iov[UR_TX_MAX_IOV + 2];
+	struct ur_roce_ip ip = {
+		.sport = (uint16_t)(0xc000 | (getpid() & 0x3fff)), .dport = UR_ROCE_UDP_PORT,
+		.df = true,
+	};
+	int niov = 0;
+
+	if (p->ipv6) {
+		ip.family = AF_INET6;
+		memcpy(&ip.v6.saddr, p->sgid, 16);
+		memcpy(&ip.v6.daddr, p->dgid, 16);
+	} else {
+		ip.family = AF_INET;
+		memcpy(&ip.v4.saddr, p->sgid + 12, 4);
+		memcpy(&ip.v4.daddr, p->dgid + 12, 4);
+	}
+	iov[niov++] = (struct iovec){ (void *)pkt->hdr, pkt->hdr_len };
+	memcpy(iov + niov, pkt->iov, (size_t)pkt->niov * sizeof(*iov));
+	niov += pkt->niov;
+	iov[niov++] = (struct iovec){ (void *)zeros, pkt->pad };
+	ur_capture_roce(UR_CAP_TX, UR_CAP_VIA_SHM, peer_pid, &ip, path->traffic_class,
+			path->hop_limit, pkt->placed, iov, niov,
+			pkt->hdr_len + pkt->paylen + pkt->pad, false);
 }
 
 int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt)
@@ -84,6 +118,8 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	if (!ret) {
 		written |= 1ull << p->peer;
 		UR_SHM_COUNT(s, sent_pkts, 1);
+		if (ur_capture_on())
+			capture_sent(p, path, pkt, p->pid);
 	} else if (ret == -EAGAIN) {
 		UR_SHM_COUNT(s, tx_eagain, 1);
 	} else if (ret != -EFAULT) {   /* our own payload unreadable: the sender's error, not a loss */

@@ -22,6 +22,7 @@
 
 #include "engine/engine.h"
 #include "util/log.h"
+#include "xport/capture.h"
 #include "xport/udp/udp_priv.h"
 
 #define UR_PEER_SNDBUF (4 << 20)   /* room for max_dgram_qlen full batches */
@@ -164,8 +165,11 @@ int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int
 			return -ESRCH;
 		return kill(pid, 0) && errno == ESRCH ? -ESRCH : -EAGAIN;
 	}
-	if (sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+	if (sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+		if (ur_capture_on())
+			ur_capture_msg(pid, iov, iovcnt);
 		return 0;
+	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
 		return -EAGAIN;
 	if (errno == ECONNREFUSED || errno == ENOTCONN || errno == ENOENT) {

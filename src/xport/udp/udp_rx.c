@@ -15,6 +15,7 @@
 #include "util/log.h"
 #include "wire/gid.h"
 #include "wire/roce_hdr.h"
+#include "xport/capture.h"
 #include "xport/udp/udp_priv.h"
 
 static void read_cmsgs(struct msghdr *m, int family, struct ur_roce_ip *ip,
@@ -113,6 +114,20 @@ static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const stru
 	}
 }
 
+/* A packet off a UDP socket, to the capture: the one place it is seen
+ * arriving (what comes through our unix socket was recorded as it left
+ * the process of this host that sent it).  owner: the process it is
+ * handed to, 0 for us or a group. */
+static void tap(const uint8_t *buf, size_t len, const struct ur_roce_ip *ip, uint8_t tclass,
+		uint8_t hop, pid_t owner)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	if (ur_capture_on())
+		ur_capture_roce(UR_CAP_RX, UR_CAP_VIA_UDP, owner, ip, tclass, hop, 0, &iov, 1, len,
+				true);
+}
+
 static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
@@ -123,23 +138,29 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		uint32_t qpn = bth_qpn(buf);
 
 		if (qpn == UR_MCAST_QPN) {
+			tap(buf, len, ip, tclass, hop, 0);
 			fan_out(u, buf, len, ip, tclass, hop);
 			return;
 		}
 		/* QP1 is the host's: a CM MAD goes to the process it is for. */
 		if (qpn == UR_GSI_QPN) {
-			if (ur_host_cm_owner(buf, len, &o) == 0 && !o.self)
+			if (ur_host_cm_owner(buf, len, &o) == 0 && !o.self) {
+				tap(buf, len, ip, tclass, hop, o.pid);
 				ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
-			else
+			} else {
+				tap(buf, len, ip, tclass, hop, 0);
 				deliver(u, buf, len, ip, tclass, hop);
+			}
 			return;
 		}
 		/* Another process's QP: hand it over. */
 		if (ur_registry_lookup(qpn, &o) == 0 && !o.self) {
+			tap(buf, len, ip, tclass, hop, o.pid);
 			ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
 			return;
 		}
 	}
+	tap(buf, len, ip, tclass, hop, 0);
 	deliver(u, buf, len, ip, tclass, hop);
 }
 

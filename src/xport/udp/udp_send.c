@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "xport/capture.h"
 #include "xport/udp/udp_priv.h"
 
 static int send_error(struct ur_udp *u, const struct tx_batch *b, int err)
@@ -26,28 +27,62 @@ static int send_error(struct ur_udp *u, const struct tx_batch *b, int err)
 	return -err;
 }
 
+/* A batch that left, packet by packet, to the capture (xport/capture.h):
+ * a local peer's receiving record is this one.  Segment i had IPv4 ID i
+ * (udp_tx.c), which its ICRC covers. */
+static void capture_batch(const struct tx_batch *b, struct ur_roce_ip *ip)
+{
+	uint16_t seg = 0;
+	pid_t peer = 0;
+	enum ur_cap_via via = UR_CAP_VIA_UDP;
+
+	if (b->d.sock->family == AF_UNIX) {
+		peer = container_of(b->d.sock, struct ur_udp_peer, sock)->pid;
+		via = UR_CAP_VIA_UNIX;
+	}
+	for (uint32_t off = 0; off < b->len; off += b->nseg > 1 ? b->seg : b->len) {
+		uint32_t n = b->nseg > 1 ? ur_min(b->seg, b->len - off) : b->len;
+		struct iovec iov = { (void *)(b->buf + off), n };
+
+		ip->ip_id = seg++;
+		ur_capture_roce(UR_CAP_TX, via, peer, ip, 0, 64, 0, &iov, 1, n, true);
+	}
+}
+
+/* The addresses of a batch's packets. */
+static void batch_ip(const struct tx_batch *b, struct ur_roce_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	ip->family = b->d.family;
+	ip->sport = b->d.sport;
+	ip->df = true;
+	if (b->d.family == AF_INET) {
+		ip->v4.saddr = b->d.src.v4;
+		ip->v4.daddr = b->d.dst.v4.sin_addr;
+		ip->dport = ntohs(b->d.dst.v4.sin_port);
+	} else {
+		ip->v6.saddr = b->d.src.v6;
+		ip->v6.daddr = b->d.dst.v6.sin6_addr;
+		ip->dport = ntohs(b->d.dst.v6.sin6_port);
+	}
+}
+
 /* A batch to a local peer: the forwarding header, then the packets back
  * to back. */
 static int transmit_local(struct ur_udp *u, const struct tx_batch *b)
 {
-	struct ur_roce_ip ip = { .family = b->d.family, .sport = b->d.sport };
+	struct ur_roce_ip ip;
 	struct ur_fwd_hdr h;
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)b->buf, b->len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	if (b->d.family == AF_INET) {
-		ip.v4.saddr = b->d.src.v4;
-		ip.v4.daddr = b->d.dst.v4.sin_addr;
-		ip.dport = ntohs(b->d.dst.v4.sin_port);
-	} else {
-		ip.v6.saddr = b->d.src.v6;
-		ip.v6.daddr = b->d.dst.v6.sin6_addr;
-		ip.dport = ntohs(b->d.dst.v6.sin6_port);
-	}
+	batch_ip(b, &ip);
 	ur_udp_fwd_hdr_packets(&h, &ip, 0, 64, b->nseg > 1 ? (uint16_t)b->seg : 0);
 	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
 		return send_error(u, b, errno);
 	UR_UDP_COUNT(u, sent_pkts, b->nseg);
+	if (ur_capture_on())
+		capture_batch(b, &ip);
 	return 0;
 }
 
@@ -101,6 +136,12 @@ int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b)
 	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
 		return send_error(u, b, errno);
 	UR_UDP_COUNT(u, sent_pkts, b->nseg);
+	if (ur_capture_on()) {
+		struct ur_roce_ip ip;
+
+		batch_ip(b, &ip);
+		capture_batch(b, &ip);
+	}
 	return 0;
 }
 
