@@ -19,6 +19,7 @@ static const struct ur_cmd cmds[] = {
 	{ "srq-server", "serve many RC clients on one SRQ and CQ, counting and checking", cmd_srq_server },
 	{ "bench", "bandwidth and latency of write/read/send/atomic (perftest)", cmd_bench },
 	{ "srq-client", "open many RC connections to an srq-server and send", cmd_srq_client },
+	{ "capture", "write every packet of this host's uroce processes as pcapng", cmd_capture },
 };
 
 static void usage(FILE *f)

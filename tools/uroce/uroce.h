@@ -35,6 +35,7 @@ int cmd_pingpong(int argc, char **argv);
 int cmd_srq_server(int argc, char **argv);
 int cmd_srq_client(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 /* The directory holding uroce's libibverbs.so.1, or NULL. */
 const char *ur_tool_libdir(void);
