@@ -118,16 +118,16 @@ static void dropped(void)
 	__atomic_add_fetch(&shared->dropped, 1, __ATOMIC_RELAXED);
 }
 
-static void emit(struct ur_cap_rec *r, const struct iovec *iov, int niov, size_t len,
+/* Sends one record on fd (conn_get's). */
+static void emit(int fd, struct ur_cap_rec *r, const struct iovec *iov, int niov, size_t len,
 		 const void *tail, size_t tail_len)
 {
 	struct iovec all[2 + CAP_MAX_IOV];
 	struct msghdr msg = { .msg_iov = all };
 	struct timespec ts;
-	int fd = conn_get();
 	size_t n = 0;
 
-	if (fd < 0 || niov > CAP_MAX_IOV) {
+	if (niov > CAP_MAX_IOV) {
 		dropped();
 		return;
 	}
@@ -165,9 +165,16 @@ void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 	struct ur_roce_ip shown = *ip;
 	struct iovec body[CAP_MAX_IOV];
 	uint8_t icrc[UR_ICRC_BYTES];
+	int fd;
 
 	if (!shared)
 		return;
+	/* Before any work: a capture that died switched on costs little. */
+	fd = conn_get();
+	if (fd < 0) {
+		dropped();
+		return;
+	}
 	if (ip->family == AF_INET) {
 		memcpy(r.saddr, &ip->v4.saddr, 4);
 		memcpy(r.daddr, &ip->v4.daddr, 4);
@@ -180,15 +187,17 @@ void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 		 * the sender's IP header had (wire/icrc.h). */
 		if (dir == UR_CAP_RX && ip->family == AF_INET && niov == 1)
 			ur_icrc_check(ip, iov[0].iov_base, len, &r.ip_id);
-		emit(&r, iov, niov, len, NULL, 0);
+		emit(fd, &r, iov, niov, len, NULL, 0);
 		return;
 	}
 	/* Shared memory carries no ICRC; a packet to a process's own port
 	 * is shown going to 4791, as it would to another host: either way
 	 * the ICRC is the one those headers would have. */
 	if (with_icrc) {
-		if (niov != 1 || len < UR_BTH_BYTES + UR_ICRC_BYTES)
+		if (niov != 1 || len < UR_BTH_BYTES + UR_ICRC_BYTES) {
+			dropped();
 			return;
+		}
 		if (dir == UR_CAP_RX && ip->family == AF_INET)
 			ur_icrc_check(ip, iov[0].iov_base, len, &r.ip_id);
 		len -= UR_ICRC_BYTES;
@@ -196,13 +205,15 @@ void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 	shown.dport = UR_ROCE_UDP_PORT;
 	shown.ip_id = r.ip_id;
 	shown.df = true;
-	if (niov > CAP_MAX_IOV)
+	if (niov > CAP_MAX_IOV) {
+		dropped();
 		return;
+	}
 	memcpy(body, iov, (size_t)niov * sizeof(*iov));
 	if (with_icrc)
 		body[0].iov_len = len;
 	ur_put_le32(icrc, ur_icrc_calc(&shown, body, niov, len));
-	emit(&r, body, niov, len, icrc, sizeof(icrc));
+	emit(fd, &r, body, niov, len, icrc, sizeof(icrc));
 }
 
 void ur_capture_msg(pid_t to, const struct iovec *iov, int niov)
@@ -212,12 +223,18 @@ void ur_capture_msg(pid_t to, const struct iovec *iov, int niov)
 		.family = AF_INET, .hop_limit = 64,
 	};
 	size_t len = 0;
+	int fd;
 
 	if (!shared)
 		return;
+	fd = conn_get();
+	if (fd < 0) {
+		dropped();
+		return;
+	}
 	for (int i = 0; i < niov; i++)
 		len += iov[i].iov_len;
 	r.saddr[0] = r.daddr[0] = 127;
 	r.saddr[3] = r.daddr[3] = 1;
-	emit(&r, iov, niov, len, NULL, 0);
+	emit(fd, &r, iov, niov, len, NULL, 0);
 }

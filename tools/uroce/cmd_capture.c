@@ -278,6 +278,7 @@ static bool wanted(const struct cap_opts *o, const struct ur_cap_rec *r, const u
 static struct ur_cap_shared *map_switch(void)
 {
 	struct ur_cap_shared *m;
+	uint32_t zero = 0;
 	char path[96];
 	struct stat st;
 	int fd;
@@ -285,19 +286,20 @@ static struct ur_cap_shared *map_switch(void)
 	if (ur_cap_shared_path(path, sizeof(path)))
 		return NULL;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077) ||
+	if (fd < 0 || fstat(fd, &st) ||
 	    ((size_t)st.st_size < sizeof(*m) && ftruncate(fd, sizeof(*m)))) {
-		fprintf(stderr, "uroce capture: %s: %s\n", path,
-			fd < 0 || errno ? strerror(errno) : "not this user's alone");
-		if (fd >= 0)
-			close(fd);
-		return NULL;
+		fprintf(stderr, "uroce capture: %s: %s\n", path, strerror(errno));
+		goto err_close;
+	}
+	/* As the library refuses it: someone else's file under our name. */
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		fprintf(stderr, "uroce capture: %s is not this user's alone: remove it\n", path);
+		goto err_close;
 	}
 	m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return NULL;
-	uint32_t zero = 0;
 	__atomic_compare_exchange_n(&m->magic, &zero, UR_CAP_MAGIC, false, __ATOMIC_ACQ_REL,
 				    __ATOMIC_RELAXED);
 	if (m->magic != UR_CAP_MAGIC || (m->version && m->version != UR_CAP_VERSION)) {
@@ -307,6 +309,10 @@ static struct ur_cap_shared *map_switch(void)
 	}
 	m->version = UR_CAP_VERSION;
 	return m;
+err_close:
+	if (fd >= 0)
+		close(fd);
+	return NULL;
 }
 
 static int listen_sock(void)
