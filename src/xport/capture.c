@@ -20,7 +20,9 @@
 
 static const uint32_t off_word;
 const uint32_t *ur_capture_switch = &off_word;
+/* Set once (attach), before the switch pointer: read with acquire. */
 static struct ur_cap_shared *shared;
+static pthread_once_t attach_once = PTHREAD_ONCE_INIT;
 
 /* The connection for session conn_session: conn_fd and conn_ok are set
  * under conn_lock before conn_session is published. */
@@ -29,7 +31,12 @@ static int conn_fd = -1;
 static bool conn_ok;
 static uint32_t conn_session;
 
-void ur_capture_attach(void)
+static struct ur_cap_shared *switch_file(void)
+{
+	return __atomic_load_n(&shared, __ATOMIC_ACQUIRE);
+}
+
+static void attach(void)
 {
 	struct ur_cap_shared *m;
 	char path[96];
@@ -37,7 +44,7 @@ void ur_capture_attach(void)
 	struct stat st;
 	int fd;
 
-	if (shared || ur_cap_shared_path(path, sizeof(path)))
+	if (ur_cap_shared_path(path, sizeof(path)))
 		return;
 	fd = ur_registry_open_private(path);
 	if (fd < 0) {
@@ -63,8 +70,13 @@ void ur_capture_attach(void)
 		return;
 	}
 	m->version = UR_CAP_VERSION;
-	shared = m;
+	__atomic_store_n(&shared, m, __ATOMIC_RELEASE);
 	__atomic_store_n(&ur_capture_switch, &m->on, __ATOMIC_RELEASE);
+}
+
+void ur_capture_attach(void)
+{
+	pthread_once(&attach_once, attach);
 }
 
 /* A connection to the capture process of this session, ours only if its
@@ -78,7 +90,7 @@ static void conn_open(uint32_t session)
 	int sz = CAP_SNDBUF;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
-	conn_ok = false;
+	__atomic_store_n(&conn_ok, false, __ATOMIC_RELEASE);
 	if (fd < 0)
 		goto out;
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)))
@@ -90,19 +102,19 @@ static void conn_open(uint32_t session)
 	}
 	/* dup2 swaps the socket under threads sending on the old one. */
 	if (conn_fd < 0) {
-		conn_fd = fd;
+		__atomic_store_n(&conn_fd, fd, __ATOMIC_RELEASE);
 	} else {
 		dup2(fd, conn_fd);
 		close(fd);
 	}
-	conn_ok = true;
+	__atomic_store_n(&conn_ok, true, __ATOMIC_RELEASE);
 out:
 	__atomic_store_n(&conn_session, session, __ATOMIC_RELEASE);
 }
 
 static int conn_get(void)
 {
-	uint32_t session = __atomic_load_n(&shared->session, __ATOMIC_ACQUIRE);
+	uint32_t session = __atomic_load_n(&switch_file()->session, __ATOMIC_ACQUIRE);
 
 	if (__atomic_load_n(&conn_session, __ATOMIC_ACQUIRE) != session) {
 		pthread_mutex_lock(&conn_lock);
@@ -110,12 +122,13 @@ static int conn_get(void)
 			conn_open(session);
 		pthread_mutex_unlock(&conn_lock);
 	}
-	return __atomic_load_n(&conn_ok, __ATOMIC_ACQUIRE) ? conn_fd : -1;
+	return __atomic_load_n(&conn_ok, __ATOMIC_ACQUIRE) ? __atomic_load_n(&conn_fd, __ATOMIC_ACQUIRE)
+							    : -1;
 }
 
 static void dropped(void)
 {
-	__atomic_add_fetch(&shared->dropped, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&switch_file()->dropped, 1, __ATOMIC_RELAXED);
 }
 
 /* Sends one record on fd (conn_get's). */
@@ -167,7 +180,7 @@ void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 	uint8_t icrc[UR_ICRC_BYTES];
 	int fd;
 
-	if (!shared)
+	if (!switch_file())
 		return;
 	/* Before any work: a capture that died switched on costs little. */
 	fd = conn_get();
@@ -225,7 +238,7 @@ void ur_capture_msg(pid_t to, const struct iovec *iov, int niov)
 	size_t len = 0;
 	int fd;
 
-	if (!shared)
+	if (!switch_file())
 		return;
 	fd = conn_get();
 	if (fd < 0) {

@@ -28,7 +28,9 @@ extern const uint32_t *ur_capture_switch;
 
 static inline bool ur_capture_on(void)
 {
-	return __builtin_expect(__atomic_load_n(ur_capture_switch, __ATOMIC_RELAXED) != 0, 0);
+	const uint32_t *sw = __atomic_load_n(&ur_capture_switch, __ATOMIC_RELAXED);
+
+	return __builtin_expect(__atomic_load_n(sw, __ATOMIC_RELAXED) != 0, 0);
 }
 
 /* Maps this user's switch file for this network namespace (creating it).
