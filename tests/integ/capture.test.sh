@@ -14,6 +14,8 @@
 #    namespace is not captured: what arrives is received, what leaves sent).
 # Filters: --pid keeps only the packets of that process (another pair runs
 # meanwhile and is counted as filtered out); --qp only those to that QP.
+# Overload: with the capture stopped (SIGSTOP), ib_write_bw still ends well
+# and the copies dropped are reported.
 # -c stops after COUNT; -C/-W write a ring of files, each decodable.
 # Off: with nothing capturing, a listener on the capture's socket sees no
 # process connect, and no file but the switch is made.
@@ -183,6 +185,19 @@ n=$(tsk qp | wc -l)
 ur_expect_eq "--qp $sqp: all to it" "$n" \
 	"$(tsk qp -Y "infiniband.bth.destqp == $sqp" | wc -l)"
 ur_expect_grep cap.qp 'written, [1-9][0-9]* filtered out' "--qp: the other direction filtered out"
+
+# Overload: a capture that stops reading (SIGSTOP) never holds the run up;
+# the copies that find no room are dropped, counted and reported, and what
+# was written is whole.
+cap_start stall || ur_done
+cpid=$(ur_prog_pid cap.stall)
+kill -STOP "$cpid"
+run_pair stall.write ib_write_bw -d uroce0 -x "$g4" -s 64 -n 100000 -- 127.0.0.1
+kill -CONT "$cpid"
+cap_stop stall
+ur_expect_grep cap.stall ' [1-9][0-9]* dropped by processes' "overload: dropped copies reported"
+ur_expect_eq "overload: what was written decodes, none malformed" 0 \
+	"$(tsk stall -Y '_ws.malformed || !infiniband' | wc -l)"
 
 # -c: stops by itself.
 ur_start cap.count "$UROCE" capture -w "$UR_TMP/count.pcapng" -c 7
