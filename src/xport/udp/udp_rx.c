@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 
 #include "host/cm_route.h"
+#include "host/netdev.h"
 #include "host/registry.h"
 #include "util/log.h"
 #include "wire/gid.h"
@@ -128,6 +129,16 @@ static void tap(const uint8_t *buf, size_t len, const struct ur_roce_ip *ip, uin
 				true);
 }
 
+/* A group's datagram sent from one of this namespace's addresses came back
+ * by multicast loop: its sender recorded it as it left. */
+static bool looped_back(const struct ur_roce_ip *ip)
+{
+	union ibv_gid src, dst;
+
+	ur_udp_ip_gids(ip, &src, &dst);
+	return ur_gid_is_local_addr(&src);
+}
+
 static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
@@ -138,7 +149,8 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		uint32_t qpn = bth_qpn(buf);
 
 		if (qpn == UR_MCAST_QPN) {
-			tap(buf, len, ip, tclass, hop, 0);
+			if (ur_capture_on() && !looped_back(ip))
+				tap(buf, len, ip, tclass, hop, 0);
 			fan_out(u, buf, len, ip, tclass, hop);
 			return;
 		}
