@@ -415,8 +415,8 @@ static bool registry_in_use(int fd, const struct stat *st)
 	return used;
 }
 
-/* The registry NAME (in /dev/shm) of namespace ino, and its router lock
- * file, removed if they are this user's, nobody uses them and the
+/* The registry NAME (in /dev/shm) of namespace ino, its router lock file
+ * and capture switch, removed if they are this user's, nobody uses them and the
  * namespace is gone.  The registry's flock, held from the checks to the
  * unlink, keeps a process of that namespace from starting to use the
  * file meanwhile; one that opened it first finds it unlinked once it has
@@ -449,6 +449,11 @@ static int sweep_netns_registry(const char *name, unsigned uid, unsigned long in
 			unlink(router);
 		close(rfd);
 	}
+	/* The capture switch (xport/capture.h): mapped only by processes of
+	 * that namespace, and there are none. */
+	snprintf(router, sizeof(router), "/dev/shm/uroce-%u-net%lu.capture", uid, ino);
+	if (!lstat(router, &now) && S_ISREG(now.st_mode) && now.st_uid == geteuid())
+		unlink(router);
 	removed = !unlink(path);
 	if (removed)
 		ur_dbg(NULL, "removed %s: its network namespace is gone", path);

@@ -579,25 +579,32 @@ static bool exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
-/* A namespace that is gone leaves its registry and router lock file; the
- * next attach (here the test hook it calls) removes them.  A namespace
- * with a process in it keeps them. */
+/* A namespace that is gone leaves its registry, router lock file and
+ * capture switch; the next attach (here the test hook it calls) removes
+ * them.  A namespace with a process in it keeps them. */
 static void test_netns_gone_swept(void)
 {
-	char path[128], router[128];
+	char path[128], router[128], capture[128];
 	struct kid k;
+	int fd;
 
 	UT_EQ(ur_registry_attach(), 0);
 	netns_kid_start(&k, false, path, router);
 	UT_CHECK(strcmp(path, ur_registry_path()) != 0);
 	UT_CHECK(exists(path) && exists(router));
+	snprintf(capture, sizeof(capture), "/dev/shm/uroce-%u-net%lu.capture", (unsigned)getuid(),
+		 strtoul(strstr(path, "-net") + 4, NULL, 10));
+	fd = open(capture, O_RDWR | O_CREAT, 0600);
+	UT_CHECK(fd >= 0);
+	close(fd);
 	ur_registry_sweep_dead_netns();
-	UT_CHECK(exists(path) && exists(router));          /* alive: kept */
+	UT_CHECK(exists(path) && exists(router) && exists(capture));   /* alive: kept */
 	kid_finish(&k);
 	UT_CHECK(exists(path) && exists(router));          /* nobody swept yet */
 	UT_EQ(ur_registry_sweep_dead_netns() >= 1, 1);
 	UT_CHECK(!exists(path));
 	UT_CHECK(!exists(router));
+	UT_CHECK(!exists(capture));
 	UT_CHECK(exists(ur_registry_path()));              /* ours stays */
 	/* A process that attaches removes them too, as any start does. */
 	netns_kid_start(&k, false, path, router);
