@@ -199,6 +199,51 @@ ur_expect_grep cap.stall ' [1-9][0-9]* dropped by processes' "overload: dropped 
 ur_expect_eq "overload: what was written decodes, none malformed" 0 \
 	"$(tsk stall -Y '_ws.malformed || !infiniband' | wc -l)"
 
+# A capture that died switched on, and another user's process on the
+# capture's socket name: processes connect, find the listener not their
+# user's, and send it nothing; the run is not held up.
+switch=/dev/shm/uroce-$(id -u)-net$(stat -L -c %i /proc/self/ns/net).capture
+set_switch() {
+	python3 -c '
+import mmap, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 64)
+on, session = struct.unpack_from("<II", m, 8)
+struct.pack_into("<II", m, 8, int(sys.argv[2]), session + int(sys.argv[2]))
+m.close()' "$switch" "$1"
+}
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && getent passwd nobody >/dev/null; then
+	ur_start squat.listen setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind("\0uroce-capture-0")
+s.listen(64)
+s.setblocking(False)
+print("listening", flush=True)
+conns, got = [], 0
+while not os.path.exists(sys.argv[1]):
+    try:
+        c, _ = s.accept()
+        c.setblocking(False)
+        conns.append(c)
+    except BlockingIOError:
+        time.sleep(0.05)
+    for c in conns:
+        try:
+            got += len(c.recv(65536))
+        except (BlockingIOError, ConnectionError):
+            pass
+print("connections", len(conns), "bytes", got)' "$UR_TMP/squat.stop"
+	for _ in $(seq 50); do grep -q listening "$(ur_out squat.listen)" && break; sleep 0.1; done
+	set_switch 1
+	run_pair squat.rc ibv_rc_pingpong -d uroce0 -g "$g4" -n 20 -- 127.0.0.1
+	set_switch 0
+	: > "$UR_TMP/squat.stop"
+	ur_wait squat.listen
+	ur_expect_grep squat.listen '^connections [1-9][0-9]* bytes 0$' \
+		"switched on with another user's listener: processes connect, send nothing"
+fi
+
 # -c: stops by itself.
 ur_start cap.count "$UROCE" capture -w "$UR_TMP/count.pcapng" -c 7
 for _ in $(seq 50); do grep -q capturing "$(ur_out cap.count)" && break; sleep 0.1; done

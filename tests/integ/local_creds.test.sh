@@ -9,8 +9,9 @@
 #    a process of the host hands packets to another, on the victim's unix
 #    socket: refused, not a byte of the region (or its guard bytes) changes;
 #    the same datagram sent by the first user lands (the control);
-#  - opens the host registry and the router lock file in /dev/shm for
-#    reading and for writing: refused (both 0600, owned by the first user);
+#  - opens the host registry, the router lock file and the capture switch
+#    in /dev/shm for reading and for writing: refused (all 0600, owned by
+#    the first user);
 #  - creates, in a fresh network namespace, the registry and lock files the
 #    first user's processes would use there, readable and writable by all:
 #    the first user's process refuses to use them and says why.
@@ -58,9 +59,9 @@ changed() {
 	asks=$((asks + 1))
 }
 
-# 1. The host registry and the router lock file.
+# 1. The host registry, the router lock file and the capture switch.
 ino=$(stat -L -c %i /proc/self/ns/net)
-for f in /dev/shm/uroce-0-net$ino-v* /dev/shm/uroce-0-net$ino.router; do
+for f in /dev/shm/uroce-0-net$ino-v* /dev/shm/uroce-0-net$ino.router /dev/shm/uroce-0-net$ino.capture; do
 	[ -e "$f" ] || continue
 	ur_expect_eq "$(basename "$f"): owner and mode" "0 600" "$(stat -c '%u %a' "$f")"
 	ur_run open.$(basename "$f") "${as_nobody[@]}" "$intruder" open "$f"
