@@ -416,8 +416,8 @@ static bool registry_in_use(int fd, const struct stat *st)
 }
 
 /* The registry NAME (in /dev/shm) of namespace ino, its router lock file
- * and capture switch, removed if they are this user's, nobody uses them and the
- * namespace is gone.  The registry's flock, held from the checks to the
+ * and capture switch, removed if they are this user's, nobody uses them
+ * and the namespace is gone.  The registry's flock, held from the checks to the
  * unlink, keeps a process of that namespace from starting to use the
  * file meanwhile; one that opened it first finds it unlinked once it has
  * the lock (map_file) and opens it anew.  1 if removed. */

@@ -12,6 +12,7 @@
 
 #include "host/registry.h"
 #include "util/compiler.h"
+#include "util/host_uid.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
 
@@ -44,7 +45,7 @@ static void attach(void)
 	struct stat st;
 	int fd;
 
-	if (ur_cap_shared_path(path, sizeof(path)))
+	if (ur_cap_shared_path(path, sizeof(path), (unsigned)ur_host_uid()))
 		return;
 	fd = ur_registry_open_private(path);
 	if (fd < 0) {
@@ -84,7 +85,7 @@ void ur_capture_attach(void)
 static void conn_open(uint32_t session)
 {
 	struct sockaddr_un sun;
-	socklen_t len = ur_cap_sock_addr(&sun);
+	socklen_t len = ur_cap_sock_addr(&sun, (unsigned)ur_host_uid());
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	int sz = CAP_SNDBUF;

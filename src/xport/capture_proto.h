@@ -11,7 +11,10 @@
  * UDP headers from the record's addresses and writes pcapng.
  *
  * Same host, same build: host byte order, no compatibility beyond the
- * version.  Pure definitions: the tool compiles this header in as it is.
+ * version.  Both names carry the user as the machine sees it
+ * (util/host_uid.h), so that a process in a user namespace of the user's
+ * own and a capture outside it meet.  Pure definitions: the tool compiles
+ * this header in as it is.
  */
 #ifndef UROCE_XPORT_CAPTURE_PROTO_H
 #define UROCE_XPORT_CAPTURE_PROTO_H
@@ -84,28 +87,26 @@ _Static_assert(sizeof(struct ur_cap_rec) == 80, "capture record layout");
 /* Largest record: the header and a packet of the biggest MTU with room. */
 #define UR_CAP_REC_MAX (sizeof(struct ur_cap_rec) + 65536)
 
-/* The switch file of this user in this network namespace. */
-static inline int ur_cap_shared_path(char *buf, size_t len)
+/* The switch file of user uid (ur_host_uid) in this network namespace. */
+static inline int ur_cap_shared_path(char *buf, size_t len, unsigned uid)
 {
 	struct stat st;
 	int n;
 
 	if (stat("/proc/self/ns/net", &st))
 		st.st_ino = 0;
-	n = snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.capture", (unsigned)getuid(),
-		     (unsigned long)st.st_ino);
+	n = snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.capture", uid, (unsigned long)st.st_ino);
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
 /* The tool's socket: abstract, so one per network namespace and user. */
-static inline socklen_t ur_cap_sock_addr(struct sockaddr_un *sun)
+static inline socklen_t ur_cap_sock_addr(struct sockaddr_un *sun, unsigned uid)
 {
 	int n;
 
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
-	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "uroce-capture-%u",
-		     (unsigned)getuid());
+	n = snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "uroce-capture-%u", uid);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 

@@ -26,6 +26,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "../../src/util/host_uid.h"   /* the library's own rule, compiled in */
 #include "capture.h"
 #include "uroce.h"
 
@@ -283,7 +284,7 @@ static struct ur_cap_shared *map_switch(void)
 	struct stat st;
 	int fd;
 
-	if (ur_cap_shared_path(path, sizeof(path)))
+	if (ur_cap_shared_path(path, sizeof(path), (unsigned)ur_host_uid()))
 		return NULL;
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0 || fstat(fd, &st) ||
@@ -318,7 +319,7 @@ err_close:
 static int listen_sock(void)
 {
 	struct sockaddr_un sun;
-	socklen_t len = ur_cap_sock_addr(&sun);
+	socklen_t len = ur_cap_sock_addr(&sun, (unsigned)ur_host_uid());
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 
 	if (fd < 0)
