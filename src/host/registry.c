@@ -462,11 +462,28 @@ out:
 	return removed;
 }
 
+/* A capture switch (xport/capture.h) left by a namespace whose registry
+ * is gone already (swept by a uroce that did not know the switch): removed
+ * once nothing of the namespace is left. */
+static void sweep_capture_orphan(const char *name, unsigned uid, unsigned long ino)
+{
+	char path[300], registry[128];
+	struct stat st;
+
+	snprintf(registry, sizeof(registry), "/dev/shm/uroce-%u-net%lu-v%u", uid, ino,
+		 UR_REG_VERSION);
+	if (!access(registry, F_OK) || netns_mounted(ino) || netns_has_process(ino))
+		return;
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+		unlink(path);
+}
+
 /* Registries of this version in /dev/shm, other than ours, whose
- * namespace is gone.  The uid in a name is not checked against ours: one
- * made in a user namespace by an earlier uroce carries the uid seen there
- * (now the machine's, ur_host_uid), and the file's owner is what says
- * whose it is. */
+ * namespace is gone (and capture switches left without theirs).  The uid
+ * in a name is not checked against ours: one made in a user namespace by
+ * an earlier uroce carries the uid seen there (now the machine's,
+ * ur_host_uid), and the file's owner is what says whose it is. */
 static int sweep_dead_netns(void)
 {
 	DIR *dir = opendir("/dev/shm");
@@ -481,8 +498,15 @@ static int sweep_dead_netns(void)
 		unsigned long ino;
 		int end = 0;
 
-		if (strncmp(d->d_name, "uroce-", 6) ||
-		    sscanf(d->d_name, "uroce-%u-net%lu-v%u%n", &uid, &ino, &version, &end) != 3 ||
+		if (strncmp(d->d_name, "uroce-", 6))
+			continue;
+		if (sscanf(d->d_name, "uroce-%u-net%lu.capture%n", &uid, &ino, &end) == 2 && end &&
+		    !d->d_name[end] && ino && ino != mine) {
+			sweep_capture_orphan(d->d_name, uid, ino);
+			continue;
+		}
+		end = 0;
+		if (sscanf(d->d_name, "uroce-%u-net%lu-v%u%n", &uid, &ino, &version, &end) != 3 ||
 		    d->d_name[end] || version != UR_REG_VERSION || !ino || ino == mine)
 			continue;
 		n += sweep_netns_registry(d->d_name, uid, ino);

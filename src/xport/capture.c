@@ -123,8 +123,9 @@ static int conn_get(void)
 			conn_open(session);
 		pthread_mutex_unlock(&conn_lock);
 	}
-	return __atomic_load_n(&conn_ok, __ATOMIC_ACQUIRE) ? __atomic_load_n(&conn_fd, __ATOMIC_ACQUIRE)
-							    : -1;
+	if (!__atomic_load_n(&conn_ok, __ATOMIC_ACQUIRE))
+		return -1;
+	return __atomic_load_n(&conn_fd, __ATOMIC_ACQUIRE);
 }
 
 static void dropped(void)

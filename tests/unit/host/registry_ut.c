@@ -605,6 +605,12 @@ static void test_netns_gone_swept(void)
 	UT_CHECK(!exists(path));
 	UT_CHECK(!exists(router));
 	UT_CHECK(!exists(capture));
+	/* A switch whose registry went before it (an older uroce's sweep). */
+	fd = open(capture, O_RDWR | O_CREAT, 0600);
+	UT_CHECK(fd >= 0);
+	close(fd);
+	ur_registry_sweep_dead_netns();
+	UT_CHECK(!exists(capture));
 	UT_CHECK(exists(ur_registry_path()));              /* ours stays */
 	/* A process that attaches removes them too, as any start does. */
 	netns_kid_start(&k, false, path, router);
