@@ -377,6 +377,22 @@ ur_gid_index() {
 		sub(/.*GID\[ */, ""); sub(/\].*/, ""); idx = $0 } } END { print idx }' "$UR_TMP/$n.out"
 }
 
+# ur_clock_spoiled NAME TRY: whether perftest's pair NAME could not time
+# itself: it calibrates the TSC by a regression that a busy machine can
+# spoil ("Correlation coefficient r^2 ... Can't produce a report"), which is
+# perftest's own clock, not the device, so such a run is made again.  If so,
+# says it and moves the outputs aside (NAME.server.out.tryTRY); the caller
+# runs the pair again, a few times at most.
+ur_clock_spoiled() {
+	local side
+	grep -q "Can't produce a report" "$(ur_out "$1.server")" "$(ur_out "$1.client")" 2>/dev/null ||
+		return 1
+	ur_log "note: $1: perftest could not calibrate its clock (busy machine); run again"
+	for side in server client; do
+		mv "$(ur_out "$1.$side")" "$(ur_out "$1.$side").try$2"
+	done
+}
+
 # ur_dev_of IPV4 [NAME]: the uroce device (in UR_NS) whose GID table holds
 # ::ffff:IPV4.
 ur_dev_of() {

@@ -11,6 +11,7 @@
 #   ur_ns_prefix NS          the words that do it, in UR_NS_PREFIX
 #   ur_ip NS ARGS...         ip ARGS in NS
 #   ur_operstate NS IF       IF's operational state in NS
+#   ur_netns_ino NS          NS's inode number (what uroce's /dev/shm names carry)
 
 # A process that enters a namespace of the test's user namespace keeps its
 # credentials: the user, who is root there (unshare -r maps the user to
@@ -124,3 +125,12 @@ ur_netns_private() {
 	ur_netns_new UR_NS_P
 }
 
+
+# ur_netns_ino NS: the inode number of namespace NS (empty: this one).
+ur_netns_ino() {
+	case $1 in
+	"") stat -L -c %i /proc/self/ns/net ;;
+	userns:*) stat -L -c %i "/proc/${1#userns:}/ns/net" ;;
+	*) stat -L -c %i "/run/netns/$1" ;;
+	esac
+}

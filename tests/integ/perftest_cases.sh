@@ -50,15 +50,7 @@ pt_ok() {
 		port=$(ur_port)
 		ur_pair "$tag" "$port" "$tool" -d "$sdev" -p "$port" "$@" \
 			-- "$tool" -d "$cdev" -p "$port" "$@" "$addr"
-		# perftest times itself with the TSC, calibrated by a regression a
-		# busy machine can spoil ("Correlation coefficient r^2 ... Can't
-		# produce a report"): that is perftest's own clock, not the
-		# device, so such a run is made again (qptypes_perftest does too).
-		grep -q "Can't produce a report" "$(ur_out "$tag.server")" "$(ur_out "$tag.client")" ||
-			break
-		ur_log "note: $tag: perftest could not calibrate its clock (busy machine); run again"
-		mv "$(ur_out "$tag.server")" "$(ur_out "$tag.server").try$try"
-		mv "$(ur_out "$tag.client")" "$(ur_out "$tag.client").try$try"
+		ur_clock_spoiled "$tag" "$try" || break
 	done
 	ur_expect_pair_ok "$tag" "${UR_ENV[*]:+${UR_ENV[*]} }$tool $*" || return
 	for side in client server; do
