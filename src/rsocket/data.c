@@ -13,8 +13,8 @@
 #define RS_WR_RECV   (1ull << 63)
 #define RS_WR_SBUF   (1ull << 62)   /* an iomap entry sent from sbuf, not inline */
 #define RS_POLL_BATCH 16
-#define RS_SPIN_NS   10000          /* spin this long before sleeping */
-#define RS_NAP_MS    1000           /* a sleeper looks again at least this often */
+#define RS_NAP_MS    50             /* a sleeper looks again at least this often (a
+                                       * thread beside it may have taken its wake-up) */
 
 const char *const rs_state_names[RS_NSTATES] = {
 	[RS_IDLE] = "idle",
@@ -266,7 +266,12 @@ static void drain_cq_events(struct rsock *rs)
 
 void rs_progress(struct rsock *rs)
 {
-	rs_cm_events(rs);
+	/* A connected socket reads its channel only when poll() said it
+	 * has news: an empty read is a system call per progress. */
+	if (rs->state != RS_CONNECTED || rs->cm_pending) {
+		rs->cm_pending = false;
+		rs_cm_events(rs);
+	}
 	if (!rs->cq)
 		return;
 	poll_cq(rs);
@@ -292,8 +297,7 @@ void rs_sleep(struct rsock *rs, int timeout_ms)
 	pthread_mutex_unlock(&rs->lock);
 	poll(p, n, timeout_ms);
 	pthread_mutex_lock(&rs->lock);
-	if (rs->cq)
-		drain_cq_events(rs);
+	rs_poll_drain(rs, p[0].revents, n > 1 ? p[1].revents : 0);
 }
 
 /* Arms the CQ (once) so that a completion wakes a sleeper; the caller
@@ -343,7 +347,9 @@ short rs_poll_events(struct rsock *rs)
 	case RS_CONNECT_ERROR:
 		return POLLOUT | POLLERR;
 	case RS_DISCONNECTED:
-		return POLLIN | POLLOUT | POLLHUP;
+		/* Hung up once what the peer sent before it left is read:
+		 * a reader polling for the last bytes gets them first. */
+		return POLLIN | POLLOUT | (rs_have_rdata(rs) ? 0 : POLLHUP);
 	case RS_ERROR:
 		return POLLIN | POLLOUT | POLLERR;
 	case RS_IDLE:
@@ -363,8 +369,10 @@ void rs_poll_arm(struct rsock *rs, struct pollfd *cm, struct pollfd *cq)
 	cq->events = POLLIN;
 }
 
-void rs_poll_drain(struct rsock *rs)
+void rs_poll_drain(struct rsock *rs, short cm_revents, short cq_revents)
 {
-	if (rs->cq)
+	if (cm_revents)
+		rs->cm_pending = true;
+	if (cq_revents && rs->cq)
 		drain_cq_events(rs);
 }

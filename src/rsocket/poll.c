@@ -9,6 +9,14 @@
 #include "rsocket/rsocket.h"
 #include "util/compiler.h"
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -28,7 +36,25 @@ static short rs_revents(struct rsock *rs, short want)
 	return ev & (want | POLLERR | POLLHUP);
 }
 
-UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+/* What the rsockets among fds have now, without arming or sleeping; 0
+ * when an ordinary fd is among them (only poll(2) can tell). */
+static int peek_rsockets(struct pollfd *fds, nfds_t nfds)
+{
+	int ready = 0;
+
+	for (nfds_t i = 0; i < nfds; i++) {
+		struct rsock *rs = rs_table_get(fds[i].fd);
+
+		if (!rs)
+			return 0;
+		fds[i].revents = rs_revents(rs, fds[i].events);
+		if (fds[i].revents)
+			ready++;
+	}
+	return ready;
+}
+
+static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct pollfd *p = calloc(2 * nfds + 1, sizeof(*p));
 	int64_t end = timeout > 0 ? now_ms() + timeout : 0;
@@ -55,7 +81,10 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				continue;
 			}
 			fds[i].revents = rs_revents(rs, fds[i].events);
-			if (!fds[i].revents) {
+			/* Armed only to sleep: a poll with timeout 0 (rstream
+			 * -T a spins on one) would make every completion
+			 * an event to write and read. */
+			if (!fds[i].revents && timeout != 0) {
 				pthread_mutex_lock(&rs->lock);
 				rs_poll_arm(rs, &p[2 * i], &p[2 * i + 1]);
 				pthread_mutex_unlock(&rs->lock);
@@ -79,7 +108,7 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				fds[i].revents = p[2 * i].revents;
 			} else if (p[2 * i].fd >= 0) {
 				pthread_mutex_lock(&rs->lock);
-				rs_poll_drain(rs);
+				rs_poll_drain(rs, p[2 * i].revents, p[2 * i + 1].revents);
 				pthread_mutex_unlock(&rs->lock);
 				fds[i].revents = rs_revents(rs, fds[i].events);
 			}
@@ -91,6 +120,21 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	}
 	free(p);
 	return ready;
+}
+
+UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	uint64_t spin_end = now_ns() + RS_SPIN_NS;
+	int ready;
+
+	/* A short spin first, as rdma-core's rpoll does: an answer often
+	 * comes sooner than a sleep and a wake-up would take. */
+	do {
+		ready = peek_rsockets(fds, nfds);
+		if (ready)
+			return ready;
+	} while (timeout != 0 && now_ns() < spin_end);
+	return poll_sleeping(fds, nfds, timeout);
 }
 
 UR_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)

@@ -56,6 +56,7 @@ struct rsock {
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	bool cq_armed;
+	bool cm_pending;                /* the channel's fd was readable */
 
 	/* Options, fixed once the QP exists. */
 	uint32_t sbuf_size, rbuf_size;
@@ -102,6 +103,8 @@ struct rsock {
 #define RS_DEF_INLINE   64
 #define RS_QP_MIN_SIZE  16
 #define RS_QP_MAX_SIZE  0xfffe
+/* A blocking call (or rpoll) spins this long before it sleeps. */
+#define RS_SPIN_NS      20000
 
 /* table.c: rsockets by number. */
 int rs_table_add(struct rsock *rs);
@@ -152,7 +155,7 @@ short rs_poll_events(struct rsock *rs);
 /* rpoll: arms rs and names the fds that wake a poll(2) for it; after the
  * poll, takes the CQ's events off its channel. */
 void rs_poll_arm(struct rsock *rs, struct pollfd *cm, struct pollfd *cq);
-void rs_poll_drain(struct rsock *rs);
+void rs_poll_drain(struct rsock *rs, short cm_revents, short cq_revents);
 
 /* xfer.c: the stream data path (rs->lock held). */
 ssize_t rs_send_iov(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags);
