@@ -250,6 +250,7 @@ UR_EXPORT int rclose(int s)
 	if (!rs)
 		return -1;
 	rs_table_del(s);
+	rs_iomap_free(rs);
 	if (rs->state == RS_CONNECTED)
 		rs_shutdown(rs, SHUT_RDWR);
 	was_connected = rs->state == RS_DISCONNECTED || rs->state == RS_ERROR ||
@@ -280,7 +281,10 @@ static ssize_t do_send(int s, const struct iovec *iov, int cnt, int flags)
 
 	if (!rs)
 		return -1;
-	r = rs_send_iov(rs, iov, cnt, flags);
+	/* New mappings go to the peer ahead of the data (rsocket(7)). */
+	r = rs->iomap_pending ? rs_iomap_flush(rs, rs->nonblock || (flags & MSG_DONTWAIT)) : 0;
+	if (!r)
+		r = rs_send_iov(rs, iov, cnt, flags);
 	pthread_mutex_unlock(&rs->lock);
 	return ret_ssize(r);
 }

@@ -11,7 +11,6 @@
 #include "rsocket/rsocket.h"
 
 #define RS_WR_RECV   (1ull << 63)
-#define RS_WR_SBUF   (1ull << 62)   /* an iomap entry sent from sbuf, not inline */
 #define RS_POLL_BATCH 16
 #define RS_NAP_MS    50             /* a sleeper looks again at least this often (a
                                        * thread beside it may have taken its wake-up) */
@@ -68,7 +67,7 @@ int rs_post_write(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t wr_m
 	struct ibv_send_wr wr, *bad;
 
 	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_msg | ((flags & RS_WR_SBUF_FLAG) ? RS_WR_SBUF : 0);
+	wr.wr_id = wr_msg;
 	wr.sg_list = sgl;
 	wr.num_sge = nsge;
 	wr.opcode = IBV_WR_RDMA_WRITE;
@@ -84,7 +83,7 @@ int rs_post_write_msg(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t 
 	struct ibv_send_wr wr, *bad;
 
 	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = msg | ((flags & RS_WR_SBUF_FLAG) ? RS_WR_SBUF : 0);
+	wr.wr_id = msg;
 	wr.sg_list = sgl;
 	wr.num_sge = nsge;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -213,8 +212,7 @@ static void on_send(struct rsock *rs, const struct ibv_wc *wc)
 		break;
 	case RS_OP_IOMAP_SGL:
 		rs->sqe_avail++;
-		if (wc->wr_id & RS_WR_SBUF)
-			rs->sbuf_bytes_avail += sizeof(struct rs_iomap);
+		rs->sbuf_bytes_avail += sizeof(struct rs_iomap);
 		break;
 	default:   /* RS_OP_DATA, RS_OP_WRITE */
 		rs->sqe_avail++;
@@ -275,11 +273,8 @@ void rs_progress(struct rsock *rs)
 	if (!rs->cq)
 		return;
 	poll_cq(rs);
-	if (rs->state == RS_CONNECTED) {
+	if (rs->state == RS_CONNECTED)
 		rs_update_credits(rs);
-		if (rs->iomap_pending)
-			rs_iomap_flush(rs);
-	}
 }
 
 void rs_sleep(struct rsock *rs, int timeout_ms)

@@ -68,7 +68,6 @@ err_free:
 
 void rs_free(struct rsock *rs)
 {
-	rs_iomap_free(rs);
 	if (rs->id && rs->id->qp)
 		rdma_destroy_qp(rs->id);
 	if (rs->cq)

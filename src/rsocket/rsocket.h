@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <rdma/rdma_cma.h>
 
 #include "rsocket/rs_proto.h"
@@ -142,7 +143,6 @@ int rs_post_write_msg(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t 
 int rs_post_write(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t wr_msg, int flags,
 		  uint64_t addr, uint32_t rkey);
 int rs_post_ctrl(struct rsock *rs, enum rs_ctrl ctrl);
-#define RS_WR_SBUF_FLAG (1 << 16)   /* rs_post_write*: the payload sits in sbuf */
 void rs_update_credits(struct rsock *rs);
 /* Sleeps (lock released) until the CQ or the channel has news, at most
  * timeout_ms (-1: no limit); arms the CQ first. */
@@ -166,8 +166,15 @@ int rs_shutdown(struct rsock *rs, int how);
 void rs_keepalive_start(void);
 void rs_keepalive_send(struct rsock *rs);
 
+/* xfer.c: copies n bytes from iov into sbuf at its head; the SGEs (1 or 2)
+ * that name them, in sge[]. */
+int rs_stage(struct rsock *rs, const struct iovec *iov, int iovcnt, uint32_t n,
+	     struct ibv_sge *sge);
+
 /* iomap.c */
 void rs_iomap_free(struct rsock *rs);
-void rs_iomap_flush(struct rsock *rs);   /* sends entries not yet sent */
+/* Writes the entries of our new PROT_WRITE mappings into the peer's
+ * target iomap (before the data that follows them). */
+int rs_iomap_flush(struct rsock *rs, bool nonblock);
 
 #endif

@@ -150,6 +150,14 @@ static int stage(struct rsock *rs, struct iov_cur *c, uint32_t n, struct ibv_sge
 	return nsge;
 }
 
+int rs_stage(struct rsock *rs, const struct iovec *iov, int iovcnt, uint32_t n,
+	     struct ibv_sge *sge)
+{
+	struct iov_cur c = { iov, iovcnt, 0 };
+
+	return stage(rs, &c, n, sge);
+}
+
 ssize_t rs_send_iov(struct rsock *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	bool nonblock = rs->nonblock || (flags & MSG_DONTWAIT);

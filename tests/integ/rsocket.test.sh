@@ -7,6 +7,11 @@
 #    -T v (both, every byte checked), -k 1 (SO_KEEPALIVE, TCP_KEEPIDLE 1, a
 #    keepalive write a second) and -B 65536 (SO_SNDBUF/SO_RCVBUF): client and
 #    server exit 0 and print their table;
+#  - riostream (riomap/riowrite: the data placed straight into the peer's
+#    mapped buffer, the receiver spinning on its last byte) -S 1000000 -C 50
+#    -T v, and -T a -T n: both exit 0 and print their table (a short run: both
+#    programs spin on memory, and on a 2-core machine their spinning starves
+#    uroce's engine threads, so its latency tests take milliseconds a round);
 #  - rcopy of a 20 MB random file on one host: cmp finds it the same;
 #  - the same rstream -T v and rcopy between two namespaces joined by a veth
 #    (two hosts' stand-in);
@@ -17,7 +22,7 @@
 #    -c, rdma_recvs) a receive per data message at least: bytes / 64 KiB;
 #  - progs/rsocket_api.c: the socket contract's corners and every error path
 #    (ECONNREFUSED, EPIPE on a closed peer, EAGAIN, 0 at the peer's close,
-#    ENOTCONN, EBADF, EOPNOTSUPP for datagram sockets and riomap...).
+#    ENOTCONN, EBADF, EOPNOTSUPP for datagram sockets), riomap/riowrite.
 # ctest-timeout: 420
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdmacm_lib.sh"
@@ -47,6 +52,17 @@ rstream_case() {
 	ur_expect_pair_ok "$name" "rstream $*"
 	rstream_rows "$name.client" "$rows"
 	rstream_rows "$name.server" "$rows"
+}
+
+# riostream_case NAME ARGS...: riostream server and client on 127.0.0.1.
+riostream_case() {
+	local name=$1 port
+	shift
+	port=$(ur_port)
+	cm_pair "$name" riostream -p "$port" "$@" -- riostream -s 127.0.0.1 -p "$port" "$@"
+	ur_expect_pair_ok "$name" "riostream $*"
+	rstream_rows "$name.client" 1
+	rstream_rows "$name.server" 1
 }
 
 # rcopy_case NAME HOST: a 20 MB file through rcopy, compared.
@@ -122,6 +138,8 @@ rstream_case rs_async_nb_verify 1 -T a -T n -T v -S 100000 -C 500
 rstream_case rs_keepalive 1 -k 1 -S 1000000 -C 2000
 rstream_case rs_bufsize 1 -B 65536 -S 1000000 -C 200
 ur_expect_grep rs_keepalive.client 'Keepalive: ON' "rstream -k 1: SO_KEEPALIVE read back on"
+riostream_case rio_verify -S 1000000 -C 50 -T v
+riostream_case rio_async_nb -S 100000 -C 100 -T a -T n
 
 head -c 20000000 /dev/urandom > "$UR_TMP/rcopy.src"
 rcopy_case rcopy_lo 127.0.0.1

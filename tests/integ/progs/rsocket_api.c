@@ -19,7 +19,13 @@
  *              an unknown one is ENOPROTOOPT; rfcntl's F_GETFL/F_SETFL;
  *  - keepalive: SO_KEEPALIVE with TCP_KEEPIDLE 1: the connection still
  *              carries data after 3 s of keepalive writes;
- *  - errors:   EBADF, EAFNOSUPPORT, EOPNOTSUPP (datagram sockets, riomap),
+ *  - iomap:    riomap(PROT_WRITE) on one side, riowrite of 64 KiB into it
+ *              from the other, then a message: the mapped buffer holds the
+ *              data when the message arrives; riowrite to an offset the
+ *              peer did not map is EINVAL, riomap beyond the peer's
+ *              RDMA_IOMAPSIZE ENOMEM, PROT_READ EINVAL, riounmap of what
+ *              was not mapped EINVAL;
+ *  - errors:   EBADF, EAFNOSUPPORT, EOPNOTSUPP (datagram sockets),
  *              ENOTCONN for data calls and shutdown before a connection.
  */
 #include <arpa/inet.h>
@@ -40,6 +46,7 @@
 #include "vt.h"
 
 static int next_port = 18500;
+static int iomap_size;   /* RDMA_IOMAPSIZE for the next pair() */
 
 /* call must fail with errno want: the result and errno taken before the
  * message is formatted. */
@@ -67,6 +74,7 @@ static int listener(int port)
 	if (l < 0)
 		return -1;
 	rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	rsetsockopt(l, SOL_RDMA, RDMA_IOMAPSIZE, &iomap_size, sizeof(iomap_size));
 	if (rbind(l, (struct sockaddr *)&a, sizeof(a)) || rlisten(l, 4)) {
 		rclose(l);
 		return -1;
@@ -88,6 +96,7 @@ static int pair(int *c, int *s)
 		return -1;
 	}
 	*c = rsocket(AF_INET, SOCK_STREAM, 0);
+	rsetsockopt(*c, SOL_RDMA, RDMA_IOMAPSIZE, &iomap_size, sizeof(iomap_size));
 	rfcntl(*c, F_SETFL, O_NONBLOCK);
 	if (rconnect(*c, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EINPROGRESS) {
 		vt_fail("non-blocking rconnect: -1/EINPROGRESS expected (%s)", strerror(errno));
@@ -500,9 +509,45 @@ static void case_errors(struct vt_dev *d)
 	CHECK_ERR(rshutdown(s, SHUT_RDWR), ENOTCONN, "rshutdown unconnected");
 	CHECK_ERR(rgetpeername(s, (struct sockaddr *)buf, &(socklen_t){ 4 }), ENOTCONN,
 		  "rgetpeername unconnected");
-	CHECK_ERR(riomap(s, buf, sizeof(buf), PROT_WRITE, 0, -1), EOPNOTSUPP,
-		  "riomap (not built)");
+	CHECK_ERR(riowrite(s, buf, sizeof(buf), 0, 0), ENOTCONN, "riowrite unconnected");
 	rclose(s);
+}
+
+static void case_iomap(struct vt_dev *d)
+{
+	const size_t len = 65536;
+	uint8_t *target = calloc(1, len), *src = malloc(len), *other = malloc(len), msg[4];
+	off_t off;
+	int c, s;
+
+	(void)d;
+	iomap_size = 1;
+	if (pair(&c, &s))
+		goto out;
+	for (size_t i = 0; i < len; i++)
+		src[i] = vt_pattern(3, i);
+	off = riomap(s, target, len, PROT_WRITE, 0, 4096);
+	vt_check(off == 4096, "riomap(PROT_WRITE, offset 4096): 4096 (%lld)", (long long)off);
+	CHECK_ERR(riomap(s, other, len, PROT_WRITE, 0, 0), ENOMEM,
+		  "a second PROT_WRITE mapping with the peer's RDMA_IOMAPSIZE 1");
+	CHECK_ERR(riomap(s, other, len, PROT_READ, 0, 0), EINVAL, "riomap(PROT_READ)");
+	rsend(s, "map", 4, 0);                    /* carries the mapping before it */
+	vt_check(rrecv(c, msg, 4, MSG_WAITALL) == 4, "the message after riomap arrives");
+	vt_check(riowrite(c, src, len, 4096, 0) == len, "riowrite of 64 KiB at offset 4096");
+	CHECK_ERR(riowrite(c, src, 16, 4096 + len, 0), EINVAL,
+		  "riowrite past the peer's mapping");
+	rsend(c, "done", 4, 0);
+	vt_check(rrecv(s, msg, 4, MSG_WAITALL) == 4 && !memcmp(target, src, len),
+		 "the mapped buffer holds the 64 KiB when the next message arrives");
+	CHECK_ERR(riounmap(s, other, len), EINVAL, "riounmap of a buffer not mapped");
+	vt_check(riounmap(s, target, len) == 0, "riounmap: 0");
+	rclose(c);
+	rclose(s);
+out:
+	iomap_size = 0;
+	free(target);
+	free(src);
+	free(other);
 }
 
 static const struct vt_case cases[] = {
@@ -515,6 +560,7 @@ static const struct vt_case cases[] = {
 	{ "poll", case_poll },
 	{ "options", case_options },
 	{ "keepalive", case_keepalive },
+	{ "iomap", case_iomap },
 	{ "errors", case_errors },
 	{ NULL, NULL },
 };
