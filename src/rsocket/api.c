@@ -10,6 +10,8 @@
 #include "rsocket/rsocket.h"
 #include "util/compiler.h"
 
+#define RS_ACK_TIMEOUT 17
+
 static int fail(int neg)
 {
 	errno = -neg;
@@ -44,6 +46,12 @@ UR_EXPORT int rsocket(int domain, int type, int protocol)
 		ret = -errno;
 		goto err_free;
 	}
+	/* The ACK timeout rdma-core's rsockets get from the kernel's rdma_cm
+	 * over RoCE (its packet life time 16, plus one: 0.5 s), rather than
+	 * uroce's 67 ms: a slow peer (rxe in an emulated guest) stalls for
+	 * longer than 7 retries of that. */
+	rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			&(uint8_t){ RS_ACK_TIMEOUT }, sizeof(uint8_t));
 	if (type & SOCK_NONBLOCK) {
 		rs->nonblock = true;
 		rs->fd_flags |= O_NONBLOCK;
