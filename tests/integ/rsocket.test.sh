@@ -5,8 +5,9 @@
 #  - rstream on one host (127.0.0.1, uroce0 on lo): the full run (latency and
 #    bandwidth, 64 B to 1 MB), then -T a (rpoll), -T n (non-blocking), -T a -T n
 #    -T v (both, every byte checked), -k 1 (SO_KEEPALIVE, TCP_KEEPIDLE 1, a
-#    keepalive write a second) and -B 65536 (SO_SNDBUF/SO_RCVBUF): client and
-#    server exit 0 and print their table;
+#    keepalive write a second), -B 65536 (SO_SNDBUF/SO_RCVBUF), -b 127.0.0.1
+#    (both ends bound first) and -b ::1 over IPv6: client and server exit 0
+#    and print their table;
 #  - riostream (riomap/riowrite: the data placed straight into the peer's
 #    mapped buffer, the receiver spinning on its last byte) -S 1000000 -C 50
 #    -T v, and -T a -T n: both exit 0 and print their table (a short run: both
@@ -137,6 +138,8 @@ rstream_case rs_nonblock 1 -T n -S 65536 -C 2000
 rstream_case rs_async_nb_verify 1 -T a -T n -T v -S 100000 -C 500
 rstream_case rs_keepalive 1 -k 1 -S 1000000 -C 2000
 rstream_case rs_bufsize 1 -B 65536 -S 1000000 -C 200
+rstream_case rs_bind 1 -b 127.0.0.1 -S 65536 -C 500
+RS_HOST=::1 rstream_case rs_ipv6 1 -b ::1 -T v -S 65536 -C 500
 ur_expect_grep rs_keepalive.client 'Keepalive: ON' "rstream -k 1: SO_KEEPALIVE read back on"
 riostream_case rio_verify -S 1000000 -C 50 -T v
 riostream_case rio_async_nb -S 100000 -C 100 -T a -T n
