@@ -108,6 +108,16 @@ static void size_queues(struct rsock *rs)
 		rs->sq_size = (uint16_t)(rs->sbuf_size / RS_SNDLOWAT);
 	else
 		rs->sbuf_size = rs->sq_size * RS_SNDLOWAT;
+	/* Room for the control messages and some data beside them, however
+	 * small SO_SNDBUF/SO_RCVBUF were set. */
+	if (rs->sq_size < 2 * RS_QP_CTRL_SIZE) {
+		rs->sq_size = 2 * RS_QP_CTRL_SIZE;
+		rs->sbuf_size = rs->sq_size * RS_SNDLOWAT;
+	}
+	if (rs->rq_size < 2) {
+		rs->rq_size = 2;
+		rs->rbuf_size = rs->rq_size * RS_SNDLOWAT;
+	}
 }
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *buf, size_t len, int access, int *ret)

@@ -8,6 +8,7 @@
  *              POLLOUT|POLLERR with SO_ERROR ECONNREFUSED without blocking;
  *  - data:     4 MiB through a reader thread, byte for byte; rwritev/rreadv,
  *              MSG_PEEK (leaves the data), MSG_WAITALL (waits for all);
+ *  - smallbuf: SO_SNDBUF/SO_RCVBUF of 1 KiB: 1 MiB still goes through;
  *  - eagain:   a non-blocking receive with nothing there is EAGAIN, rpoll
  *              times out with 0; non-blocking sends stop with EAGAIN when the
  *              peer reads nothing, and POLLOUT comes back once it reads;
@@ -47,6 +48,15 @@
 
 static int next_port = 18500;
 static int iomap_size;   /* RDMA_IOMAPSIZE for the next pair() */
+static int buf_size;     /* SO_SNDBUF and SO_RCVBUF for the next pair(), 0: default */
+
+static void set_bufs(int s)
+{
+	if (!buf_size)
+		return;
+	rsetsockopt(s, SOL_SOCKET, SO_SNDBUF, &buf_size, sizeof(buf_size));
+	rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf_size, sizeof(buf_size));
+}
 
 /* call must fail with errno want: the result and errno taken before the
  * message is formatted. */
@@ -75,6 +85,7 @@ static int listener(int port)
 		return -1;
 	rsetsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	rsetsockopt(l, SOL_RDMA, RDMA_IOMAPSIZE, &iomap_size, sizeof(iomap_size));
+	set_bufs(l);
 	if (rbind(l, (struct sockaddr *)&a, sizeof(a)) || rlisten(l, 4)) {
 		rclose(l);
 		return -1;
@@ -97,6 +108,7 @@ static int pair(int *c, int *s)
 	}
 	*c = rsocket(AF_INET, SOCK_STREAM, 0);
 	rsetsockopt(*c, SOL_RDMA, RDMA_IOMAPSIZE, &iomap_size, sizeof(iomap_size));
+	set_bufs(*c);
 	rfcntl(*c, F_SETFL, O_NONBLOCK);
 	if (rconnect(*c, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EINPROGRESS) {
 		vt_fail("non-blocking rconnect: -1/EINPROGRESS expected (%s)", strerror(errno));
@@ -261,6 +273,37 @@ static void case_data(struct vt_dev *d)
 	rclose(c);
 	rclose(s);
 out:
+	free(src);
+	free(r.buf);
+}
+
+/* SO_SNDBUF/SO_RCVBUF of 1 KiB: the queues still hold the control
+ * messages and data beside them, and 1 MiB goes through byte for byte. */
+static void case_smallbuf(struct vt_dev *d)
+{
+	const size_t len = 1u << 20;
+	uint8_t *src = malloc(len);
+	struct reader r = { .len = len, .buf = malloc(len) };
+	pthread_t t;
+	ssize_t n;
+	int c, s;
+
+	(void)d;
+	buf_size = 1024;
+	if (pair(&c, &s))
+		goto out;
+	for (size_t i = 0; i < len; i++)
+		src[i] = vt_pattern(9, i);
+	r.s = s;
+	pthread_create(&t, NULL, read_all, &r);
+	n = rsend(c, src, len, 0);
+	pthread_join(t, NULL);
+	vt_check(n == (ssize_t)len && r.got == len && !memcmp(src, r.buf, len),
+		 "1 KiB buffers: 1 MiB sent %zd, read %zu, same bytes", n, r.got);
+	rclose(c);
+	rclose(s);
+out:
+	buf_size = 0;
 	free(src);
 	free(r.buf);
 }
@@ -554,6 +597,7 @@ static const struct vt_case cases[] = {
 	{ "connect", case_connect },
 	{ "refused", case_refused },
 	{ "data", case_data },
+	{ "smallbuf", case_smallbuf },
 	{ "eagain", case_eagain },
 	{ "close", case_close },
 	{ "shutdown", case_shutdown },
