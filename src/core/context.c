@@ -15,6 +15,8 @@ int ur_context_open(struct ur_device *dev, struct ur_context **out)
 		return -ENOMEM;
 	ctx->stack_err = -EIO;
 	ctx->dev = dev;
+	pthread_mutex_init(&ctx->cqs_lock, NULL);
+	ur_list_init(&ctx->cqs);
 	/* Regions are reached through the process's own mappings, which it
 	 * may unmap under a live region (util/fault_guard.h). */
 	ur_fault_guard_install();
@@ -64,6 +66,7 @@ int ur_context_close(struct ur_context *ctx)
 	ur_async_fini(&ctx->async);
 	ur_mr_table_fini(&ctx->mrs);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
+	pthread_mutex_destroy(&ctx->cqs_lock);
 	free(ctx);
 	return 0;
 }

@@ -21,6 +21,8 @@ struct ur_context {
 	struct ur_mr_table mrs;        /* lkey/rkey -> MR, for this context */
 	struct ur_async_queue async;   /* behind context.async_fd */
 	struct ur_list dev_link;       /* on dev->contexts */
+	pthread_mutex_t cqs_lock;      /* cqs */
+	struct ur_list cqs;            /* its CQs, for the resource window (rel/res_dump.c) */
 
 	/* What the process's protocol stack (src/rel) lends the context when
 	 * it opens: its reactor (CQ moderation timers, quiescing), its

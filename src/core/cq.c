@@ -144,6 +144,8 @@ static uint32_t ring_size_for(uint32_t depth)
 	return size;
 }
 
+static uint32_t next_cqn;
+
 int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 		 struct ur_cq **out)
 {
@@ -181,6 +183,11 @@ int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 	ur_cq_init_ex_ops(cq);
 	if (attr->channel)
 		__atomic_add_fetch(&attr->channel->refcnt, 1, __ATOMIC_RELAXED);
+	/* Its number, as the kernel's cqn: only for reports (`uroce res`). */
+	cq->ibcq.handle = __atomic_add_fetch(&next_cqn, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&ctx->cqs_lock);
+	ur_list_add_tail(&ctx->cqs, &cq->ctx_link);
+	pthread_mutex_unlock(&ctx->cqs_lock);
 	*out = cq;
 	return 0;
 
@@ -195,6 +202,9 @@ int ur_cq_destroy(struct ur_cq *cq)
 {
 	if (__atomic_load_n(&cq->users, __ATOMIC_ACQUIRE))
 		return -EBUSY;
+	pthread_mutex_lock(&cq->ctx->cqs_lock);
+	ur_list_del(&cq->ctx_link);
+	pthread_mutex_unlock(&cq->ctx->cqs_lock);
 	if (cq->mod_timer_ready) {
 		ur_engine_timer_fini(cq->ctx->engine, &cq->mod_timer);
 		ur_engine_quiesce(cq->ctx->engine);   /* a firing timer is done */

@@ -31,6 +31,7 @@ struct ur_cqe {
 struct ur_cq {
 	struct ibv_cq_ex ibcq;         /* ibv_cq prefix + the extended poll ops */
 	struct ur_context *ctx;
+	struct ur_list ctx_link;       /* on ctx->cqs */
 	pthread_spinlock_t lock;
 	struct ur_cqe *ring;
 	uint32_t size;                 /* power of two > depth */

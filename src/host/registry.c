@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/host_uid.h"
 #include "util/log.h"
 
 struct ur_reg_slot {
@@ -278,7 +279,7 @@ static int map_file(void)
 	int fd;
 
 	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
-		 (unsigned)getuid(), netns_id(), UR_REG_VERSION);
+		 (unsigned)ur_host_uid(), netns_id(), UR_REG_VERSION);
 again:
 	fd = ur_registry_open_private(reg.path);
 	if (fd < 0) {
@@ -458,8 +459,9 @@ out:
 
 /* Registries of this version in /dev/shm, other than ours, whose
  * namespace is gone.  The uid in a name is not checked against ours: one
- * made in a user namespace carries the uid seen there, and the file's
- * owner is what says whose it is. */
+ * made in a user namespace by an earlier uroce carries the uid seen there
+ * (now the machine's, ur_host_uid), and the file's owner is what says
+ * whose it is. */
 static int sweep_dead_netns(void)
 {
 	DIR *dir = opendir("/dev/shm");
@@ -689,7 +691,7 @@ int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out)
 
 int ur_registry_router_lock_path(char *buf, size_t len)
 {
-	snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.router", (unsigned)getuid(), netns_id());
+	snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.router", (unsigned)ur_host_uid(), netns_id());
 	return 0;
 }
 

@@ -155,6 +155,9 @@ static int open_devices(void)
 	ret = uroce_gsi_attach(cma.devs[0].verbs, cma_gsi_rx, NULL);
 	if (ret)
 		return ret;
+	ret = uroce_res_cm_attach(cma.devs[0].verbs, cma_res_dump, NULL);
+	if (ret)
+		return ret;
 	/* Listed as a process with a CM: a REQ nobody listens for comes to
 	 * one of those, which rejects it. */
 	return uroce_cm_listen(0, 1);

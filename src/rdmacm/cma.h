@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
@@ -119,6 +120,8 @@ struct cma_id *cma_find_comm(uint32_t comm_id);
 void cma_send(struct cma_id *c, const struct ur_cm_msg *m);
 void cma_send_to(int dev, int gid_index, const union ibv_gid *dgid, const struct ur_cm_msg *m);
 
+/* res.c: the ids' lines for `uroce res` (uroce_res_cm_fn). */
+void cma_res_dump(void *arg, FILE *f);
 /* channel.c */
 int cma_channel_open(bool sync, struct cma_channel **out);
 void cma_channel_close(struct cma_channel *c);
@@ -142,6 +145,7 @@ int cma_wait_event(struct cma_id *c, enum rdma_cm_event_type want, struct rdma_c
 int cma_id_new(struct cma_channel *ch, void *context, enum rdma_port_space ps,
 	       enum ibv_qp_type qpt, struct cma_id **out);
 void cma_id_free(struct cma_id *c);
+/* sockaddr.c */
 uint16_t cma_port_of(const struct sockaddr *sa);
 uint64_t cma_service_id(const struct cma_id *c);
 /* The device's PD, made on first use (cma.lock held): as rdma-core's
@@ -170,8 +174,12 @@ int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_c
 		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out);
 /* Marks a child's CONNECT_REQUEST event with its listener. */
 void cma_child_event(struct cma_id *c, struct cma_event *e);
-/* -EINVAL if p's private data is missing or longer than room. */
+/* priv.c: the private data of a REQ or SIDR_REQ.
+ * -EINVAL if p's private data is missing or longer than room. */
 int cma_check_priv(const struct rdma_conn_param *p, size_t room);
+/* m's private data as rdma_cm lays it out: its header (IP version, source
+ * port, both addresses, from c), then p's. */
+void cma_pack_priv(const struct cma_id *c, const struct rdma_conn_param *p, struct ur_cm_msg *m);
 /* A synchronous id (made without a channel) waits for want. */
 int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);
 void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid);

@@ -426,13 +426,6 @@ void cma_tick(uint64_t now, uint64_t *next)
 
 /* ---- the application's calls -------------------------------------------- */
 
-int cma_check_priv(const struct rdma_conn_param *p, size_t room)
-{
-	if (p && p->private_data_len && (!p->private_data || p->private_data_len > room))
-		return -EINVAL;
-	return 0;
-}
-
 int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
 {
 	struct rdma_cm_event *ev = NULL;
@@ -448,7 +441,6 @@ int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
 
 static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 {
-	struct ur_cma_hdr h = { 0 };
 	struct ur_cm_msg m;
 	int ret;
 
@@ -497,19 +489,7 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 	m.traffic_class = c->tos;
 	m.hop_limit = 64;
 	m.ack_timeout = c->ack_timeout;
-	h.ip_version = c->dst.ss_family == AF_INET ? 4 : 6;
-	h.src_port = cma_port_of((struct sockaddr *)&c->src);
-	if (h.ip_version == 4) {
-		memcpy(h.src + 12, &((struct sockaddr_in *)&c->src)->sin_addr, 4);
-		memcpy(h.dst + 12, &((struct sockaddr_in *)&c->dst)->sin_addr, 4);
-	} else {
-		memcpy(h.src, &((struct sockaddr_in6 *)&c->src)->sin6_addr, 16);
-		memcpy(h.dst, &((struct sockaddr_in6 *)&c->dst)->sin6_addr, 16);
-	}
-	ur_cma_hdr_pack(&h, m.priv);
-	if (p && p->private_data_len)
-		memcpy(m.priv + UR_CMA_HDR_BYTES, p->private_data, p->private_data_len);
-	m.priv_len = (uint8_t)(UR_CMA_HDR_BYTES + (p ? p->private_data_len : 0));
+	cma_pack_priv(c, p, &m);
 	c->connect_sent = true;
 	ret = ur_cm_send_req(&c->conn, &m, cma_now());
 	if (!ret)

@@ -23,15 +23,6 @@ static void conn_send(struct ur_cm_conn *conn, const struct ur_cm_msg *m)
 
 static const struct ur_cm_ops conn_ops = { .send = conn_send };
 
-uint16_t cma_port_of(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-	if (sa->sa_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-	return 0;
-}
-
 static uint16_t ps_of(const struct cma_id *c)
 {
 	switch (c->id.ps) {

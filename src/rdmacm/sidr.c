@@ -20,7 +20,6 @@ static uint16_t ps_code(const struct cma_id *c)
 
 int cma_sidr_connect(struct cma_id *c, const struct rdma_conn_param *p)
 {
-	struct ur_cma_hdr h = { 0 };
 	struct ur_cm_msg m;
 	int ret;
 
@@ -32,19 +31,7 @@ int cma_sidr_connect(struct cma_id *c, const struct rdma_conn_param *p)
 	memset(&m, 0, sizeof(m));
 	m.service_id = ur_cma_service_id(ps_code(c), cma_port_of((struct sockaddr *)&c->dst));
 	m.pkey = 0xffff;
-	h.ip_version = c->dst.ss_family == AF_INET ? 4 : 6;
-	h.src_port = cma_port_of((struct sockaddr *)&c->src);
-	if (h.ip_version == 4) {
-		memcpy(h.src + 12, &((struct sockaddr_in *)&c->src)->sin_addr, 4);
-		memcpy(h.dst + 12, &((struct sockaddr_in *)&c->dst)->sin_addr, 4);
-	} else {
-		memcpy(h.src, &((struct sockaddr_in6 *)&c->src)->sin6_addr, 16);
-		memcpy(h.dst, &((struct sockaddr_in6 *)&c->dst)->sin6_addr, 16);
-	}
-	ur_cma_hdr_pack(&h, m.priv);
-	if (p && p->private_data_len)
-		memcpy(m.priv + UR_CMA_HDR_BYTES, p->private_data, p->private_data_len);
-	m.priv_len = (uint8_t)(UR_CMA_HDR_BYTES + (p ? p->private_data_len : 0));
+	cma_pack_priv(c, p, &m);
 	c->connect_sent = true;
 	ret = ur_cm_send_sidr_req(&c->conn, &m, cma_now());
 	if (!ret)

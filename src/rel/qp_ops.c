@@ -225,6 +225,8 @@ int ur_qp_destroy(struct ur_qp *qp)
 	if (qp->kind && qp->kind->destroy)
 		qp->kind->destroy(qp);
 	ur_registry_free_qpn(ur_qp_num(qp));
+	/* Also waits out a resource snapshot that locked the QP while the
+	 * table still held it (rel/res_dump.c). */
 	pthread_mutex_lock(&qp->lock);
 	ur_qp_purge_completions(qp);
 	pthread_mutex_unlock(&qp->lock);

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "rel/mcast.h"
 #include "rel/qp_table.h"
+#include "rel/res.h"
 #include "util/list.h"
 #include "xport/xport.h"
 
@@ -43,6 +44,8 @@ struct ur_stack {
 	void (*gsi_rx)(void *arg, const uint8_t *mad, size_t len,
 		       const union ibv_gid *sgid, const union ibv_gid *dgid);
 	void *gsi_arg;                      /* QP1's receiver: the CM, if loaded */
+
+	struct ur_res res;                  /* the resource window (`uroce res`) */
 
 	struct ur_timer housekeeping;       /* transports' ticks, port events, counters */
 

@@ -15,6 +15,7 @@
 #include "host/registry.h"
 #include "rel/progress.h"
 #include "rel/recv.h"
+#include "rel/res.h"
 #include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "util/clock.h"
@@ -97,6 +98,8 @@ static struct ur_stack *alloc_stack(void)
 	pthread_rwlock_init(&s->qps_lock, NULL);
 	pthread_mutex_init(&s->waiting_lock, NULL);
 	pthread_mutex_init(&s->gsi_lock, NULL);
+	s->res.fd = -1;
+	pthread_mutex_init(&s->res.cm_lock, NULL);
 	ur_list_init(&s->waiting);
 	/* On unless UROCE_SELECTIVE_RETRANSMIT=0: a requester whose
 	 * responder does not hold (rxe, a NIC without out-of-order
@@ -159,6 +162,8 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 		ret = ur_xports_open(&s->xports, s->engine, &h);
 	if (ret)
 		goto err;
+	if (!(engine_flags & UR_ENGINE_NO_THREAD))
+		ur_res_open(s);         /* unseen by `uroce res` without it, still working */
 	ret = ur_engine_timer_init(s->engine, &s->housekeeping, housekeeping);
 	if (ret)
 		goto err;

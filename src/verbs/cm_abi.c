@@ -13,6 +13,7 @@
 #include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/qp_table.h"
+#include "rel/res.h"
 #include "rel/stack.h"
 #include "util/compiler.h"
 
@@ -28,6 +29,16 @@ UR_EXPORT int uroce_gsi_attach(struct ibv_context *ibctx, uroce_gsi_rx_fn fn, vo
 	if (!ctx->stack)
 		return ctx->stack_err ? ctx->stack_err : -ENODEV;
 	return ur_gsi_attach(ctx->stack, fn, arg);
+}
+
+UR_EXPORT int uroce_res_cm_attach(struct ibv_context *ibctx, uroce_res_cm_fn fn, void *arg)
+{
+	struct ur_context *ctx = to_uctx(ibctx);
+
+	if (!ctx->stack)
+		return ctx->stack_err ? ctx->stack_err : -ENODEV;
+	ur_res_attach_cm(ctx->stack, fn, arg);
+	return 0;
 }
 
 UR_EXPORT int uroce_gsi_send(struct ibv_context *ibctx, const struct ibv_ah_attr *ah,

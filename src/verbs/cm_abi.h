@@ -8,9 +8,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <infiniband/verbs.h>
 
-#define UROCE_CM_ABI_VERSION 2
+#define UROCE_CM_ABI_VERSION 3
 
 /* Called on uroce's engine thread for each MAD that reaches QP1 here. */
 typedef void (*uroce_gsi_rx_fn)(void *arg, const uint8_t *mad, size_t len,
@@ -40,5 +41,11 @@ int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id);
 /* Moves QP qpn of ctx's stack to ERROR if it still exists (-ENOENT if
  * not): safe against a concurrent ibv_destroy_qp. */
 int uroce_qp_to_error(struct ibv_context *ctx, uint32_t qpn);
+/* Writes the CM's ids as lines of the resource window's snapshot
+ * ("cm_id key=value ...", src/rel/res_proto.h); called on the stack's
+ * snapshot thread (never the engine's) when `uroce res` asks. */
+typedef void (*uroce_res_cm_fn)(void *arg, FILE *f);
+/* Makes fn that writer for the stack ctx belongs to (NULL: none). */
+int uroce_res_cm_attach(struct ibv_context *ctx, uroce_res_cm_fn fn, void *arg);
 
 #endif

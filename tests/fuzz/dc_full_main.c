@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "private_ns.h"
+
 #include "fuzz_common.h"
 #include "fuzz_stack.h"
 #include "rel/dc.h"
@@ -72,8 +74,9 @@ int main(void)
 	struct timespec idle = { .tv_sec = 1, .tv_nsec = 200 * 1000 * 1000 };
 	int fails = 0;
 
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "cannot create a network namespace (needs root): skipped\n");
+	if (ur_test_private_ns(0)) {
+		fprintf(stderr, "cannot create a network namespace (needs root, or "
+			"user namespaces as unshare -Urn makes them): skipped\n");
 		return 77;
 	}
 	fuzz_stack_setup();

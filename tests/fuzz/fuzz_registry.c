@@ -28,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "private_ns.h"
+
 #include "host/registry.h"
 
 #define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "fuzz_registry: %s\n", #c); abort(); } } while (0)
@@ -46,8 +48,10 @@ static struct {
 /* Private namespaces, so that the registry is ours alone; false if not root. */
 static int isolate(void)
 {
-	if (unshare(CLONE_NEWNET | CLONE_NEWNS))
-		return -errno;
+	int err = ur_test_private_ns(CLONE_NEWNS);
+
+	if (err)
+		return err;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 	    mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777"))
 		return -errno;

@@ -4,16 +4,20 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "private_ns.h"
+
 #include "core/context.h"
 #include "core/qp.h"
 #include "verbs/dc_abi.h"
 #include "core/srq.h"
+#include "host/registry.h"
 #include "rel/comp.h"
 #include "rel/run.h"
 #include "util/clock.h"
@@ -32,6 +36,18 @@ static const struct ur_xport_ops drop_ops = { .name = "drop", .send = drop_send,
 static struct ur_xport drop_xport = { .ops = &drop_ops };
 
 struct fuzz_stack fz;
+
+/* The namespace's registry files go with it: nobody else would reclaim
+ * them (runs after the engine's exit handler, registered later). */
+static void forget_registry(void)
+{
+	char path[128];
+
+	if (ur_registry_path()[0])
+		unlink(ur_registry_path());
+	ur_registry_router_lock_path(path, sizeof(path));
+	unlink(path);
+}
 
 static void lo_up(void)
 {
@@ -185,9 +201,12 @@ void fuzz_stack_setup(void)
 	int n;
 
 #ifndef UR_FUZZ_REPLAY
-	if (unshare(CLONE_NEWNET) == 0)
+	if (ur_test_private_ns(0) == 0)
 #endif
+	{
 		lo_up();
+		atexit(forget_registry);
+	}
 	list = ibv_get_device_list(&n);
 	FUZZ_ASSERT(list && n > 0);
 	fz.ctx = ibv_open_device(list[0]);            /* uroce0: lo */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "private_ns.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* What the target made of its last input: 1 dropped as malformed, 0 not, -1 no judgement. */
 extern int fuzz_dropped;
@@ -23,8 +25,9 @@ int main(void)
 	int n;
 
 #ifdef UR_FUZZ_NETNS
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "cannot create a network namespace (needs root): skipped\n");
+	if (ur_test_private_ns(0)) {
+		fprintf(stderr, "cannot create a network namespace (needs root, or "
+			"user namespaces as unshare -Urn makes them): skipped\n");
 		return 77;
 	}
 #endif

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "private_ns.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int main(int argc, char **argv)
@@ -18,8 +20,9 @@ int main(int argc, char **argv)
 	unsigned inputs = 0;
 	int n;
 
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "cannot create a network namespace (needs root): skipped\n");
+	if (ur_test_private_ns(0)) {
+		fprintf(stderr, "cannot create a network namespace (needs root, or "
+			"user namespaces as unshare -Urn makes them): skipped\n");
 		return 77;
 	}
 	n = scandir(dir, &ents, NULL, alphasort);

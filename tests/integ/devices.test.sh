@@ -14,7 +14,7 @@
 
 check_ns() {   # check_ns TAG: devinfo of UR_NS against its ip addr
 	local tag=$1
-	ip ${UR_NS:+-n "$UR_NS"} -j addr show > "$UR_TMP/$tag.ip.json"
+	ur_ip "$UR_NS" -j addr show > "$UR_TMP/$tag.ip.json"
 	ur_run "$tag.devinfo" ibv_devinfo -v
 	ur_expect_rc "$tag.devinfo" 0 "$tag: ibv_devinfo -v" || return
 	ur_report "$tag" /usr/bin/python3 "$UR_SRC/tests/integ/devinfo_expect.py" \
@@ -52,7 +52,7 @@ fi
 
 ur_netns_pair 1500
 ns15=$UR_NS_A if15=$UR_IF_A
-ip -n "$ns15" addr add 10.79.101.7/24 dev "$if15" label "$if15:al" || ur_fail "add a labelled address"
+ur_ip "$ns15" addr add 10.79.101.7/24 dev "$if15" label "$if15:al" || ur_fail "add a labelled address"
 UR_NS=$ns15 check_ns ns1500
 UR_NS=$ns15 ur_run ns1500.expect ibv_devinfo -v -d uroce1
 UR_NS=$ns15 ur_expect_grep ns1500.expect 'active_mtu:[[:space:]]+1024 \(3\)' "1500-byte veth: active_mtu 1024"
@@ -69,9 +69,9 @@ UR_NS=$ns90 ur_run ns9000.expect ibv_devinfo -v -d uroce1
 ur_expect_grep ns9000.expect 'active_mtu:[[:space:]]+4096 \(5\)' "9000-byte veth: active_mtu 4096"
 
 # An interface without carrier: the port is down.
-ip -n "$UR_NS_B" link set "$UR_IF_B" down
+ur_ip "$UR_NS_B" link set "$UR_IF_B" down
 for _ in $(seq 50); do
-	[ "$(ip netns exec "$ns90" cat "/sys/class/net/$UR_IF_A/operstate")" != up ] && break
+	[ "$(ur_operstate "$ns90" "$UR_IF_A")" != up ] && break
 	sleep 0.1
 done
 UR_NS=$ns90 check_ns ns9000-peer-down

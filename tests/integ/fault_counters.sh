@@ -10,7 +10,7 @@ FAULT_COUNTERS="injected_loss injected_reorder injected_dup injected_corrupt icr
 fault_counters() {
 	local -n into=$1
 	local dev=${2:-uroce0} names=${3:-$FAULT_COUNTERS} name value cmd=("$UR_BUILD/bin/uroce")
-	[ -n "$UR_NS" ] && cmd=(ip netns exec "$UR_NS" "${cmd[@]}")
+	[ -n "$UR_NS" ] && cmd=(ur_nsexec "$UR_NS" "${cmd[@]}")
 	while read -r name value; do
 		into[$name]=$value
 	done < <("${cmd[@]}" devinfo -d "$dev" -c |

@@ -45,8 +45,8 @@ each_gid lo uroce0 uroce0 127.0.0.1 2048 "${lo_gids[@]}"
 ur_netns_pair 1500
 for ns in "$UR_NS_A" "$UR_NS_B"; do   # link-local past DAD, so usable
 	for _ in $(seq 50); do
-		ip -n "$ns" -6 addr show scope link | grep -q 'fe80' &&
-			! ip -n "$ns" -6 addr show tentative | grep -q inet6 && break
+		ur_ip "$ns" -6 addr show scope link | grep -q 'fe80' &&
+			! ur_ip "$ns" -6 addr show tentative | grep -q inet6 && break
 		sleep 0.1
 	done
 done

@@ -230,12 +230,8 @@ ur_cmd() {
 		*) env+=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so)") ;;
 		esac
 	fi
-	UR_CMD=()
-	case $UR_NS in
-	"") ;;
-	userns:*) UR_CMD+=("${UR_NSENTER[@]}" -t "${UR_NS#userns:}" -- ) ;;
-	*) UR_CMD+=(ip netns exec "$UR_NS") ;;
-	esac
+	ur_ns_prefix "$UR_NS"
+	UR_CMD=("${UR_NS_PREFIX[@]}")
 	UR_CMD+=(env "${env[@]}" "${UR_ENV[@]}" "$path")
 	shift
 	UR_CMD+=("$@")
@@ -393,108 +389,59 @@ ur_dev_of() {
 
 # --- network namespaces -----------------------------------------------------
 
+. "$UR_SRC/tests/integ/netns_lib.sh"
+
 ur_need_root() {
 	[ "$(id -u)" = 0 ] || ur_skip "needs root for network namespaces (run as root or with CAP_NET_ADMIN+CAP_SYS_ADMIN)"
 	command -v ip >/dev/null || ur_skip "needs iproute2 (apt-get install iproute2)"
 }
 
-# A process that enters a namespace of ur_netns_private's user namespace
-# keeps its credentials: the user, who is root there (unshare -r maps the
-# user to root, and "setgroups" is denied, which nsenter's default would do).
-UR_NSENTER=(nsenter -U -n --preserve-credentials)
-
-# ur_nsexec NS CMD...: CMD in network namespace NS (empty: here).
-ur_nsexec() {
-	local ns=$1
-	shift
-	case $ns in
-	"") "$@" ;;
-	userns:*) "${UR_NSENTER[@]}" -t "${ns#userns:}" -- "$@" ;;
-	*) ip netns exec "$ns" "$@" ;;
-	esac
+# ur_need_netns: skips the test unless it can make network namespaces: as
+# root, or as a user where the kernel lets users make user namespaces
+# (unshare -Urn), which netns_lib.sh's functions then use.
+ur_need_netns() {
+	command -v ip >/dev/null || ur_skip "needs iproute2 (apt-get install iproute2)"
+	[ "$(id -u)" = 0 ] && return 0
+	ur_userns_holder || ur_skip "$UR_NETNS_WHY"
 }
 
-# ur_netns_private: a fresh network namespace with lo (up) alone, named in
-# UR_NS_P (for UR_NS), removed at exit.  As root, "ip netns add"; otherwise
-# one of a user namespace of the user's own (unshare -Urn, where the kernel
-# lets users make them: the user is root there), held by a sleeping process.
-# Returns 1, with the reason in UR_NETNS_WHY, if neither can be made.
-ur_netns_private() {
-	local err pid ready
-	UR_NETNS_SEQ=$((UR_NETNS_SEQ + 1))
-	if [ "$(id -u)" = 0 ]; then
-		UR_NS_P=uroce-t$$-${UR_NETNS_SEQ}p
-		if ! err=$(ip netns add "$UR_NS_P" 2>&1); then
-			UR_NETNS_WHY="cannot create network namespaces here: $err"
-			return 1
-		fi
-		ur_on_exit "ip netns del $UR_NS_P"
-		ip -n "$UR_NS_P" link set lo up || return 1
-		return 0
-	fi
-	if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
-		UR_NETNS_WHY="needs root, or unshare and nsenter (util-linux), for a network namespace"
-		return 1
-	fi
-	ready=$UR_TMP/.netns-$UR_NETNS_SEQ.ready
-	err=$UR_TMP/.netns-$UR_NETNS_SEQ.err
-	unshare -Urn sh -c "ip link set lo up && : > '$ready' && exec sleep infinity" 2> "$err" &
-	pid=$!
-	ur_on_exit "kill $pid"
-	for _ in $(seq 100); do
-		[ -e "$ready" ] || ! kill -0 "$pid" 2>/dev/null && break
-		sleep 0.05
-	done
-	if [ ! -e "$ready" ]; then
-		UR_NETNS_WHY="not root, and no network namespace of a user namespace (unshare -Urn): $(head -c 300 "$err")"
-		return 1
-	fi
-	UR_NS_P=userns:$pid
-}
-
-UR_NETNS_SEQ=0
 # ur_netns_pair [MTU]: two fresh namespaces UR_NS_A and UR_NS_B, each with lo
 # up and one end of a veth (UR_IF_A, UR_IF_B, MTU default 1500) carrying
 # UR_IP_A/UR_IP_B (10.79.N.1-2/24) and UR_IP6_A/UR_IP6_B (fd79:0:0:N::1-2/64).
-# Removed at exit.  Skips the test if namespaces cannot be made.
+# Removed at exit.  Skips the test if namespaces cannot be made (as a user,
+# they are made in a user namespace of the user's own: ur_netns_new).
 ur_netns_pair() {
-	local mtu=${1:-1500} n err
-	ur_need_root
-	UR_NETNS_SEQ=$((UR_NETNS_SEQ + 1))
+	local mtu=${1:-1500} n peer
+	ur_need_netns
+	ur_netns_new UR_NS_A a || ur_skip "$UR_NETNS_WHY"
 	n=$UR_NETNS_SEQ
-	UR_NS_A=uroce-t$$-${n}a
-	UR_NS_B=uroce-t$$-${n}b
+	ur_netns_new UR_NS_B b || return 1
 	UR_IF_A=urv$$${n}a
 	UR_IF_B=urv$$${n}b
 	UR_IP_A=10.79.$n.1
 	UR_IP_B=10.79.$n.2
 	UR_IP6_A=fd79:0:0:$n::1
 	UR_IP6_B=fd79:0:0:$n::2
-	if ! err=$(ip netns add "$UR_NS_A" 2>&1); then
-		ur_skip "cannot create network namespaces here: $err"
-	fi
-	ur_on_exit "ip netns del $UR_NS_A"
-	ip netns add "$UR_NS_B" || return 1
-	ur_on_exit "ip netns del $UR_NS_B"
-	ip link add "$UR_IF_A" netns "$UR_NS_A" mtu "$mtu" type veth \
-		peer name "$UR_IF_B" netns "$UR_NS_B" mtu "$mtu" || return 1
-	ip -n "$UR_NS_A" link set lo up &&
-	ip -n "$UR_NS_B" link set lo up &&
-	ip -n "$UR_NS_A" addr add "$UR_IP_A/24" dev "$UR_IF_A" &&
-	ip -n "$UR_NS_B" addr add "$UR_IP_B/24" dev "$UR_IF_B" &&
-	ip -n "$UR_NS_A" addr add "$UR_IP6_A/64" dev "$UR_IF_A" nodad &&
-	ip -n "$UR_NS_B" addr add "$UR_IP6_B/64" dev "$UR_IF_B" nodad &&
+	# "netns" takes a name of ip netns, or a pid whose namespace it is.
+	peer=$UR_NS_B
+	case $peer in userns:*) peer=${peer#userns:} ;; esac
+	ur_ip "$UR_NS_A" link add "$UR_IF_A" mtu "$mtu" type veth \
+		peer name "$UR_IF_B" netns "$peer" mtu "$mtu" || return 1
+	ur_ip "$UR_NS_A" addr add "$UR_IP_A/24" dev "$UR_IF_A" &&
+	ur_ip "$UR_NS_B" addr add "$UR_IP_B/24" dev "$UR_IF_B" &&
+	ur_ip "$UR_NS_A" addr add "$UR_IP6_A/64" dev "$UR_IF_A" nodad &&
+	ur_ip "$UR_NS_B" addr add "$UR_IP6_B/64" dev "$UR_IF_B" nodad &&
 	# The link-local addresses (GID 0) too: a tentative address (the
 	# second of duplicate detection) is refused as a source with EINVAL,
 	# which a test started at once would meet; a host's are long valid.
-	ip netns exec "$UR_NS_A" sysctl -qw "net.ipv6.conf.$UR_IF_A.accept_dad=0" &&
-	ip netns exec "$UR_NS_B" sysctl -qw "net.ipv6.conf.$UR_IF_B.accept_dad=0" &&
-	ip -n "$UR_NS_A" link set "$UR_IF_A" up &&
-	ip -n "$UR_NS_B" link set "$UR_IF_B" up || return 1
+	ur_nsexec "$UR_NS_A" sysctl -qw "net.ipv6.conf.$UR_IF_A.accept_dad=0" &&
+	ur_nsexec "$UR_NS_B" sysctl -qw "net.ipv6.conf.$UR_IF_B.accept_dad=0" &&
+	ur_ip "$UR_NS_A" link set "$UR_IF_A" up &&
+	ur_ip "$UR_NS_B" link set "$UR_IF_B" up || return 1
 	# Usable once both ends report carrier (operstate up).
 	for _ in $(seq 100); do
-		[ "$(ip netns exec "$UR_NS_A" cat "/sys/class/net/$UR_IF_A/operstate")" = up ] &&
-		[ "$(ip netns exec "$UR_NS_B" cat "/sys/class/net/$UR_IF_B/operstate")" = up ] &&
+		[ "$(ur_operstate "$UR_NS_A" "$UR_IF_A")" = up ] &&
+		[ "$(ur_operstate "$UR_NS_B" "$UR_IF_B")" = up ] &&
 			return 0
 		sleep 0.1
 	done

@@ -9,7 +9,7 @@
 # on uroce0, so nothing can go over shared memory or TCP; uroce's packet
 # counters must show the traffic.  Then one rank in each of two network
 # namespaces joined by a veth (uroce1): mpirun in one starts the other's
-# daemon through an rsh agent that is `ip netns exec`.
+# daemon through an rsh agent that enters it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ucx_lib.sh"
 UR_TIMEOUT=180
@@ -74,9 +74,16 @@ expect_traffic uroce0 "$before" "$(sent_pkts)"
 ur_netns_pair 1500
 ucx_need uroce1
 agent=$UR_TMP/netns-agent.sh
-printf '#!/bin/sh\n# rsh agent: HOST CMD... runs CMD in the namespace HOST\nns=$1; shift\nexec ip netns exec "$ns" sh -c "$*"\n' > "$agent"
+# The hostfile names B by a word without a colon (Open MPI reads "host:N"
+# as N slots); the agent knows which namespace that is.
+case $UR_NS_B in
+userns:*) host_b=uroce-userns-${UR_NS_B#userns:} enter="${UR_NSENTER[*]} -t ${UR_NS_B#userns:} --" ;;
+*) host_b=$UR_NS_B enter="ip netns exec $UR_NS_B" ;;
+esac
+printf '#!/bin/sh\n# rsh agent: HOST CMD... runs CMD in namespace B (HOST: %s)\nshift\nexec %s sh -c "$*"\n' \
+	"$host_b" "$enter" > "$agent"
 chmod +x "$agent"
-printf '%s slots=1\n%s slots=1\n' "$(hostname)" "$UR_NS_B" > "$UR_TMP/hosts"
+printf '%s slots=1\n%s slots=1\n' "$(hostname)" "$host_b" > "$UR_TMP/hosts"
 before_b=$(UR_NS=$UR_NS_B sent_pkts uroce1)
 UR_NS=$UR_NS_A mpi_run veth uroce1 --hostfile "$UR_TMP/hosts" --mca plm_rsh_agent "$agent" \
 	--mca oob_tcp_if_include "${UR_IP_A%.*}.0/24" "$prog" "$iters"

@@ -44,15 +44,13 @@ reorder_only() {
 	ur_log "UROCE_OOO=$ooo: $(for name in $OOO_COUNTERS; do printf '%s +%s ' "$name" "${moved[$name]}"; done)"
 }
 
-if [ "$(id -u)" = 0 ]; then
-	ur_netns_pair 1500
-	export UR_NS=$UR_NS_A
+if ur_netns_new UR_NS_OWN; then
+	export UR_NS=$UR_NS_OWN
 fi
 declare -A off=() on=()
 reorder_only 0 off
-if [ "$(id -u)" = 0 ]; then
-	ur_netns_pair 1500
-	export UR_NS=$UR_NS_A
+if ur_netns_new UR_NS_OWN; then
+	export UR_NS=$UR_NS_OWN
 fi
 reorder_only 1 on
 if [ "${on[injected_reorder]}" -gt 0 ] && [ "${on[held_out_of_seq]}" -gt 0 ]; then

@@ -29,11 +29,11 @@ step() {   # step WHAT ERE COMMAND...: do it, then wait for qpt_async to see it
 	qt_wait_output port "$ere" 40 || qt_fail "port events: no '$ere' after $what"
 }
 if qt_wait_output port '^ready' 30 && qt_wait_output asyncwatch 'async event FD' 30; then
-	step "link down" 'got IBV_EVENT_PORT_ERR' ip -n "$QT_NS_A" link set "$QT_IF_A" down
-	step "link up" 'got IBV_EVENT_PORT_ACTIVE' ip -n "$QT_NS_A" link set "$QT_IF_A" up
+	step "link down" 'got IBV_EVENT_PORT_ERR' ur_ip "$QT_NS_A" link set "$QT_IF_A" down
+	step "link up" 'got IBV_EVENT_PORT_ACTIVE' ur_ip "$QT_NS_A" link set "$QT_IF_A" up
 	qt_wait_output port '^add the address' 10
-	step "address added" 'got IBV_EVENT_GID_CHANGE' ip -n "$QT_NS_A" addr add "$newip/24" dev "$QT_IF_A"
-	step "interface deleted" 'got IBV_EVENT_DEVICE_FATAL' ip -n "$QT_NS_A" link del "$QT_IF_A"
+	step "address added" 'got IBV_EVENT_GID_CHANGE' ur_ip "$QT_NS_A" addr add "$newip/24" dev "$QT_IF_A"
+	step "interface deleted" 'got IBV_EVENT_DEVICE_FATAL' ur_ip "$QT_NS_A" link del "$QT_IF_A"
 else
 	qt_fail "port events: qpt_async or ibv_asyncwatch did not start"
 fi

@@ -187,7 +187,8 @@ qt_cmd() {
 		esac
 	fi
 	QT_CMD=()
-	[ -n "$QT_NS" ] && QT_CMD+=(ip netns exec "$QT_NS")
+	ur_ns_prefix "$QT_NS"
+	QT_CMD+=("${UR_NS_PREFIX[@]}")
 	QT_CMD+=(env "${env[@]}" "${QT_ENV[@]}" "$path")
 	shift
 	QT_CMD+=("$@")
@@ -241,7 +242,7 @@ qt_run() {
 # fails if PID exits first or after 60 s.
 qt_wait_listen() {
 	local port=$1 pid=$2 i ss=(ss)
-	[ -n "$QT_NS" ] && ss=(ip netns exec "$QT_NS" ss)
+	[ -n "$QT_NS" ] && ss=(ur_nsexec "$QT_NS" ss)
 	for ((i = 0; i < 600; i++)); do
 		"${ss[@]}" -Htln "sport = :$port" 2>/dev/null | grep -q . && return 0
 		kill -0 "$pid" 2>/dev/null || return 1
@@ -317,59 +318,68 @@ qt_gid_of() {
 
 # --- network namespaces -----------------------------------------------------
 
-qt_need_root() {
-	[ "$(id -u)" = 0 ] || qt_skip "needs root for network namespaces"
+# As root, "ip netns"; as a user, namespaces of a user namespace of the
+# user's own (netns_lib.sh), so that these tests run without root too.
+UR_TMP=$QT_TMP
+ur_on_exit() { qt_on_exit "$1"; }
+. "$QT_SRC/tests/integ/netns_lib.sh"
+
+qt_need_netns() {
 	command -v ip >/dev/null || qt_skip "needs iproute2"
+	[ "$(id -u)" = 0 ] || ur_userns_holder || qt_skip "$UR_NETNS_WHY"
 }
 
 QT_SEQ=0
 
-# qt_netns_new NAME: a namespace with lo up, deleted at exit together with
-# the uroce host-registry files made for it (/dev/shm/uroce-UID-netINODE*:
-# nobody else can use them once the namespace is gone).
+# qt_netns_new VAR: a namespace with lo up, its name in VAR, deleted at exit
+# together with the uroce host-registry files made for it
+# (/dev/shm/uroce-UID-netINODE*: nobody else can use them once the namespace
+# is gone; UID is the user's as the machine sees it, also in a user namespace).
 qt_netns_new() {
-	local err ino
-	if ! err=$(ip netns add "$1" 2>&1); then
-		qt_skip "cannot create network namespaces here: $err"
-	fi
-	ino=$(stat -L -c %i "/run/netns/$1" 2>/dev/null)
-	[ -n "$ino" ] && qt_on_exit "rm -f /dev/shm/uroce-$(id -u)-net$ino /dev/shm/uroce-$(id -u)-net$ino-v* /dev/shm/uroce-$(id -u)-net$ino.router"
-	qt_on_exit "ip netns del $1"
-	ip -n "$1" link set lo up
+	local ino uid path
+	ur_netns_new "$1" || qt_skip "$UR_NETNS_WHY"
+	case ${!1} in
+	userns:*) path=/proc/${!1#userns:}/ns/net ;;
+	*) path=/run/netns/${!1} ;;
+	esac
+	uid=$(id -u)
+	ino=$(stat -L -c %i "$path" 2>/dev/null)
+	[ -n "$ino" ] && qt_on_exit "rm -f /dev/shm/uroce-$uid-net$ino /dev/shm/uroce-$uid-net$ino-v* /dev/shm/uroce-$uid-net$ino.router"
 }
 
 # qt_netns_pair [MTU]: QT_NS_A and QT_NS_B joined by a veth (QT_IF_A/B, MTU
 # default 1500), with QT_IP_A/B = 10.83.N.1/.2 and QT_IP6_A/B = fd83:0:0:N::1/2.
 qt_netns_pair() {
-	local mtu=${1:-1500} n
-	qt_need_root
+	local mtu=${1:-1500} n peer
+	qt_need_netns
 	QT_SEQ=$((QT_SEQ + 1))
 	n=$(( ($$ + QT_SEQ * 7) % 250 + 1 ))
-	QT_NS_A=qt$$-${QT_SEQ}a
-	QT_NS_B=qt$$-${QT_SEQ}b
 	QT_IF_A=qtv$$${QT_SEQ}a
 	QT_IF_B=qtv$$${QT_SEQ}b
 	QT_IP_A=10.83.$n.1
 	QT_IP_B=10.83.$n.2
 	QT_IP6_A=fd83:0:0:$n::1
 	QT_IP6_B=fd83:0:0:$n::2
-	qt_netns_new "$QT_NS_A"
-	qt_netns_new "$QT_NS_B"
-	ip link add "$QT_IF_A" netns "$QT_NS_A" mtu "$mtu" type veth \
-		peer name "$QT_IF_B" netns "$QT_NS_B" mtu "$mtu" || return 1
-	ip -n "$QT_NS_A" addr add "$QT_IP_A/24" dev "$QT_IF_A" &&
-	ip -n "$QT_NS_B" addr add "$QT_IP_B/24" dev "$QT_IF_B" &&
-	ip -n "$QT_NS_A" addr add "$QT_IP6_A/64" dev "$QT_IF_A" nodad &&
-	ip -n "$QT_NS_B" addr add "$QT_IP6_B/64" dev "$QT_IF_B" nodad &&
-	ip -n "$QT_NS_A" link set "$QT_IF_A" up &&
-	ip -n "$QT_NS_B" link set "$QT_IF_B" up || return 1
+	qt_netns_new QT_NS_A
+	qt_netns_new QT_NS_B
+	# "netns" takes a name of ip netns, or a pid whose namespace it is.
+	peer=$QT_NS_B
+	case $peer in userns:*) peer=${peer#userns:} ;; esac
+	ur_ip "$QT_NS_A" link add "$QT_IF_A" mtu "$mtu" type veth \
+		peer name "$QT_IF_B" netns "$peer" mtu "$mtu" || return 1
+	ur_ip "$QT_NS_A" addr add "$QT_IP_A/24" dev "$QT_IF_A" &&
+	ur_ip "$QT_NS_B" addr add "$QT_IP_B/24" dev "$QT_IF_B" &&
+	ur_ip "$QT_NS_A" addr add "$QT_IP6_A/64" dev "$QT_IF_A" nodad &&
+	ur_ip "$QT_NS_B" addr add "$QT_IP6_B/64" dev "$QT_IF_B" nodad &&
+	ur_ip "$QT_NS_A" link set "$QT_IF_A" up &&
+	ur_ip "$QT_NS_B" link set "$QT_IF_B" up || return 1
 	qt_link_wait "$QT_NS_A" "$QT_IF_A" up && qt_link_wait "$QT_NS_B" "$QT_IF_B" up
 }
 
 # qt_link_wait NS IF STATE: until IF's operstate in NS is STATE (10 s).
 qt_link_wait() {
 	for _ in $(seq 100); do
-		[ "$(ip netns exec "$1" cat "/sys/class/net/$2/operstate" 2>/dev/null)" = "$3" ] && return 0
+		[ "$(ur_operstate "$1" "$2")" = "$3" ] && return 0
 		sleep 0.1
 	done
 	echo "link $2 in $1 did not become $3" >&2
@@ -378,10 +388,8 @@ qt_link_wait() {
 
 # qt_netns_solo: QT_NS_S, a namespace with only lo (127.0.0.1, ::1).
 qt_netns_solo() {
-	qt_need_root
-	QT_SEQ=$((QT_SEQ + 1))
-	QT_NS_S=qt$$-${QT_SEQ}s
-	qt_netns_new "$QT_NS_S"
+	qt_need_netns
+	qt_netns_new QT_NS_S
 }
 
 # --- the two topologies of the test programs ---------------------------------

@@ -7,12 +7,57 @@
 # any error completion, unknown QPN or wr_id); srq_pingpong with 16 QPs and
 # with 256 (the tool's MAX_QP) on one SRQ, each completion naming a QP it
 # owns (srq_pingpong's -n counts exchanges over all QPs together);
-# xsrq_pingpong with one client, and with two clients sharing a domain.
+# xsrq_pingpong with one client, and with two clients sharing a domain;
+# then two clients with a private domain each (the program's fallback when
+# it cannot open /tmp/xrc_domain): the server's sends to one client's SRQ
+# through the other client's target QP are refused with NAK invalid
+# request, its two send QPs end in error and the three programs wait on,
+# as on any XRC device, since an SRQ is reachable only through target QPs
+# of its own domain.
 . "$(dirname "$0")/qptypes_lib.sh"
+
+# xrc_file_refused NS: why ibv_xsrq_pingpong in namespace NS would fall
+# back to a private XRC domain: it opens /tmp/xrc_domain with O_RDONLY |
+# O_CREAT and, where that fails ("Couldn't create the file for the XRC
+# Domain but not stopping"), opens its domain without a file.  Prints the
+# reason, or nothing where the open succeeds or the file is absent (the
+# server, started first, then makes it for all three) or where this cannot
+# be checked (no python3: the case runs).
+xrc_file_refused() {
+	local why
+	ur_ns_prefix "$1"
+	why=$("${UR_NS_PREFIX[@]}" python3 -c '
+import os
+p = "/tmp/xrc_domain"
+if os.path.lexists(p):
+    try:
+        os.close(os.open(p, os.O_RDONLY | os.O_CREAT, 0o440))
+    except OSError as e:
+        print(e.strerror)
+' 2>/dev/null)
+	[ -n "$why" ] && printf '/tmp/xrc_domain (%s) cannot be opened here: %s' \
+		"$(stat -c "%U's %F, mode %a" /tmp/xrc_domain 2>/dev/null)" "$why"
+}
+
+# xsrq_counter NAME NS DEV COUNTER: COUNTER of DEV in namespace NS, summed
+# over its processes (uroce devinfo -c).
+xsrq_counter() {
+	local n=$1.$RANDOM
+	QT_NS=$2 qt_run "$n" uroce devinfo -c -d "$3" >/dev/null
+	awk -v c="$4" '$1 == c { print $2 }' "$(qt_out "$n")"
+}
+
+# The words that run a program in a mount namespace of its own whose
+# /tmp/xrc_domain is a directory, so that ibv_xsrq_pingpong's open of it
+# fails (EISDIR) and the program opens a private domain.  Within the test's
+# namespaces (as a user, its user namespace, where the programs run
+# anyway), so it tests the same thing as root and as a user.
+XRC_PRIVATE=(unshare -m --propagation private sh -c
+	'mount -t tmpfs -o size=64k,mode=1777 none /tmp && mkdir /tmp/xrc_domain && exec "$@"' sh)
 
 # run_set TAG DEV GIDX SERVER_IP MTU: every tool once, server then client.
 run_set() {
-	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 p
+	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 p why
 	local common=(-d "$dev" -g "$gidx")
 
 	p=$(qt_port)
@@ -72,11 +117,30 @@ run_set() {
 	# client's SRQ round robin through every client's target QP, so the two
 	# clients (one host) must share their XRC domain (the file the tool
 	# opens it by), as they do on a kernel device.
+	# Where /tmp/xrc_domain is there but not theirs to open (another
+	# user's, mode 0440), each program falls back to a private domain and
+	# the three wait forever, by the program's design (xsrq_private says
+	# why): this case is then left out.
+	why=$(xrc_file_refused "${QT_SNS-$QT_NS}")
+	[ -n "$why" ] || why=$(xrc_file_refused "${QT_CNS-$QT_NS}")
+	if [ -n "$why" ]; then
+		qt_log "left out: $tag: ibv_xsrq_pingpong, 2 clients sharing a domain: $why," \
+			"so each process would open a private XRC domain (the private-domain case)"
+	else
+		xsrq_shared "$tag" "$ip" "${common[@]}"
+	fi
+	xsrq_private "$tag" "$dev" "$ip" "${common[@]}"
+}
+
+# xsrq_shared TAG SERVER_IP ARGS...: two clients, one domain (the file's).
+xsrq_shared() {
+	local tag=$1 ip=$2 p
+	shift 2
 	p=$(qt_port)
-	QT_TIMEOUT=60 QT_NS=${QT_SNS-$QT_NS} qt_start "$tag.xsrq.server" ibv_xsrq_pingpong "${common[@]}" -p "$p" -c 2 -n 10
+	QT_TIMEOUT=60 QT_NS=${QT_SNS-$QT_NS} qt_start "$tag.xsrq.server" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
 	if QT_NS=${QT_SNS-$QT_NS} qt_wait_listen "$p" "${QT_PID[$tag.xsrq.server]}"; then
-		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client1" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
-		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client2" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 10 "$ip"
+		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client1" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
+		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client2" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
 		qt_wait "$tag.xsrq.client1"
 		qt_wait "$tag.xsrq.client2"
 		qt_expect_rc "$tag.xsrq.client1" 0 "$tag: ibv_xsrq_pingpong, client 1 of 2"
@@ -87,6 +151,59 @@ run_set() {
 	qt_wait "$tag.xsrq.server"
 	qt_expect_rc "$tag.xsrq.server" 0 "$tag: ibv_xsrq_pingpong server, 2 clients"
 	qt_expect_grep "$tag.xsrq.server" '^success' "$tag: xsrq_pingpong server reports success"
+}
+
+# xsrq_private TAG DEV SERVER_IP ARGS...: two clients with a private domain
+# each.  The server's first send to each client goes through that client's
+# own target QP and is placed; its second to client 1 goes through client
+# 2's target QP (and the reverse), whose domain does not hold client 1's
+# SRQ: NAK invalid request, and the server's send QP ends in error
+# (IBV_WC_REM_INV_REQ_ERR, which the program never polls).  Nobody sends
+# again, so all three wait; they are stopped once both errors are counted.
+# Had uroce let a target QP reach another process's private domain, the
+# programs would finish instead, and this fails.
+xsrq_private() {
+	local tag=$1 dev=$2 ip=$3 p n sns=${QT_SNS-$QT_NS} cns=${QT_CNS-$QT_NS}
+	local e0 k0 e1 k1 i r alive
+	shift 3
+	n=$tag.xsrqp
+	p=$(qt_port)
+	e0=$(xsrq_counter "$n.ctr" "$sns" "$dev" completion_errors)
+	k0=$(xsrq_counter "$n.ctr" "$sns" "$dev" rcvd_nak)
+	QT_TIMEOUT=60 QT_NS=$sns qt_start "$n.server" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
+	if ! QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$n.server]}"; then
+		qt_fail "$tag: ibv_xsrq_pingpong server (private domains) never listened"
+		qt_stop "$n.server"
+		return
+	fi
+	for i in 1 2; do
+		QT_TIMEOUT=60 QT_NS=$cns qt_start "$n.client$i" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
+	done
+	for ((i = 0; i < 150; i++)); do
+		e1=$(xsrq_counter "$n.ctr" "$sns" "$dev" completion_errors)
+		[ $((e1 - e0)) -ge 2 ] && break
+		alive=0
+		for r in server client1 client2; do
+			kill -0 "${QT_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
+		done
+		[ $alive = 3 ] || break
+		sleep 0.2
+	done
+	sleep 0.5    # anything more that would come
+	e1=$(xsrq_counter "$n.ctr" "$sns" "$dev" completion_errors)
+	k1=$(xsrq_counter "$n.ctr" "$sns" "$dev" rcvd_nak)
+	alive=0
+	for r in server client1 client2; do
+		kill -0 "${QT_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
+		qt_stop "$n.$r"
+	done
+	qt_expect_grep "$n.client1" 'Couldn.t create the file for the XRC Domain' \
+		"$tag: private domains: client 1 opened its domain without the file"
+	if [ $((e1 - e0)) = 2 ] && [ $((k1 - k0)) -ge 2 ] && [ $alive = 3 ]; then
+		qt_ok "$tag: private domains: the server's 2 cross-client sends refused (NAK invalid request, 2 error completions), the programs waiting"
+	else
+		qt_fail "$tag: private domains: error completions +$((e1 - e0)) (want 2), NAKs received +$((k1 - k0)) (want >= 2), $alive of 3 programs still running (want 3)"
+	fi
 }
 
 # One host: two processes in a network namespace of their own (lo only),

@@ -68,7 +68,7 @@ gone netns.xrc-gone "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_I
 # of what they receive (UROCE_FAULTS): XRC runs RC's responder, holding
 # what arrives past a gap; the server's device counters show packets held.
 held() {
-	ip netns exec "$1" "$QT_BUILD/bin/uroce" devinfo -d "$QT_NET_DEV" -c |
+	ur_nsexec "$1" "$QT_BUILD/bin/uroce" devinfo -d "$QT_NET_DEV" -c |
 		awk '$1 == "held_out_of_seq" { print $2 }'
 }
 before=$(held "$QT_NS_A")

@@ -54,7 +54,7 @@ port=$(ur_port)
 other=$(ur_port)
 UR_NS=$UR_NS_B ur_start other rping -s -a "$UR_IP_B" -p "$other" -C 1
 for _ in $(seq 100); do   # until it serves the namespace's UDP 4791
-	ip netns exec "$UR_NS_B" ss -Huln 'sport = :4791' | grep -q . && break
+	ur_nsexec "$UR_NS_B" ss -Huln 'sport = :4791' | grep -q . && break
 	sleep 0.1
 done
 UR_NS=$UR_NS_A ur_run norcv rping -c -a "$UR_IP_B" -p "$port" -C 1

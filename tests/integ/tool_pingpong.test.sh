@@ -130,7 +130,7 @@ done
 # MTU mismatch: B's veth carries 9000 bytes (active MTU 4096), A's 1500
 # (active MTU 1024).  Automatic: the smaller is used.  -m 4096: B names
 # the peer's limit, A its own; both exit 1.
-ip -n "$UR_NS_B" link set dev "$UR_IF_B" mtu 9000
+ur_ip "$UR_NS_B" link set dev "$UR_IF_B" mtu 9000
 port=$(ur_port)
 UR_SNS=$UR_NS_A UR_CNS=$UR_NS_B ur_pair ns.mtu.auto "$port" "$U" pingpong -p "$port" -s 65536 -n 50 --validate \
 	-- "$U" pingpong -p "$port" -s 65536 -n 50 --validate "$UR_IP_A"

@@ -115,13 +115,11 @@ ud_case() {
 }
 
 LO_NS=
-if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "uroce-t$$-ud" 2>/dev/null; then
-	LO_NS=uroce-t$$-ud
-	ur_on_exit "ip netns del $LO_NS"
-	ip -n "$LO_NS" link set lo up || ur_fail "lo up in $LO_NS"
+if command -v ip >/dev/null && ur_netns_new LO_NS; then
 	ur_log "in network namespace $LO_NS: uroce0's counters are this test's alone"
 else
-	ur_log "no namespace of its own (not root): uroce0's counters are shared with the host's other uroce processes"
+	LO_NS=
+	ur_log "no namespace of its own ($UR_NETNS_WHY): uroce0's counters are shared with the host's other uroce processes"
 fi
 UR_NS=$LO_NS
 G=$(ur_gid_index uroce0 ::ffff:127.0.0.1)

@@ -14,10 +14,11 @@
 #include <unistd.h>
 
 #include "../../src/util/config_path.h"   /* the library's own rule, compiled in */
+#include "run_sysfs.h"
 #include "uroce.h"
 
 static const char run_help[] =
-	"usage: uroce run [--] PROG [ARGS...]\n"
+	"usage: uroce run [--no-sysfs] [--] PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG with uroce's libibverbs.so.1 and librdmacm.so.1 ahead of the\n"
 	"system's, so that an unmodified verbs or rdma_cm program (ibv_rc_pingpong,\n"
@@ -37,6 +38,13 @@ static const char run_help[] =
 	"libfabric program asking for verbs MSG endpoints or verbs;ofi_rxm, when\n"
 	"a device is on lo (libfabric then finds none: leave it out).\n"
 	"Setuid and static programs cannot be redirected this way.\n"
+	"\n"
+	"PROG runs in a mount namespace of its own (as root; otherwise in a user\n"
+	"namespace keeping the caller's uid, where the kernel allows one) whose\n"
+	"/sys/class also lists uroce's devices as the kernel lays them out\n"
+	"(infiniband/DEV/..., DEV/device/net/IFACE, infiniband_verbs/), written at\n"
+	"the start, for programs that read those files themselves (uroce sysfs).\n"
+	"--no-sysfs, or UROCE_SYSFS=0, runs PROG without it.\n"
 	"\n"
 	"examples:\n"
 	"  uroce run -- ibv_devinfo -v\n"
@@ -268,7 +276,8 @@ static void hint_libfabric_lo(void)
 
 int cmd_run(int argc, char **argv)
 {
-	const char *libdir = ur_tool_libdir(), *old;
+	const char *libdir = ur_tool_libdir(), *old, *env = getenv("UROCE_SYSFS");
+	bool sysfs_view = !env || strcmp(env, "0");
 	char *path;
 	int first = 1;
 
@@ -276,8 +285,12 @@ int cmd_run(int argc, char **argv)
 		printf(run_help, libdir ? libdir : "LIBDIR");
 		return UR_EXIT_OK;
 	}
-	if (argc > 1 && !strcmp(argv[1], "--"))
-		first = 2;
+	if (first < argc && !strcmp(argv[first], "--no-sysfs")) {
+		sysfs_view = false;
+		first++;
+	}
+	if (first < argc && !strcmp(argv[first], "--"))
+		first++;
 	if (first >= argc) {
 		fprintf(stderr, "uroce run: no program given\n");
 		fprintf(stderr, run_help, libdir ? libdir : "LIBDIR");
@@ -298,6 +311,8 @@ int cmd_run(int argc, char **argv)
 		hint_ucx_nodes();
 	if (wants_verbs_msg(argv[first], &argv[first + 1]))
 		hint_libfabric_lo();
+	if (sysfs_view && ur_run_sysfs_view() == -2)   /* says why not itself */
+		return UR_EXIT_FAIL;
 	execvp(argv[first], &argv[first]);
 	fprintf(stderr, "uroce run: cannot run '%s': %s\n", argv[first], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

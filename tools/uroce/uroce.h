@@ -25,6 +25,8 @@ int cmd_gid(int argc, char **argv);
 int cmd_devinfo(int argc, char **argv);
 int cmd_link(int argc, char **argv);
 int cmd_devnodes(int argc, char **argv);
+int cmd_sysfs(int argc, char **argv);
+int cmd_res(int argc, char **argv);
 
 struct ibv_context;
 /* The network interface under PORT of CTX; 0, or -1 when unknown. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/host_uid.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "xport/shm/shm_priv.h"
@@ -28,7 +29,7 @@ static void sweep_dead(void)
 
 	if (!dir)
 		return;
-	plen = (size_t)snprintf(prefix, sizeof(prefix), "uroce-%u-", (unsigned)geteuid());
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "uroce-%u-", (unsigned)ur_host_uid());
 	while ((d = readdir(dir))) {
 		const char *rest = d->d_name + plen;
 		char path[300];

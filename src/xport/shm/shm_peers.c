@@ -16,12 +16,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/host_uid.h"
 #include "util/log.h"
 #include "xport/shm/shm_priv.h"
 
 void ur_shm_file_name(char *buf, size_t len, pid_t pid, bool bell)
 {
-	snprintf(buf, len, "/dev/shm/uroce-%u-%s-%d-v%u", (unsigned)geteuid(),
+	snprintf(buf, len, "/dev/shm/uroce-%u-%s-%d-v%u", (unsigned)ur_host_uid(),
 		 bell ? "bell" : "shm", (int)pid, UR_SHM_VERSION);
 }
 

@@ -3,7 +3,9 @@
  * Exactly one process per host (network namespace) binds 4791: whoever
  * holds an exclusive flock on the router lock file.  When it exits, the
  * kernel drops its lock and the next process to try (every tick) takes
- * over, so a dead peer never leaves the port orphaned.  What arrives there
+ * over, so a dead peer never leaves the port orphaned; the others watch the
+ * router's exit too (its pid in the lock file, a pidfd), so the port is
+ * taken at once rather than at the next tick.  What arrives there
  * for another process's QP is handed to that process's unix socket
  * (udp_rx.c, udp_fwd.c).
  */
@@ -15,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -47,6 +50,66 @@ static int bind_roce_port(struct ur_udp *u)
 	return 0;
 }
 
+/* The router writes its pid in the lock file for the others to watch. */
+static void publish_router_pid(struct ur_udp *u)
+{
+	char buf[16];
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+
+	if (ftruncate(u->router_lock_fd, 0) || pwrite(u->router_lock_fd, buf, (size_t)n, 0) != n)
+		ur_warn(NULL, "cannot write this process's pid in the port %d lock file: %s; "
+			"the others take the port over at their next election only",
+			UR_ROCE_UDP_PORT, strerror(errno));
+}
+
+/* Stops watching; router_pid stays, naming the router last seen. */
+static void unwatch_router(struct ur_udp *u)
+{
+	if (u->router_pidfd < 0)
+		return;
+	ur_engine_unwatch(u->engine, u->router_pidfd);
+	close(u->router_pidfd);
+	u->router_pidfd = -1;
+}
+
+/* The router has ended (its pidfd is readable once it has, and its lock is
+ * gone by then): elect now.  A peer's packets to 4791 are lost until the
+ * port is bound again, and on a loaded host the next election can come
+ * after a QP's retries are spent. */
+static void on_router_exit(void *arg, uint32_t events)
+{
+	struct ur_udp *u = arg;
+
+	(void)events;
+	unwatch_router(u);
+	ur_udp_router_elect(u);
+}
+
+/* Watches the router the lock file names, if not the one last seen (watched
+ * now, or ended: its successor has not written its pid yet).  Without a
+ * pid (an older router) or a pidfd (gone already, or a kernel before 5.3),
+ * the ticks still elect. */
+static void watch_router(struct ur_udp *u)
+{
+	char buf[16] = { 0 };
+	ssize_t n = pread(u->router_lock_fd, buf, sizeof(buf) - 1, 0);
+	int pid, fd;
+
+	if (n <= 0 || sscanf(buf, "%d", &pid) != 1 || pid <= 0 || pid == (int)getpid() ||
+	    pid == u->router_pid)
+		return;
+	unwatch_router(u);
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	if (ur_engine_watch(u->engine, fd, EPOLLIN, UR_WATCH_ENGINE, on_router_exit, u)) {
+		close(fd);
+		return;
+	}
+	u->router_pidfd = fd;
+	u->router_pid = pid;
+}
+
 void ur_udp_router_elect(struct ur_udp *u)
 {
 	char path[128];
@@ -69,9 +132,17 @@ void ur_udp_router_elect(struct ur_udp *u)
 		u->router_lock_fd = ret;
 	}
 	if (!u->router) {
-		if (flock(u->router_lock_fd, LOCK_EX | LOCK_NB))
+		if (flock(u->router_lock_fd, LOCK_EX | LOCK_NB)) {
+			watch_router(u);
 			return;
+		}
 		u->router = true;
+		if (u->router_pid)
+			ur_info(NULL, "the process that served UDP port %d, pid %d, has ended: "
+				"this one takes the port over", UR_ROCE_UDP_PORT, u->router_pid);
+		unwatch_router(u);
+		u->router_pid = 0;
+		publish_router_pid(u);
 	}
 	ret = bind_roce_port(u);
 	if (ret) {

@@ -80,6 +80,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 	u->hooks = *h;
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
+	u->router_pidfd = -1;
 	u->roce4.fd = u->roce6.fd = -1;
 	ur_udp_peers_init(u);
 	ur_udp_fault_open(u);

@@ -144,6 +144,8 @@ struct ur_udp {
 	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
 	int fwd_fd;                        /* abstract unix socket: packets and messages in */
 	int router_lock_fd;
+	int router_pidfd;                  /* the router's, watched while not router */
+	int router_pid;
 	bool router;
 	bool bind_warned;
 	uint64_t next_election_ns;

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "private_ns.h"
 #include "util/log.h"
 #include "host/registry.h"
 
@@ -73,11 +74,13 @@ static inline void ut_env_cleanup(void)
  * devices: the UROCE_DEVICES value the test wants ("ut0:lo"). */
 static inline void ut_env_init(const char *devices)
 {
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "unshare(CLONE_NEWNET): %s: these tests need root (or "
-			"CAP_SYS_ADMIN) to run in a private network namespace, so that they "
-			"do not touch the host's uroce registry and port 4791: skipped\n",
-			strerror(errno));
+	int err = ur_test_private_ns(0);
+
+	if (err) {
+		fprintf(stderr, "no private network namespace (%s): these tests need root, "
+			"or a kernel that lets users make user namespaces (unshare -Urn), so "
+			"that they do not touch the host's uroce registry and port 4791: "
+			"skipped\n", strerror(-err));
 		exit(77);                /* CTest: skipped (SKIP_RETURN_CODE) */
 	}
 	if (ut_if_flags("lo", IFF_UP, 0)) {

@@ -1,0 +1,126 @@
+# Network namespaces for the integration tests' harnesses (lib.sh and
+# qptypes_lib.sh source it): as root, those of "ip netns"; as a user, where
+# the kernel lets users make user namespaces (unshare -Ur), namespaces of a
+# user namespace of the user's own, each held by a sleeping process and
+# named userns:PID, so that a developer without root runs these tests too.
+# The harness defines ur_on_exit CMD (run at exit) and UR_TMP (a scratch
+# folder) before calling these.
+#
+#   ur_netns_new VAR         a namespace with lo up, its name in VAR
+#   ur_nsexec NS CMD...      CMD in namespace NS (empty: here)
+#   ur_ns_prefix NS          the words that do it, in UR_NS_PREFIX
+#   ur_ip NS ARGS...         ip ARGS in NS
+#   ur_operstate NS IF       IF's operational state in NS
+
+# A process that enters a namespace of the test's user namespace keeps its
+# credentials: the user, who is root there (unshare -r maps the user to
+# root, and "setgroups" is denied, which nsenter's default would do).
+UR_NSENTER=(nsenter -U -n --preserve-credentials)
+
+# ur_nsexec NS CMD...: CMD in network namespace NS (empty: here).
+ur_nsexec() {
+	local ns=$1
+	shift
+	case $ns in
+	"") "$@" ;;
+	userns:*) "${UR_NSENTER[@]}" -t "${ns#userns:}" -- "$@" ;;
+	*) ip netns exec "$ns" "$@" ;;
+	esac
+}
+
+# ur_ns_prefix NS: the words that run a program in namespace NS, for a
+# launcher that execs them (timeout, env), in the array UR_NS_PREFIX.
+ur_ns_prefix() {
+	case $1 in
+	"") UR_NS_PREFIX=() ;;
+	userns:*) UR_NS_PREFIX=("${UR_NSENTER[@]}" -t "${1#userns:}" --) ;;
+	*) UR_NS_PREFIX=(ip netns exec "$1") ;;
+	esac
+}
+
+# ur_ip NS ARGS...: "ip ARGS" in namespace NS (ip -n NS as root).
+ur_ip() {
+	local ns=$1
+	shift
+	case $ns in
+	userns:*) ur_nsexec "$ns" ip "$@" ;;
+	*) ip ${ns:+-n "$ns"} "$@" ;;
+	esac
+}
+
+# ur_operstate NS IF: the interface's operational state in NS, lower case
+# (from ip: sysfs shows the namespace it was mounted in, not the caller's).
+ur_operstate() {
+	ur_ip "$1" -o link show dev "$2" 2>/dev/null |
+		sed -n 's/.* state \([A-Za-z]*\) .*/\1/p' | tr 'A-Z' 'a-z'
+}
+
+# ur_userns_holder: without root, a user namespace of the user's own for
+# this test's namespaces, held by a sleeping process (UR_USERNS_PID), made
+# once.  Returns 1, with the reason in UR_NETNS_WHY, where it cannot be made.
+UR_USERNS_PID=
+UR_NETNS_WHY="no network namespace made yet"
+ur_userns_holder() {
+	local ready=$UR_TMP/.userns.ready err=$UR_TMP/.userns.err
+	[ -n "$UR_USERNS_PID" ] && return 0
+	if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
+		UR_NETNS_WHY="needs root, or unshare and nsenter (util-linux), for network namespaces"
+		return 1
+	fi
+	unshare -Ur sh -c ": > '$ready' && exec sleep infinity" 2> "$err" &
+	UR_USERNS_PID=$!
+	ur_on_exit "kill $UR_USERNS_PID"
+	ur_wait_file "$ready" "$UR_USERNS_PID" && return 0
+	UR_NETNS_WHY="not root, and no user namespace of the user's own (unshare -Ur): $(head -c 300 "$err")"
+	return 1
+}
+
+# ur_wait_file FILE PID: until FILE exists (5 s) or PID is gone.
+ur_wait_file() {
+	for _ in $(seq 100); do
+		[ -e "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -e "$1" ]
+}
+
+# ur_netns_new VAR: a fresh network namespace with lo up, its name (for
+# UR_NS and ur_nsexec) in VAR, removed at exit.  As root, "ip netns add";
+# otherwise one of the test's user namespace, held by a sleeping process
+# (userns:PID).  Returns 1, with the reason in UR_NETNS_WHY, if it cannot.
+UR_NETNS_SEQ=0
+ur_netns_new() {
+	local var=$1 name err pid ready
+	UR_NETNS_SEQ=$((UR_NETNS_SEQ + 1))
+	if [ "$(id -u)" = 0 ]; then
+		name=uroce-t$$-${UR_NETNS_SEQ}${2:-p}
+		if ! err=$(ip netns add "$name" 2>&1); then
+			UR_NETNS_WHY="cannot create network namespaces here: $err"
+			return 1
+		fi
+		ur_on_exit "ip netns del $name"
+		ip -n "$name" link set lo up || return 1
+		printf -v "$var" '%s' "$name"
+		return 0
+	fi
+	ur_userns_holder || return 1
+	ready=$UR_TMP/.netns-$UR_NETNS_SEQ.ready
+	err=$UR_TMP/.netns-$UR_NETNS_SEQ.err
+	nsenter -U --preserve-credentials -t "$UR_USERNS_PID" -- unshare -n \
+		sh -c "ip link set lo up && : > '$ready' && exec sleep infinity" 2> "$err" &
+	pid=$!
+	ur_on_exit "kill $pid"
+	if ! ur_wait_file "$ready" "$pid"; then
+		UR_NETNS_WHY="no network namespace in the user's own user namespace: $(head -c 300 "$err")"
+		return 1
+	fi
+	printf -v "$var" '%s' "userns:$pid"
+}
+
+# ur_netns_private: a fresh network namespace with lo (up) alone, named in
+# UR_NS_P (for UR_NS), removed at exit (ur_netns_new).
+ur_netns_private() {
+	ur_netns_new UR_NS_P
+}
+
