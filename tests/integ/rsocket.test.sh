@@ -116,11 +116,15 @@ iperf_case() {
 	ur_wait "$name.server"
 	ur_expect_rc "$name.client" 0 "iperf3 -c through librspreload"
 	ur_expect_rc "$name.server" 0 "iperf3 -s through librspreload"
-	ur_expect_grep "$name.client" 'MBytes .* receiver' "$name: the receiver's total"
+	ur_expect_grep "$name.client" '[KMG]Bytes .* receiver' "$name: the receiver's total"
 	[ $tcp = 0 ] && ur_pass "$name: no TCP connection on port $port (no fallback to kernel TCP)" ||
 		ur_fail "$name: a TCP connection on port $port: the preload fell back to kernel TCP"
 	after=$(rdma_recvs "${UR_SNS:-}" "$dev")
-	bytes=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "MBytes") print int($i * 1048576) }' \
+	bytes=$(awk '/receiver/ { for (i = 1; i < NF; i++) {
+			u = $(i + 1)
+			if (u == "KBytes") print int($i * 1024)
+			if (u == "MBytes") print int($i * 1048576)
+			if (u == "GBytes") print int($i * 1073741824) } }' \
 		"$(ur_out "$name.client")" | tail -n1)
 	if [ -n "$before" ] && [ -n "$after" ] && [ -n "$bytes" ] &&
 	   [ $((after - before)) -ge $((bytes / 65536)) ] && [ "$bytes" -gt 0 ]; then
