@@ -17,7 +17,7 @@
 #  - the same rstream -T v and rcopy between two namespaces joined by a veth
 #    (two hosts' stand-in);
 #  - iperf3 -c/-s with LD_PRELOAD=librspreload.so under `uroce run`, one host
-#    and between the namespaces: both exit 0, the receiver reports the bytes,
+#    (one stream, -P 4, and -R: the server sends) and between the namespaces: both exit 0, the receiver reports the bytes,
 #    no TCP connection on the port is ever established (the preload did not
 #    fall back to kernel TCP), and the server's device counted (uroce devinfo
 #    -c, rdma_recvs) a receive per data message at least: bytes / 64 KiB;
@@ -88,12 +88,13 @@ rdma_recvs() {
 	ur_nsexec "$1" "$UROCE" devinfo -d "$2" -c 2>/dev/null | awk '$1 == "rdma_recvs" { print $2 }'
 }
 
-# iperf_case NAME HOST DEV: iperf3 -t 3 through the preload, server in
+# iperf_case NAME HOST DEV [ARGS...]: iperf3 -t 3 through the preload, server in
 # UR_SNS and client in UR_CNS; DEV is the server's device.  Every rsocket
 # data message is a WRITE_WITH_IMM of at most 64 KiB that consumes a receive
 # at the server: its device's rdma_recvs grows by bytes / 65536 at least.
 iperf_case() {
 	local name=$1 host=$2 dev=$3 port before after bytes tcp=0 i
+	shift 3
 	port=$(ur_port)
 	before=$(rdma_recvs "${UR_SNS:-}" "$dev")
 	UR_NS=${UR_SNS:-} ur_start "$name.server" \
@@ -105,7 +106,7 @@ iperf_case() {
 		return 1
 	fi
 	UR_NS=${UR_CNS:-} ur_start "$name.client" \
-		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -c "$host" -p "$port" -t 3 -f m
+		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -c "$host" -p "$port" -t 3 -f m "$@"
 	for ((i = 0; i < 40; i++)); do
 		ur_nsexec "${UR_CNS:-}" ss -Htn state established "( sport = :$port or dport = :$port )" |
 			grep -q . && tcp=1
@@ -153,6 +154,8 @@ rcopy_case rcopy_lo 127.0.0.1
 
 if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is_tsan; then
 	iperf_case iperf_lo 127.0.0.1 uroce0
+	iperf_case iperf_lo_p4 127.0.0.1 uroce0 -P 4
+	iperf_case iperf_lo_reverse 127.0.0.1 uroce0 -R
 else
 	ur_log "skipped: iperf3 through librspreload (not installed, or a sanitizer build)"
 fi
