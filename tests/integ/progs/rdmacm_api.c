@@ -344,10 +344,11 @@ static void case_bind(struct vt_dev *d)
 
 static void case_unsupported(struct vt_dev *d)
 {
-	int r = rsocket(AF_INET, SOCK_STREAM, 0);
+	int r = rsocket(AF_INET, SOCK_DGRAM, 0);
 
 	(void)d;
-	vt_check(r == -1 && errno == EOPNOTSUPP, "rsocket: -1/EOPNOTSUPP (%s)", strerror(errno));
+	vt_check(r == -1 && errno == EOPNOTSUPP, "rsocket(SOCK_DGRAM): -1/EOPNOTSUPP (%s)",
+		 strerror(errno));
 }
 
 static atomic_int reader_errors, reader_errno, reader_in;

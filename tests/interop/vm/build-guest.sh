@@ -29,7 +29,7 @@ die() {
 GUEST_TOOLS=(
 	ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong
 	ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_atomic_bw ib_atomic_lat
-	rping udaddy ucmatose mckey rdma stdbuf
+	rping udaddy ucmatose mckey rstream riostream rcopy rdma stdbuf
 )
 RXE_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 RXE_DRIVER=/etc/libibverbs.d/rxe.driver

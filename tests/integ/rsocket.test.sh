@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# rsockets (src/rsocket) with unmodified Debian programs: rdmacm-utils'
+# rstream and rcopy, and iperf3 through Debian's librspreload.so, all over
+# uroce's librdmacm.so.1.
+#  - rstream on one host (127.0.0.1, uroce0 on lo): the full run (latency and
+#    bandwidth, 64 B to 1 MB), then -T a (rpoll), -T n (non-blocking), -T a -T n
+#    -T v (both, every byte checked), -k 1 (SO_KEEPALIVE, TCP_KEEPIDLE 1, a
+#    keepalive write a second), -B 65536 (SO_SNDBUF/SO_RCVBUF), -b 127.0.0.1
+#    (both ends bound first) and -b ::1 over IPv6: client and server exit 0
+#    and print their table;
+#  - riostream (riomap/riowrite: the data placed straight into the peer's
+#    mapped buffer, the receiver spinning on its last byte) -S 1000000 -C 50
+#    -T v, and -T a -T n: both exit 0 and print their table (a short run: both
+#    programs spin on memory, and on a 2-core machine their spinning starves
+#    uroce's engine threads, so its latency tests take milliseconds a round);
+#  - rcopy of a 20 MB random file on one host: cmp finds it the same;
+#  - the same rstream -T v and rcopy between two namespaces joined by a veth
+#    (two hosts' stand-in);
+#  - iperf3 -c/-s with LD_PRELOAD=librspreload.so under `uroce run`, one host
+#    (one stream, -P 4, and -R: the server sends) and between the namespaces: both exit 0, the receiver reports the bytes,
+#    no TCP connection on the port is ever established (the preload did not
+#    fall back to kernel TCP), and the server's device counted (uroce devinfo
+#    -c, rdma_recvs) a receive per data message at least: bytes / 64 KiB;
+#  - progs/rsocket_api.c: the socket contract's corners and every error path
+#    (ECONNREFUSED, EPIPE on a closed peer, EAGAIN, 0 at the peer's close,
+#    ENOTCONN, EBADF, EOPNOTSUPP for datagram sockets), riomap/riowrite.
+# ctest-timeout: 420
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdmacm_lib.sh"
+. "$(dirname "$0")/progs_lib.sh"
+UR_TIMEOUT=90
+
+command -v rstream > /dev/null || ur_skip "rstream (rdmacm-utils) is not installed"
+PRELOAD=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+UROCE=$UR_BUILD/bin/uroce
+
+# rstream_rows NAME ROWS: the output of NAME has ROWS result lines (a name,
+# the size, ..., Gb/sec and usec/xfer columns).
+rstream_rows() {
+	local n
+	n=$(grep -cE '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$' \
+		"$(ur_out "$1")")
+	ur_expect_eq "$1 result lines" "$2" "$n"
+}
+
+# rstream_case NAME ROWS ARGS...: rstream server and client (127.0.0.1, or
+# RS_HOST) with ARGS on a port of their own.
+rstream_case() {
+	local name=$1 rows=$2 port
+	shift 2
+	port=$(ur_port)
+	cm_pair "$name" rstream -p "$port" "$@" -- rstream -s "${RS_HOST:-127.0.0.1}" -p "$port" "$@"
+	ur_expect_pair_ok "$name" "rstream $*"
+	rstream_rows "$name.client" "$rows"
+	rstream_rows "$name.server" "$rows"
+}
+
+# riostream_case NAME ARGS...: riostream server and client on 127.0.0.1.
+riostream_case() {
+	local name=$1 port
+	shift
+	port=$(ur_port)
+	cm_pair "$name" riostream -p "$port" "$@" -- riostream -s 127.0.0.1 -p "$port" "$@"
+	ur_expect_pair_ok "$name" "riostream $*"
+	rstream_rows "$name.client" 1
+	rstream_rows "$name.server" 1
+}
+
+# rcopy_case NAME HOST: a 20 MB file through rcopy, compared.
+rcopy_case() {
+	local name=$1 host=$2 port dst=$UR_TMP/$1.copy
+	port=$(ur_port)
+	rm -f "$dst"
+	CM_STOP_SERVER=1 cm_pair "$name" rcopy -p "$port" \
+		-- rcopy "$UR_TMP/rcopy.src" "$host:$dst" -p "$port"
+	ur_expect_rc "$name.client" 0 "rcopy of 20 MB to $host"
+	if cmp -s "$UR_TMP/rcopy.src" "$dst"; then
+		ur_pass "$name: the copy is the same 20 MB"
+	else
+		ur_fail "$name: the copy differs from the source ($(stat -c %s "$dst" 2>/dev/null) bytes)"
+	fi
+	rm -f "$dst"
+}
+
+# rdma_recvs NS DEV: DEV's rdma_recvs counter (receives consumed) as seen in
+# namespace NS.
+rdma_recvs() {
+	ur_nsexec "$1" "$UROCE" devinfo -d "$2" -c 2>/dev/null | awk '$1 == "rdma_recvs" { print $2 }'
+}
+
+# iperf_case NAME HOST DEV [ARGS...]: iperf3 -t 3 through the preload, server in
+# UR_SNS and client in UR_CNS; DEV is the server's device.  Every rsocket
+# data message is a WRITE_WITH_IMM of at most 64 KiB that consumes a receive
+# at the server: its device's rdma_recvs grows by bytes / 65536 at least.
+iperf_case() {
+	local name=$1 host=$2 dev=$3 port before after bytes tcp=0 i
+	shift 3
+	port=$(ur_port)
+	before=$(rdma_recvs "${UR_SNS:-}" "$dev")
+	UR_NS=${UR_SNS:-} ur_start "$name.server" \
+		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -s -1 -p "$port"
+	if ! UR_NS=${UR_SNS:-} ur_run "$name.listening" "$UR_BUILD/bin/integ_cm_listening" "$port" 30; then
+		ur_fail "$name: iperf3 -s does not listen through rsockets on port $port"
+		ur_show "$name.server"
+		ur_stop "$name.server"
+		return 1
+	fi
+	UR_NS=${UR_CNS:-} ur_start "$name.client" \
+		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -c "$host" -p "$port" -t 3 -f m "$@"
+	for ((i = 0; i < 40; i++)); do
+		ur_nsexec "${UR_CNS:-}" ss -Htn state established "( sport = :$port or dport = :$port )" |
+			grep -q . && tcp=1
+		kill -0 "${UR_PID[$name.client]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	ur_wait "$name.client"
+	ur_wait "$name.server"
+	ur_expect_rc "$name.client" 0 "iperf3 -c through librspreload"
+	ur_expect_rc "$name.server" 0 "iperf3 -s through librspreload"
+	ur_expect_grep "$name.client" '[KMG]Bytes .* receiver' "$name: the receiver's total"
+	[ $tcp = 0 ] && ur_pass "$name: no TCP connection on port $port (no fallback to kernel TCP)" ||
+		ur_fail "$name: a TCP connection on port $port: the preload fell back to kernel TCP"
+	after=$(rdma_recvs "${UR_SNS:-}" "$dev")
+	bytes=$(awk '/receiver/ { for (i = 1; i < NF; i++) {
+			u = $(i + 1)
+			if (u == "KBytes") print int($i * 1024)
+			if (u == "MBytes") print int($i * 1048576)
+			if (u == "GBytes") print int($i * 1073741824) } }' \
+		"$(ur_out "$name.client")" | tail -n1)
+	if [ -n "$before" ] && [ -n "$after" ] && [ -n "$bytes" ] &&
+	   [ $((after - before)) -ge $((bytes / 65536)) ] && [ "$bytes" -gt 0 ]; then
+		ur_pass "$name: $dev took $((after - before)) receives for $bytes bytes (>= bytes / 65536)"
+	else
+		ur_fail "$name: $dev's rdma_recvs went ${before:-?} -> ${after:-?} for ${bytes:-?} bytes"
+	fi
+}
+
+# --- one host -----------------------------------------------------------------
+
+rstream_case rs_full 8
+rstream_case rs_async 1 -T a -S 65536 -C 2000
+rstream_case rs_nonblock 1 -T n -S 65536 -C 2000
+rstream_case rs_async_nb_verify 1 -T a -T n -T v -S 100000 -C 500
+rstream_case rs_keepalive 1 -k 1 -S 1000000 -C 2000
+rstream_case rs_bufsize 1 -B 65536 -S 1000000 -C 200
+rstream_case rs_bind 1 -b 127.0.0.1 -S 65536 -C 500
+RS_HOST=::1 rstream_case rs_ipv6 1 -b ::1 -T v -S 65536 -C 500
+ur_expect_grep rs_keepalive.client 'Keepalive: ON' "rstream -k 1: SO_KEEPALIVE read back on"
+riostream_case rio_verify -S 1000000 -C 50 -T v
+riostream_case rio_async_nb -S 100000 -C 100 -T a -T n
+
+head -c 20000000 /dev/urandom > "$UR_TMP/rcopy.src"
+rcopy_case rcopy_lo 127.0.0.1
+
+if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is_tsan; then
+	iperf_case iperf_lo 127.0.0.1 uroce0
+	iperf_case iperf_lo_p4 127.0.0.1 uroce0 -P 4
+	iperf_case iperf_lo_reverse 127.0.0.1 uroce0 -R
+else
+	ur_log "skipped: iperf3 through librspreload (not installed, or a sanitizer build)"
+fi
+
+prog_run api rsocket_api uroce0 0
+
+# --- two namespaces -----------------------------------------------------------
+
+ur_netns_pair 1500
+export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
+RS_HOST=$UR_IP_B rstream_case ns_rstream 1 -T v -S 1000000 -C 200
+rcopy_case rcopy_ns "$UR_IP_B"
+if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is_tsan; then
+	dev=$(ur_nsexec "$UR_NS_B" "$UROCE" netdev | awk -v i="$UR_IF_B" '$5 == i { print $1 }')
+	iperf_case iperf_ns "$UR_IP_B" "${dev:-uroce0}"
+fi
+
+ur_done
