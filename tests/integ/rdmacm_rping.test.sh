@@ -96,8 +96,16 @@ ur_expect_grep udaddy.client '^data transfers complete' "udaddy client: data tra
 ur_expect_grep udaddy.server '^data transfers complete' "udaddy server: data transfers complete"
 
 # mckey: a UD id joins 239.1.2.3 (rdma_join_multicast; its QP attached to
-# ::ffff:239.1.2.3), another sends to the group as a send-only member.
-cm_mckey mckey 239.1.2.3 127.0.0.1 127.0.0.1 20
+# ::ffff:239.1.2.3), another sends to the group as a send-only member.  In a
+# namespace of its own where one can be made: a group's datagrams reach
+# the members through the process serving port 4791, which beside other
+# tests (or another user's uroce, which then holds the port) is not this
+# test's.
+if ur_netns_new mc_ns; then
+	UR_SNS=$mc_ns UR_CNS=$mc_ns cm_mckey mckey 239.1.2.3 127.0.0.1 127.0.0.1 20
+else
+	cm_mckey mckey 239.1.2.3 127.0.0.1 127.0.0.1 20
+fi
 
 port=$(ur_port)
 ur_run norcv.rping rping -c -a 127.0.0.1 -p "$port" -C 1
