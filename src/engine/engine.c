@@ -761,8 +761,11 @@ unsigned ur_engine_default_rx(void)
 
 		n = strtol(v, &end, 10);
 		if (*end || n < 1 || n > UR_ENGINE_MAX_RX) {
-			ur_warn(NULL, "UROCE_RX_THREADS=%s: expected 1 .. %d; one receive context",
-				v, UR_ENGINE_MAX_RX);
+			static bool warned;
+
+			if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+				ur_warn(NULL, "UROCE_RX_THREADS=%s: expected 1 .. %d; one receive "
+					"context", v, UR_ENGINE_MAX_RX);
 			return 1;
 		}
 		return (unsigned)n;

@@ -10,7 +10,8 @@
 # atomic result checked, with the fault injector on (1 % loss, 5 %
 # reordering, 1 % duplication, 0.1 % corruption) in each context.  Each
 # process says at exit how many packets each context read (UROCE_LOG=info):
-# every one of the four must have read some, on both sides.  With one
+# every one of the four must have read some, on both sides; uroce devinfo
+# -c shows the setting.  With one
 # context (UROCE_RX_THREADS=1) nothing is said.  scripts/test runs it again
 # in the ThreadSanitizer build (label tsan), with fewer messages.
 . "$(dirname "$0")/lib.sh"
@@ -26,6 +27,12 @@ else
 fi
 
 ur_netns_pair 1500
+
+# The setting, as uroce devinfo -c shows it.
+UR_ENV=(UROCE_RX_THREADS=4)
+UR_NS=$UR_NS_B ur_run devinfo.rx4 "$UR_BUILD/bin/uroce" devinfo -c -d uroce1
+UR_ENV=()
+ur_expect_grep devinfo.rx4 '^[[:space:]]+receive contexts:[[:space:]]+4$' "devinfo -c: 4 receive contexts"
 
 # contexts_used TAG SIDE: how many receive contexts said they read packets.
 contexts_used() {
