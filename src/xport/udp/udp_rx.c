@@ -141,12 +141,22 @@ static bool looped_back(const struct ur_roce_ip *ip)
 	return ur_gid_is_local_addr(&src);
 }
 
+static bool to_group(const struct ur_roce_ip *ip)
+{
+	return ip->family == AF_INET ? IN_MULTICAST(ntohl(ip->v4.daddr.s_addr)) :
+				       IN6_IS_ADDR_MULTICAST(&ip->v6.daddr);
+}
+
 static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
 	struct ur_udp *u = s->u;
 	struct ur_udp_rx *rx = s->rx;
 
+	/* The kernel gives every socket of the port its own copy of a
+	 * datagram sent to an IP multicast group: context 0 takes it. */
+	if (rx->index && to_group(ip))
+		return;
 	__atomic_add_fetch(&rx->pkts, 1, __ATOMIC_RELAXED);
 	if (s->roce_port && len >= UR_BTH_BYTES) {
 		struct ur_reg_owner o;
