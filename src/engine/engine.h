@@ -53,8 +53,8 @@ enum {
 
 #define UR_ENGINE_MAX_RX 8          /* receive contexts, at most */
 
-/* 0 or -errno.  thread_name names the engine thread (ps, gdb); the extra
- * contexts' threads are named after it ("-rx1" ...).  Receive contexts:
+/* 0 or -errno.  thread_name names the engine thread (ps, gdb); the further
+ * contexts' threads are uroce-rx1, uroce-rx2 ...  Receive contexts:
  * ur_engine_default_rx(). */
 int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out);
 /* The same with rx receive contexts (1..UR_ENGINE_MAX_RX). */
