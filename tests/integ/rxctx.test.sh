@@ -10,8 +10,9 @@
 # atomic result checked, with the fault injector on (1 % loss, 5 %
 # reordering, 1 % duplication, 0.1 % corruption) in each context.  Each
 # process says at exit how many packets each context read (UROCE_LOG=info):
-# every one of the four must have read some, on both sides; uroce devinfo
-# -c shows the setting.  With one
+# every one of the four must have read some, on both sides, and none a
+# packet for a QP the kernel should have steered to another (a QP stays on
+# one context); uroce devinfo -c shows the setting.  With one
 # context (UROCE_RX_THREADS=1) nothing is said.  scripts/test runs it again
 # in the ThreadSanitizer build (label tsan), with fewer messages.
 . "$(dirname "$0")/lib.sh"
@@ -46,6 +47,12 @@ contexts_used() {
 		sed 's/.*receive context \([0-9]*\):.*/\1/' | sort -u | wc -l
 }
 
+# strays TAG SIDE: packets the contexts read for another context's QPs.
+strays() {
+	grep -oE "[0-9]+ of them for another context's QPs" "$(ur_out "$1.$2")" |
+		awk '{ n += $1; f = 1 } END { print f ? n : "none said" }'
+}
+
 STORM_ENV=(UROCE_RX_THREADS=4 UROCE_LOG=info)
 UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A storm_case veth.rx4 uroce1 1 "$UR_IP_B" "$F" \
 	--qps 32 --depth 4 --max-size 65536 --messages "$msgs" --seed 11 "${extra[@]}"
@@ -54,6 +61,8 @@ for side in server client; do
 		"$(ur_out "veth.rx4.$side")" | sed 's/receive context //' | paste -sd, -)"
 	ur_expect_eq "veth.rx4.$side: receive contexts that read packets" 4 \
 		"$(contexts_used veth.rx4 "$side")"
+	ur_expect_eq "veth.rx4.$side: packets read by another context than their QP's" 0 \
+		"$(strays veth.rx4 "$side")"
 done
 
 STORM_ENV=(UROCE_RX_THREADS=1 UROCE_LOG=info)

@@ -92,9 +92,15 @@ static int bind_family(struct ur_udp *u, int family)
 	if (n < u->nrx)
 		ur_warn(NULL, "UDP port %d: %u receive contexts of %u (%s)", UR_ROCE_UDP_PORT, n,
 			u->nrx, strerror(-ret));
-	if (n > 1 && (ret = steer_by_qpn(first->fd, n)))
+	if (n > 1 && (ret = steer_by_qpn(first->fd, n))) {
 		ur_warn(NULL, "UDP port %d: the kernel spreads packets by address, not by QP (%s)",
 			UR_ROCE_UDP_PORT, strerror(-ret));
+		return 0;
+	}
+	/* Told after the sockets are watched: their threads may be reading. */
+	for (unsigned i = 0; n > 1 && i < n; i++)
+		__atomic_store_n(&(family == AF_INET ? &u->rx[i]->roce4 : &u->rx[i]->roce6)->spread,
+				 n, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -39,8 +39,10 @@ static void udp_drain(struct ur_xport *x, int timeout_ms)
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
 
 	for (unsigned i = 0; u->nrx > 1 && i < u->nrx; i++)
-		ur_info(NULL, "receive context %u: %llu packets", i,
-			(unsigned long long)__atomic_load_n(&u->rx[i]->pkts, __ATOMIC_RELAXED));
+		ur_info(NULL, "receive context %u: %llu packets, %llu of them for another "
+			"context's QPs", i,
+			(unsigned long long)__atomic_load_n(&u->rx[i]->pkts, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&u->rx[i]->strays, __ATOMIC_RELAXED));
 	ur_udp_drain(x, timeout_ms);
 }
 

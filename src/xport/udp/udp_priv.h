@@ -68,6 +68,7 @@ struct ur_udp_sock {
 	bool stale;                    /* AF_UNIX: the peer went away; reconnect */
 	uint16_t port;                 /* host byte order */
 	bool roce_port;                /* bound to 4791: packets may be for others */
+	unsigned spread;               /* 4791: sockets the kernel steers over by QP (0: none) */
 	/* Batches the socket had no room for, oldest first (udp_send.c). */
 	pthread_mutex_t pending_lock;
 	struct tx_batch *pending, *pending_tail;
@@ -141,6 +142,7 @@ struct ur_udp_rx {
 	struct ur_udp_fault *fault;        /* UROCE_FAULTS, or NULL (udp_fault.c) */
 	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
 	uint64_t pkts;                     /* packets read here (atomic adds) */
+	uint64_t strays;                   /* ... steered to another context's QPs */
 };
 
 /* A process of this host we send to over a connected unix socket. */

@@ -147,6 +147,17 @@ static bool to_group(const struct ur_roce_ip *ip)
 				       IN6_IS_ADDR_MULTICAST(&ip->v6.daddr);
 }
 
+/* Whether the kernel's program should have steered this packet elsewhere
+ * (udp_host_port.c): counted, to check that a QP stays on one context. */
+static bool stray(const struct ur_udp_sock *s, uint32_t qpn)
+{
+	unsigned n = __atomic_load_n(&s->spread, __ATOMIC_RELAXED);
+
+	if (!n)
+		return false;
+	return (qpn == UR_GSI_QPN || qpn == UR_MCAST_QPN ? 0 : qpn % n) != s->rx->index;
+}
+
 static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
@@ -162,6 +173,8 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		struct ur_reg_owner o;
 		uint32_t qpn = bth_qpn(buf);
 
+		if (stray(s, qpn))
+			__atomic_add_fetch(&rx->strays, 1, __ATOMIC_RELAXED);
 		/* Groups and QP1 are context 0's (the kernel steers them there;
 		 * one that came another way, in a GRO batch, goes there too). */
 		if (rx->index && (qpn == UR_MCAST_QPN || qpn == UR_GSI_QPN)) {
