@@ -178,6 +178,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		/* Groups and QP1 are context 0's (the kernel steers them there;
 		 * one that came another way, in a GRO batch, goes there too). */
 		if (rx->index && (qpn == UR_MCAST_QPN || qpn == UR_GSI_QPN)) {
+			tap(buf, len, ip, tclass, hop, 0);   /* our unix socket's are not */
 			ur_udp_forward_to(u, getpid(), buf, len, ip, tclass, hop);
 			return;
 		}
