@@ -8,12 +8,15 @@
 #include <endian.h>
 
 #include "core/device.h"
+#include "engine/engine.h"
 #include "host/registry.h"
 
 /* The files programs read from an RDMA device's sysfs directory, answered
  * from uroce's own state: <ibdev_path>/{board_id,fw_ver,hca_type,hw_rev,
  * node_type,node_guid,sys_image_guid,node_desc} and the port's
- * gids/N, gid_attrs/types/N, gid_attrs/ndevs/N. */
+ * gids/N, gid_attrs/types/N, gid_attrs/ndevs/N; and one of uroce's own,
+ * uroce_rx_threads: the receive contexts a process gets here
+ * (UROCE_RX_THREADS, or the default for this host's CPUs). */
 static int device_file(struct ur_device *dev, const char *file, char *out, size_t len)
 {
 	struct ibv_device_attr a;
@@ -33,6 +36,8 @@ static int device_file(struct ur_device *dev, const char *file, char *out, size_
 		return snprintf(out, len, "0x0\n");
 	if (!strcmp(file, "node_type"))
 		return snprintf(out, len, "1: CA\n");
+	if (!strcmp(file, "uroce_rx_threads"))
+		return snprintf(out, len, "%u\n", ur_engine_default_rx());
 	if (!strcmp(file, "node_desc"))
 		return snprintf(out, len, "uroce software RoCE on %s\n", dev->netdev_name);
 	if (!strcmp(file, "node_guid") || !strcmp(file, "sys_image_guid"))

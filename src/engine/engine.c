@@ -5,13 +5,15 @@
  * naps on its own set alone: what the inline set brings, the poller takes,
  * without waking a second thread for each packet.  One dispatch lock makes
  * callbacks run one batch at a time.  Timers live in a binary heap ordered
- * by deadline. */
+ * by deadline.  Further receive contexts (struct rx_ctx) are an epoll set,
+ * a dispatch lock and a thread each, beside all that. */
 #include "engine/engine.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -36,6 +38,20 @@ struct watch {
 	ur_fd_handler fn;
 	void *arg;
 	enum ur_watch_class cls;
+	unsigned ctx;                  /* INLINE: the receive context */
+};
+
+/* A receive context past the first: its fds, the lock that lets one thread
+ * at a time dispatch them, and the thread that sleeps on them. */
+struct rx_ctx {
+	struct ur_engine *e;
+	unsigned index;                /* 1.. */
+	int epfd;
+	int wake_fd;                   /* eventfd: destroy tells the thread */
+	struct watch wake;
+	pthread_mutex_t dispatch_lock;
+	pthread_t thread;
+	bool threaded;
 };
 
 struct ur_engine {
@@ -68,10 +84,14 @@ struct ur_engine {
 	_Atomic uint64_t last_app_poll; /* ns: an application thread polled */
 	_Atomic bool light_sleep;       /* the thread naps without telling the pollers */
 	_Atomic bool deep_sleep;        /* ... or sleeps, having told them */
+
+	unsigned nrx;                   /* receive contexts: 0 and rx[1..nrx-1] */
+	struct rx_ctx rx[UR_ENGINE_MAX_RX];  /* rx[0] unused: context 0 is the above */
 };
 
-/* Set while this thread runs callbacks: quiesce must not wait for itself. */
-static _Thread_local bool in_dispatch;
+/* While this thread runs callbacks: 1 + the receive context's index (0:
+ * none); quiesce must not wait for itself. */
+static _Thread_local unsigned in_dispatch;
 /* A polling thread's count of its polls while rings are active. */
 static _Thread_local unsigned sock_turn;
 /* A polling thread's run of polls: when the last came, and how many came
@@ -81,18 +101,22 @@ static _Thread_local unsigned run_len;
 
 /* ---- fd watches --------------------------------------------------------- */
 
-static int epfd_of(struct ur_engine *e, enum ur_watch_class cls)
+static int epfd_of(struct ur_engine *e, enum ur_watch_class cls, unsigned ctx)
 {
-	return cls == UR_WATCH_INLINE ? e->inline_epfd : e->own_epfd;
+	if (cls != UR_WATCH_INLINE)
+		return e->own_epfd;
+	return ctx ? e->rx[ctx].epfd : e->inline_epfd;
 }
 
-int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
-		    ur_fd_handler fn, void *arg)
+static int watch_in(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
+		    unsigned ctx, ur_fd_handler fn, void *arg)
 {
 	struct epoll_event ev = { .events = events };
 	struct watch *w = NULL;
 	int ret = 0;
 
+	if (ctx >= e->nrx)
+		return -EINVAL;
 	pthread_mutex_lock(&e->watch_lock);
 	for (int i = 0; i < UR_MAX_WATCH && !w; i++)
 		if (e->watches[i].fd < 0)
@@ -101,15 +125,27 @@ int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_
 		ret = -ENOSPC;
 		goto out;
 	}
-	*w = (struct watch){ fd, fn, arg, cls };
+	*w = (struct watch){ fd, fn, arg, cls, ctx };
 	ev.data.ptr = w;
-	if (epoll_ctl(epfd_of(e, cls), EPOLL_CTL_ADD, fd, &ev)) {
+	if (epoll_ctl(epfd_of(e, cls, ctx), EPOLL_CTL_ADD, fd, &ev)) {
 		ret = -errno;
 		w->fd = -1;
 	}
 out:
 	pthread_mutex_unlock(&e->watch_lock);
 	return ret;
+}
+
+int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
+		    ur_fd_handler fn, void *arg)
+{
+	return watch_in(e, fd, events, cls, 0, fn, arg);
+}
+
+int ur_engine_watch_rx(struct ur_engine *e, unsigned ctx, int fd, uint32_t events,
+		       ur_fd_handler fn, void *arg)
+{
+	return watch_in(e, fd, events, UR_WATCH_INLINE, ctx, fn, arg);
 }
 
 static struct watch *find_watch(struct ur_engine *e, int fd)
@@ -130,7 +166,7 @@ int ur_engine_rewatch(struct ur_engine *e, int fd, uint32_t events)
 	if (w) {
 		struct epoll_event ev = { .events = events, .data.ptr = w };
 
-		ret = epoll_ctl(epfd_of(e, w->cls), EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
+		ret = epoll_ctl(epfd_of(e, w->cls, w->ctx), EPOLL_CTL_MOD, fd, &ev) ? -errno : 0;
 	}
 	pthread_mutex_unlock(&e->watch_lock);
 	return ret;
@@ -143,7 +179,7 @@ void ur_engine_unwatch(struct ur_engine *e, int fd)
 	pthread_mutex_lock(&e->watch_lock);
 	w = find_watch(e, fd);
 	if (w) {
-		epoll_ctl(epfd_of(e, w->cls), EPOLL_CTL_DEL, fd, NULL);
+		epoll_ctl(epfd_of(e, w->cls, w->ctx), EPOLL_CTL_DEL, fd, NULL);
 		w->fd = -1;
 	}
 	pthread_mutex_unlock(&e->watch_lock);
@@ -422,7 +458,8 @@ static bool spinning(uint64_t now)
 	return run_len >= UR_SPINNING_POLLS;
 }
 
-bool ur_engine_poll(struct ur_engine *e, bool will_block)
+/* Context 0: the inline set and the pollers. */
+static bool poll_first(struct ur_engine *e, bool will_block)
 {
 	struct epoll_event evs[UR_BATCH];
 	bool found;
@@ -431,7 +468,7 @@ bool ur_engine_poll(struct ur_engine *e, bool will_block)
 	/* Somebody is dispatching already: what arrives, they take. */
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
-	in_dispatch = true;
+	in_dispatch = 1;
 	/* Only a spinning thread takes the inline set off the engine thread
 	 * (which then naps): one about to block would leave what comes next
 	 * waiting for the nap's end, half a millisecond a hop. */
@@ -455,9 +492,37 @@ bool ur_engine_poll(struct ur_engine *e, bool will_block)
 		n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
 	if (n > 0)
 		run_events(e, evs, n);
-	in_dispatch = false;
+	in_dispatch = 0;
 	pthread_mutex_unlock(&e->dispatch_lock);
 	return n > 0 || found;
+}
+
+/* A further receive context: what its set has ready, unless somebody (its
+ * thread, another poller) dispatches it already. */
+static bool poll_rx(struct rx_ctx *c)
+{
+	struct epoll_event evs[UR_BATCH];
+	int n;
+
+	if (pthread_mutex_trylock(&c->dispatch_lock))
+		return false;
+	in_dispatch = 1 + c->index;
+	n = epoll_wait(c->epfd, evs, UR_BATCH, 0);
+	if (n > 0)
+		run_events(c->e, evs, n);
+	in_dispatch = 0;
+	pthread_mutex_unlock(&c->dispatch_lock);
+	return n > 0;
+}
+
+bool ur_engine_poll(struct ur_engine *e, bool will_block)
+{
+	bool found = poll_first(e, will_block);
+
+	for (unsigned i = 1; i < e->nrx; i++)
+		if (poll_rx(&e->rx[i]))
+			found = true;
+	return found;
 }
 
 void ur_engine_app_waits(struct ur_engine *e)
@@ -478,12 +543,20 @@ static bool may_nap(struct ur_engine *e, uint64_t now)
 	return false;
 }
 
+/* Context 0's dispatch lock first, then the others' in order: only
+ * context 0's callbacks quiesce, so no thread waits the other way round. */
 void ur_engine_quiesce(struct ur_engine *e)
 {
-	if (in_dispatch)
-		return;
-	pthread_mutex_lock(&e->dispatch_lock);
-	pthread_mutex_unlock(&e->dispatch_lock);
+	if (in_dispatch != 1) {
+		pthread_mutex_lock(&e->dispatch_lock);
+		pthread_mutex_unlock(&e->dispatch_lock);
+	}
+	for (unsigned i = 1; i < e->nrx; i++) {
+		if (in_dispatch == 1 + i)
+			continue;
+		pthread_mutex_lock(&e->rx[i].dispatch_lock);
+		pthread_mutex_unlock(&e->rx[i].dispatch_lock);
+	}
 }
 
 static void on_wake(void *arg, uint32_t events)
@@ -552,23 +625,28 @@ static void set_priority(void)
 		ur_info(NULL, "engine thread stays at normal priority: %s", strerror(errno));
 }
 
-static void *engine_main(void *arg)
+/* Signals belong to the application's threads, but for the faults an
+ * engine thread causes itself: blocked, the kernel would kill the process
+ * for one rather than run the handler that util/fault_guard.h relies on. */
+static void block_signals(void)
 {
-	struct ur_engine *e = arg;
-	struct epoll_event evs[UR_BATCH];
-	uint64_t last_work = 0;
 	sigset_t all;
 
-	/* Signals belong to the application's threads, but for the faults
-	 * this thread causes itself: blocked, the kernel would kill the
-	 * process for one rather than run the handler that
-	 * util/fault_guard.h relies on. */
 	sigfillset(&all);
 	sigdelset(&all, SIGSEGV);
 	sigdelset(&all, SIGBUS);
 	sigdelset(&all, SIGFPE);
 	sigdelset(&all, SIGILL);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
+static void *engine_main(void *arg)
+{
+	struct ur_engine *e = arg;
+	struct epoll_event evs[UR_BATCH];
+	uint64_t last_work = 0;
+
+	block_signals();
 	set_priority();
 	while (!atomic_load(&e->stopping)) {
 		static const struct timespec now_ts;
@@ -624,7 +702,7 @@ static void *engine_main(void *arg)
 		/* A polling thread may hold the lock: wait for it, then take
 		 * what it left. */
 		pthread_mutex_lock(&e->dispatch_lock);
-		in_dispatch = true;
+		in_dispatch = 1;
 		if (n > 0)
 			run_events(e, evs, n);
 		if (napped)        /* what the application thread left, if it stopped */
@@ -632,8 +710,33 @@ static void *engine_main(void *arg)
 		if (polled && run_pollers(e))
 			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());
-		in_dispatch = false;
+		in_dispatch = 0;
 		pthread_mutex_unlock(&e->dispatch_lock);
+	}
+	return NULL;
+}
+
+/* A further receive context's thread: it sleeps until one of its fds is
+ * ready, never spins, and runs nothing but their callbacks. */
+static void *rx_main(void *arg)
+{
+	struct rx_ctx *c = arg;
+	struct ur_engine *e = c->e;
+	struct epoll_event evs[UR_BATCH];
+
+	block_signals();
+	set_priority();
+	while (!atomic_load(&e->stopping)) {
+		int n = epoll_wait(c->epfd, evs, UR_BATCH, -1);
+
+		if (n <= 0)
+			continue;
+		/* A polling thread may hold the lock: what it leaves, we take. */
+		pthread_mutex_lock(&c->dispatch_lock);
+		in_dispatch = 1 + c->index;
+		run_events(e, evs, n);
+		in_dispatch = 0;
+		pthread_mutex_unlock(&c->dispatch_lock);
 	}
 	return NULL;
 }
@@ -648,13 +751,89 @@ static int add_own(struct ur_engine *e, int epfd, struct watch *w, int fd, ur_fd
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out)
+unsigned ur_engine_default_rx(void)
 {
-	struct ur_engine *e = calloc(1, sizeof(*e));
+	const char *v = getenv("UROCE_RX_THREADS");
+	long n;
+
+	if (v && *v) {
+		char *end;
+
+		n = strtol(v, &end, 10);
+		if (*end || n < 1 || n > UR_ENGINE_MAX_RX) {
+			static bool warned;
+
+			if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+				ur_warn(NULL, "UROCE_RX_THREADS=%s: expected 1 .. %d; one receive "
+					"context", v, UR_ENGINE_MAX_RX);
+			return 1;
+		}
+		return (unsigned)n;
+	}
+	/* One context per 4 cores, at most 4: the application's threads and
+	 * the engine thread keep cores of their own.  Below 8 cores, one. */
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n >= 8 ? (unsigned)(n / 4 < 4 ? n / 4 : 4) : 1;
+}
+
+unsigned ur_engine_rx_count(const struct ur_engine *e)
+{
+	return e->nrx;
+}
+
+/* The wake-up of a further context's thread is never read: it stays
+ * readable, so that the thread (and no poller) sees it until it leaves. */
+static void on_rx_stop(void *arg, uint32_t events)
+{
+}
+
+/* Sets up context i (e->nrx is then i + 1). */
+static int add_rx(struct ur_engine *e, unsigned i, bool threaded)
+{
+	struct rx_ctx *c = &e->rx[i];
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &c->wake };
+	char name[16];
 	int ret;
 
+	c->e = e;
+	c->index = i;
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	pthread_mutex_init(&c->dispatch_lock, NULL);
+	e->nrx = i + 1;                /* destroy undoes what is done */
+	if (c->epfd < 0 || c->wake_fd < 0)
+		return -errno;
+	c->wake = (struct watch){ c->wake_fd, on_rx_stop, c, UR_WATCH_INLINE, i };
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->wake_fd, &ev))
+		return -errno;
+	if (!threaded)
+		return 0;
+	ret = -pthread_create(&c->thread, NULL, rx_main, c);
+	if (ret)
+		return ret;
+	c->threaded = true;
+	snprintf(name, sizeof(name), "uroce-rx%u", i);
+	pthread_setname_np(c->thread, name);
+	return 0;
+}
+
+int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out)
+{
+	return ur_engine_create_rx(flags, thread_name, ur_engine_default_rx(), out);
+}
+
+int ur_engine_create_rx(unsigned flags, const char *thread_name, unsigned rx,
+			struct ur_engine **out)
+{
+	struct ur_engine *e;
+	int ret;
+
+	if (rx < 1 || rx > UR_ENGINE_MAX_RX)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
+	e->nrx = 1;
 	e->epfd = e->own_epfd = e->inline_epfd = e->wake_fd = -1;
 	pthread_mutex_init(&e->dispatch_lock, NULL);
 	pthread_mutex_init(&e->watch_lock, NULL);
@@ -688,6 +867,11 @@ int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine *
 		pthread_setname_np(e->thread, thread_name);
 		e->threaded = true;
 	}
+	for (unsigned i = 1; i < rx; i++) {
+		ret = add_rx(e, i, !(flags & UR_ENGINE_NO_THREAD));
+		if (ret)
+			goto err;
+	}
 	*out = e;
 	return 0;
 
@@ -700,10 +884,25 @@ void ur_engine_destroy(struct ur_engine *e)
 {
 	if (!e)
 		return;
+	atomic_store(&e->stopping, true);
 	if (e->threaded) {
-		atomic_store(&e->stopping, true);
 		wake(e);
 		pthread_join(e->thread, NULL);
+	}
+	for (unsigned i = 1; i < e->nrx; i++) {
+		struct rx_ctx *c = &e->rx[i];
+		uint64_t one = 1;
+
+		if (c->threaded) {
+			if (write(c->wake_fd, &one, sizeof(one)) < 0)
+				ur_warn(NULL, "cannot stop receive thread %u: %s", i, strerror(errno));
+			pthread_join(c->thread, NULL);
+		}
+		if (c->wake_fd >= 0)
+			close(c->wake_fd);
+		if (c->epfd >= 0)
+			close(c->epfd);
+		pthread_mutex_destroy(&c->dispatch_lock);
 	}
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);

@@ -9,9 +9,17 @@
  * While an application thread spins (polls again and again), the engine
  * thread naps on the ENGINE class alone and looks at the INLINE class only
  * between naps; a thread that polls once and then blocks leaves it awake.
- * Callbacks never run concurrently with each other (one dispatcher at a
- * time), so a callback sees its fd's events in order and needs no lock
- * against other callbacks.
+ * Callbacks of one receive context never run concurrently with each other
+ * (one dispatcher per context at a time), so a callback sees its fd's
+ * events in order and needs no lock against the other callbacks of its
+ * context.
+ *
+ * Receive contexts.  Context 0 is the INLINE class above.  With more than
+ * one (UROCE_RX_THREADS), contexts 1..n-1 each have an epoll set, a
+ * dispatch lock and a thread of their own that sleeps in epoll_wait until
+ * one of its fds is ready: what is watched there is dispatched by that
+ * thread or by a polling application thread, concurrently with the other
+ * contexts.  Timers, pollers and ENGINE-class fds stay with context 0.
  *
  * Nothing here allocates after a timer is initialised, and no lock of the
  * engine is held while a callback runs.
@@ -43,14 +51,30 @@ enum {
 	UR_ENGINE_NO_THREAD = 1 << 0,  /* tests: callbacks run only when asked */
 };
 
-/* 0 or -errno.  thread_name names the engine thread (ps, gdb). */
+#define UR_ENGINE_MAX_RX 8          /* receive contexts, at most */
+
+/* 0 or -errno.  thread_name names the engine thread (ps, gdb); the further
+ * contexts' threads are uroce-rx1, uroce-rx2 ...  Receive contexts:
+ * ur_engine_default_rx(). */
 int ur_engine_create(unsigned flags, const char *thread_name, struct ur_engine **out);
+/* The same with rx receive contexts (1..UR_ENGINE_MAX_RX). */
+int ur_engine_create_rx(unsigned flags, const char *thread_name, unsigned rx,
+			struct ur_engine **out);
+/* How many receive contexts a process gets: UROCE_RX_THREADS (1..8), else
+ * one per 4 online CPUs, at most 4 (1 below 8 CPUs). */
+unsigned ur_engine_default_rx(void);
+/* This engine's receive contexts (1: context 0 alone). */
+unsigned ur_engine_rx_count(const struct ur_engine *e);
 /* Stops the thread and frees the engine; nothing may be watched or armed
  * any more, and no other thread may be polling it. */
 void ur_engine_destroy(struct ur_engine *e);
 
 int ur_engine_watch(struct ur_engine *e, int fd, uint32_t events, enum ur_watch_class cls,
 		    ur_fd_handler fn, void *arg);
+/* Watches fd in receive context ctx: ctx 0 is the INLINE class, ctx >= 1
+ * that context's own set (-EINVAL past the engine's count). */
+int ur_engine_watch_rx(struct ur_engine *e, unsigned ctx, int fd, uint32_t events,
+		       ur_fd_handler fn, void *arg);
 int ur_engine_rewatch(struct ur_engine *e, int fd, uint32_t events);
 void ur_engine_unwatch(struct ur_engine *e, int fd);
 
@@ -90,7 +114,8 @@ int ur_engine_add_poller(struct ur_engine *e, const struct ur_poller *p);
 void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p);
 
 /* From a thread that waits for something an INLINE fd or a poller will
- * bring: runs their callbacks if no other thread is dispatching.  Returns
+ * bring: runs their callbacks if no other thread is dispatching (and, for
+ * each further receive context, its fds' if nobody dispatches it).  Returns
  * whether any callback ran or a poller found work.  A thread that polls
  * again and again (a run of polls with no long pause) takes the INLINE
  * class off the engine thread, which naps; will_block says this thread
@@ -109,8 +134,10 @@ unsigned ur_engine_timers_armed(struct ur_engine *e);
  * NO_THREAD engine's owner calls it). */
 void ur_engine_run_timers(struct ur_engine *e, uint64_t now);
 
-/* Returns once no callback that started before the call is still running.
- * From inside a callback it returns at once (nothing else can be running). */
+/* Returns once no callback that started before the call is still running,
+ * in any receive context.  From inside a callback it does not wait for its
+ * own context (nothing else runs there); only context 0's callbacks may
+ * call it (its dispatch lock comes before the other contexts'). */
 void ur_engine_quiesce(struct ur_engine *e);
 
 #endif

@@ -5,6 +5,7 @@
 # sender's namespace and in the other one).  Every attached QP receives
 # each datagram once, with the group as the GRH destination; a detached QP
 # gets no more while the others still do; after all detach, nobody does.
+# Across namespaces again with four receive contexts per process.
 # Plus the attach/detach error paths and the advertised limits
 # (max_mcast_grp groups on one QP, max_mcast_qp_attach QPs on one group).
 . "$(dirname "$0")/qptypes_lib.sh"
@@ -37,6 +38,11 @@ group() {
 qt_topologies
 group host.mcast "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_NS_S" "$QT_HOST_IP" "$QT_NS_S:2" "$QT_NS_S:3"
 group netns.mcast "$QT_NET_DEV" "$QT_NET_GID" "$QT_NS_B" "$QT_IP_B" "$QT_NS_A:2" "$QT_NS_A:3" "$QT_NS_B:2"
+# Again with four receive contexts per process (docs/design.md, "Receive
+# contexts"): each socket of the port-4791 group gets its own copy of a
+# datagram to an IP group, and only context 0's may be delivered.
+UROCE_RX_THREADS=4 group netns.mcast.rx4 "$QT_NET_DEV" "$QT_NET_GID" "$QT_NS_B" "$QT_IP_B" \
+	"$QT_NS_A:2" "$QT_NS_A:3" "$QT_NS_B:2"
 QT_NS=$QT_NS_S qt_run host.limits qpt_mcast -m limits -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
 qt_expect_prog host.limits "advertised multicast limits"
 qt_done

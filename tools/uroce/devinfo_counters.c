@@ -40,12 +40,16 @@ static int by_name(const void *a, const void *b)
 void ur_devinfo_print_counters(struct ibv_context *ctx, int port)
 {
 	const char *path = ctx->device->ibdev_path;
-	char dir[512];
+	char dir[512], val[32];
 	struct dirent *d;
 	char *names[256];
 	int n = 0;
 	DIR *dp;
 
+	/* uroce's receive threads (UROCE_RX_THREADS): a setting, not a count,
+	 * but what decides how the receive side's counters grow. */
+	if (ibv_read_sysfs_file(path, "uroce_rx_threads", val, sizeof(val)) > 0)
+		printf("\t\t\treceive contexts:\t%.*s\n", (int)strcspn(val, "\n"), val);
 	printf("\t\t\tcounters:\n");
 	snprintf(dir, sizeof(dir), "%s/ports/%d/hw_counters", path, port);
 	dp = opendir(dir);

@@ -10,7 +10,8 @@
  * the ICRC check, so a corrupted packet is caught there as it would be off
  * a wire.  A reordered packet is held back and handed on after the next
  * one.  Setting it in both peers' environments faults both directions.
- * Reactor callbacks only (never concurrently): no lock.
+ * Each receive context has its own (its callbacks never run concurrently):
+ * no lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -80,28 +81,35 @@ static int parse(struct ur_udp_fault *f, const char *spec)
 	return ret;
 }
 
-void ur_udp_fault_open(struct ur_udp *u)
+struct ur_udp_fault *ur_udp_fault_new(unsigned index)
 {
 	const char *spec = getenv("UROCE_FAULTS");
 	struct ur_udp_fault *f;
 
 	if (!spec || !*spec)
-		return;
+		return NULL;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		ur_err(NULL, "UROCE_FAULTS: no memory for the fault injector: faults not injected");
-		return;
+		return NULL;
 	}
 	f->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
 	if (parse(f, spec)) {
-		ur_err(NULL, "UROCE_FAULTS=\"%s\": expected comma-separated loss=, reorder=, dup=, "
-		       "corrupt= (probabilities 0..1) and seed=N; faults not injected", spec);
+		if (!index)
+			ur_err(NULL, "UROCE_FAULTS=\"%s\": expected comma-separated loss=, reorder=, "
+			       "dup=, corrupt= (probabilities 0..1) and seed=N; faults not injected",
+			       spec);
 		free(f);
-		return;
+		return NULL;
 	}
-	ur_info(NULL, "injecting faults on received packets: loss %g, reorder %g, dup %g, "
-		"corrupt %g (UROCE_FAULTS)", f->loss, f->reorder, f->dup, f->corrupt);
-	u->fault = f;
+	/* Context 0 keeps the sequence a seed gave before there were more. */
+	f->rng += index * 0x9E3779B97F4A7C15ull;
+	if (!f->rng)
+		f->rng = 1;
+	if (!index)
+		ur_info(NULL, "injecting faults on received packets: loss %g, reorder %g, dup %g, "
+			"corrupt %g (UROCE_FAULTS)", f->loss, f->reorder, f->dup, f->corrupt);
+	return f;
 }
 
 /* Counted against the device the packet was going to, so that a test can
@@ -136,10 +144,9 @@ static void hold(struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
 	f->held = true;
 }
 
-void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
-		     uint8_t tclass, uint8_t hop)
+void ur_udp_fault_rx(struct ur_udp *u, struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
+		     const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
-	struct ur_udp_fault *f = u->fault;
 	bool release = f->held;
 
 	if (next_unit(f) < f->loss) {

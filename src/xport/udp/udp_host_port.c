@@ -8,9 +8,18 @@
  * taken at once rather than at the next tick.  What arrives there
  * for another process's QP is handed to that process's unix socket
  * (udp_rx.c, udp_fwd.c).
+ *
+ * With several receive contexts (engine.h), each binds a socket of an
+ * SO_REUSEPORT group on the port, and a classic BPF program tells the
+ * kernel which one takes a datagram: the destination QP number in the BTH,
+ * modulo the number of contexts, as a NIC's RSS spreads by flow.  A QP's
+ * packets thus stay on one context (one thread at a time, in order) and
+ * different QPs' are received on different cores.  Groups and QP1 go to
+ * context 0, which serves the multicast fan-out and the CM.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,26 +36,82 @@
 #include "host/registry.h"
 #include "xport/udp/udp_priv.h"
 
-static int bind_roce_port(struct ur_udp *u)
+/* The group's program: the BTH's destination QP (bytes 5..7 of the UDP
+ * payload, which is where the kernel points it) modulo n; QP1 and the
+ * multicast QP to 0.  A datagram too short to load from gets 0 too. */
+static int steer_by_qpn(int fd, unsigned n)
 {
-	int ret = ur_udp_open_sock(&u->roce4, u, AF_INET, UR_ROCE_UDP_PORT);
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4),
+		BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xffffff),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, UR_GSI_QPN, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, UR_MCAST_QPN, 2, 0),
+		BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, n),
+		BPF_STMT(BPF_RET | BPF_A, 0),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = { .len = UR_ARRAY_SIZE(code), .filter = code };
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) ?
+		       -errno : 0;
+}
+
+/* Context i's socket on the port: 0 or -errno. */
+static int bind_one(struct ur_udp *u, unsigned i, int family)
+{
+	struct ur_udp_rx *rx = u->rx[i];
+	struct ur_udp_sock *s = family == AF_INET ? &rx->roce4 : &rx->roce6;
+	int ret = ur_udp_open_sock(s, u, family, UR_ROCE_UDP_PORT, u->nrx > 1);
 
 	if (ret)
 		return ret;
+	s->rx = rx;
 	/* What arrives there is the host's, not only this process's; a
 	 * polling application thread takes it too (and forwards the other
 	 * processes' share), as it takes its own socket's: between hosts,
 	 * every packet comes here, and waking the engine thread for each
 	 * costs more than the work. */
-	ret = ur_engine_watch(u->engine, u->roce4.fd, EPOLLIN, UR_WATCH_INLINE,
-			      ur_udp_on_sock_event, &u->roce4);
-	if (ret) {
-		ur_udp_close_sock(&u->roce4);
+	ret = ur_engine_watch_rx(u->engine, i, s->fd, EPOLLIN, ur_udp_on_sock_event, s);
+	if (ret)
+		ur_udp_close_sock(s);
+	return ret;
+}
+
+/* One family's group: context 0's socket or an error; the others' as far
+ * as they go (a datagram the program sends past the last is hashed). */
+static int bind_family(struct ur_udp *u, int family)
+{
+	struct ur_udp_sock *first = family == AF_INET ? &u->rx[0]->roce4 : &u->rx[0]->roce6;
+	unsigned n = 1;
+	int ret = bind_one(u, 0, family);
+
+	if (ret)
 		return ret;
+	while (n < u->nrx && !(ret = bind_one(u, n, family)))
+		n++;
+	if (n < u->nrx)
+		ur_warn(NULL, "UDP port %d: %u receive contexts of %u (%s)", UR_ROCE_UDP_PORT, n,
+			u->nrx, strerror(-ret));
+	if (n > 1 && (ret = steer_by_qpn(first->fd, n))) {
+		ur_warn(NULL, "UDP port %d: the kernel spreads packets by address, not by QP (%s)",
+			UR_ROCE_UDP_PORT, strerror(-ret));
+		return 0;
 	}
-	if (u->own6.fd >= 0 && !ur_udp_open_sock(&u->roce6, u, AF_INET6, UR_ROCE_UDP_PORT))
-		ur_engine_watch(u->engine, u->roce6.fd, EPOLLIN, UR_WATCH_INLINE,
-				ur_udp_on_sock_event, &u->roce6);
+	/* Told after the sockets are watched: their threads may be reading. */
+	for (unsigned i = 0; n > 1 && i < n; i++)
+		__atomic_store_n(&(family == AF_INET ? &u->rx[i]->roce4 : &u->rx[i]->roce6)->spread,
+				 n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int bind_roce_port(struct ur_udp *u)
+{
+	int ret = bind_family(u, AF_INET);
+
+	if (ret)
+		return ret;
+	if (u->own6.fd >= 0)
+		bind_family(u, AF_INET6);
 	return 0;
 }
 
@@ -115,7 +180,7 @@ void ur_udp_router_elect(struct ur_udp *u)
 	char path[128];
 	int ret;
 
-	if (u->router && u->roce4.fd >= 0)
+	if (u->router && u->rx[0]->roce4.fd >= 0)
 		return;
 	if (u->router_lock_fd < 0) {
 		ur_registry_router_lock_path(path, sizeof(path));

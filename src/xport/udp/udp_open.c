@@ -32,6 +32,20 @@ static void udp_stats(struct ur_xport *x, struct ur_xport_stats *out)
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 }
 
+/* At exit: how many packets each receive context read, for those who
+ * check that the load was spread (UROCE_LOG=info). */
+static void udp_drain(struct ur_xport *x, int timeout_ms)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+
+	for (unsigned i = 0; u->nrx > 1 && i < u->nrx; i++)
+		ur_info(NULL, "receive context %u: %llu packets, %llu of them for another "
+			"context's QPs", i,
+			(unsigned long long)__atomic_load_n(&u->rx[i]->pkts, __ATOMIC_RELAXED),
+			(unsigned long long)__atomic_load_n(&u->rx[i]->strays, __ATOMIC_RELAXED));
+	ur_udp_drain(x, timeout_ms);
+}
+
 static const struct ur_xport_ops udp_ops = {
 	.name = "udp",
 	.resolve = ur_udp_resolve,
@@ -41,7 +55,7 @@ static const struct ur_xport_ops udp_ops = {
 	.mcast = ur_udp_mcast,
 	.local_msg = ur_udp_local_msg,
 	.tick = udp_tick,
-	.drain = ur_udp_drain,
+	.drain = udp_drain,
 	.stats = udp_stats,
 };
 
@@ -63,6 +77,38 @@ static int watch_own(struct ur_udp *u)
 	return ret;
 }
 
+static void free_rx(struct ur_udp *u)
+{
+	for (unsigned i = 0; i < u->nrx; i++) {
+		if (!u->rx[i])
+			continue;
+		free(u->rx[i]->fault);
+		free(u->rx[i]->batch);
+		free(u->rx[i]);
+	}
+}
+
+/* One per receive context of the engine; their sockets on port 4791 come
+ * with the election (udp_host_port.c). */
+static int alloc_rx(struct ur_udp *u)
+{
+	u->nrx = ur_engine_rx_count(u->engine);
+	for (unsigned i = 0; i < u->nrx; i++) {
+		struct ur_udp_rx *rx = calloc(1, sizeof(*rx));
+
+		u->rx[i] = rx;
+		if (!rx)
+			return -ENOMEM;
+		rx->index = i;
+		rx->roce4.fd = rx->roce6.fd = -1;
+		rx->batch = calloc(1, sizeof(*rx->batch));
+		if (!rx->batch)
+			return -ENOMEM;
+		rx->fault = ur_udp_fault_new(i);
+	}
+	return 0;
+}
+
 int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
 {
 	struct ur_udp *u = calloc(1, sizeof(*u));
@@ -70,26 +116,22 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 
 	if (!u)
 		return -ENOMEM;
-	u->batch = calloc(1, sizeof(*u->batch));
-	if (!u->batch) {
-		free(u);
-		return -ENOMEM;
-	}
 	u->xport.ops = &udp_ops;
 	u->engine = e;
 	u->hooks = *h;
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
 	u->router_pidfd = -1;
-	u->roce4.fd = u->roce6.fd = -1;
+	ret = alloc_rx(u);
+	if (ret)
+		goto err_free;
 	ur_udp_peers_init(u);
-	ur_udp_fault_open(u);
-	ret = ur_udp_open_sock(&u->own4, u, AF_INET, 0);
+	ret = ur_udp_open_sock(&u->own4, u, AF_INET, 0, false);
 	if (ret) {
 		ur_err(NULL, "cannot open a UDP socket: %s", strerror(-ret));
 		goto err_free;
 	}
-	if (ur_udp_open_sock(&u->own6, u, AF_INET6, 0))
+	if (ur_udp_open_sock(&u->own6, u, AF_INET6, 0, false))
 		u->own6.fd = -1;         /* IPv6 disabled: IPv4 GIDs still work */
 	ret = watch_own(u);
 	if (!ret)
@@ -110,8 +152,7 @@ err_socks:
 	ur_udp_close_sock(&u->own6);
 	ur_udp_close_sock(&u->own4);
 err_free:
-	free(u->fault);
-	free(u->batch);
+	free_rx(u);
 	free(u);
 	return ret;
 }

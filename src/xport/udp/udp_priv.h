@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include "engine/engine.h"
 #include "host/registry.h"
 #include "util/compiler.h"
 #include "wire/icrc.h"
@@ -55,16 +56,19 @@ static inline struct ur_udp_path *ur_udp_path_mut(struct ur_path *p)
 }
 
 struct ur_udp;
+struct ur_udp_rx;
 struct tx_batch;
 
 struct ur_udp_sock {
 	struct ur_udp *u;
+	struct ur_udp_rx *rx;          /* the receive context that reads it */
 	int fd;
 	int family;                    /* AF_INET, AF_INET6, or AF_UNIX: a local peer */
 	bool armed;                    /* the engine watches it for EPOLLOUT */
 	bool stale;                    /* AF_UNIX: the peer went away; reconnect */
 	uint16_t port;                 /* host byte order */
 	bool roce_port;                /* bound to 4791: packets may be for others */
+	unsigned spread;               /* 4791: sockets the kernel steers over by QP (0: none) */
 	/* Batches the socket had no room for, oldest first (udp_send.c). */
 	pthread_mutex_t pending_lock;
 	struct tx_batch *pending, *pending_tail;
@@ -129,6 +133,18 @@ struct ur_rx_batch {
 	uint8_t buf[UR_UDP_BATCH][UR_UDP_BUF + sizeof(struct ur_fwd_hdr)];
 };
 
+/* One receive context of the reactor (engine.h): its share of port 4791
+ * and what its callbacks use.  They never run two at a time, so none of it
+ * needs a lock; context 0 also reads our own sockets and our unix socket. */
+struct ur_udp_rx {
+	unsigned index;
+	struct ur_rx_batch *batch;
+	struct ur_udp_fault *fault;        /* UROCE_FAULTS, or NULL (udp_fault.c) */
+	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
+	uint64_t pkts;                     /* packets read here (atomic adds) */
+	uint64_t strays;                   /* ... steered to another context's QPs */
+};
+
 /* A process of this host we send to over a connected unix socket. */
 struct ur_udp_peer {
 	pid_t pid;                         /* 0: a free entry */
@@ -141,7 +157,8 @@ struct ur_udp {
 	struct ur_xport_hooks hooks;
 	struct ur_xport_stats stats;       /* atomic adds */
 	struct ur_udp_sock own4, own6;     /* direct sockets, ephemeral ports */
-	struct ur_udp_sock roce4, roce6;   /* port 4791, while router */
+	unsigned nrx;                      /* receive contexts: the engine's */
+	struct ur_udp_rx *rx[UR_ENGINE_MAX_RX];
 	int fwd_fd;                        /* abstract unix socket: packets and messages in */
 	int router_lock_fd;
 	int router_pidfd;                  /* the router's, watched while not router */
@@ -149,8 +166,6 @@ struct ur_udp {
 	bool router;
 	bool bind_warned;
 	uint64_t next_election_ns;
-	struct ur_rx_batch *batch;         /* reactor callbacks only */
-	struct ur_udp_fault *fault;        /* UROCE_FAULTS, or NULL (udp_fault.c) */
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */
 	struct ur_udp_peer peers[UR_UDP_PEERS];
 };
@@ -158,7 +173,9 @@ struct ur_udp {
 #define UR_UDP_COUNT(u, field, n) __atomic_add_fetch(&(u)->stats.field, (n), __ATOMIC_RELAXED)
 
 /* ---- udp_sock.c: sockets ------------------------------------------------- */
-int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port);
+/* reuse: one of a group on the port (SO_REUSEPORT), the kernel picks. */
+int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port,
+		     bool reuse);
 void ur_udp_close_sock(struct ur_udp_sock *s);
 /* Arms or disarms EPOLLOUT on one socket (no system call if unchanged). */
 void ur_udp_sock_arm(struct ur_udp_sock *s, bool on);
@@ -223,11 +240,12 @@ void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const stru
 
 /* ---- udp_fault.c: the fault injector (UROCE_FAULTS) ------------------------ */
 struct ur_udp_fault;
-/* Sets u->fault from the environment, if asked for. */
-void ur_udp_fault_open(struct ur_udp *u);
+/* Receive context index's injector, if the environment asks for one: its
+ * own random sequence (the seed plus the index), its own held packet. */
+struct ur_udp_fault *ur_udp_fault_new(unsigned index);
 /* Loses, holds back, corrupts or duplicates the packet, then delivers. */
-void ur_udp_fault_rx(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
-		     uint8_t tclass, uint8_t hop);
+void ur_udp_fault_rx(struct ur_udp *u, struct ur_udp_fault *f, const uint8_t *pkt, size_t len,
+		     const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
 
 /* ---- udp_host_peers.c: this host's other processes ----------------------- */
 /* The connected unix socket to process pid, or NULL (table full, or the

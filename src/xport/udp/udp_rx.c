@@ -9,6 +9,7 @@
 #include <netinet/udp.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "host/cm_route.h"
 #include "host/netdev.h"
@@ -65,12 +66,13 @@ static void read_cmsgs(struct msghdr *m, int family, struct ur_roce_ip *ip,
 	}
 }
 
-/* Every received RoCE packet, through the fault injector when asked for. */
-static void deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
-		    uint8_t tclass, uint8_t hop)
+/* Every received RoCE packet, through its receive context's fault
+ * injector when asked for. */
+static void deliver(struct ur_udp *u, struct ur_udp_rx *rx, const uint8_t *pkt, size_t len,
+		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
-	if (u->fault)
-		ur_udp_fault_rx(u, pkt, len, ip, tclass, hop);
+	if (rx->fault)
+		ur_udp_fault_rx(u, rx->fault, pkt, len, ip, tclass, hop);
 	else
 		ur_udp_deliver(u, pkt, len, ip, tclass, hop);
 }
@@ -94,7 +96,7 @@ static void foreign(struct ur_udp *u)
 }
 
 /* A multicast datagram on port 4791: every member process of the host
- * gets it, this one directly. */
+ * gets it, this one directly (context 0). */
 static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
 		    uint8_t tclass, uint8_t hop)
 {
@@ -109,7 +111,7 @@ static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const stru
 	n = ur_registry_mcast_members(&dgid, members, (int)UR_ARRAY_SIZE(members));
 	for (int i = 0; i < n; i++) {
 		if (members[i].self)
-			deliver(u, pkt, len, ip, tclass, hop);
+			deliver(u, u->rx[0], pkt, len, ip, tclass, hop);
 		else
 			ur_udp_forward_to(u, members[i].pid, pkt, len, ip, tclass, hop);
 	}
@@ -139,15 +141,47 @@ static bool looped_back(const struct ur_roce_ip *ip)
 	return ur_gid_is_local_addr(&src);
 }
 
+static bool to_group(const struct ur_roce_ip *ip)
+{
+	return ip->family == AF_INET ? IN_MULTICAST(ntohl(ip->v4.daddr.s_addr)) :
+				       IN6_IS_ADDR_MULTICAST(&ip->v6.daddr);
+}
+
+/* Whether the kernel's program should have steered this packet elsewhere
+ * (udp_host_port.c): counted, to check that a QP stays on one context. */
+static bool stray(const struct ur_udp_sock *s, uint32_t qpn)
+{
+	unsigned n = __atomic_load_n(&s->spread, __ATOMIC_RELAXED);
+
+	if (!n)
+		return false;
+	return (qpn == UR_GSI_QPN || qpn == UR_MCAST_QPN ? 0 : qpn % n) != s->rx->index;
+}
+
 static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			  const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
 	struct ur_udp *u = s->u;
+	struct ur_udp_rx *rx = s->rx;
 
+	/* The kernel gives every socket of the port its own copy of a
+	 * datagram sent to an IP multicast group: context 0 takes it. */
+	if (rx->index && to_group(ip))
+		return;
+	__atomic_add_fetch(&rx->pkts, 1, __ATOMIC_RELAXED);
 	if (s->roce_port && len >= UR_BTH_BYTES) {
 		struct ur_reg_owner o;
 		uint32_t qpn = bth_qpn(buf);
 
+		if (stray(s, qpn))
+			__atomic_add_fetch(&rx->strays, 1, __ATOMIC_RELAXED);
+		/* Groups and QP1 are context 0's (the kernel steers them there;
+		 * one that came another way, in a GRO batch, goes there too). */
+		if (rx->index && (qpn == UR_MCAST_QPN || qpn == UR_GSI_QPN)) {
+			tap(buf, len, ip, tclass, hop, 0);   /* our unix socket's are not */
+			ur_udp_forward_to(u, getpid(), buf, len, ip, tclass, hop);
+			return;
+		}
 		if (qpn == UR_MCAST_QPN) {
 			if (ur_capture_on() && !looped_back(ip))
 				tap(buf, len, ip, tclass, hop, 0);
@@ -161,7 +195,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 				ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
 			} else {
 				tap(buf, len, ip, tclass, hop, 0);
-				deliver(u, buf, len, ip, tclass, hop);
+				deliver(u, rx, buf, len, ip, tclass, hop);
 			}
 			return;
 		}
@@ -173,7 +207,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		}
 	}
 	tap(buf, len, ip, tclass, hop, 0);
-	deliver(u, buf, len, ip, tclass, hop);
+	deliver(u, rx, buf, len, ip, tclass, hop);
 }
 
 static void handle_datagram(struct ur_udp_sock *s, struct mmsghdr *mm, uint8_t *buf)
@@ -211,15 +245,18 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 {
 	struct ur_udp_sock *s = arg;
 	struct ur_udp *u = s->u;
-	struct ur_rx_batch *b = u->batch;
+	struct ur_rx_batch *b;
 
-	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+	/* Room on a socket is context 0's news (the extra contexts only read
+	 * port 4791). */
+	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP) && (!s->rx || !s->rx->index)) {
 		/* What was kept is older than anything a QP would send now. */
 		ur_udp_flush_pending(u);
 		u->hooks.writable(u->hooks.arg);
 	}
-	if (!(events & EPOLLIN))
+	if (!(events & EPOLLIN) || !s->rx)
 		return;
+	b = s->rx->batch;
 	for (;;) {
 		int n;
 
@@ -267,18 +304,18 @@ void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len)
 		return;
 	}
 	if (!h.seg || h.seg >= len) {
-		deliver(u, buf, len, &ip, h.tclass, h.hop_limit);
+		deliver(u, u->rx[0], buf, len, &ip, h.tclass, h.hop_limit);
 		return;
 	}
 	/* A local peer's batch, cut as UDP GSO would have cut it. */
 	for (size_t off = 0; off < len; off += h.seg)
-		deliver(u, buf + off, ur_min((size_t)h.seg, len - off), &ip, h.tclass, h.hop_limit);
+		deliver(u, u->rx[0], buf + off, ur_min((size_t)h.seg, len - off), &ip, h.tclass, h.hop_limit);
 }
 
 void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 {
 	struct ur_udp *u = arg;
-	struct ur_rx_batch *b = u->batch;
+	struct ur_rx_batch *b = u->rx[0]->batch;
 
 	for (;;) {
 		int n;

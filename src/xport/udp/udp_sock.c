@@ -26,7 +26,8 @@ static void set_bufs(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 }
 
-int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port)
+int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port,
+		     bool reuse)
 {
 	int fd, on = 1, pmtu;
 	union {
@@ -36,6 +37,7 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	socklen_t alen;
 
 	s->u = u;
+	s->rx = u->rx[0];
 	s->fd = -1;
 	s->family = family;
 	pthread_mutex_init(&s->pending_lock, NULL);
@@ -80,6 +82,12 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	 * ~2 ms, but processes of one host no longer talk over UDP. */
 	if (!getenv("UROCE_UDP_GRO") || strcmp(getenv("UROCE_UDP_GRO"), "0"))
 		setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
+	if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
 	if (bind(fd, (struct sockaddr *)&a, alen)) {
 		int err = errno;
 

@@ -6,8 +6,11 @@
  * deferred work; pollers run wherever INLINE callbacks do, and a producer
  * that rings the bell only while the engine thread says it sleeps never
  * has its work stranded; a fault in a guarded access on the engine thread
- * is caught, not fatal. */
+ * is caught, not fatal; receive contexts: each dispatched by its own thread
+ * or a polling one, one callback at a time within a context, contexts at
+ * the same time, quiesce waiting for all of them; UROCE_RX_THREADS. */
 #include <errno.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -511,6 +514,166 @@ static void test_poll_then_block(void)
 	ur_engine_destroy(e);
 }
 
+
+/* ---- receive contexts ------------------------------------------------------ */
+
+/* Without threads: each context's fds are the polling thread's; a context
+ * past the count is refused. */
+static void test_rx_polled(void)
+{
+	struct ur_engine *e;
+	struct t_fd f[3] = { { 0 } };
+
+	UT_EQ(ur_engine_create_rx(UR_ENGINE_NO_THREAD, "ut", 3, &e), 0);
+	UT_EQ(ur_engine_rx_count(e), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		f[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		UT_EQ(ur_engine_watch_rx(e, i, f[i].fd, EPOLLIN, on_fd, &f[i]), 0);
+	}
+	UT_EQ(ur_engine_watch_rx(e, 3, f[0].fd, EPOLLIN, on_fd, &f[0]), -EINVAL);
+	UT_CHECK(!ur_engine_poll(e, false));
+	poke(f[2].fd);
+	UT_CHECK(ur_engine_poll(e, false));
+	UT_EQ(f[2].calls, 1);
+	UT_EQ(f[0].calls + f[1].calls, 0);
+	poke(f[0].fd);
+	poke(f[1].fd);
+	UT_CHECK(ur_engine_poll(e, false));
+	for (unsigned i = 0; i < 3; i++) {
+		UT_EQ(f[i].calls, 1);
+		UT_CHECK(pthread_equal(f[i].who, pthread_self()));
+		ur_engine_unwatch(e, f[i].fd);
+		close(f[i].fd);
+	}
+	ur_engine_destroy(e);
+	UT_EQ(ur_engine_create_rx(UR_ENGINE_NO_THREAD, "ut", 0, &e), -EINVAL);
+	UT_EQ(ur_engine_create_rx(UR_ENGINE_NO_THREAD, "ut", UR_ENGINE_MAX_RX + 1, &e), -EINVAL);
+}
+
+/* A callback of one context that holds on until another context's runs:
+ * only two dispatchers at once can finish it without the timeout. */
+struct t_meet {
+	int fd;
+	int arrived;        /* callbacks that came */
+	int met;            /* callbacks that saw the other one come */
+	pthread_t who;
+};
+
+static struct t_meet meet[2];
+
+static void on_meet(void *arg, uint32_t events)
+{
+	struct t_meet *m = arg, *other = &meet[m == &meet[0]];
+	uint64_t v;
+
+	(void)events;
+	if (read(m->fd, &v, sizeof(v)) < 0)
+		return;
+	m->who = pthread_self();
+	__atomic_add_fetch(&m->arrived, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&other->arrived, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	if (__atomic_load_n(&other->arrived, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&m->met, 1, __ATOMIC_SEQ_CST);
+}
+
+/* With threads: contexts 1 and 2 are dispatched by two threads of their
+ * own (neither the caller's nor each other's) at the same time, while
+ * within a context callbacks never overlap, a polling thread included. */
+static void test_rx_threaded(void)
+{
+	struct ur_engine *e;
+	struct t_fd f = { 0 };
+
+	UT_EQ(ur_engine_create_rx(0, "ut-engine", 3, &e), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		meet[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		UT_EQ(ur_engine_watch_rx(e, 1 + i, meet[i].fd, EPOLLIN, on_meet, &meet[i]), 0);
+	}
+	poke(meet[0].fd);
+	poke(meet[1].fd);
+	wait_for(&meet[0].met, 1);
+	wait_for(&meet[1].met, 1);
+	UT_EQ(meet[0].met, 1);
+	UT_EQ(meet[1].met, 1);
+	UT_CHECK(!pthread_equal(meet[0].who, meet[1].who));
+	UT_CHECK(!pthread_equal(meet[0].who, pthread_self()));
+	UT_CHECK(!pthread_equal(meet[1].who, pthread_self()));
+	for (unsigned i = 0; i < 2; i++) {
+		ur_engine_unwatch(e, meet[i].fd);
+		close(meet[i].fd);
+	}
+	/* One context's thread and a polling thread: one at a time. */
+	running = 0;
+	f.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(ur_engine_watch_rx(e, 2, f.fd, EPOLLIN, on_fd, &f), 0);
+	for (int i = 0; i < 2000; i++) {
+		poke(f.fd);
+		ur_engine_poll(e, false);
+	}
+	usleep(50000);
+	ur_engine_unwatch(e, f.fd);
+	close(f.fd);
+	ur_engine_destroy(e);          /* every thread stops and is joined */
+	UT_EQ(f.overlap, 0);
+	UT_CHECK(f.calls >= 1);
+}
+
+static int slow_rx_started, slow_rx_done;
+
+static void on_slow_rx(void *arg, uint32_t events)
+{
+	int fd = *(int *)arg;
+	uint64_t v;
+
+	(void)events;
+	if (read(fd, &v, sizeof(v)) < 0)
+		return;
+	__atomic_store_n(&slow_rx_started, 1, __ATOMIC_SEQ_CST);
+	usleep(100000);
+	__atomic_store_n(&slow_rx_done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* quiesce waits for a callback in progress in any context. */
+static void test_rx_quiesce(void)
+{
+	struct ur_engine *e;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	UT_EQ(ur_engine_create_rx(0, "ut-engine", 3, &e), 0);
+	UT_EQ(ur_engine_watch_rx(e, 2, fd, EPOLLIN, on_slow_rx, &fd), 0);
+	poke(fd);
+	wait_for(&slow_rx_started, 1);
+	UT_EQ(slow_rx_started, 1);
+	ur_engine_quiesce(e);
+	UT_EQ(slow_rx_done, 1);
+	ur_engine_unwatch(e, fd);
+	close(fd);
+	ur_engine_destroy(e);
+}
+
+/* UROCE_RX_THREADS: 1 .. UR_ENGINE_MAX_RX, anything else one context;
+ * unset, a count from the CPUs within 1 .. 4. */
+static void test_rx_setting(void)
+{
+	static const struct {
+		const char *v;
+		unsigned want;
+	} cases[] = { { "3", 3 }, { "1", 1 }, { "8", 8 }, { "0", 1 }, { "9", 1 },
+		      { "two", 1 }, { "2x", 1 } };
+	unsigned d;
+
+	for (size_t i = 0; i < UR_ARRAY_SIZE(cases); i++) {
+		setenv("UROCE_RX_THREADS", cases[i].v, 1);
+		UT_EQ(ur_engine_default_rx(), cases[i].want);
+	}
+	unsetenv("UROCE_RX_THREADS");
+	d = ur_engine_default_rx();
+	UT_CHECK(d >= 1 && d <= 4);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 8)
+		UT_EQ(d, 1);
+}
+
 int main(void)
 {
 	UT_RUN(test_timer_order);
@@ -523,5 +686,9 @@ int main(void)
 	UT_RUN(test_poller_app_waits);
 	UT_RUN(test_poll_then_block);
 	UT_RUN(test_engine_thread_fault_guarded);
+	UT_RUN(test_rx_polled);
+	UT_RUN(test_rx_threaded);
+	UT_RUN(test_rx_quiesce);
+	UT_RUN(test_rx_setting);
 	return UT_DONE();
 }
