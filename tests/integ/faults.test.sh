@@ -28,6 +28,14 @@ faulty() {
 	validated_pair "$tag" "$iters" "$* at $loss loss" "$@"
 }
 
+# In a namespace of its own where one can be made: the counters reconciled
+# are those of every uroce process of the namespace, and other tests'
+# traffic beside this one would join them.
+if ur_netns_new own_ns; then
+	export UR_NS=$own_ns
+else
+	ur_log "in this namespace ($UR_NETNS_WHY): the counters are shared with the host's other uroce processes; run it alone"
+fi
 declare -A before=()
 fault_counters before
 
