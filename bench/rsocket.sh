@@ -22,7 +22,7 @@
 # ping-pong with gettimeofday, usec/xfer being half a round trip).  On a
 # busy 2-core machine two processes spinning in recv() system calls wait
 # for a time slice before they see the peer's bytes: rstream -T s took
-# 300-550 us a 64 B transfer on lo where blocking TCP takes about 10 us.
+# mostly 0.36-3.9 ms a 64 B transfer where blocking TCP takes 10-17 us.
 # The spinning row stays for comparison with earlier runs.
 #
 #   bench/rsocket.sh [BUILD_DIR]    (default: build)
@@ -64,10 +64,12 @@ case " $places " in
 esac
 out=${RSOCKET_OUT:-/dev/null}
 
-# server CMD... / client CMD...: CMD at the server's or the client's end of
-# the place being measured ($place: lo, both here; ns, nsb and nsa).
+# server CMD... & / client CMD...: CMD at the server's or the client's end
+# of the place being measured ($place: lo, both here; ns, nsb and nsa).
+# server runs in the background and execs, so that its pid is the one
+# to kill (timeout passes the signal on).
 server() {
-	if [ "$place" = ns ]; then ip netns exec "$nsb" timeout 120 "$@"; else timeout 120 "$@"; fi
+	if [ "$place" = ns ]; then exec ip netns exec "$nsb" timeout 120 "$@"; else exec timeout 120 "$@"; fi
 }
 client() {
 	if [ "$place" = ns ]; then ip netns exec "$nsa" timeout 120 "$@"; else timeout 120 "$@"; fi
