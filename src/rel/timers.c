@@ -165,13 +165,15 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
 	uint64_t turn = __atomic_load_n(&qp->ctx->stack->last_turn_ns, __ATOMIC_RELAXED);
 
-	/* Its requests wait for a turn on a full transport while others'
-	 * turns drained it in this period: the wait is this host's backlog (1000 QPs sharing
-	 * one socket wait longer than a QP timeout), and what waits has not
-	 * left, so no timer of the peer's can have run out.  Bounded, so that
-	 * a peer that takes nothing still ends while others drain. */
+	/* Its requests wait for room on a full transport (still stopped, or
+	 * waiting for a turn while others' turns drained it in this period):
+	 * the wait is this host's backlog (1000 QPs sharing one socket wait
+	 * longer than a QP timeout; a peer process that reads its socket late
+	 * keeps it full), and what waits has not left, so no timer of the
+	 * peer's can have run out.  Bounded, so that a peer that takes
+	 * nothing at all, its socket full for good, still ends the QP. */
 	if (qp->req.blocked_ns && now - qp->req.blocked_ns < UR_MAX_TURN_WAIT * qpt &&
-	    turn && turn >= qp->comp.period_ns) {
+	    (qp->req.blocked || (turn && turn >= qp->comp.period_ns))) {
 		qp->comp.period_ns = now;
 		return false;
 	}

@@ -55,6 +55,16 @@ int ur_xports_flush(struct ur_xports *s)
 	return ret;
 }
 
+int ur_xports_flush_kept(struct ur_xports *s)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->flush_kept && s->x[i]->ops->flush_kept(s->x[i]) == -EAGAIN)
+			ret = -EAGAIN;
+	return ret;
+}
+
 void ur_xports_want_writable(struct ur_xports *s, bool waiting)
 {
 	for (unsigned i = 0; i < s->n; i++)

@@ -38,6 +38,7 @@ static const struct ur_xport_ops udp_ops = {
 	.send = ur_udp_send,
 	.flush = ur_udp_flush,
 	.want_writable = ur_udp_want_writable,
+	.flush_kept = ur_udp_flush_kept,
 	.mcast = ur_udp_mcast,
 	.local_msg = ur_udp_local_msg,
 	.tick = udp_tick,
