@@ -65,6 +65,14 @@ int ur_xports_flush_kept(struct ur_xports *s)
 	return ret;
 }
 
+bool ur_xports_peer_behind(struct ur_xports *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->peer_behind && s->x[i]->ops->peer_behind(s->x[i]))
+			return true;
+	return false;
+}
+
 void ur_xports_want_writable(struct ur_xports *s, bool waiting)
 {
 	for (unsigned i = 0; i < s->n; i++)

@@ -39,6 +39,7 @@ static const struct ur_xport_ops udp_ops = {
 	.flush = ur_udp_flush,
 	.want_writable = ur_udp_want_writable,
 	.flush_kept = ur_udp_flush_kept,
+	.peer_behind = ur_udp_peer_behind,
 	.mcast = ur_udp_mcast,
 	.local_msg = ur_udp_local_msg,
 	.tick = udp_tick,

@@ -130,6 +130,7 @@ static struct {
 	struct t_pkt *kept[T_KEPT_MAX];
 	unsigned nkept;
 	unsigned flush_kept_calls;
+	bool behind;                 /* a local peer has not read all we sent */
 } net = { .eagain_after = -1 };
 
 static inline int t_queue(struct t_pkt *k)
@@ -165,6 +166,12 @@ static inline int t_xport_flush(struct ur_xport *x)
 {
 	(void)x;
 	return t_release_kept();
+}
+
+static inline bool t_xport_peer_behind(struct ur_xport *x)
+{
+	(void)x;
+	return net.behind || net.nkept;
 }
 
 static inline int t_xport_flush_kept(struct ur_xport *x)
@@ -335,6 +342,7 @@ static const struct ur_xport_ops t_xport_ops = {
 	.send = t_xport_send,
 	.flush = t_xport_flush,
 	.flush_kept = t_xport_flush_kept,
+	.peer_behind = t_xport_peer_behind,
 	.place = t_xport_place,
 	.fetch = t_xport_fetch,
 	.resolve = t_xport_resolve,
@@ -406,6 +414,7 @@ static inline void t_net_reset(void)
 	while (net.nkept)
 		free(net.kept[--net.nkept]);
 	net.flush_kept_calls = 0;
+	net.behind = false;
 	t_stack();
 	while (lnet.n)
 		t_lmsg_drop(0);

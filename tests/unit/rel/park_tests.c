@@ -130,3 +130,54 @@ static void test_park_then_silence_counts(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* The packets left but the local peer has not read them yet (its socket's
+ * queue: a process slow under load): behind, not silent.  Its timeouts go
+ * back as early retries but none counts, for up to UR_MAX_TURN_WAIT QP
+ * timeouts; the message completes once the peer reads.  A peer that stays
+ * behind for good (frozen) still ends the QP, after that bound. */
+static void test_park_peer_behind(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	unsigned periods = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 4 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);
+	net.behind = true;                /* unread in the peer's queue */
+	for (int i = 0; i < 4; i++) {
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	net.behind = false;
+	t_run();                          /* it reads: the first copies, then the resends */
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 4 * 256);
+
+	/* Behind for good: counted after the bound. */
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	net.behind = true;
+	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * UR_MAX_TURN_WAIT) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt);
+		periods++;
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(periods >= UR_MAX_TURN_WAIT && periods <= UR_MAX_TURN_WAIT + 3);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
+	net.behind = false;
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
