@@ -164,8 +164,8 @@ struct ur_xport_ops {
 	 * the transport keeps nothing), -EAGAIN while some still is. */
 	int (*flush_kept)(struct ur_xport *x);
 	/* Optional: whether a process of this host has not read yet all we
-	 * sent it (kept here, or still queued in its socket): it is behind,
-	 * not silent. */
+	 * sent it (kept here, or still queued in its socket), or we have not
+	 * read all it sent us: behind, not silent. */
 	bool (*peer_behind)(struct ur_xport *x);
 	/* Joins or leaves a multicast group for this process. */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);

@@ -146,7 +146,12 @@ void ur_udp_peers_close(struct ur_udp *u)
 bool ur_udp_peer_behind(struct ur_xport *x)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	int waiting = 0;
 
+	/* Or we are: what local peers sent us (their answers) still waits
+	 * in our own socket for the reactor to read it. */
+	if (u->fwd_fd >= 0 && !ioctl(u->fwd_fd, SIOCINQ, &waiting) && waiting > 0)
+		return true;
 	for (int i = 0; i < UR_UDP_PEERS; i++) {
 		struct ur_udp_sock *s = &u->peers[i].sock;
 		int unread = 0;

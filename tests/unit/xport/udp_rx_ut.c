@@ -4,7 +4,9 @@
  * stays readable and the next callback takes the rest.  A callback that
  * read until the socket was empty held the reactor for as long as a peer
  * kept it full (1.2 s under ThreadSanitizer), and the EPOLLOUT that resumes
- * QPs stopped by a full transport, and every timer, waited behind it. */
+ * QPs stopped by a full transport, and every timer, waited behind it.
+ * And peer_behind says whether datagrams to or from a local peer wait
+ * unread (the requester's timer does not count that as silence). */
 #include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -60,6 +62,7 @@ static void test_fwd_read_bounded(void)
 	while (sent < 4 * UR_UDP_BATCH && ur_udp_local_msg(x, getpid(), &iov, 1) == 0)
 		sent++;
 	UT_CHECK(sent > UR_UDP_BATCH * UR_FWD_RX_ROUNDS);
+	UT_CHECK(ur_udp_peer_behind(x));  /* unread, both ways (ourselves) */
 	ur_udp_on_fwd_readable(u, EPOLLIN);
 	UT_EQ(got, UR_UDP_BATCH * UR_FWD_RX_ROUNDS);
 	UT_CHECK(readable(u->fwd_fd));    /* the rest is announced again */
@@ -67,6 +70,7 @@ static void test_fwd_read_bounded(void)
 		ur_udp_on_fwd_readable(u, EPOLLIN);
 	UT_EQ(got, sent);
 	UT_CHECK(!readable(u->fwd_fd));
+	UT_CHECK(!ur_udp_peer_behind(x)); /* all read: nobody is behind */
 }
 
 int main(void)
