@@ -59,6 +59,9 @@ struct ur_comp_state {
 	/* Start of the QP-timeout period that a retry counts against: the
 	 * last progress, or the last counted retry. */
 	uint64_t period_ns;
+	/* Since when a local peer process has been behind, reading what we
+	 * sent (timers.c); 0: none since the last progress. */
+	uint64_t behind_ns;
 	/* Selective retransmission (rel/held.h): whether the responder holds
 	 * what follows a gap (learnt from its answer to the first packet
 	 * resent alone), and sel_psn, the one packet resent for its NAK. */

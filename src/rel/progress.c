@@ -10,10 +10,29 @@
 #include "rel/timers.h"
 #include "util/clock.h"
 
+/* Whether qp is on the stack's list of QPs a full transport stopped. */
+static bool waits_for_room(struct ur_stack *s, struct ur_qp *qp)
+{
+	bool linked;
+
+	pthread_mutex_lock(&s->waiting_lock);
+	linked = ur_list_linked(&qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+	return linked;
+}
+
 void ur_progress_timer(struct ur_timer *t)
 {
 	struct ur_qp *qp = container_of(t, struct ur_qp, timer);
+	struct ur_stack *s = qp->ctx->stack;
 
+	/* A QP a full transport stopped: while what it sent is kept here,
+	 * its deadline measures this host's wait, not the peer's silence.
+	 * What was kept leaves first if there is room now, and the waiting
+	 * QPs get the turns the wake-up would have given them, so a late or
+	 * lost wake-up costs a wait, never a counted retry. */
+	if (waits_for_room(s, qp) && !ur_xports_flush_kept(&s->xports))
+		ur_progress_resume(s);
 	pthread_mutex_lock(&qp->lock);
 	if (!qp->dying) {
 		ur_kick(qp, UR_RUN_COMP);
@@ -52,10 +71,13 @@ static bool resume_one(struct ur_stack *s, struct ur_qp *qp)
 		ur_kick(qp, UR_RUN_RESP | UR_RUN_REQ);
 		ur_qp_run(qp);
 		sent_any = qp->cnt[UR_CNT_SENT_PKTS] != sent;
-		if (qp->req.psn != psn) {
-			ur_timers_left_after_wait(qp);
+		if (qp->req.psn != psn)
 			__atomic_store_n(&s->last_turn_ns, ur_now_ns(), __ATOMIC_RELAXED);
-		}
+		/* Sent on, or no longer stopped: what it had sent and the
+		 * transport kept has left by now (a socket sends nothing past
+		 * what it keeps), so the peer's silence is timed from here. */
+		if (qp->req.psn != psn || !qp->req.blocked)
+			ur_timers_left_after_wait(qp);
 		if (!qp->req.blocked)
 			qp->req.blocked_ns = 0;
 		ur_qp_check_overrun(qp);

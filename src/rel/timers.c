@@ -133,6 +133,7 @@ void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn)
 		c->rtt_sent_ns = 0;
 	}
 	c->backoff = 0;
+	c->behind_ns = 0;
 	/* Idle once all is acknowledged; else a new period from now. */
 	c->period_ns = new_psn == qp->req.psn_max ? 0 : now;
 }
@@ -160,26 +161,46 @@ void ur_timers_retry(struct ur_qp *qp)
 	qp->comp.rtt_sent_ns = 0;
 }
 
+/* Whether a process of this host has not yet read all we sent it: it is
+ * behind, not silent (a peer under ThreadSanitizer on a busy host took
+ * longer than a QP timeout to read its socket's queue), and the retry
+ * goes back as an early one.  Bounded from the first such period, so
+ * that a frozen peer, its socket full for good, still ends the QP. */
+static bool peer_behind(struct ur_qp *qp, uint64_t now, uint64_t qpt)
+{
+	if (!ur_xports_peer_behind(&qp->ctx->stack->xports)) {
+		qp->comp.behind_ns = 0;
+		return false;
+	}
+	if (!qp->comp.behind_ns)
+		qp->comp.behind_ns = now;
+	return now - qp->comp.behind_ns < UR_MAX_TURN_WAIT * qpt;
+}
+
 bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 {
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
 	uint64_t turn = __atomic_load_n(&qp->ctx->stack->last_turn_ns, __ATOMIC_RELAXED);
 
-	/* Its requests wait for a turn on a full transport while others'
-	 * turns drained it in this period: the wait is this host's backlog (1000 QPs sharing
-	 * one socket wait longer than a QP timeout), and what waits has not
-	 * left, so no timer of the peer's can have run out.  Bounded, so that
-	 * a peer that takes nothing still ends while others drain. */
+	/* Its requests wait for room on a full transport (still stopped, or
+	 * waiting for a turn while others' turns drained it in this period):
+	 * the wait is this host's backlog (1000 QPs sharing one socket wait
+	 * longer than a QP timeout; a peer process that reads its socket late
+	 * keeps it full), and what waits has not left, so no timer of the
+	 * peer's can have run out.  Bounded, so that a peer that takes
+	 * nothing at all, its socket full for good, still ends the QP. */
 	if (qp->req.blocked_ns && now - qp->req.blocked_ns < UR_MAX_TURN_WAIT * qpt &&
-	    turn && turn >= qp->comp.period_ns) {
+	    (qp->req.blocked || (turn && turn >= qp->comp.period_ns))) {
 		qp->comp.period_ns = now;
 		return false;
 	}
 
 	if (!qp->comp.period_ns || now - qp->comp.period_ns >= qpt) {
 		qp->comp.period_ns = now;
-		qp->comp.backoff = 0;
-		return true;
+		if (!peer_behind(qp, now, qpt)) {
+			qp->comp.backoff = 0;
+			return true;
+		}
 	}
 	if (qp->comp.backoff < UR_MAX_BACKOFF)
 		qp->comp.backoff++;

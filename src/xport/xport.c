@@ -57,6 +57,24 @@ int ur_xports_flush(struct ur_xports *s)
 	return ret;
 }
 
+int ur_xports_flush_kept(struct ur_xports *s)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->flush_kept && s->x[i]->ops->flush_kept(s->x[i]) == -EAGAIN)
+			ret = -EAGAIN;
+	return ret;
+}
+
+bool ur_xports_peer_behind(struct ur_xports *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->peer_behind && s->x[i]->ops->peer_behind(s->x[i]))
+			return true;
+	return false;
+}
+
 void ur_xports_want_writable(struct ur_xports *s, bool waiting)
 {
 	for (unsigned i = 0; i < s->n; i++)

@@ -159,6 +159,14 @@ struct ur_xport_ops {
 	int (*flush)(struct ur_xport *x);
 	/* Somebody waits for room: call hooks.writable when there is. */
 	void (*want_writable)(struct ur_xport *x, bool waiting);
+	/* Optional: sends what flush had to keep, now, without waiting for
+	 * the wake-up writable would bring.  0 once nothing is kept (NULL:
+	 * the transport keeps nothing), -EAGAIN while some still is. */
+	int (*flush_kept)(struct ur_xport *x);
+	/* Optional: whether a process of this host has not read yet all we
+	 * sent it (kept here, or still queued in its socket), or we have not
+	 * read all it sent us: behind, not silent. */
+	bool (*peer_behind)(struct ur_xport *x);
 	/* Joins or leaves a multicast group for this process. */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
 	/* One control datagram (the iov pieces joined) to process pid of
@@ -222,6 +230,9 @@ int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned i
 		      const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
 /* Flushes every transport: 0, or -EAGAIN if any kept something. */
 int ur_xports_flush(struct ur_xports *s);
+/* Sends what every transport kept: 0, or -EAGAIN if any still keeps some. */
+int ur_xports_flush_kept(struct ur_xports *s);
+bool ur_xports_peer_behind(struct ur_xports *s);
 void ur_xports_want_writable(struct ur_xports *s, bool waiting);
 int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifindex, bool join);
 int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);

@@ -17,7 +17,9 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -140,6 +142,29 @@ void ur_udp_peers_close(struct ur_udp *u)
 		if (s->fd >= 0)
 			ur_udp_close_sock(s);   /* unwatches it too */
 	}
+}
+
+bool ur_udp_peer_behind(struct ur_xport *x)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	int waiting = 0;
+
+	/* Or we are: what local peers sent us (their answers) still waits
+	 * in our own socket for the reactor to read it. */
+	if (u->fwd_fd >= 0 && !ioctl(u->fwd_fd, SIOCINQ, &waiting) && waiting > 0)
+		return true;
+	for (int i = 0; i < UR_UDP_PEERS; i++) {
+		struct ur_udp_sock *s = &u->peers[i].sock;
+		int unread = 0;
+
+		if (!__atomic_load_n(&u->peers[i].pid, __ATOMIC_ACQUIRE) || s->fd < 0)
+			continue;
+		/* A unix datagram stays charged to its sender until the
+		 * receiver reads it: SIOCOUTQ is what the peer has not read. */
+		if (ur_udp_has_pending(s) || (!ioctl(s->fd, SIOCOUTQ, &unread) && unread > 0))
+			return true;
+	}
+	return false;
 }
 
 /* A control message: our forwarding header, then the caller's pieces. */

@@ -22,6 +22,16 @@
 #include "xport/udp/udp.h"
 
 #define UR_UDP_BATCH 8
+/* recvmmsg rounds one readable callback may take before it returns (the
+ * fd is level-triggered: the reactor calls again).  A peer that keeps the
+ * socket full must not hold the reactor: its timers and the EPOLLOUT that
+ * resumes the QPs a full transport stopped wait for the callback's end.
+ * Seen: a DCT server under ThreadSanitizer read its unix socket for 1.2 s
+ * in one callback while its ACKs, parked, waited; the initiator ended in
+ * RETRY_EXC_ERR.  A datagram on the unix socket may carry a batch of 64
+ * packets, so one round there; UDP datagrams are mostly single packets. */
+#define UR_UDP_RX_ROUNDS 4
+#define UR_FWD_RX_ROUNDS 1
 #define UR_UDP_BUF 65536           /* a UDP GRO buffer: many packets of one flow */
 #define UR_UDP_PEERS 64
 #define UR_LOCAL_MSG_IOV 4          /* pieces of one local message */
@@ -260,6 +270,8 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 int ur_udp_flush(struct ur_xport *x);
 void ur_udp_drain(struct ur_xport *x, int timeout_ms);
 void ur_udp_want_writable(struct ur_xport *x, bool waiting);
+int ur_udp_flush_kept(struct ur_xport *x);
+bool ur_udp_peer_behind(struct ur_xport *x);
 
 /* ---- udp_host_port.c: port 4791 for the host ----------------------------- */
 void ur_udp_router_elect(struct ur_udp *u);

@@ -257,7 +257,7 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 	if (!(events & EPOLLIN) || !s->rx)
 		return;
 	b = s->rx->batch;
-	for (;;) {
+	for (int round = 0; round < UR_UDP_RX_ROUNDS; round++) {
 		int n;
 
 		for (int i = 0; i < UR_UDP_BATCH; i++) {
@@ -317,7 +317,7 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 	struct ur_udp *u = arg;
 	struct ur_rx_batch *b = u->rx[0]->batch;
 
-	for (;;) {
+	for (int round = 0; round < UR_FWD_RX_ROUNDS; round++) {
 		int n;
 
 		for (int i = 0; i < UR_UDP_BATCH; i++) {

@@ -111,6 +111,11 @@ void ur_udp_drain(struct ur_xport *x, int timeout_ms)
 	}
 }
 
+int ur_udp_flush_kept(struct ur_xport *x)
+{
+	return ur_udp_flush_pending(container_of(x, struct ur_udp, xport));
+}
+
 void ur_udp_want_writable(struct ur_xport *x, bool waiting)
 {
 	ur_udp_update_writable(container_of(x, struct ur_udp, xport), waiting);

@@ -258,11 +258,12 @@ static void test_congest_fair_turns(void)
 	}
 }
 
-/* Waiting in line: a QP whose resend cannot leave (the transport is full)
- * while other QPs' turns keep draining it has nothing out on the wire to
- * time out, so its retries do not count, for up to UR_MAX_TURN_WAIT QP
- * timeouts; once nothing drains any more (a peer that takes nothing), they
- * count again and the QP ends in RETRY_EXC_ERR. */
+/* Waiting in line: a QP whose resend cannot leave (the transport is full),
+ * whether other QPs' turns keep draining it or nothing drains at all (a
+ * peer process that reads its socket late), has nothing out on the wire
+ * to time out, so its retries do not count, for up to UR_MAX_TURN_WAIT QP
+ * timeouts; past that (a peer that takes nothing) they count again and
+ * the QP ends in RETRY_EXC_ERR. */
 static void test_congest_wait_in_line(void)
 {
 	struct t_opts o = { .retry_cnt = 1, .timeout = 10 };
@@ -286,7 +287,14 @@ static void test_congest_wait_in_line(void)
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	}
 	UT_EQ(t_count(), 0);
-	t_advance(2 * qpt);               /* nothing drains any more */
+	/* Nothing drains any more: still this host's wait, up to the bound. */
+	for (unsigned i = 11; i < UR_MAX_TURN_WAIT; i++) {
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	}
+	UT_EQ(p.a.qp->comp.retry_left, 0);
+	for (int i = 0; i < 3 && p.a.qp->state == IBV_QPS_RTS; i++)
+		t_advance(qpt);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	net.eagain = false;

@@ -105,6 +105,7 @@ static inline int t_kill(pid_t pid, int sig)
 /* ---- the fake transport ---------------------------------------------------- */
 
 #define T_PKT_MAX (UR_MAX_HDR_BYTES + 4096 + 4 + 4)
+#define T_KEPT_MAX 256
 
 struct t_pkt {
 	uint32_t len;
@@ -122,7 +123,63 @@ static struct {
 	unsigned eagain_calls;
 	int fail_errno;              /* refuse everything with this (not EAGAIN) */
 	void (*on_send)(const struct t_pkt *k);   /* sees every packet accepted */
+	/* The UDP transport's full socket: packets are taken (send says 0)
+	 * but kept, flush says -EAGAIN, and they join the queue, in order,
+	 * only when a flush or flush_kept finds room (park false). */
+	bool park;
+	struct t_pkt *kept[T_KEPT_MAX];
+	unsigned nkept;
+	unsigned flush_kept_calls;
+	bool behind;                 /* a local peer has not read all we sent */
 } net = { .eagain_after = -1 };
+
+static inline int t_queue(struct t_pkt *k)
+{
+	if (net.n == net.cap) {
+		unsigned ncap = net.cap ? net.cap * 2 : 64;
+		struct t_pkt **nq = realloc(net.q, ncap * sizeof(*nq));
+
+		if (!nq)
+			return -ENOMEM;
+		net.q = nq;
+		net.cap = ncap;
+	}
+	net.q[net.n++] = k;
+	return 0;
+}
+
+/* What was kept leaves, oldest first, if there is room: 0, or -EAGAIN. */
+static inline int t_release_kept(void)
+{
+	if (!net.nkept)
+		return 0;
+	if (net.park)
+		return -EAGAIN;
+	for (unsigned i = 0; i < net.nkept; i++)
+		if (t_queue(net.kept[i]))
+			free(net.kept[i]);
+	net.nkept = 0;
+	return 0;
+}
+
+static inline int t_xport_flush(struct ur_xport *x)
+{
+	(void)x;
+	return t_release_kept();
+}
+
+static inline bool t_xport_peer_behind(struct ur_xport *x)
+{
+	(void)x;
+	return net.behind || net.nkept;
+}
+
+static inline int t_xport_flush_kept(struct ur_xport *x)
+{
+	(void)x;
+	net.flush_kept_calls++;
+	return t_release_kept();
+}
 
 static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *p)
 {
@@ -166,18 +223,18 @@ static inline int t_xport_send(struct ur_xport *x, const struct ur_path *path, c
 	off += p->pad;          /* calloc: pad bytes and ICRC are zero */
 	k->len = off + 4;
 	k->placed = p->placed;
-	if (net.n == net.cap) {
-		unsigned ncap = net.cap ? net.cap * 2 : 64;
-		struct t_pkt **nq = realloc(net.q, ncap * sizeof(*nq));
-
-		if (!nq) {
+	/* Nothing overtakes what is kept. */
+	if (net.park || t_release_kept() == -EAGAIN) {
+		UT_CHECK(net.nkept < T_KEPT_MAX);
+		if (net.nkept == T_KEPT_MAX) {
 			free(k);
-			return -ENOMEM;
+			return -EAGAIN;
 		}
-		net.q = nq;
-		net.cap = ncap;
+		net.kept[net.nkept++] = k;
+	} else if (t_queue(k)) {
+		free(k);
+		return -ENOMEM;
 	}
-	net.q[net.n++] = k;
 	net.sent++;
 	if (net.on_send)
 		net.on_send(k);
@@ -283,6 +340,9 @@ static inline int t_xport_place(struct ur_xport *x, const struct ur_path *path, 
 static const struct ur_xport_ops t_xport_ops = {
 	.name = "test",
 	.send = t_xport_send,
+	.flush = t_xport_flush,
+	.flush_kept = t_xport_flush_kept,
+	.peer_behind = t_xport_peer_behind,
 	.place = t_xport_place,
 	.fetch = t_xport_fetch,
 	.resolve = t_xport_resolve,
@@ -350,6 +410,11 @@ static inline void t_net_reset(void)
 	net.eagain_calls = 0;
 	net.fail_errno = 0;
 	net.on_send = NULL;
+	net.park = false;
+	while (net.nkept)
+		free(net.kept[--net.nkept]);
+	net.flush_kept_calls = 0;
+	net.behind = false;
 	t_stack();
 	while (lnet.n)
 		t_lmsg_drop(0);

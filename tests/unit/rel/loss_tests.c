@@ -568,11 +568,14 @@ static void test_loss_rtt_timer(void)
 
 /* A peer that never takes a packet again (a frozen process of this host:
  * its socket full, the transport refusing with EAGAIN): the retry timer
- * still runs though going back sent nothing, and the oldest WQE ends in
- * RETRY_EXC_ERR, the next in FLUSH_ERR, never a wait without end. */
+ * still runs though going back sent nothing.  The waits for room count
+ * only once they passed UR_MAX_TURN_WAIT QP timeouts (a peer that reads
+ * late is not a dead one), and then the oldest WQE ends in RETRY_EXC_ERR,
+ * the next in FLUSH_ERR, never a wait without end. */
 static void test_loss_peer_frozen(void)
 {
-	struct t_opts o = { .retry_cnt = 2 };
+	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
 	struct t_mem sa;
 	struct ibv_wc wc;
@@ -585,10 +588,14 @@ static void test_loss_peer_frozen(void)
 	while (t_count())
 		t_drop(0);
 	net.eagain = true;
-	for (int i = 0; i < 3 && p.a.qp->state == IBV_QPS_RTS; i++) {
+	t_advance(qpt);                   /* the loss: counted; the resend is refused */
+	for (unsigned i = 1; i < UR_MAX_TURN_WAIT; i++) {
 		UT_CHECK(p.a.qp->comp.retrans_deadline != 0);
-		t_advance(T_TIMEOUT_NS);
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	}
+	for (int i = 0; i < 4 && p.a.qp->state == IBV_QPS_RTS; i++)
+		t_advance(qpt);
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);

@@ -22,6 +22,7 @@
 #include "xrc_shared_tests.c"
 #include "eagain_tests.c"
 #include "congest_tests.c"
+#include "park_tests.c"
 #include "error_tests.c"
 #include "misc_tests.c"
 #include "edge_tests.c"
@@ -154,6 +155,10 @@ int main(void)
 	UT_RUN(test_xport_hard_error);
 	UT_RUN(test_destroy_while_waiting);
 	UT_RUN(test_congest_turns_do_not_count);
+	UT_RUN(test_park_lost_wakeup);
+	UT_RUN(test_park_late_wakeup);
+	UT_RUN(test_park_then_silence_counts);
+	UT_RUN(test_park_peer_behind);
 	UT_RUN(test_congest_response_before_resend);
 	UT_RUN(test_congest_dup_reads_share_slots);
 	UT_RUN(test_congest_repeat_gives_way);

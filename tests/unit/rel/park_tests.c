@@ -1,0 +1,183 @@
+/* A transport that takes packets but keeps them (the UDP transport's full
+ * unix socket to a local peer: the batch is parked until the socket
+ * drains).  The QP waits for room; what it sent has not left, so its
+ * retransmission deadline is no measure of the peer's silence: at the
+ * deadline what was kept leaves first if there is room, and only silence
+ * after the packets left counts against retry_cnt.  Seen: a DC initiator
+ * under ThreadSanitizer, its batch parked while the peer read late, ended
+ * in RETRY_EXC_ERR although nothing was ever lost. */
+
+static void park_post(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
+{
+	t_mem_reg(sa, &p->a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(rb, &p->b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p->b, 9, rb->buf, 4096, rb->mr->lkey), 0);
+	net.park = true;
+	UT_EQ(t_post_send(&p->a, 1, IBV_WR_SEND, sa->buf, 4 * 256, sa->mr->lkey,
+			  IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 0);              /* nothing left */
+	UT_EQ(net.nkept, 4);
+	UT_CHECK(p->a.qp->req.blocked);
+}
+
+static void park_expect_done(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
+{
+	struct ibv_wc wc;
+
+	t_run();
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb->buf, sa->buf, 4 * 256);
+	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);   /* nothing sent twice */
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
+}
+
+/* The transport has room again but its wake-up is lost: the deadline
+ * sends what was kept and resumes the QP; no retry is counted and nothing
+ * goes twice (before: a counted retry that went back and parked the
+ * packets again behind their first copies). */
+static void test_park_lost_wakeup(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+
+	if (t_pair_open(&p, &o))
+		return;
+	park_post(&p, &sa, &rb);
+	net.park = false;                 /* room, and no writable call */
+	t_advance(qpt);
+	UT_CHECK(net.flush_kept_calls > 0);
+	UT_EQ(t_count(), 4);              /* they left, once */
+	UT_EQ(net.nkept, 0);
+	UT_CHECK(!p.a.qp->req.blocked);
+	UT_EQ(p.a.qp->comp.retry_left, 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	park_expect_done(&p, &sa, &rb);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The peer reads late: the packets stay kept for several QP timeouts.
+ * None counts (retry_cnt 1 ended the QP at the second before), the QP
+ * does not go back (nothing is kept twice), and once the transport takes
+ * packets again the message completes. */
+static void test_park_late_wakeup(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+
+	if (t_pair_open(&p, &o))
+		return;
+	park_post(&p, &sa, &rb);
+	for (int i = 0; i < 5; i++) {
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+		UT_EQ(net.nkept, 4);
+		UT_EQ(t_count(), 0);
+	}
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	net.park = false;
+	UT_EQ(t_release_kept(), 0);       /* the late wake-up: the socket drains */
+	ur_progress_resume(t_stack());
+	UT_EQ(t_count(), 4);
+	park_expect_done(&p, &sa, &rb);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* Real silence still counts, timed from when the packets left: kept for
+ * two timeouts, released by the deadline, then lost on the wire.  Three
+ * quarters of a timeout later nothing has counted; a whole one after they
+ * left, the retry counts, and the next ends the QP in RETRY_EXC_ERR. */
+static void test_park_then_silence_counts(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	park_post(&p, &sa, &rb);
+	t_advance(qpt);
+	t_advance(qpt);
+	UT_EQ(p.a.qp->comp.retry_left, 1);
+	net.park = false;
+	t_advance(qpt);                   /* the deadline lets them leave */
+	UT_EQ(p.a.qp->comp.retry_left, 1);
+	for (int i = 0; i < 3; i++) {     /* the peer's silence: early resends only */
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt / 4);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	for (int i = 0; i < 8 && p.a.qp->state == IBV_QPS_RTS; i++) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt / 4);
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* The packets left but the local peer has not read them yet (its socket's
+ * queue: a process slow under load): behind, not silent.  Its timeouts go
+ * back as early retries but none counts, for up to UR_MAX_TURN_WAIT QP
+ * timeouts; the message completes once the peer reads.  A peer that stays
+ * behind for good (frozen) still ends the QP, after that bound. */
+static void test_park_peer_behind(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	unsigned periods = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 4 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);
+	net.behind = true;                /* unread in the peer's queue */
+	for (int i = 0; i < 4; i++) {
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	net.behind = false;
+	t_run();                          /* it reads: the first copies, then the resends */
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 4 * 256);
+
+	/* Behind for good: counted after the bound. */
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	net.behind = true;
+	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * UR_MAX_TURN_WAIT) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt);
+		periods++;
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(periods >= UR_MAX_TURN_WAIT && periods <= UR_MAX_TURN_WAIT + 3);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
+	net.behind = false;
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
