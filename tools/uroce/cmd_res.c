@@ -283,7 +283,8 @@ int cmd_res(int argc, char **argv)
 		ur_res_set_free(&set);
 		return UR_EXIT_FAIL;
 	}
-	qsort(set.objs, (size_t)set.n, sizeof(set.objs[0]), by_kind_pid_number);
+	if (set.n)   /* qsort wants a base even for nothing */
+		qsort(set.objs, (size_t)set.n, sizeof(set.objs[0]), by_kind_pid_number);
 	for (int i = 0; i < set.n; i++)
 		if (!strcmp(set.objs[i].kind, "busy"))
 			fprintf(stderr, "uroce res: process %d was busy: its %s objects are left out "

@@ -133,6 +133,7 @@ int main(int argc, char **argv)
 	struct made_qp qps[3];
 	struct ibv_mr *mr4k, *mr64k;
 	struct rdma_cm_id *listener;
+	struct rdma_event_channel *cm_channel;
 	void *b4k, *b64k;
 	int port;
 
@@ -178,7 +179,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2400 && access(argv[4], F_OK); i++)
 		usleep(50000);
 
+	cm_channel = listener->channel;
 	rdma_destroy_id(listener);
+	rdma_destroy_event_channel(cm_channel);
 	ibv_dereg_mr(mr4k);
 	ibv_dereg_mr(mr64k);
 	for (int i = 0; i < 3; i++)
