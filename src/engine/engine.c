@@ -72,6 +72,7 @@ struct ur_engine {
 	pthread_mutex_t timer_lock;    /* heap, nheap, reserved, sleep_until */
 	struct ur_timer **heap;        /* heap[1..nheap], earliest first */
 	unsigned nheap;
+	uint64_t round_now;            /* ur_engine_run_timers' now while it runs; else 0 */
 	unsigned reserved;             /* timers initialised: the heap's room */
 	unsigned cap;                  /* heap[] entries allocated (heap[0] unused) */
 	uint64_t sleep_until;          /* the engine thread sleeps until then; 0: awake */
@@ -276,6 +277,12 @@ void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadl
 	if (!deadline)
 		deadline = 1;              /* 0 means "not armed" */
 	pthread_mutex_lock(&e->timer_lock);
+	/* Armed while the timers run, at a deadline this round has reached:
+	 * the next round's, behind the others due now.  A timer whose
+	 * callback keeps it due would else hold the loop for ever, and the
+	 * engine thread would never read its fds again. */
+	if (e->round_now && deadline <= e->round_now)
+		deadline = e->round_now + 1;
 	t->deadline = deadline;
 	if (t->heap_pos) {
 		sift_up(e, t->heap_pos);
@@ -322,6 +329,7 @@ unsigned ur_engine_timers_armed(struct ur_engine *e)
 void ur_engine_run_timers(struct ur_engine *e, uint64_t now)
 {
 	pthread_mutex_lock(&e->timer_lock);
+	e->round_now = now;
 	while (e->nheap && e->heap[1]->deadline <= now) {
 		struct ur_timer *t = e->heap[1];
 
@@ -331,6 +339,7 @@ void ur_engine_run_timers(struct ur_engine *e, uint64_t now)
 		t->fire(t);
 		pthread_mutex_lock(&e->timer_lock);
 	}
+	e->round_now = 0;
 	pthread_mutex_unlock(&e->timer_lock);
 }
 

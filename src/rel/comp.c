@@ -604,8 +604,14 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 {
 	struct comp_ctx c = { .qp = qp };
 
-	if (qp->state != IBV_QPS_RTS)
+	/* Outside RTS a deadline means nothing: cleared, so the timer is not
+	 * armed again at its past deadline (the engine would fire it for
+	 * ever). */
+	if (qp->state != IBV_QPS_RTS) {
+		qp->comp.retrans_deadline = 0;
+		qp->comp.rnr_deadline = 0;
 		return;
+	}
 	if (qp->comp.rnr_deadline && qp->comp.rnr_deadline <= now) {
 		qp->comp.rnr_deadline = 0;
 		qp->req.rnr_wait = false;

@@ -47,6 +47,11 @@
 /* QP timeouts a QP may wait for its turn on a transport that others' turns
  * keep draining before its retries count again (timers.c). */
 #define UR_MAX_TURN_WAIT 16u
+/* ... while this very process is behind on what it was sent (its own
+ * socket's queue unread, or its own QPs' packets to each other kept): it
+ * is running, so what waits gets read; bounded only so that a flood that
+ * never lets its queue empty cannot hide a dead peer for ever. */
+#define UR_MAX_SELF_WAIT 256u
 
 /* The low five bits of a BTH opcode; OR in the transport (UR_OP_TYPE_*). */
 enum ur_op_low {

@@ -144,7 +144,9 @@ void ur_timers_left_after_wait(struct ur_qp *qp)
 	 * this host's, not the peer's silence.  A peer that takes nothing at
 	 * all (frozen, its socket full) gives no turn, so it still times
 	 * out. */
-	if (qp->comp.period_ns) {
+	/* A QP that failed meanwhile (ur_rel_abort cleared its deadlines)
+	 * has nothing to time. */
+	if (qp->comp.period_ns && qp->state == IBV_QPS_RTS) {
 		qp->comp.period_ns = ur_now_ns();
 		ur_timers_arm_retrans(qp);
 	}
@@ -161,26 +163,39 @@ void ur_timers_retry(struct ur_qp *qp)
 	qp->comp.rtt_sent_ns = 0;
 }
 
-/* Whether a process of this host has not yet read all we sent it: it is
- * behind, not silent (a peer under ThreadSanitizer on a busy host took
- * longer than a QP timeout to read its socket's queue), and the retry
- * goes back as an early one.  Bounded from the first such period, so
- * that a frozen peer, its socket full for good, still ends the QP. */
-static bool peer_behind(struct ur_qp *qp, uint64_t now, uint64_t qpt)
+/* How long this host's backlog may hold retries back: a peer process
+ * that has not read what we sent may be frozen, and must still end the
+ * QP; this process itself is running and reads what waits for it (1024
+ * DC initiators writing to a DCT of their own process at once, under
+ * ThreadSanitizer on 2 cores, kept its queue full for 4 s). */
+static uint64_t wait_bound(enum ur_behind b, uint64_t qpt)
 {
-	if (!ur_xports_peer_behind(&qp->ctx->stack->xports)) {
+	return (b == UR_BEHIND_SELF ? UR_MAX_SELF_WAIT : UR_MAX_TURN_WAIT) * qpt;
+}
+
+/* Whether a process of this host (maybe this one) has not yet read all
+ * that was sent to it: it is behind, not silent (a peer under
+ * ThreadSanitizer on a busy host took longer than a QP timeout to read
+ * its socket's queue), and the retry goes back as an early one.  Bounded
+ * from the first such period, so that a frozen peer, its socket full for
+ * good, still ends the QP. */
+static bool still_behind(struct ur_qp *qp, uint64_t now, uint64_t qpt, enum ur_behind b)
+{
+	if (b == UR_BEHIND_NONE) {
 		qp->comp.behind_ns = 0;
 		return false;
 	}
 	if (!qp->comp.behind_ns)
 		qp->comp.behind_ns = now;
-	return now - qp->comp.behind_ns < UR_MAX_TURN_WAIT * qpt;
+	return now - qp->comp.behind_ns < wait_bound(b, qpt);
 }
 
 bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 {
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
 	uint64_t turn = __atomic_load_n(&qp->ctx->stack->last_turn_ns, __ATOMIC_RELAXED);
+	enum ur_behind behind = UR_BEHIND_NONE;
+	bool asked = false;
 
 	/* Its requests wait for room on a full transport (still stopped, or
 	 * waiting for a turn while others' turns drained it in this period):
@@ -189,15 +204,24 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 	 * keeps it full), and what waits has not left, so no timer of the
 	 * peer's can have run out.  Bounded, so that a peer that takes
 	 * nothing at all, its socket full for good, still ends the QP. */
-	if (qp->req.blocked_ns && now - qp->req.blocked_ns < UR_MAX_TURN_WAIT * qpt &&
-	    (qp->req.blocked || (turn && turn >= qp->comp.period_ns))) {
-		qp->comp.period_ns = now;
-		return false;
+	if (qp->req.blocked_ns && (qp->req.blocked || (turn && turn >= qp->comp.period_ns))) {
+		uint64_t waited = now - qp->req.blocked_ns;
+
+		if (waited >= UR_MAX_TURN_WAIT * qpt) {
+			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
+			asked = true;
+		}
+		if (waited < wait_bound(behind, qpt)) {
+			qp->comp.period_ns = now;
+			return false;
+		}
 	}
 
 	if (!qp->comp.period_ns || now - qp->comp.period_ns >= qpt) {
 		qp->comp.period_ns = now;
-		if (!peer_behind(qp, now, qpt)) {
+		if (!asked)
+			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
+		if (!still_behind(qp, now, qpt, behind)) {
 			qp->comp.backoff = 0;
 			return true;
 		}

@@ -67,12 +67,20 @@ int ur_xports_flush_kept(struct ur_xports *s)
 	return ret;
 }
 
-bool ur_xports_peer_behind(struct ur_xports *s)
+enum ur_behind ur_xports_peer_behind(struct ur_xports *s)
 {
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->x[i]->ops->peer_behind && s->x[i]->ops->peer_behind(s->x[i]))
-			return true;
-	return false;
+	enum ur_behind most = UR_BEHIND_NONE;
+
+	for (unsigned i = 0; i < s->n && most != UR_BEHIND_SELF; i++) {
+		enum ur_behind b;
+
+		if (!s->x[i]->ops->peer_behind)
+			continue;
+		b = s->x[i]->ops->peer_behind(s->x[i]);
+		if (b > most)
+			most = b;
+	}
+	return most;
 }
 
 void ur_xports_want_writable(struct ur_xports *s, bool waiting)

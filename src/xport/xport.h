@@ -142,6 +142,13 @@ typedef int ur_xport_copy_fn(struct ur_xport *x, const struct ur_path *path, uin
 			     uint32_t rkey, uint64_t va, const struct iovec *iov, int niov,
 			     uint64_t len);
 
+/* Who has not read yet what was sent between processes of this host. */
+enum ur_behind {
+	UR_BEHIND_NONE,
+	UR_BEHIND_PEER,   /* another process: it may be frozen */
+	UR_BEHIND_SELF,   /* this process: running, so it reads what waits */
+};
+
 struct ur_xport_ops {
 	const char *name;
 	/* Fills a path to (dgid, dqpn) from our address sgid on interface
@@ -163,10 +170,10 @@ struct ur_xport_ops {
 	 * the wake-up writable would bring.  0 once nothing is kept (NULL:
 	 * the transport keeps nothing), -EAGAIN while some still is. */
 	int (*flush_kept)(struct ur_xport *x);
-	/* Optional: whether a process of this host has not read yet all we
-	 * sent it (kept here, or still queued in its socket), or we have not
-	 * read all it sent us: behind, not silent. */
-	bool (*peer_behind)(struct ur_xport *x);
+	/* Optional: who is behind, not silent: a process of this host that
+	 * has not read yet all we sent it (kept here, or still queued in its
+	 * socket), or this process, which has not read all sent to it. */
+	enum ur_behind (*peer_behind)(struct ur_xport *x);
 	/* Joins or leaves a multicast group for this process. */
 	int (*mcast)(struct ur_xport *x, const union ibv_gid *gid, unsigned ifindex, bool join);
 	/* One control datagram (the iov pieces joined) to process pid of
@@ -232,7 +239,8 @@ int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned i
 int ur_xports_flush(struct ur_xports *s);
 /* Sends what every transport kept: 0, or -EAGAIN if any still keeps some. */
 int ur_xports_flush_kept(struct ur_xports *s);
-bool ur_xports_peer_behind(struct ur_xports *s);
+/* The most behind of the transports (SELF over PEER over NONE). */
+enum ur_behind ur_xports_peer_behind(struct ur_xports *s);
 void ur_xports_want_writable(struct ur_xports *s, bool waiting);
 int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifindex, bool join);
 int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);

@@ -144,27 +144,33 @@ void ur_udp_peers_close(struct ur_udp *u)
 	}
 }
 
-bool ur_udp_peer_behind(struct ur_xport *x)
+enum ur_behind ur_udp_peer_behind(struct ur_xport *x)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	enum ur_behind most = UR_BEHIND_NONE;
+	pid_t self = getpid();
 	int waiting = 0;
 
-	/* Or we are: what local peers sent us (their answers) still waits
-	 * in our own socket for the reactor to read it. */
+	/* We are: what local peers (or our own QPs) sent us still waits in
+	 * our own socket for the reactor to read it. */
 	if (u->fwd_fd >= 0 && !ioctl(u->fwd_fd, SIOCINQ, &waiting) && waiting > 0)
-		return true;
+		return UR_BEHIND_SELF;
 	for (int i = 0; i < UR_UDP_PEERS; i++) {
 		struct ur_udp_sock *s = &u->peers[i].sock;
+		pid_t pid = __atomic_load_n(&u->peers[i].pid, __ATOMIC_ACQUIRE);
 		int unread = 0;
 
-		if (!__atomic_load_n(&u->peers[i].pid, __ATOMIC_ACQUIRE) || s->fd < 0)
+		if (!pid || s->fd < 0)
 			continue;
 		/* A unix datagram stays charged to its sender until the
 		 * receiver reads it: SIOCOUTQ is what the peer has not read. */
-		if (ur_udp_has_pending(s) || (!ioctl(s->fd, SIOCOUTQ, &unread) && unread > 0))
-			return true;
+		if (ur_udp_has_pending(s) || (!ioctl(s->fd, SIOCOUTQ, &unread) && unread > 0)) {
+			if (pid == self)
+				return UR_BEHIND_SELF;
+			most = UR_BEHIND_PEER;
+		}
 	}
-	return false;
+	return most;
 }
 
 /* A control message: our forwarding header, then the caller's pieces. */

@@ -271,7 +271,7 @@ int ur_udp_flush(struct ur_xport *x);
 void ur_udp_drain(struct ur_xport *x, int timeout_ms);
 void ur_udp_want_writable(struct ur_xport *x, bool waiting);
 int ur_udp_flush_kept(struct ur_xport *x);
-bool ur_udp_peer_behind(struct ur_xport *x);
+enum ur_behind ur_udp_peer_behind(struct ur_xport *x);
 
 /* ---- udp_host_port.c: port 4791 for the host ----------------------------- */
 void ur_udp_router_elect(struct ur_udp *u);

@@ -137,6 +137,45 @@ static void test_timer_deferred(void)
 	ur_engine_destroy(e);
 }
 
+static struct ur_engine *rearm_e;
+
+/* Arms itself again at a deadline already past, as a timer whose owner
+ * never clears its deadline would. */
+static void rearm_past(struct ur_timer *t)
+{
+	fires++;
+	ur_engine_timer_arm(rearm_e, t, 1);
+}
+
+/* A timer armed again, from its callback, at a deadline the round has
+ * reached fires on the next round, after the others due now: it can
+ * neither hold the engine thread in its timer loop (which then never
+ * reads its fds again) nor starve the other timers. */
+static void test_timer_rearmed_past(void)
+{
+	struct ur_timer t, u;
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut", &rearm_e), 0);
+	UT_EQ(ur_engine_timer_init(rearm_e, &t, rearm_past), 0);
+	UT_EQ(ur_engine_timer_init(rearm_e, &u, count_fire), 0);
+	fires = 0;
+	ur_engine_timer_arm(rearm_e, &t, 5);
+	ur_engine_timer_arm(rearm_e, &u, 6);
+	ur_engine_run_timers(rearm_e, 10);
+	UT_EQ(fires, 2);                        /* each once */
+	UT_EQ(u.deadline, 0);
+	UT_EQ(t.deadline, 11);                  /* the next round's */
+	ur_engine_run_timers(rearm_e, 10);
+	UT_EQ(fires, 2);
+	ur_engine_run_timers(rearm_e, 11);
+	UT_EQ(fires, 3);
+	UT_EQ(ur_engine_timers_armed(rearm_e), 1);
+	ur_engine_timer_cancel(rearm_e, &t);
+	ur_engine_timer_fini(rearm_e, &t);
+	ur_engine_timer_fini(rearm_e, &u);
+	ur_engine_destroy(rearm_e);
+}
+
 /* ---- fds: the two classes -------------------------------------------------- */
 
 struct t_fd {
@@ -678,6 +717,7 @@ int main(void)
 {
 	UT_RUN(test_timer_order);
 	UT_RUN(test_timer_deferred);
+	UT_RUN(test_timer_rearmed_past);
 	UT_RUN(test_classes_polled);
 	UT_RUN(test_classes_threaded);
 	UT_RUN(test_quiesce);

@@ -131,6 +131,7 @@ static struct {
 	unsigned nkept;
 	unsigned flush_kept_calls;
 	bool behind;                 /* a local peer has not read all we sent */
+	bool behind_self;            /* this process has not read all sent to it */
 } net = { .eagain_after = -1 };
 
 static inline int t_queue(struct t_pkt *k)
@@ -168,10 +169,12 @@ static inline int t_xport_flush(struct ur_xport *x)
 	return t_release_kept();
 }
 
-static inline bool t_xport_peer_behind(struct ur_xport *x)
+static inline enum ur_behind t_xport_peer_behind(struct ur_xport *x)
 {
 	(void)x;
-	return net.behind || net.nkept;
+	if (net.behind_self)
+		return UR_BEHIND_SELF;
+	return net.behind || net.nkept ? UR_BEHIND_PEER : UR_BEHIND_NONE;
 }
 
 static inline int t_xport_flush_kept(struct ur_xport *x)
@@ -415,6 +418,7 @@ static inline void t_net_reset(void)
 		free(net.kept[--net.nkept]);
 	net.flush_kept_calls = 0;
 	net.behind = false;
+	net.behind_self = false;
 	t_stack();
 	while (lnet.n)
 		t_lmsg_drop(0);

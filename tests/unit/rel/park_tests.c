@@ -181,3 +181,90 @@ static void test_park_peer_behind(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* This process itself is behind (its own socket's queue unread: 1024 DC
+ * initiators and their DCT in one process, under ThreadSanitizer): it is
+ * running, so the wait is its own backlog, not a frozen peer.  Twice the
+ * bound a peer process gets passes without a counted retry; the message
+ * completes once the queue is read.  Behind for good (a flood that never
+ * lets the queue empty), the QP still ends, after UR_MAX_SELF_WAIT. */
+static void test_park_self_behind(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+	unsigned periods = 0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
+	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
+	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 2 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 2);
+	net.behind_self = true;
+	for (unsigned i = 0; i < 2 * UR_MAX_TURN_WAIT; i++) {
+		t_advance(qpt);
+		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
+	net.behind_self = false;
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(rb.buf, sa.buf, 2 * 256);
+
+	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	net.behind_self = true;
+	while (p.a.qp->state == IBV_QPS_RTS && periods < 2 * UR_MAX_SELF_WAIT) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt);
+		periods++;
+	}
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_CHECK(periods >= UR_MAX_SELF_WAIT && periods <= UR_MAX_SELF_WAIT + 3);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
+	net.behind_self = false;
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}
+
+/* A QP that fails while it waits for room (here moved to ERR; in the
+ * field a DC initiator's retries ran out) and then gets its turn: nothing
+ * to time.  Before, the turn armed its retransmission deadline again, the
+ * timer found the QP not in RTS and left the deadline in the past, and the
+ * engine fired it for ever: the process hung with its engine thread at
+ * 100 % (integ.dc under ThreadSanitizer, 1024 initiators at once). */
+static void test_park_error_then_turn(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct t_pair p;
+	struct t_mem sa, rb;
+	struct ibv_wc wc;
+
+	if (t_pair_open(&p, &o))
+		return;
+	park_post(&p, &sa, &rb);
+	UT_EQ(ur_qp_modify(p.a.qp, &a, IBV_QP_STATE), 0);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_WR_FLUSH_ERR);
+	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+	net.park = false;
+	UT_EQ(t_release_kept(), 0);
+	ur_progress_resume(t_stack());    /* its turn, in ERR */
+	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+	UT_EQ(p.a.qp->timer.deadline, 0);
+	for (int i = 0; i < 3; i++)
+		t_advance(qpt);
+	UT_EQ(p.a.qp->timer.deadline, 0);
+	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_mem_free(&sa);
+	t_mem_free(&rb);
+	t_pair_close(&p);
+}

@@ -159,6 +159,8 @@ int main(void)
 	UT_RUN(test_park_late_wakeup);
 	UT_RUN(test_park_then_silence_counts);
 	UT_RUN(test_park_peer_behind);
+	UT_RUN(test_park_self_behind);
+	UT_RUN(test_park_error_then_turn);
 	UT_RUN(test_congest_response_before_resend);
 	UT_RUN(test_congest_dup_reads_share_slots);
 	UT_RUN(test_congest_repeat_gives_way);

@@ -64,7 +64,7 @@ static void test_fwd_read_bounded(void)
 	while (sent < 4 * UR_UDP_BATCH && ur_udp_local_msg(x, getpid(), &iov, 1) == 0)
 		sent++;
 	UT_CHECK(sent > UR_UDP_BATCH * UR_FWD_RX_ROUNDS);
-	UT_CHECK(ur_udp_peer_behind(x));  /* unread, both ways (ourselves) */
+	UT_EQ(ur_udp_peer_behind(x), UR_BEHIND_SELF);  /* unread, both ways (ourselves) */
 	ur_udp_on_fwd_readable(u, EPOLLIN);
 	UT_EQ(got, UR_UDP_BATCH * UR_FWD_RX_ROUNDS);
 	UT_CHECK(readable(u->fwd_fd));    /* the rest is announced again */
@@ -72,7 +72,7 @@ static void test_fwd_read_bounded(void)
 		ur_udp_on_fwd_readable(u, EPOLLIN);
 	UT_EQ(got, sent);
 	UT_CHECK(!readable(u->fwd_fd));
-	UT_CHECK(!ur_udp_peer_behind(x)); /* all read: nobody is behind */
+	UT_EQ(ur_udp_peer_behind(x), UR_BEHIND_NONE);  /* all read: nobody is behind */
 }
 
 int main(void)
