@@ -83,6 +83,24 @@ static int read_devices_file(struct dev_wish *w, int max)
 	return n ? n : -1;
 }
 
+/* Whether UROCE_DEVICES_SKIP (interfaces, comma-separated) names netdev:
+ * it gets no device, and the others keep the names they would have had
+ * (uroce run leaves lo out this way for libfabric's MSG endpoints). */
+static bool skipped(const char *netdev)
+{
+	const char *t = getenv("UROCE_DEVICES_SKIP");
+	size_t len = strlen(netdev);
+
+	while (t && *t) {
+		size_t n = strcspn(t, ",");
+
+		if (n == len && !strncmp(t, netdev, n))
+			return true;
+		t += n + (t[n] == ',');
+	}
+	return false;
+}
+
 static struct ur_device *find_by_netdev(const char *netdev)
 {
 	for (unsigned i = 0; i < ndevices; i++)
@@ -166,6 +184,8 @@ int ur_device_list(struct ur_device ***out, int *num)
 		char name[UR_DEV_NAME_MAX];
 		int w = -1;
 
+		if (skipped(nds[i].name))
+			continue;
 		if (nwish >= 0) {
 			for (int k = 0; k < nwish; k++)
 				if (!strcmp(wish[k].netdev, nds[i].name))

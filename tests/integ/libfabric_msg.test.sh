@@ -13,8 +13,11 @@
 # by binding "localhost": it keeps the device that holds the address, all
 # when none does, as with the kernel's rdma_cm. uroce0 is on lo and holds
 # the loopback addresses, so libfabric would keep it alone and find no MSG
-# device: these runs leave uroce0 out with UROCE_DEVICES, as README.md says.
-# Without it fi_info answers -61, and `uroce run` says what to do.
+# device.  `uroce run` leaves it out for such a program, with no setting
+# (UROCE_DEVICES_SKIP=lo: the other devices keep their names): fi_info and
+# an fi_pingpong pair run that way, as README.md shows them.  Where the
+# user's UROCE_DEVICES names lo, fi_info answers -61 and `uroce run` says
+# what to do.  The other runs here leave uroce0 out with UROCE_DEVICES.
 . "$(dirname "$0")/lib.sh"
 UR_TIMEOUT=90
 
@@ -23,9 +26,23 @@ command -v fi_info >/dev/null && command -v fi_pingpong >/dev/null ||
 
 ur_netns_pair 1500
 
-# Every interface a device, uroce0 on lo among them: no MSG device, and the
+# As README.md runs them: every interface a device, uroce0 on lo among
+# them, and `uroce run` leaves uroce0 out for the program on its own.
+UR_ENV=(UROCE_DEVICES= UROCE_DEVICES_SKIP=)
+UR_NS=$UR_NS_A ur_run info.run "$UR_BUILD/bin/uroce" run -- fi_info -p "verbs;ofi_rxm"
+ur_expect_rc info.run 0 "uroce run -- fi_info -p 'verbs;ofi_rxm', no setting"
+ur_expect_grep info.run 'domain: uroce1$' "uroce run -- fi_info: uroce1, named as ever"
+ur_expect_no_grep info.run 'domain: uroce0$' "uroce run -- fi_info: uroce0 left out"
+ur_expect_no_grep info.run '^uroce run:' "uroce run -- fi_info: nothing to say"
+port=$(ur_port)
+UR_SNS=$UR_NS_A UR_CNS=$UR_NS_A ur_pair run.rxm "$port" \
+	"$UR_BUILD/bin/uroce" run fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 100 -S 65536 -B "$port" -- \
+	"$UR_BUILD/bin/uroce" run fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 100 -S 65536 -P "$port" "$UR_IP_A"
+ur_expect_pair_ok run.rxm "uroce run -- fi_pingpong verbs;ofi_rxm, 64 KiB, data checked, no setting" &&
+	ur_expect_grep run.rxm.client "^64k +100 +=100 " "run.rxm: 100 transfers of 64 KiB acknowledged"
+# Told to keep uroce0 (UROCE_DEVICES names lo): no MSG device, and the
 # hint naming UROCE_DEVICES with this namespace's interface.
-UR_ENV=(UROCE_DEVICES=)
+UR_ENV=("UROCE_DEVICES=uroce0:lo,uroce1:$UR_IF_A")
 UR_NS=$UR_NS_A ur_run info.lo "$UR_BUILD/bin/uroce" run -- fi_info -p "verbs;ofi_rxm"
 ur_expect_fail_fast info.lo "fi_info -p 'verbs;ofi_rxm' with uroce0 on lo finds nothing"
 ur_expect_grep info.lo "^uroce run: libfabric's verbs MSG endpoints .*UROCE_DEVICES=uroce1:$UR_IF_A\$" \

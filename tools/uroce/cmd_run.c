@@ -35,8 +35,10 @@ static const char run_help[] =
 	"region, which UCX 1.13 fails to tear down and uroce serves slowly).\n"
 	"A UCX program (ucx_*, mpirun, or any with UCX_TLS set) is told when the\n"
 	"/dev/infiniband nodes UCX looks for are missing (uroce devnodes); a\n"
-	"libfabric program asking for verbs MSG endpoints or verbs;ofi_rxm, when\n"
-	"a device is on lo (libfabric then finds none: leave it out).\n"
+	"libfabric program asking for verbs MSG endpoints or verbs;ofi_rxm runs\n"
+	"without the device on lo (UROCE_DEVICES_SKIP=lo, unless UROCE_DEVICES or\n"
+	"UROCE_DEVICES_SKIP is set): libfabric finds no MSG device while it is\n"
+	"listed, and is told so when UROCE_DEVICES names lo.\n"
 	"Setuid and static programs cannot be redirected this way.\n"
 	"\n"
 	"PROG runs in a mount namespace of its own (as root; otherwise in a user\n"
@@ -246,15 +248,22 @@ static bool wants_verbs_msg(const char *prog, char **args)
 /* libfabric's verbs provider offers MSG endpoints on no device of lo's,
  * and picks the devices a process may use by binding "localhost": uroce's
  * device on lo holds that address, so libfabric keeps it alone and finds
- * no MSG device (fi_getinfo -61, and nothing else said).  One line names
- * the way out, with an interface that is not lo. */
-static void hint_libfabric_lo(void)
+ * no MSG device (fi_getinfo -61, and nothing else said).  So the program
+ * runs without that device, the others named as ever; where the user's
+ * UROCE_DEVICES names lo, one line names the way out, with an interface
+ * that is not lo. */
+static void libfabric_without_lo(void)
 {
 	struct ifaddrs *ifa_list = NULL, *ifa;
-	const char *ifname = "IFACE";
+	const char *ifname = "IFACE", *spec = getenv("UROCE_DEVICES");
+	const char *skip = getenv("UROCE_DEVICES_SKIP");
 
-	if (!lo_has_device())
+	if ((skip && *skip) || !lo_has_device())
 		return;
+	if (!spec || !*spec) {
+		setenv("UROCE_DEVICES_SKIP", "lo", 1);
+		return;
+	}
 	if (getifaddrs(&ifa_list))
 		ifa_list = NULL;
 	else {
@@ -268,8 +277,8 @@ static void hint_libfabric_lo(void)
 			}
 	}
 	fprintf(stderr, "uroce run: libfabric's verbs MSG endpoints (and verbs;ofi_rxm) skip the "
-		"device on lo and, while it is listed, find none (fi_getinfo -61): leave it out, "
-		"e.g. UROCE_DEVICES=uroce1:%s\n", ifname);
+		"device on lo and, while it is listed, find none (fi_getinfo -61): leave it out "
+		"of UROCE_DEVICES, e.g. UROCE_DEVICES=uroce1:%s\n", ifname);
 	if (ifa_list)
 		freeifaddrs(ifa_list);
 }
@@ -310,7 +319,7 @@ int cmd_run(int argc, char **argv)
 	if (runs_ucx(argv[first]))
 		hint_ucx_nodes();
 	if (wants_verbs_msg(argv[first], &argv[first + 1]))
-		hint_libfabric_lo();
+		libfabric_without_lo();
 	if (sysfs_view && ur_run_sysfs_view() == -2)   /* says why not itself */
 		return UR_EXIT_FAIL;
 	execvp(argv[first], &argv[first]);
