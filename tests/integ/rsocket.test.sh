@@ -16,7 +16,8 @@
 #  - rcopy of a 20 MB random file on one host: cmp finds it the same;
 #  - the same rstream -T v and rcopy between two namespaces joined by a veth
 #    (two hosts' stand-in);
-#  - iperf3 -c/-s with LD_PRELOAD=librspreload.so under `uroce run`, one host
+#  - iperf3 -c/-s with LD_PRELOAD=librspreload.so under `uroce run` (the first
+#    case through `uroce run --rsockets`, which preloads it itself), one host
 #    (one stream, -P 4, and -R: the server sends) and between the namespaces: both exit 0, the receiver reports the bytes,
 #    no TCP connection on the port is ever established (the preload did not
 #    fall back to kernel TCP), and the server's device counted (uroce devinfo
@@ -88,6 +89,10 @@ rdma_recvs() {
 	ur_nsexec "$1" "$UROCE" devinfo -d "$2" -c 2>/dev/null | awk '$1 == "rdma_recvs" { print $2 }'
 }
 
+# How iperf_case starts iperf3 under uroce run: the preload by hand, as
+# rdma-core documents it, or uroce run's --rsockets, which finds it.
+IPERF_RUN=(run -- env LD_PRELOAD="$PRELOAD")
+
 # iperf_case NAME HOST DEV [ARGS...]: iperf3 -t 3 through the preload, server in
 # UR_SNS and client in UR_CNS; DEV is the server's device.  Every rsocket
 # data message is a WRITE_WITH_IMM of at most 64 KiB that consumes a receive
@@ -98,7 +103,7 @@ iperf_case() {
 	port=$(ur_port)
 	before=$(rdma_recvs "${UR_SNS:-}" "$dev")
 	UR_NS=${UR_SNS:-} ur_start "$name.server" \
-		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -s -1 -p "$port"
+		"$UROCE" "${IPERF_RUN[@]}" iperf3 -s -1 -p "$port"
 	if ! UR_NS=${UR_SNS:-} ur_run "$name.listening" "$UR_BUILD/bin/integ_cm_listening" "$port" 30; then
 		ur_fail "$name: iperf3 -s does not listen through rsockets on port $port"
 		ur_show "$name.server"
@@ -106,7 +111,7 @@ iperf_case() {
 		return 1
 	fi
 	UR_NS=${UR_CNS:-} ur_start "$name.client" \
-		"$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -c "$host" -p "$port" -t 3 -f m "$@"
+		"$UROCE" "${IPERF_RUN[@]}" iperf3 -c "$host" -p "$port" -t 3 -f m "$@"
 	for ((i = 0; i < 40; i++)); do
 		ur_nsexec "${UR_CNS:-}" ss -Htn state established "( sport = :$port or dport = :$port )" |
 			grep -q . && tcp=1
@@ -153,7 +158,9 @@ head -c 20000000 /dev/urandom > "$UR_TMP/rcopy.src"
 rcopy_case rcopy_lo 127.0.0.1
 
 if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is_tsan; then
+	IPERF_RUN=(run --rsockets --)
 	iperf_case iperf_lo 127.0.0.1 uroce0
+	IPERF_RUN=(run -- env LD_PRELOAD="$PRELOAD")
 	iperf_case iperf_lo_p4 127.0.0.1 uroce0 -P 4
 	iperf_case iperf_lo_reverse 127.0.0.1 uroce0 -R
 else

@@ -3,6 +3,7 @@
  * the settings middleware needs on uroce that it cannot find itself. */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
@@ -18,7 +19,7 @@
 #include "uroce.h"
 
 static const char run_help[] =
-	"usage: uroce run [--no-sysfs] [--] PROG [ARGS...]\n"
+	"usage: uroce run [--no-sysfs] [--rsockets] [--] PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG with uroce's libibverbs.so.1 and librdmacm.so.1 ahead of the\n"
 	"system's, so that an unmodified verbs or rdma_cm program (ibv_rc_pingpong,\n"
@@ -48,13 +49,18 @@ static const char run_help[] =
 	"the start, for programs that read those files themselves (uroce sysfs).\n"
 	"--no-sysfs, or UROCE_SYSFS=0, runs PROG without it.\n"
 	"\n"
+	"--rsockets runs an unmodified TCP program over rsockets: rdma-core's\n"
+	"librspreload.so (Debian: librdmacm1) is preloaded, and its sockets go\n"
+	"through uroce's librdmacm.so.1.\n"
+	"\n"
 	"examples:\n"
 	"  uroce run -- ibv_devinfo -v\n"
 	"  uroce run -- ibv_rc_pingpong -d uroce0 -g 1            (server)\n"
 	"  uroce run -- ibv_rc_pingpong -d uroce0 -g 1 127.0.0.1  (client)\n"
 	"  uroce run -- ib_write_bw -d uroce0 -x 1\n"
 	"  uroce run -- rping -s -a 127.0.0.1                     (rdma_cm server)\n"
-	"  uroce run -- rping -c -a 127.0.0.1 -C 10 -v            (rdma_cm client)\n";
+	"  uroce run -- rping -c -a 127.0.0.1 -C 10 -v            (rdma_cm client)\n"
+	"  uroce run --rsockets -- iperf3 -c 127.0.0.1            (TCP over rsockets)\n";
 
 static int has_lib(const char *dir)
 {
@@ -283,10 +289,42 @@ static void libfabric_without_lo(void)
 		freeifaddrs(ifa_list);
 }
 
+/* Adds rdma-core's rsockets preload library (where the distribution puts
+ * it) after what LD_PRELOAD already holds (a sanitizer's runtime must stay
+ * first).  0, or -1 with the reason said. */
+static int preload_rsockets(void)
+{
+	static const char *const where[] = {
+		"/usr/lib/*/rsocket/librspreload.so", "/usr/lib64/rsocket/librspreload.so",
+		"/usr/lib/rsocket/librspreload.so", "/usr/local/lib*/rsocket/librspreload.so",
+	};
+	const char *old = getenv("LD_PRELOAD");
+	glob_t g = { 0 };
+	char *val = NULL;
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]) && !g.gl_pathc; i++)
+		if (glob(where[i], 0, NULL, &g))
+			globfree(&g);
+	if (!g.gl_pathc) {
+		fprintf(stderr, "uroce run: --rsockets needs rdma-core's librspreload.so, found in no "
+			"rsocket/ directory under /usr/lib (Debian: apt-get install librdmacm1)\n");
+		return -1;
+	}
+	if (asprintf(&val, "%s%s%s", old && *old ? old : "", old && *old ? " " : "",
+		     g.gl_pathv[0]) < 0) {
+		globfree(&g);
+		return -1;
+	}
+	setenv("LD_PRELOAD", val, 1);
+	free(val);
+	globfree(&g);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	const char *libdir = ur_tool_libdir(), *old, *env = getenv("UROCE_SYSFS");
-	bool sysfs_view = !env || strcmp(env, "0");
+	bool sysfs_view = !env || strcmp(env, "0"), rsockets = false;
 	char *path;
 	int first = 1;
 
@@ -294,9 +332,13 @@ int cmd_run(int argc, char **argv)
 		printf(run_help, libdir ? libdir : "LIBDIR");
 		return UR_EXIT_OK;
 	}
-	if (first < argc && !strcmp(argv[first], "--no-sysfs")) {
-		sysfs_view = false;
-		first++;
+	for (; first < argc; first++) {
+		if (!strcmp(argv[first], "--no-sysfs"))
+			sysfs_view = false;
+		else if (!strcmp(argv[first], "--rsockets"))
+			rsockets = true;
+		else
+			break;
 	}
 	if (first < argc && !strcmp(argv[first], "--"))
 		first++;
@@ -315,6 +357,8 @@ int cmd_run(int argc, char **argv)
 		return UR_EXIT_FAIL;
 	setenv("LD_LIBRARY_PATH", path, 1);
 	free(path);
+	if (rsockets && preload_rsockets())
+		return UR_EXIT_FAIL;
 	set_ucx_defaults();
 	if (runs_ucx(argv[first]))
 		hint_ucx_nodes();
