@@ -6,6 +6,8 @@
 # destination-GID check on (no UCX_UD_ETH_DGID_CHECK override: it reads the
 # L3 type from wc.sl).  On one host (uroce0, lo) and between two namespaces
 # joined by a veth (uroce1; the sanitizer builds run RC only there).
+# Then UCT's am_lat over rc_verbs as README.md runs it (ucx_perftest's -x
+# and -d, under uroce run, no environment).
 # Each run: both sides exit 0, final figures, no UCX or uroce error.
 # Few iterations: figures are bench/'s business.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +29,18 @@ ucx_suite() {
 
 ucx_need uroce0 uroce1
 ucx_suite lo uroce0 127.0.0.1 rc_verbs,ud_verbs:aux,self ud_verbs,self
+
+# As README.md runs it: UCT's am_lat over rc_verbs on uroce0, transport and
+# device from ucx_perftest's own -x and -d, under uroce run, no setting.
+port=$(ur_port)
+UR_ENV=()
+ur_pair readme.am_lat "$port" \
+	"$UR_BUILD/bin/uroce" run ucx_perftest -t am_lat -x rc_verbs -d uroce0:1 -n 2000 -p "$port" -- \
+	"$UR_BUILD/bin/uroce" run ucx_perftest -t am_lat -x rc_verbs -d uroce0:1 -n 2000 -p "$port" 127.0.0.1
+ur_expect_pair_ok readme.am_lat "uroce run -- ucx_perftest -t am_lat -x rc_verbs -d uroce0:1, no setting" &&
+	ur_expect_grep readme.am_lat.client '^Final: +2000 ' "readme.am_lat: final figures"
+ur_expect_no_grep readme.am_lat.client 'UCX +(ERROR|WARN)|uroce (error|warning)' \
+	"readme.am_lat: client: no UCX or uroce error"
 
 # The sanitizer builds rerun the veth half with RC (UD as its wire-up)
 # only: the same library paths as on lo, in less CI time.
