@@ -131,12 +131,12 @@ static void test_park_then_silence_counts(void)
 	t_pair_close(&p);
 }
 
-/* The packets left but the local peer has not read them yet (its socket's
- * queue: a process slow under load): behind, not silent.  Its timeouts go
- * back as early retries but none counts, for up to UR_MAX_TURN_WAIT QP
- * timeouts; the message completes once the peer reads.  A peer that stays
- * behind for good (frozen) still ends the QP, after that bound. */
-static void test_park_peer_behind(void)
+/* behind_case: the packets left, but *behind says someone has not read
+ * them yet: behind, not silent.  For grace QP timeouts its timeouts go
+ * back as early retries and none counts; the message completes once the
+ * reader catches up.  Behind for good, the QP still ends, after bound QP
+ * timeouts. */
+static void behind_case(bool *behind, unsigned grace, unsigned bound)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
@@ -152,13 +152,14 @@ static void test_park_peer_behind(void)
 	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
 	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 4 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);
-	net.behind = true;                /* unread in the peer's queue */
-	for (int i = 0; i < 4; i++) {
+	*behind = true;
+	for (unsigned i = 0; i < grace; i++) {
 		t_advance(qpt);
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 		UT_EQ(p.a.qp->comp.retry_left, 1);
 	}
-	net.behind = false;
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
+	*behind = false;
 	t_run();                          /* it reads: the first copies, then the resends */
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
@@ -166,72 +167,37 @@ static void test_park_peer_behind(void)
 
 	/* Behind for good: counted after the bound. */
 	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-	net.behind = true;
-	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * UR_MAX_TURN_WAIT) {
+	*behind = true;
+	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * bound) {
 		while (t_count())
 			t_drop(0);
 		t_advance(qpt);
 		periods++;
 	}
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_CHECK(periods >= UR_MAX_TURN_WAIT && periods <= UR_MAX_TURN_WAIT + 3);
+	UT_CHECK(periods >= bound && periods <= bound + 3);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
-	net.behind = false;
+	*behind = false;
 	t_mem_free(&sa);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
-/* This process itself is behind (its own socket's queue unread: 1024 DC
- * initiators and their DCT in one process, under ThreadSanitizer): it is
- * running, so the wait is its own backlog, not a frozen peer.  Twice the
- * bound a peer process gets passes without a counted retry; the message
- * completes once the queue is read.  Behind for good (a flood that never
- * lets the queue empty), the QP still ends, after UR_MAX_SELF_WAIT. */
+/* A local peer process has not read them (its socket's queue: a process
+ * slow under load).  It may be frozen for good: UR_MAX_TURN_WAIT. */
+static void test_park_peer_behind(void)
+{
+	behind_case(&net.behind, 4, UR_MAX_TURN_WAIT);
+}
+
+/* This process itself has not (its own socket's queue unread: 1024 DC
+ * initiators and their DCT in one process, under ThreadSanitizer).  It is
+ * running, so the wait is its own backlog: twice the peer's bound passes
+ * without a count; only a flood that never lets the queue empty ends the
+ * QP, after UR_MAX_SELF_WAIT. */
 static void test_park_self_behind(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
-	uint64_t qpt = ur_rel_timeout_ns(10);
-	struct t_pair p;
-	struct t_mem sa, rb;
-	struct ibv_wc wc;
-	unsigned periods = 0;
-
-	if (t_pair_open(&p, &o))
-		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 2 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_count(), 2);
-	net.behind_self = true;
-	for (unsigned i = 0; i < 2 * UR_MAX_TURN_WAIT; i++) {
-		t_advance(qpt);
-		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-		UT_EQ(p.a.qp->comp.retry_left, 1);
-	}
-	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
-	net.behind_self = false;
-	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 2 * 256);
-
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-	net.behind_self = true;
-	while (p.a.qp->state == IBV_QPS_RTS && periods < 2 * UR_MAX_SELF_WAIT) {
-		while (t_count())
-			t_drop(0);
-		t_advance(qpt);
-		periods++;
-	}
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_CHECK(periods >= UR_MAX_SELF_WAIT && periods <= UR_MAX_SELF_WAIT + 3);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
-	net.behind_self = false;
-	t_mem_free(&sa);
-	t_mem_free(&rb);
-	t_pair_close(&p);
+	behind_case(&net.behind_self, 2 * UR_MAX_TURN_WAIT, UR_MAX_SELF_WAIT);
 }
 
 /* A QP that fails while it waits for room (here moved to ERR; in the
