@@ -1,10 +1,14 @@
-# Harness for the integration tests: sourced by every tests/integ/*.test.sh.
+# Harness for the integration tests: sourced by the tests/integ/*.test.sh,
+# by themselves or through their family's library on top of it (as
+# qptypes_lib.sh sources it for the qptypes_*.test.sh).
 #
 # Runs programs on uroce as separate processes with timeouts, in the current
 # network namespace or in namespaces it creates, and checks what they did.
 #
 #   ur_start NAME PROG ARGS...   start PROG on uroce in the background; its
-#                                stdout+stderr go to $(ur_out NAME)
+#                                stdout+stderr go to $(ur_out NAME); a bare
+#                                PROG of the build (qpt_ud, uroce) is found
+#                                in $UROCE_BUILD/bin, others in PATH
 #   ur_wait NAME                 wait for it; its exit code is ${UR_RC[NAME]}
 #                                (124: killed by the timeout)
 #   ur_run NAME PROG ARGS...     both; returns the exit code
@@ -207,10 +211,16 @@ ur_is_asan() { grep -q '^CMAKE_BUILD_TYPE:STRING=ASan$' "$UR_BUILD/CMakeCache.tx
 ur_is_tsan() { grep -q '^CMAKE_BUILD_TYPE:STRING=TSan$' "$UR_BUILD/CMakeCache.txt" 2>/dev/null; }
 
 # ur_cmd PROG ARGS...: fills UR_CMD with the command line that runs PROG on
-# uroce in UR_NS with UR_ENV.
+# uroce in UR_NS with UR_ENV.  A bare PROG that the build made (a test
+# program, uroce) is the build's ($UR_BUILD/bin/PROG; their names take no
+# system program's), any other is looked up in PATH.
 ur_cmd() {
 	local prog=$1 path env=("LD_LIBRARY_PATH=$UR_BUILD/lib")
-	path=$(command -v "$prog" 2>/dev/null || echo "$prog")
+	if [[ $prog != */* && -x $UR_BUILD/bin/$prog ]]; then
+		path=$UR_BUILD/bin/$prog
+	else
+		path=$(command -v "$prog" 2>/dev/null || echo "$prog")
+	fi
 	if ur_is_asan; then
 		local asan ubsan asan_opts=${ASAN_OPTIONS:-}
 		asan=$(gcc -print-file-name=libasan.so)

@@ -1,12 +1,13 @@
-# Network namespaces for the integration tests' harnesses (lib.sh and
-# qptypes_lib.sh source it): as root, those of "ip netns"; as a user, where
-# the kernel lets users make user namespaces (unshare -Ur), namespaces of a
-# user namespace of the user's own, each held by a sleeping process and
-# named userns:PID, so that a developer without root runs these tests too.
+# Network namespaces for the integration tests' harness (lib.sh sources
+# it): as root, those of "ip netns"; as a user, where the kernel lets users
+# make user namespaces (unshare -Ur), namespaces of a user namespace of the
+# user's own, each held by a sleeping process and named userns:PID, so that
+# a developer without root runs these tests too.
 # The harness defines ur_on_exit CMD (run at exit) and UR_TMP (a scratch
 # folder) before calling these.
 #
-#   ur_netns_new VAR         a namespace with lo up, its name in VAR
+#   ur_netns_new VAR         a namespace with lo up, its name in VAR; at
+#                            exit it goes, with uroce's files for it
 #   ur_nsexec NS CMD...      CMD in namespace NS (empty: here)
 #   ur_ns_prefix NS          the words that do it, in UR_NS_PREFIX
 #   ur_ip NS ARGS...         ip ARGS in NS
@@ -87,9 +88,11 @@ ur_wait_file() {
 }
 
 # ur_netns_new VAR: a fresh network namespace with lo up, its name (for
-# UR_NS and ur_nsexec) in VAR, removed at exit.  As root, "ip netns add";
-# otherwise one of the test's user namespace, held by a sleeping process
-# (userns:PID).  Returns 1, with the reason in UR_NETNS_WHY, if it cannot.
+# UR_NS and ur_nsexec) in VAR, removed at exit together with the host
+# registry files uroce makes for it (ur_netns_registry_gone).  As root, "ip
+# netns add"; otherwise one of the test's user namespace, held by a
+# sleeping process (userns:PID).  Returns 1, with the reason in
+# UR_NETNS_WHY, if it cannot.
 UR_NETNS_SEQ=0
 ur_netns_new() {
 	local var=$1 name err pid ready
@@ -103,6 +106,7 @@ ur_netns_new() {
 		ur_on_exit "ip netns del $name"
 		ip -n "$name" link set lo up || return 1
 		printf -v "$var" '%s' "$name"
+		ur_netns_registry_gone "$name"
 		return 0
 	fi
 	ur_userns_holder || return 1
@@ -117,6 +121,20 @@ ur_netns_new() {
 		return 1
 	fi
 	printf -v "$var" '%s' "userns:$pid"
+	ur_netns_registry_gone "userns:$pid"
+}
+
+# ur_netns_registry_gone NS: at exit, before NS goes, remove the registry,
+# router lock and capture switch uroce keeps in /dev/shm for NS
+# (uroce-UID-netINODE*, UID the user's as the machine sees it, also from a
+# user namespace).  Nothing can use them once NS is gone; left, they would
+# wait for the next uroce process's sweep.
+ur_netns_registry_gone() {
+	local f ino uid
+	ino=$(ur_netns_ino "$1") && [ -n "$ino" ] || return 0
+	uid=$(id -u)
+	f=/dev/shm/uroce-$uid-net$ino
+	ur_on_exit "rm -f $f-v* $f.router $f.capture"
 }
 
 # ur_netns_private: a fresh network namespace with lo (up) alone, named in

@@ -12,37 +12,37 @@
 . "$(dirname "$0")/qptypes_lib.sh"
 
 qt_topologies
-QT_NS=$QT_NS_S qt_run host.local qpt_async -m local -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
+UR_NS=$QT_NS_S ur_run host.local qpt_async -m local -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
 qt_expect_prog host.local "QP/SRQ/CQ events on $QT_HOST_DEV (lo)"
-QT_NS=$QT_NS_A qt_run netns.local qpt_async -m local -d "$QT_NET_DEV" -g "$QT_NET_GID"
+UR_NS=$UR_NS_A ur_run netns.local qpt_async -m local -d "$QT_NET_DEV" -g "$QT_NET_GID"
 qt_expect_prog netns.local "QP/SRQ/CQ events on $QT_NET_DEV (veth)"
 
 # Port events: the link of namespace A goes down, up, gets an address and
 # goes away; a program of ours and ibv_asyncwatch watch the device.
-newip=${QT_IP_A%.*}.77
-QT_NS=$QT_NS_A qt_start port qpt_async -m port -d "$QT_NET_DEV" -a "$newip"
-QT_NS=$QT_NS_A qt_start asyncwatch ibv_asyncwatch -d "$QT_NET_DEV"
+newip=${UR_IP_A%.*}.77
+UR_NS=$UR_NS_A ur_start port qpt_async -m port -d "$QT_NET_DEV" -a "$newip"
+UR_NS=$UR_NS_A ur_start asyncwatch ibv_asyncwatch -d "$QT_NET_DEV"
 step() {   # step WHAT ERE COMMAND...: do it, then wait for qpt_async to see it
 	local what=$1 ere=$2
 	shift 2
-	"$@" || qt_fail "port events: '$*' failed"
-	qt_wait_output port "$ere" 40 || qt_fail "port events: no '$ere' after $what"
+	"$@" || ur_fail "port events: '$*' failed"
+	qt_wait_output port "$ere" 40 || ur_fail "port events: no '$ere' after $what"
 }
 if qt_wait_output port '^ready' 30 && qt_wait_output asyncwatch 'async event FD' 30; then
-	step "link down" 'got IBV_EVENT_PORT_ERR' ur_ip "$QT_NS_A" link set "$QT_IF_A" down
-	step "link up" 'got IBV_EVENT_PORT_ACTIVE' ur_ip "$QT_NS_A" link set "$QT_IF_A" up
+	step "link down" 'got IBV_EVENT_PORT_ERR' ur_ip "$UR_NS_A" link set "$UR_IF_A" down
+	step "link up" 'got IBV_EVENT_PORT_ACTIVE' ur_ip "$UR_NS_A" link set "$UR_IF_A" up
 	qt_wait_output port '^add the address' 10
-	step "address added" 'got IBV_EVENT_GID_CHANGE' ur_ip "$QT_NS_A" addr add "$newip/24" dev "$QT_IF_A"
-	step "interface deleted" 'got IBV_EVENT_DEVICE_FATAL' ur_ip "$QT_NS_A" link del "$QT_IF_A"
+	step "address added" 'got IBV_EVENT_GID_CHANGE' ur_ip "$UR_NS_A" addr add "$newip/24" dev "$UR_IF_A"
+	step "interface deleted" 'got IBV_EVENT_DEVICE_FATAL' ur_ip "$UR_NS_A" link del "$UR_IF_A"
 else
-	qt_fail "port events: qpt_async or ibv_asyncwatch did not start"
+	ur_fail "port events: qpt_async or ibv_asyncwatch did not start"
 fi
-qt_wait port
+ur_wait port
 qt_expect_prog port "port/GID/device events seen by qpt_async"
 qt_wait_output asyncwatch 'IBV_EVENT_DEVICE_FATAL' 20
-qt_stop asyncwatch
+ur_stop asyncwatch
 for ev in PORT_ERR PORT_ACTIVE GID_CHANGE DEVICE_FATAL; do
-	qt_expect_grep asyncwatch "event_type IBV_EVENT_$ev \\(" "ibv_asyncwatch reports IBV_EVENT_$ev"
+	ur_expect_grep asyncwatch "event_type IBV_EVENT_$ev \\(" "ibv_asyncwatch reports IBV_EVENT_$ev"
 done
-qt_expect_no_grep asyncwatch 'unexpected' "ibv_asyncwatch saw no event it does not expect on a port"
-qt_done
+ur_expect_no_grep asyncwatch 'unexpected' "ibv_asyncwatch saw no event it does not expect on a port"
+ur_done

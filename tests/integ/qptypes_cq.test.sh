@@ -12,8 +12,8 @@
 . "$(dirname "$0")/qptypes_lib.sh"
 
 qt_topologies
-QT_NS=$QT_NS_S qt_run host.cq qpt_cq -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
+UR_NS=$QT_NS_S ur_run host.cq qpt_cq -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
 qt_expect_prog host.cq "CQ details on $QT_HOST_DEV (lo)"
-QT_NS=$QT_NS_A qt_run netns.cq qpt_cq -d "$QT_NET_DEV" -g "$QT_NET_GID"
+UR_NS=$UR_NS_A ur_run netns.cq qpt_cq -d "$QT_NET_DEV" -g "$QT_NET_GID"
 qt_expect_prog netns.cq "CQ details on $QT_NET_DEV (veth)"
-qt_done
+ur_done

@@ -17,43 +17,43 @@ declare -A VERIFIED_BY=(
 )
 
 qt_netns_solo
-dev=$(QT_NS=$QT_NS_S qt_dev_of 127.0.0.1)
-gidx=$(QT_NS=$QT_NS_S qt_gid_of "$dev" ::ffff:127.0.0.1)
-QT_NS=$QT_NS_S qt_run devinfo ibv_devinfo -v -d "$dev"
-qt_expect_rc devinfo 0 "ibv_devinfo -v -d $dev"
-out=$(qt_out devinfo)
+dev=$(UR_NS=$QT_NS_S ur_dev_of 127.0.0.1)
+gidx=$(UR_NS=$QT_NS_S ur_gid_index "$dev" ::ffff:127.0.0.1)
+UR_NS=$QT_NS_S ur_run devinfo ibv_devinfo -v -d "$dev"
+ur_expect_rc devinfo 0 "ibv_devinfo -v -d $dev"
+out=$(ur_out devinfo)
 flags=$(sed -n '/device_cap_flags:/,/max_sge:/p' "$out" | sed -n 's/^[[:space:]]*\([A-Z][A-Z0-9_]*\)[[:space:]]*$/\1/p')
-[ -n "$flags" ] || qt_fail "no device_cap_flags names in the ibv_devinfo output"
+[ -n "$flags" ] || ur_fail "no device_cap_flags names in the ibv_devinfo output"
 for f in $flags; do
 	t=${VERIFIED_BY[$f]:-}
 	if [ -z "$t" ]; then
-		qt_fail "device_cap_flags advertises $f, which no test verifies"
-	elif [ ! -f "$QT_SRC/tests/integ/$t.test.sh" ]; then
-		qt_fail "$f: its test $t.test.sh is missing"
+		ur_fail "device_cap_flags advertises $f, which no test verifies"
+	elif [ ! -f "$UR_SRC/tests/integ/$t.test.sh" ]; then
+		ur_fail "$f: its test $t.test.sh is missing"
 	else
-		qt_ok "$f advertised, verified by $t"
+		ur_pass "$f advertised, verified by $t"
 	fi
 done
 for f in "${!VERIFIED_BY[@]}"; do
-	grep -qw "$f" <<< "$flags" || qt_fail "$f is verified by ${VERIFIED_BY[$f]} but not advertised"
+	grep -qw "$f" <<< "$flags" || ur_fail "$f is verified by ${VERIFIED_BY[$f]} but not advertised"
 done
 for field in max_mw max_mcast_grp max_mcast_qp_attach max_srq max_ah max_qp_rd_atom; do
 	v=$(sed -n "s/^[[:space:]]*$field:[[:space:]]*\([0-9]*\).*/\1/p" "$out" | head -n1)
 	if [ -n "$v" ] && [ "$v" -gt 0 ]; then
-		qt_ok "$field: $v"
+		ur_pass "$field: $v"
 	else
-		qt_fail "$field: '$v' (expected a non-zero limit)"
+		ur_fail "$field: '$v' (expected a non-zero limit)"
 	fi
 done
-qt_expect_grep devinfo 'completion timestamp_mask:[[:space:]]*0x[0-9a-f]*[1-9a-f]' "a completion timestamp mask"
-qt_expect_grep devinfo 'hca_core_clock:[[:space:]]*[1-9]' "hca_core_clock"
-qt_expect_grep devinfo 'max_cq_count:[[:space:]]*[1-9]' "CQ moderation: max_cq_count"
-qt_expect_grep devinfo 'rc_odp_caps:' "ODP capabilities printed"
+ur_expect_grep devinfo 'completion timestamp_mask:[[:space:]]*0x[0-9a-f]*[1-9a-f]' "a completion timestamp mask"
+ur_expect_grep devinfo 'hca_core_clock:[[:space:]]*[1-9]' "hca_core_clock"
+ur_expect_grep devinfo 'max_cq_count:[[:space:]]*[1-9]' "CQ moderation: max_cq_count"
+ur_expect_grep devinfo 'rc_odp_caps:' "ODP capabilities printed"
 
-QT_NS=$QT_NS_S qt_run caps qpt_caps -d "$dev" -g "$gidx"
+UR_NS=$QT_NS_S ur_run caps qpt_caps -d "$dev" -g "$gidx"
 qt_expect_prog caps "advertised capabilities against use (qpt_caps)"
-QT_NS=$QT_NS_S qt_run mcast-limits qpt_mcast -m limits -d "$dev" -g "$gidx"
+UR_NS=$QT_NS_S ur_run mcast-limits qpt_mcast -m limits -d "$dev" -g "$gidx"
 qt_expect_prog mcast-limits "max_mcast_grp / max_mcast_qp_attach honoured (qpt_mcast -m limits)"
-QT_NS=$QT_NS_S qt_run cq qpt_cq -d "$dev" -g "$gidx"
+UR_NS=$QT_NS_S ur_run cq qpt_cq -d "$dev" -g "$gidx"
 qt_expect_prog cq "timestamps and CQ moderation capabilities (qpt_cq)"
-qt_done
+ur_done

@@ -14,35 +14,35 @@
 group() {
 	local name=$1 dev=$2 gidx=$3 sns=$4 ip=$5 p i=0 m
 	shift 5
-	p=$(qt_port)
-	QT_NS=$sns qt_start "$name.sender" qpt_mcast -m sender -n $# -d "$dev" -g "$gidx" -p "$p"
-	if ! QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.sender]}"; then
-		qt_fail "$name: the sender never listened"
-		qt_stop "$name.sender"
+	p=$(ur_port)
+	UR_NS=$sns ur_start "$name.sender" qpt_mcast -m sender -n $# -d "$dev" -g "$gidx" -p "$p"
+	if ! UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.sender]}"; then
+		ur_fail "$name: the sender never listened"
+		ur_stop "$name.sender"
 		return
 	fi
 	for m in "$@"; do
 		i=$((i + 1))
-		QT_NS=${m%%:*} qt_start "$name.member$i" qpt_mcast -m member -n "${m##*:}" \
+		UR_NS=${m%%:*} ur_start "$name.member$i" qpt_mcast -m member -n "${m##*:}" \
 			-d "$dev" -g "$gidx" -p "$p" "$ip"
 	done
 	for ((j = 1; j <= i; j++)); do
-		qt_wait "$name.member$j"
+		ur_wait "$name.member$j"
 		m=${*:$j:1}
 		qt_expect_prog "$name.member$j" "$name: member $j (namespace ${m%%:*}, ${m##*:} QPs)"
 	done
-	qt_wait "$name.sender"
+	ur_wait "$name.sender"
 	qt_expect_prog "$name.sender" "$name: sender"
 }
 
 qt_topologies
 group host.mcast "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_NS_S" "$QT_HOST_IP" "$QT_NS_S:2" "$QT_NS_S:3"
-group netns.mcast "$QT_NET_DEV" "$QT_NET_GID" "$QT_NS_B" "$QT_IP_B" "$QT_NS_A:2" "$QT_NS_A:3" "$QT_NS_B:2"
+group netns.mcast "$QT_NET_DEV" "$QT_NET_GID" "$UR_NS_B" "$UR_IP_B" "$UR_NS_A:2" "$UR_NS_A:3" "$UR_NS_B:2"
 # Again with four receive contexts per process (docs/design.md, "Receive
 # contexts"): each socket of the port-4791 group gets its own copy of a
 # datagram to an IP group, and only context 0's may be delivered.
-UROCE_RX_THREADS=4 group netns.mcast.rx4 "$QT_NET_DEV" "$QT_NET_GID" "$QT_NS_B" "$QT_IP_B" \
-	"$QT_NS_A:2" "$QT_NS_A:3" "$QT_NS_B:2"
-QT_NS=$QT_NS_S qt_run host.limits qpt_mcast -m limits -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
+UROCE_RX_THREADS=4 group netns.mcast.rx4 "$QT_NET_DEV" "$QT_NET_GID" "$UR_NS_B" "$UR_IP_B" \
+	"$UR_NS_A:2" "$UR_NS_A:3" "$UR_NS_B:2"
+UR_NS=$QT_NS_S ur_run host.limits qpt_mcast -m limits -d "$QT_HOST_DEV" -g "$QT_HOST_GID"
 qt_expect_prog host.limits "advertised multicast limits"
-qt_done
+ur_done

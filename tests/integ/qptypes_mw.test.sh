@@ -12,4 +12,4 @@
 
 qt_topologies
 qt_prog_both mw qpt_mw
-qt_done
+ur_done

@@ -24,7 +24,7 @@
 # on a lossy network.
 . "$(dirname "$0")/qptypes_lib.sh"
 
-QT_TIMEOUT=90      # a run takes seconds; a hang is killed sooner than the default
+UR_TIMEOUT=90      # a run takes seconds; a hang is killed sooner than the default
 
 ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
 
@@ -34,19 +34,12 @@ pt() {
 	local tag=$1 name=$2 port=$3 ip=$4 try
 	shift 4
 	for try in 1 2 3; do
-		qt_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
-		# perftest times itself with the TSC, calibrated by a regression
-		# that a busy machine can spoil ("Correlation coefficient r^2 ...
-		# Can't produce a report"): that says nothing about the device,
-		# so such a run is made again (not a failure of the device's).
-		grep -q "Can't produce a report" "$(qt_out "$tag.$name.server")" "$(qt_out "$tag.$name.client")" || break
-		qt_log "note: $tag.$name: perftest could not calibrate its clock (busy machine); run again"
-		mv "$(qt_out "$tag.$name.server")" "$(qt_out "$tag.$name.server").try$try"
-		mv "$(qt_out "$tag.$name.client")" "$(qt_out "$tag.$name.client").try$try"
-		port=$(qt_port)
+		ur_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
+		ur_clock_spoiled "$tag.$name" "$try" || break
+		port=$(ur_port)
 	done
 	qt_expect_pair "$tag.$name" "$tag: $* ($name)" &&
-	qt_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row" >/dev/null
+	ur_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row" >/dev/null
 }
 
 run_set() {
@@ -54,29 +47,29 @@ run_set() {
 	local c=(-d "$dev" -x "$gidx") lim=()
 	[ "$tag" = netns ] && lim=(--rate_limit=2 --rate_limit_type=SW)
 
-	pt "$tag" ud-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000 "${lim[@]}"
-	pt "$tag" ud-send-bw-all "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200 "${lim[@]}"
-	pt "$tag" ud-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -n 500 -s "$mtu"
-	pt "$tag" ud-send-bw-2qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000 "${lim[@]}"
-	pt "$tag" uc-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000 "${lim[@]}"
-	pt "$tag" uc-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 500
-	pt "$tag" uc-send-lat-big "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 200 -s 65536
-	pt "$tag" uc-write-bw "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -n 3000
-	pt "$tag" uc-write-bw-all "$(qt_port)" "$ip" ib_write_bw "${c[@]}" -c UC -a -n 100
-	pt "$tag" uc-write-lat "$(qt_port)" "$ip" ib_write_lat "${c[@]}" -c UC -n 500
-	pt "$tag" srq-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -n 3000
-	pt "$tag" srq-send-bw-4qp "$(qt_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -q 4 -n 2000
-	pt "$tag" srq-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" --use-srq -n 500
+	pt "$tag" ud-send-bw "$(ur_port)" "$ip" ib_send_bw "${c[@]}" -c UD -n 3000 "${lim[@]}"
+	pt "$tag" ud-send-bw-all "$(ur_port)" "$ip" ib_send_bw "${c[@]}" -c UD -a -n 200 "${lim[@]}"
+	pt "$tag" ud-send-lat "$(ur_port)" "$ip" ib_send_lat "${c[@]}" -c UD -n 500 -s "$mtu"
+	pt "$tag" ud-send-bw-2qp "$(ur_port)" "$ip" ib_send_bw "${c[@]}" -c UD -q 2 -n 1000 "${lim[@]}"
+	pt "$tag" uc-send-bw "$(ur_port)" "$ip" ib_send_bw "${c[@]}" -c UC -n 3000 "${lim[@]}"
+	pt "$tag" uc-send-lat "$(ur_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 500
+	pt "$tag" uc-send-lat-big "$(ur_port)" "$ip" ib_send_lat "${c[@]}" -c UC -n 200 -s 65536
+	pt "$tag" uc-write-bw "$(ur_port)" "$ip" ib_write_bw "${c[@]}" -c UC -n 3000
+	pt "$tag" uc-write-bw-all "$(ur_port)" "$ip" ib_write_bw "${c[@]}" -c UC -a -n 100
+	pt "$tag" uc-write-lat "$(ur_port)" "$ip" ib_write_lat "${c[@]}" -c UC -n 500
+	pt "$tag" srq-send-bw "$(ur_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -n 3000
+	pt "$tag" srq-send-bw-4qp "$(ur_port)" "$ip" ib_send_bw "${c[@]}" --use-srq -q 4 -n 2000
+	pt "$tag" srq-send-lat "$(ur_port)" "$ip" ib_send_lat "${c[@]}" --use-srq -n 500
 
 	# Multicast: a group of our own per run, v4-mapped like the GIDs.
 	group="0:0:0:0:0:0:0:0:0:0:255:255:239:83:$(( $$ % 250 )):$(( RANDOM % 250 + 1 ))"
-	pt "$tag" mcast-send-bw "$(qt_port)" "$ip" ib_send_bw "${c[@]}" -c UD -g -M "$group" -n 1000
-	pt "$tag" mcast-send-lat "$(qt_port)" "$ip" ib_send_lat "${c[@]}" -c UD -g -M "$group" -n 300
+	pt "$tag" mcast-send-bw "$(ur_port)" "$ip" ib_send_bw "${c[@]}" -c UD -g -M "$group" -n 1000
+	pt "$tag" mcast-send-lat "$(ur_port)" "$ip" ib_send_lat "${c[@]}" -c UD -g -M "$group" -n 300
 	# Without -M: perftest's own GID-type check refuses IPv4 GIDs.
-	p=$(qt_port)
-	qt_pair "$tag.mcast-v6group" "$p" ib_send_bw "${c[@]}" -c UD -g -n 10 -p "$p" -- \
+	p=$(ur_port)
+	ur_pair "$tag.mcast-v6group" "$p" ib_send_bw "${c[@]}" -c UD -g -n 10 -p "$p" -- \
 		ib_send_bw "${c[@]}" -c UD -g -n 10 -p "$p" "$ip"
-	qt_expect_grep "$tag.mcast-v6group.client" 'Incompatibility issue with GID types' \
+	ur_expect_grep "$tag.mcast-v6group.client" 'Incompatibility issue with GID types' \
 		"$tag: perftest refuses its default (IPv6) MGID with an IPv4 GID, by itself"
 }
 
@@ -84,9 +77,9 @@ run_set() {
 # so that no other uroce process of the machine (another build serving
 # port 4791, another registry version) takes part; then two namespaces.
 qt_topologies
-qt_log "--- one host ($QT_HOST_DEV, lo)"
-QT_SNS=$QT_NS_S QT_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
-qt_log "--- two network namespaces (veth, MTU 1500)"
-QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
+ur_log "--- one host ($QT_HOST_DEV, lo)"
+UR_SNS=$QT_NS_S UR_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
+ur_log "--- two network namespaces (veth, MTU 1500)"
+UR_SNS=$UR_NS_A UR_CNS=$UR_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
 
-qt_done
+ur_done

@@ -43,8 +43,8 @@ if os.path.lexists(p):
 # over its processes (uroce devinfo -c).
 xsrq_counter() {
 	local n=$1.$RANDOM
-	QT_NS=$2 qt_run "$n" uroce devinfo -c -d "$3" >/dev/null
-	awk -v c="$4" '$1 == c { print $2 }' "$(qt_out "$n")"
+	UR_NS=$2 ur_run "$n" uroce devinfo -c -d "$3" >/dev/null
+	awk -v c="$4" '$1 == c { print $2 }' "$(ur_out "$n")"
 }
 
 # The words that run a program in a mount namespace of its own whose
@@ -60,56 +60,56 @@ run_set() {
 	local tag=$1 dev=$2 gidx=$3 ip=$4 mtu=$5 p why
 	local common=(-d "$dev" -g "$gidx")
 
-	p=$(qt_port)
-	qt_pair "$tag.uc" "$p" ibv_uc_pingpong "${common[@]}" -p "$p" -n 300 -c -- \
+	p=$(ur_port)
+	ur_pair "$tag.uc" "$p" ibv_uc_pingpong "${common[@]}" -p "$p" -n 300 -c -- \
 		ibv_uc_pingpong "${common[@]}" -p "$p" -n 300 -c "$ip"
 	qt_expect_pair "$tag.uc" "$tag: ibv_uc_pingpong, 300 x 4 KiB (4 packets at MTU 1024)"
-	qt_expect_grep "$tag.uc.client" '300 iters in' "$tag: uc_pingpong client did 300 iterations"
+	ur_expect_grep "$tag.uc.client" '300 iters in' "$tag: uc_pingpong client did 300 iterations"
 
-	p=$(qt_port)
-	qt_pair "$tag.uc-ev" "$p" ibv_uc_pingpong "${common[@]}" -p "$p" -n 100 -e -s 100 -- \
+	p=$(ur_port)
+	ur_pair "$tag.uc-ev" "$p" ibv_uc_pingpong "${common[@]}" -p "$p" -n 100 -e -s 100 -- \
 		ibv_uc_pingpong "${common[@]}" -p "$p" -n 100 -e -s 100 "$ip"
 	qt_expect_pair "$tag.uc-ev" "$tag: ibv_uc_pingpong -e (CQ events), 100 x 100 B"
 
 	# UD: the payload must fit the path MTU (the tool checks against the port).
-	p=$(qt_port)
-	qt_pair "$tag.ud" "$p" ibv_ud_pingpong "${common[@]}" -p "$p" -n 300 -s "$mtu" -c -- \
+	p=$(ur_port)
+	ur_pair "$tag.ud" "$p" ibv_ud_pingpong "${common[@]}" -p "$p" -n 300 -s "$mtu" -c -- \
 		ibv_ud_pingpong "${common[@]}" -p "$p" -n 300 -s "$mtu" -c "$ip"
 	qt_expect_pair "$tag.ud" "$tag: ibv_ud_pingpong, 300 x $mtu B (a full MTU datagram)"
-	qt_expect_grep "$tag.ud.server" '300 iters in' "$tag: ud_pingpong server did 300 iterations"
+	ur_expect_grep "$tag.ud.server" '300 iters in' "$tag: ud_pingpong server did 300 iterations"
 
-	p=$(qt_port)
-	qt_pair "$tag.ud-ev" "$p" ibv_ud_pingpong "${common[@]}" -p "$p" -n 100 -s 64 -e -- \
+	p=$(ur_port)
+	ur_pair "$tag.ud-ev" "$p" ibv_ud_pingpong "${common[@]}" -p "$p" -n 100 -s 64 -e -- \
 		ibv_ud_pingpong "${common[@]}" -p "$p" -n 100 -s 64 -e "$ip"
 	qt_expect_pair "$tag.ud-ev" "$tag: ibv_ud_pingpong -e (CQ events), 100 x 64 B"
 
-	p=$(qt_port)
-	qt_pair "$tag.srq16" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 200 -c -- \
+	p=$(ur_port)
+	ur_pair "$tag.srq16" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 200 -c -- \
 		ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 200 -c "$ip"
 	qt_expect_pair "$tag.srq16" "$tag: ibv_srq_pingpong, 16 QPs on one SRQ, 200 exchanges"
-	qt_expect_grep "$tag.srq16.client" '200 iters in' "$tag: srq_pingpong (16 QPs) completed"
+	ur_expect_grep "$tag.srq16.client" '200 iters in' "$tag: srq_pingpong (16 QPs) completed"
 
-	p=$(qt_port)
-	qt_pair "$tag.srq16-ev" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 50 -e -s 64 -- \
+	p=$(ur_port)
+	ur_pair "$tag.srq16-ev" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 50 -e -s 64 -- \
 		ibv_srq_pingpong "${common[@]}" -p "$p" -q 16 -n 50 -e -s 64 "$ip"
 	qt_expect_pair "$tag.srq16-ev" "$tag: ibv_srq_pingpong -e, 16 QPs, CQ events"
 
 	# The tool's own limit: "num_qp 256 must be less than 255" (Debian's
 	# rdma-core 44 refuses -q >= MAX_QP = 256), so 255 is the most it runs.
-	p=$(qt_port)
-	qt_pair "$tag.srq255" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 2000 -s 1024 -- \
+	p=$(ur_port)
+	ur_pair "$tag.srq255" "$p" ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 2000 -s 1024 -- \
 		ibv_srq_pingpong "${common[@]}" -p "$p" -q 255 -n 2000 -s 1024 "$ip"
 	qt_expect_pair "$tag.srq255" "$tag: ibv_srq_pingpong, 255 QPs on one SRQ (the tool's limit)"
-	qt_expect_grep "$tag.srq255.server" '2000 iters in' "$tag: srq_pingpong (255 QPs) completed"
+	ur_expect_grep "$tag.srq255.server" '2000 iters in' "$tag: srq_pingpong (255 QPs) completed"
 
-	p=$(qt_port)
-	qt_pair "$tag.xsrq1" "$p" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 50 -- \
+	p=$(ur_port)
+	ur_pair "$tag.xsrq1" "$p" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 50 -- \
 		ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 50 "$ip"
 	qt_expect_pair "$tag.xsrq1" "$tag: ibv_xsrq_pingpong, one client, 50 tests"
-	qt_expect_grep "$tag.xsrq1.client" '^success' "$tag: xsrq_pingpong client reports success"
+	ur_expect_grep "$tag.xsrq1.client" '^success' "$tag: xsrq_pingpong client reports success"
 
-	p=$(qt_port)
-	qt_pair "$tag.xsrq1-ev" "$p" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 20 -e -- \
+	p=$(ur_port)
+	ur_pair "$tag.xsrq1-ev" "$p" ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 20 -e -- \
 		ibv_xsrq_pingpong "${common[@]}" -p "$p" -n 20 -e "$ip"
 	qt_expect_pair "$tag.xsrq1-ev" "$tag: ibv_xsrq_pingpong -e, one client"
 
@@ -121,10 +121,10 @@ run_set() {
 	# user's, mode 0440), each program falls back to a private domain and
 	# the three wait forever, by the program's design (xsrq_private says
 	# why): this case is then left out.
-	why=$(xrc_file_refused "${QT_SNS-$QT_NS}")
-	[ -n "$why" ] || why=$(xrc_file_refused "${QT_CNS-$QT_NS}")
+	why=$(xrc_file_refused "${UR_SNS-$UR_NS}")
+	[ -n "$why" ] || why=$(xrc_file_refused "${UR_CNS-$UR_NS}")
 	if [ -n "$why" ]; then
-		qt_log "left out: $tag: ibv_xsrq_pingpong, 2 clients sharing a domain: $why," \
+		ur_log "left out: $tag: ibv_xsrq_pingpong, 2 clients sharing a domain: $why," \
 			"so each process would open a private XRC domain (the private-domain case)"
 	else
 		xsrq_shared "$tag" "$ip" "${common[@]}"
@@ -136,21 +136,21 @@ run_set() {
 xsrq_shared() {
 	local tag=$1 ip=$2 p
 	shift 2
-	p=$(qt_port)
-	QT_TIMEOUT=60 QT_NS=${QT_SNS-$QT_NS} qt_start "$tag.xsrq.server" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
-	if QT_NS=${QT_SNS-$QT_NS} qt_wait_listen "$p" "${QT_PID[$tag.xsrq.server]}"; then
-		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client1" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
-		QT_TIMEOUT=60 QT_NS=${QT_CNS-$QT_NS} qt_start "$tag.xsrq.client2" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
-		qt_wait "$tag.xsrq.client1"
-		qt_wait "$tag.xsrq.client2"
-		qt_expect_rc "$tag.xsrq.client1" 0 "$tag: ibv_xsrq_pingpong, client 1 of 2"
-		qt_expect_rc "$tag.xsrq.client2" 0 "$tag: ibv_xsrq_pingpong, client 2 of 2"
+	p=$(ur_port)
+	UR_TIMEOUT=60 UR_NS=${UR_SNS-$UR_NS} ur_start "$tag.xsrq.server" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
+	if UR_NS=${UR_SNS-$UR_NS} ur_wait_listen "$p" "${UR_PID[$tag.xsrq.server]}"; then
+		UR_TIMEOUT=60 UR_NS=${UR_CNS-$UR_NS} ur_start "$tag.xsrq.client1" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
+		UR_TIMEOUT=60 UR_NS=${UR_CNS-$UR_NS} ur_start "$tag.xsrq.client2" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
+		ur_wait "$tag.xsrq.client1"
+		ur_wait "$tag.xsrq.client2"
+		ur_expect_rc "$tag.xsrq.client1" 0 "$tag: ibv_xsrq_pingpong, client 1 of 2"
+		ur_expect_rc "$tag.xsrq.client2" 0 "$tag: ibv_xsrq_pingpong, client 2 of 2"
 	else
-		qt_fail "$tag: ibv_xsrq_pingpong server never listened"
+		ur_fail "$tag: ibv_xsrq_pingpong server never listened"
 	fi
-	qt_wait "$tag.xsrq.server"
-	qt_expect_rc "$tag.xsrq.server" 0 "$tag: ibv_xsrq_pingpong server, 2 clients"
-	qt_expect_grep "$tag.xsrq.server" '^success' "$tag: xsrq_pingpong server reports success"
+	ur_wait "$tag.xsrq.server"
+	ur_expect_rc "$tag.xsrq.server" 0 "$tag: ibv_xsrq_pingpong server, 2 clients"
+	ur_expect_grep "$tag.xsrq.server" '^success' "$tag: xsrq_pingpong server reports success"
 }
 
 # xsrq_private TAG DEV SERVER_IP ARGS...: two clients with a private domain
@@ -163,28 +163,28 @@ xsrq_shared() {
 # Had uroce let a target QP reach another process's private domain, the
 # programs would finish instead, and this fails.
 xsrq_private() {
-	local tag=$1 dev=$2 ip=$3 p n sns=${QT_SNS-$QT_NS} cns=${QT_CNS-$QT_NS}
+	local tag=$1 dev=$2 ip=$3 p n sns=${UR_SNS-$UR_NS} cns=${UR_CNS-$UR_NS}
 	local e0 k0 e1 k1 i r alive
 	shift 3
 	n=$tag.xsrqp
-	p=$(qt_port)
+	p=$(ur_port)
 	e0=$(xsrq_counter "$n.ctr" "$sns" "$dev" completion_errors)
 	k0=$(xsrq_counter "$n.ctr" "$sns" "$dev" rcvd_nak)
-	QT_TIMEOUT=60 QT_NS=$sns qt_start "$n.server" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
-	if ! QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$n.server]}"; then
-		qt_fail "$tag: ibv_xsrq_pingpong server (private domains) never listened"
-		qt_stop "$n.server"
+	UR_TIMEOUT=60 UR_NS=$sns ur_start "$n.server" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -c 2 -n 10
+	if ! UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$n.server]}"; then
+		ur_fail "$tag: ibv_xsrq_pingpong server (private domains) never listened"
+		ur_stop "$n.server"
 		return
 	fi
 	for i in 1 2; do
-		QT_TIMEOUT=60 QT_NS=$cns qt_start "$n.client$i" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
+		UR_TIMEOUT=60 UR_NS=$cns ur_start "$n.client$i" "${XRC_PRIVATE[@]}" ibv_xsrq_pingpong "$@" -p "$p" -n 10 "$ip"
 	done
 	for ((i = 0; i < 150; i++)); do
 		e1=$(xsrq_counter "$n.ctr" "$sns" "$dev" completion_errors)
 		[ $((e1 - e0)) -ge 2 ] && break
 		alive=0
 		for r in server client1 client2; do
-			kill -0 "${QT_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
+			kill -0 "${UR_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
 		done
 		[ $alive = 3 ] || break
 		sleep 0.2
@@ -194,15 +194,15 @@ xsrq_private() {
 	k1=$(xsrq_counter "$n.ctr" "$sns" "$dev" rcvd_nak)
 	alive=0
 	for r in server client1 client2; do
-		kill -0 "${QT_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
-		qt_stop "$n.$r"
+		kill -0 "${UR_PID[$n.$r]}" 2>/dev/null && alive=$((alive + 1))
+		ur_stop "$n.$r"
 	done
-	qt_expect_grep "$n.client1" 'Couldn.t create the file for the XRC Domain' \
+	ur_expect_grep "$n.client1" 'Couldn.t create the file for the XRC Domain' \
 		"$tag: private domains: client 1 opened its domain without the file"
 	if [ $((e1 - e0)) = 2 ] && [ $((k1 - k0)) -ge 2 ] && [ $alive = 3 ]; then
-		qt_ok "$tag: private domains: the server's 2 cross-client sends refused (NAK invalid request, 2 error completions), the programs waiting"
+		ur_pass "$tag: private domains: the server's 2 cross-client sends refused (NAK invalid request, 2 error completions), the programs waiting"
 	else
-		qt_fail "$tag: private domains: error completions +$((e1 - e0)) (want 2), NAKs received +$((k1 - k0)) (want >= 2), $alive of 3 programs still running (want 3)"
+		ur_fail "$tag: private domains: error completions +$((e1 - e0)) (want 2), NAKs received +$((k1 - k0)) (want >= 2), $alive of 3 programs still running (want 3)"
 	fi
 }
 
@@ -210,9 +210,9 @@ xsrq_private() {
 # so that no other uroce process of the machine (another build serving
 # port 4791, another registry version) takes part; then two namespaces.
 qt_topologies
-qt_log "--- one host ($QT_HOST_DEV, lo)"
-QT_SNS=$QT_NS_S QT_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
-qt_log "--- two network namespaces (veth, MTU 1500)"
-QT_SNS=$QT_NS_A QT_CNS=$QT_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
+ur_log "--- one host ($QT_HOST_DEV, lo)"
+UR_SNS=$QT_NS_S UR_CNS=$QT_NS_S run_set host "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP" 4096
+ur_log "--- two network namespaces (veth, MTU 1500)"
+UR_SNS=$UR_NS_A UR_CNS=$UR_NS_B run_set netns "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" 1024
 
-qt_done
+ur_done

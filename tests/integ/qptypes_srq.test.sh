@@ -15,4 +15,4 @@
 qt_topologies
 qt_prog_both srq qpt_srq -n 32
 qt_prog_both srq255 qpt_srq -n 255
-qt_done
+ur_done

@@ -11,4 +11,4 @@
 
 qt_topologies
 qt_prog_both uc qpt_uc
-qt_done
+ur_done

@@ -14,5 +14,5 @@
 
 qt_topologies
 qt_prog_both ud qpt_ud
-qt_prog_pair netns.ud-v6 "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" 0 "$QT_NET_IP" qpt_ud -a v6
-qt_done
+qt_prog_pair netns.ud-v6 "$UR_NS_A" "$UR_NS_B" "$QT_NET_DEV" 0 "$QT_NET_IP" qpt_ud -a v6
+ur_done

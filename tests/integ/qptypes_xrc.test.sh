@@ -21,20 +21,20 @@ qt_prog_both xrc qpt_xrc
 # shared NAME SNS CNS DEV GIDX IP
 shared() {
 	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
-	p=$(qt_port)
-	file=$QT_TMP/$name.domain
+	p=$(ur_port)
+	file=$UR_TMP/$name.domain
 	: > "$file"
-	QT_NS=$sns qt_start "$name.owner" qpt_xrc -m shared -a "owner:$file" -d "$dev" -g "$gidx" -p "$p"
-	QT_NS=$sns qt_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
-	if QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.owner]}" &&
-	   QT_NS=$sns qt_wait_listen "$((p + 1))" "${QT_PID[$name.target]}"; then
-		QT_TIMEOUT=60 QT_NS=$cns qt_run "$name.client" qpt_xrc -m shared -d "$dev" -g "$gidx" -p "$p" "$ip"
+	UR_NS=$sns ur_start "$name.owner" qpt_xrc -m shared -a "owner:$file" -d "$dev" -g "$gidx" -p "$p"
+	UR_NS=$sns ur_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
+	if UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.owner]}" &&
+	   UR_NS=$sns ur_wait_listen "$((p + 1))" "${UR_PID[$name.target]}"; then
+		UR_TIMEOUT=60 UR_NS=$cns ur_run "$name.client" qpt_xrc -m shared -d "$dev" -g "$gidx" -p "$p" "$ip"
 		qt_expect_prog "$name.client" "$name: initiator"
 	else
-		qt_fail "$name: the owner or target never listened"
+		ur_fail "$name: the owner or target never listened"
 	fi
 	for r in owner target; do
-		qt_wait "$name.$r"
+		ur_wait "$name.$r"
 		qt_expect_prog "$name.$r" "$name: $r process"
 	done
 }
@@ -43,42 +43,42 @@ shared() {
 # IBV_WC_REM_INV_REQ_ERR, not a retry timeout) and is not wedged.
 gone() {
 	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
-	p=$(qt_port)
-	file=$QT_TMP/$name.domain
+	p=$(ur_port)
+	file=$UR_TMP/$name.domain
 	: > "$file"
-	QT_NS=$sns qt_start "$name.owner" qpt_xrc -m shared -a "owner-gone:$file" -d "$dev" -g "$gidx" -p "$p"
-	QT_NS=$sns qt_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
-	if QT_NS=$sns qt_wait_listen "$p" "${QT_PID[$name.owner]}" &&
-	   QT_NS=$sns qt_wait_listen "$((p + 1))" "${QT_PID[$name.target]}"; then
-		QT_TIMEOUT=60 QT_NS=$cns qt_run "$name.client" qpt_xrc -m shared -a gone -d "$dev" -g "$gidx" -p "$p" "$ip"
+	UR_NS=$sns ur_start "$name.owner" qpt_xrc -m shared -a "owner-gone:$file" -d "$dev" -g "$gidx" -p "$p"
+	UR_NS=$sns ur_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
+	if UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.owner]}" &&
+	   UR_NS=$sns ur_wait_listen "$((p + 1))" "${UR_PID[$name.target]}"; then
+		UR_TIMEOUT=60 UR_NS=$cns ur_run "$name.client" qpt_xrc -m shared -a gone -d "$dev" -g "$gidx" -p "$p" "$ip"
 		qt_expect_prog "$name.client" "$name: initiator, owner gone"
 	else
-		qt_fail "$name: the owner or target never listened"
+		ur_fail "$name: the owner or target never listened"
 	fi
-	qt_wait "$name.owner"
-	qt_wait "$name.target"
+	ur_wait "$name.owner"
+	ur_wait "$name.target"
 	qt_expect_prog "$name.target" "$name: target process, owner gone"
 }
 shared host.xrc-shared "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
-shared netns.xrc-shared "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
+shared netns.xrc-shared "$UR_NS_A" "$UR_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
 gone host.xrc-gone "$QT_NS_S" "$QT_NS_S" "$QT_HOST_DEV" "$QT_HOST_GID" "$QT_HOST_IP"
-gone netns.xrc-gone "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
+gone netns.xrc-gone "$UR_NS_A" "$UR_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP"
 
 # The same checks with out-of-order tolerance on, both sides reordering 30 %
 # of what they receive (UROCE_FAULTS): XRC runs RC's responder, holding
 # what arrives past a gap; the server's device counters show packets held.
 held() {
-	ur_nsexec "$1" "$QT_BUILD/bin/uroce" devinfo -d "$QT_NET_DEV" -c |
+	ur_nsexec "$1" "$UR_BUILD/bin/uroce" devinfo -d "$QT_NET_DEV" -c |
 		awk '$1 == "held_out_of_seq" { print $2 }'
 }
-before=$(held "$QT_NS_A")
-QT_ENV=(UROCE_OOO=1 UROCE_FAULTS=reorder=0.3,seed=11)
-qt_prog_pair netns.xrc-reorder "$QT_NS_A" "$QT_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" qpt_xrc
-QT_ENV=()
-after=$(held "$QT_NS_A")
+before=$(held "$UR_NS_A")
+UR_ENV=(UROCE_OOO=1 UROCE_FAULTS=reorder=0.3,seed=11)
+qt_prog_pair netns.xrc-reorder "$UR_NS_A" "$UR_NS_B" "$QT_NET_DEV" "$QT_NET_GID" "$QT_NET_IP" qpt_xrc
+UR_ENV=()
+after=$(held "$UR_NS_A")
 if [ "${after:-0}" -gt "${before:-0}" ]; then
-	qt_pass "netns.xrc-reorder: the server's device held packets past a gap ($before -> $after)"
+	ur_pass "netns.xrc-reorder: the server's device held packets past a gap ($before -> $after)"
 else
-	qt_fail "netns.xrc-reorder: no packet held past a gap ($before -> $after): reordering did not reach XRC"
+	ur_fail "netns.xrc-reorder: no packet held past a gap ($before -> $after): reordering did not reach XRC"
 fi
-qt_done
+ur_done
