@@ -565,10 +565,6 @@ bool ur_engine_wait_readable(struct ur_engine *e, int fd, uint64_t max_ns)
 	};
 	bool ready = false;
 
-	/* Shared-memory rings only the engine thread runs for a thread that
-	 * does not poll (their producers ring its bell): it keeps them. */
-	if (atomic_load_explicit(&e->npollers, memory_order_acquire) && pollers_active(e))
-		return false;
 	/* While any thread waits here the engine thread naps on its own set
 	 * (may_nap), as for a polling thread. */
 	atomic_fetch_add(&e->waiters, 1);
@@ -576,10 +572,7 @@ bool ur_engine_wait_readable(struct ur_engine *e, int fd, uint64_t max_ns)
 		uint64_t now = ur_now_ns();
 		struct timespec ts;
 
-		/* will_block: this thread is no spinner, whose polls would make
-		 * the engine thread doze its pollers (no ring bells then, and
-		 * this thread would sleep through a ring's packet). */
-		ur_engine_poll(e, true);
+		ur_engine_poll(e, false);
 		ready = poll(p, 1, 0) > 0;
 		if (ready || now >= end)
 			break;

@@ -108,7 +108,7 @@ UR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
  * woke a poller of the channel's fd, a packet, is run by it) ... */
 static void chan_run(void *arg)
 {
-	ur_progress_poll(arg, true);   /* it waits next: no spinner */
+	ur_progress_poll(arg, false);
 }
 
 /* ... or, blocking, for a while the receive path itself, its packets
