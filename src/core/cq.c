@@ -91,11 +91,10 @@ static void event_taken(void *owner)
 	pthread_mutex_unlock(&cq->ibcq.mutex);
 }
 
-int ur_cq_get_event(struct ur_comp_channel *ch, const struct ur_channel_rx *rx,
-		    struct ur_cq **cq)
+int ur_cq_get_event(struct ur_comp_channel *ch, struct ur_cq **cq)
 {
 	void *owner;
-	int ret = ur_channel_get(ch, rx, event_taken, &owner);
+	int ret = ur_channel_get(ch, event_taken, &owner);
 
 	if (!ret)
 		*cq = owner;

@@ -64,8 +64,7 @@ static inline struct ur_cq *to_ucq(struct ibv_cq *ibcq)
 /* Reads one event from a completion channel: the CQ it is for, counted
  * as reported (destroy waits for its acknowledgement).  Blocking unless
  * the fd is O_NONBLOCK.  0 or -errno. */
-int ur_cq_get_event(struct ur_comp_channel *ch, const struct ur_channel_rx *rx,
-		    struct ur_cq **cq);
+int ur_cq_get_event(struct ur_comp_channel *ch, struct ur_cq **cq);
 
 int ur_cq_create(struct ur_context *ctx, const struct ibv_cq_init_attr_ex *attr,
 		 struct ur_cq **out);

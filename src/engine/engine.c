@@ -10,7 +10,6 @@
 #include "engine/engine.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -84,7 +83,6 @@ struct ur_engine {
 	_Atomic unsigned npollers;
 	uint64_t spin_ns;
 	_Atomic uint64_t last_app_poll; /* ns: an application thread polled */
-	atomic_uint waiters;           /* threads in ur_engine_wait_readable */
 	_Atomic bool light_sleep;       /* the thread naps without telling the pollers */
 	_Atomic bool deep_sleep;        /* ... or sleeps, having told them */
 
@@ -543,58 +541,12 @@ void ur_engine_app_waits(struct ur_engine *e)
 		wake(e);
 }
 
-int ur_engine_inline_fd(struct ur_engine *e)
-{
-	return e->inline_epfd;
-}
-
-void ur_engine_app_arms(struct ur_engine *e)
-{
-	if (atomic_load_explicit(&e->npollers, memory_order_acquire) && pollers_active(e))
-		ur_engine_app_waits(e);
-	else
-		atomic_store(&e->last_app_poll, 0);
-}
-
-bool ur_engine_wait_readable(struct ur_engine *e, int fd, uint64_t max_ns)
-{
-	uint64_t end = ur_now_ns() + max_ns;
-	struct pollfd p[2] = {
-		{ .fd = fd, .events = POLLIN },
-		{ .fd = e->inline_epfd, .events = POLLIN },
-	};
-	bool ready = false;
-
-	/* While any thread waits here the engine thread naps on its own set
-	 * (may_nap), as for a polling thread. */
-	atomic_fetch_add(&e->waiters, 1);
-	for (;;) {
-		uint64_t now = ur_now_ns();
-		struct timespec ts;
-
-		ur_engine_poll(e, false);
-		ready = poll(p, 1, 0) > 0;
-		if (ready || now >= end)
-			break;
-		ts.tv_sec = (time_t)((end - now) / 1000000000u);
-		ts.tv_nsec = (long)((end - now) % 1000000000u);
-		if (ppoll(p, 2, &ts, NULL) < 0 && errno != EINTR)
-			break;
-	}
-	atomic_fetch_sub(&e->waiters, 1);
-	return ready;
-}
-
 /* Whether the thread may nap (an application thread polls, so the pollers
  * need not wake it): then the flag is up, and app_waits sees it. */
-static bool may_nap(struct ur_engine *e, uint64_t now, bool active)
+static bool may_nap(struct ur_engine *e, uint64_t now)
 {
 	atomic_store(&e->light_sleep, true);
-	/* A thread waiting on a channel takes the INLINE fds; pollers it
-	 * does not run (only a polling thread does), so they keep the engine
-	 * thread awake. */
-	if ((atomic_load(&e->waiters) && !active) ||
-	    now - atomic_load(&e->last_app_poll) < UR_POLLED_RECENTLY_NS)
+	if (now - atomic_load(&e->last_app_poll) < UR_POLLED_RECENTLY_NS)
 		return true;
 	atomic_store(&e->light_sleep, false);
 	return false;
@@ -725,7 +677,7 @@ static void *engine_main(void *arg)
 
 		if (polled && now - last_work < e->spin_ns) {
 			to = &now_ts;
-		} else if (may_nap(e, now, active)) {
+		} else if (may_nap(e, now)) {
 			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
 					   UR_LIGHT_SLEEP_NS)
 				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };

@@ -127,26 +127,6 @@ bool ur_engine_poll(struct ur_engine *e, bool will_block);
  * channel, say): the engine thread must now take what pollers find. */
 void ur_engine_app_waits(struct ur_engine *e);
 
-/* The fd that is readable when an INLINE fd is (an epoll fd over them):
- * a thread may sleep on it with others, then ur_engine_poll. */
-int ur_engine_inline_fd(struct ur_engine *e);
-
-/* An application thread armed a CQ: it will wait on a completion channel,
- * whose fd watches the INLINE fds, so it takes what comes itself; the
- * engine thread is woken (ur_engine_app_waits) only where pollers need it
- * (they ring no bell while it naps). */
-void ur_engine_app_arms(struct ur_engine *e);
-
-/* From a thread about to block until fd is readable (a completion
- * channel's): for up to max_ns it takes the INLINE class meanwhile,
- * sleeping on fd and on those fds at once, and runs what wakes it, while
- * the engine thread naps as it does for a polling thread.  A packet then
- * wakes this thread alone, which finds its event at once: one wake-up a
- * message instead of the engine thread's and then its own.  Returns
- * whether fd is readable; false once max_ns have passed (then call
- * ur_engine_app_waits, and block as before). */
-bool ur_engine_wait_readable(struct ur_engine *e, int fd, uint64_t max_ns);
-
 /* How many timers are armed (diagnostics, tests). */
 unsigned ur_engine_timers_armed(struct ur_engine *e);
 

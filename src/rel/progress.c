@@ -157,21 +157,6 @@ void ur_progress_settle(struct ur_stack *s, uint64_t max_ns)
 			sched_yield();   /* the engine thread is at it */
 }
 
-int ur_progress_rx_fd(struct ur_stack *s)
-{
-	return ur_engine_inline_fd(s->engine);
-}
-
-void ur_progress_app_arms(struct ur_stack *s)
-{
-	ur_engine_app_arms(s->engine);
-}
-
-bool ur_progress_wait_channel(struct ur_stack *s, int fd)
-{
-	return ur_engine_wait_readable(s->engine, fd, UR_WAIT_TAKES_RX_NS);
-}
-
 void ur_progress_app_waits(struct ur_stack *s)
 {
 	ur_engine_app_waits(s->engine);

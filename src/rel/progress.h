@@ -30,20 +30,5 @@ void ur_progress_settle(struct ur_stack *s, uint64_t max_ns);
 /* The application arms a CQ's notification: it stops polling and will
  * wait, so the engine thread takes over receiving. */
 void ur_progress_app_waits(struct ur_stack *s);
-/* The fd whose readiness means the receive path has work a thread may
- * run (ur_progress_poll): a completion channel's fd watches it too. */
-int ur_progress_rx_fd(struct ur_stack *s);
-/* The application arms a CQ's notification: it waits on the channel next,
- * where it takes the receive path itself (the engine thread need not be
- * woken for it, unless shared-memory rings must be watched). */
-void ur_progress_app_arms(struct ur_stack *s);
-/* A thread about to block on a completion channel's fd takes the receive
- * path itself while it waits, for up to UR_WAIT_TAKES_RX_NS (a ping-pong's
- * answer comes well within it; a longer wait goes back to the engine
- * thread, so an idle program's threads sleep): a message then costs one
- * wake-up, this thread's, not the engine thread's and then this one's.
- * Whether fd is readable (else wait with ur_progress_app_waits first). */
-#define UR_WAIT_TAKES_RX_NS 1000000u
-bool ur_progress_wait_channel(struct ur_stack *s, int fd);
 
 #endif

@@ -2,8 +2,6 @@
  * CQ empty runs the process's receive path once (rel/progress.c) before
  * it answers: a busy-polling application then needs no thread switch per
  * packet. */
-#include <poll.h>
-
 #include "core/context.h"
 #include "core/cq.h"
 #include "rel/progress.h"
@@ -12,9 +10,8 @@
 
 UR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct ur_stack *stack = to_uctx(context)->stack;
 	struct ur_comp_channel *ch = NULL;
-	int ret = ur_channel_create(context, stack ? ur_progress_rx_fd(stack) : -1, &ch);
+	int ret = ur_channel_create(context, &ch);
 
 	return ur_ret_obj(ret, ret ? NULL : &ch->ibch);
 }
@@ -104,27 +101,6 @@ UR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return ur_ret_errno(ur_cq_destroy(to_ucq(cq)));
 }
 
-/* A reader of a channel with no event queued: the receive path once (what
- * woke a poller of the channel's fd, a packet, is run by it) ... */
-static void chan_run(void *arg)
-{
-	ur_progress_poll(arg, false);
-}
-
-/* ... or, blocking, for a while the receive path itself, its packets
- * waking this thread alone; then the engine thread takes it (it must not
- * leave it to this thread: a CQ armed earlier, and another CQ spun on
- * since), and this thread sleeps on the events alone. */
-static void chan_wait(void *arg, int rfd)
-{
-	struct pollfd p = { .fd = rfd, .events = POLLIN };
-
-	if (ur_progress_wait_channel(arg, rfd))
-		return;
-	ur_progress_app_waits(arg);
-	poll(&p, 1, -1);
-}
-
 UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			       void **cq_context)
 {
@@ -132,9 +108,11 @@ UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 	struct ur_cq *ucq;
 	int ret;
 
-	const struct ur_channel_rx rx = { chan_run, chan_wait, stack };
-
-	ret = ur_cq_get_event(to_uchan(channel), stack ? &rx : NULL, &ucq);
+	/* The thread blocks: the engine thread must not leave the receive
+	 * path to it (a CQ armed earlier, and another CQ spun on since). */
+	if (stack)
+		ur_progress_app_waits(stack);
+	ret = ur_cq_get_event(to_uchan(channel), &ucq);
 
 	if (ret)
 		return ur_ret_minus1(ret);
@@ -165,7 +143,7 @@ int ur_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 int ur_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	if (to_ucq(cq)->ctx->stack)
-		ur_progress_app_arms(to_ucq(cq)->ctx->stack);
+		ur_progress_app_waits(to_ucq(cq)->ctx->stack);
 	return ur_cq_req_notify(to_ucq(cq), solicited_only);
 }
 

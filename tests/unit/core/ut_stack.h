@@ -77,7 +77,7 @@ static inline struct ur_comp_channel *ut_channel(struct ur_context *ctx)
 {
 	struct ur_comp_channel *o;
 
-	return ut_obj(ur_channel_create(&ctx->vctx.context, -1, &o), o);
+	return ut_obj(ur_channel_create(&ctx->vctx.context, &o), o);
 }
 
 static inline struct ur_srq *ut_srq(struct ur_context *ctx, struct ur_pd *pd,

@@ -9,8 +9,6 @@
  * is caught, not fatal; receive contexts: each dispatched by its own thread
  * or a polling one, one callback at a time within a context, contexts at
  * the same time, quiesce waiting for all of them; UROCE_RX_THREADS. */
-#include <fcntl.h>
-#include <poll.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -556,80 +554,6 @@ static void test_poll_then_block(void)
 }
 
 
-/* What a packet's callback does in the library: its completion's event
- * goes to a channel (here a pipe) that some thread waits on. */
-struct t_chan {
-	int in;              /* the INLINE fd: a packet came */
-	int pipe[2];         /* the channel */
-	int calls, by_waiter;
-	pthread_t waiter;
-};
-
-static void on_packet(void *arg, uint32_t events)
-{
-	struct t_chan *c = arg;
-	uint64_t v;
-	char b = 1;
-
-	if (read(c->in, &v, sizeof(v)) != sizeof(v))
-		return;
-	if (pthread_equal(pthread_self(), c->waiter))
-		__atomic_add_fetch(&c->by_waiter, 1, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&c->calls, 1, __ATOMIC_SEQ_CST);
-	UT_EQ(write(c->pipe[1], &b, 1), 1);
-}
-
-static void *t_sender(void *arg)
-{
-	struct t_chan *c = arg;
-
-	for (int i = 0; i < 50; i++) {
-		usleep(2000);
-		poke(c->in);
-		wait_for(&c->calls, i + 1);
-	}
-	return NULL;
-}
-
-/* A thread waiting for its channel takes the packets meanwhile: woken by
- * one, it runs its callback itself and finds the event, with no wake-up
- * of the engine thread in between (the engine thread naps, as for a
- * polling thread).  Nothing is lost, and with nothing coming the wait
- * ends after its time. */
-static void test_wait_readable(void)
-{
-	struct t_chan c = { 0 };
-	struct pollfd p = { 0 };
-	struct ur_engine *e;
-	pthread_t t;
-	char b;
-
-	c.waiter = pthread_self();
-	c.in = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	UT_EQ(pipe2(c.pipe, O_CLOEXEC), 0);
-	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
-	UT_EQ(ur_engine_watch(e, c.in, EPOLLIN, UR_WATCH_INLINE, on_packet, &c), 0);
-	UT_EQ(pthread_create(&t, NULL, t_sender, &c), 0);
-	for (int i = 0; i < 50; i++) {
-		ur_engine_wait_readable(e, c.pipe[0], 1000000000u);
-		UT_EQ(read(c.pipe[0], &b, 1), 1);     /* readable: no block */
-	}
-	pthread_join(t, NULL);
-	UT_EQ(c.calls, 50);
-	/* The first may meet the engine thread awake on the same fd. */
-	UT_CHECK(c.by_waiter >= 40);
-	ur_engine_wait_readable(e, c.pipe[0], 5000000u);
-	p.fd = c.pipe[0];
-	p.events = POLLIN;
-	UT_EQ(poll(&p, 1, 0), 0);                 /* nothing came: it returned anyway */
-	ur_engine_app_waits(e);
-	ur_engine_unwatch(e, c.in);
-	close(c.in);
-	close(c.pipe[0]);
-	close(c.pipe[1]);
-	ur_engine_destroy(e);
-}
-
 /* ---- receive contexts ------------------------------------------------------ */
 
 /* Without threads: each context's fds are the polling thread's; a context
@@ -801,7 +725,6 @@ int main(void)
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
 	UT_RUN(test_poll_then_block);
-	UT_RUN(test_wait_readable);
 	UT_RUN(test_engine_thread_fault_guarded);
 	UT_RUN(test_rx_polled);
 	UT_RUN(test_rx_threaded);
