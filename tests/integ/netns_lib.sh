@@ -14,6 +14,19 @@
 #   ur_operstate NS IF       IF's operational state in NS
 #   ur_netns_ino NS          NS's inode number (what uroce's /dev/shm names carry)
 
+# As root, a command runs in namespace NAME of "ip netns" by entering the
+# network and mount namespaces of a process that holds them for the test
+# (UR_NS_HOLDER[NAME]: "ip netns exec" made its mount namespace, with a
+# /sys of NAME), not by "ip netns exec" itself, which gives every command a
+# mount namespace of its own.  The kernel tears such a namespace down when
+# its last process exits, before it releases that process's files: a
+# process killed in one (synchronize_rcu_expedited, up to 0.7 s on a busy
+# 2-core machine) keeps its sockets bound, UDP port 4791 among them, and
+# its locks held that long, and its successor cannot take the port over
+# within a QP's retry budget (integ.multiprocess, r2).  Programs in one
+# container share its mount namespace the same way.
+declare -gA UR_NS_HOLDER=()
+
 # A process that enters a namespace of the test's user namespace keeps its
 # credentials: the user, who is root there (unshare -r maps the user to
 # root, and "setgroups" is denied, which nsenter's default would do).
@@ -26,7 +39,12 @@ ur_nsexec() {
 	case $ns in
 	"") "$@" ;;
 	userns:*) "${UR_NSENTER[@]}" -t "${ns#userns:}" -- "$@" ;;
-	*) ip netns exec "$ns" "$@" ;;
+	*)
+		if [ -n "${UR_NS_HOLDER[$ns]:-}" ]; then
+			nsenter -n -m -t "${UR_NS_HOLDER[$ns]}" -- "$@"
+		else
+			ip netns exec "$ns" "$@"
+		fi ;;
 	esac
 }
 
@@ -36,7 +54,12 @@ ur_ns_prefix() {
 	case $1 in
 	"") UR_NS_PREFIX=() ;;
 	userns:*) UR_NS_PREFIX=("${UR_NSENTER[@]}" -t "${1#userns:}" --) ;;
-	*) UR_NS_PREFIX=(ip netns exec "$1") ;;
+	*)
+		if [ -n "${UR_NS_HOLDER[$1]:-}" ]; then
+			UR_NS_PREFIX=(nsenter -n -m -t "${UR_NS_HOLDER[$1]}" --)
+		else
+			UR_NS_PREFIX=(ip netns exec "$1")
+		fi ;;
 	esac
 }
 
@@ -105,6 +128,11 @@ ur_netns_new() {
 		fi
 		ur_on_exit "ip netns del $name"
 		ip -n "$name" link set lo up || return 1
+		ready=$UR_TMP/.netns-$UR_NETNS_SEQ.ready
+		ip netns exec "$name" sh -c ": > '$ready' && exec sleep infinity" &
+		pid=$!
+		ur_on_exit "kill $pid"           # before the namespace goes
+		ur_wait_file "$ready" "$pid" && UR_NS_HOLDER[$name]=$pid
 		printf -v "$var" '%s' "$name"
 		ur_netns_registry_gone "$name"
 		return 0
