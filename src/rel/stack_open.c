@@ -118,11 +118,14 @@ static struct ur_stack *alloc_stack(void)
 static struct ur_stack *exiting;
 static bool atexit_set;
 
-/* The last ACKs of a finished run must not be lost in a queue. */
+/* The last ACKs of a finished run must not be lost in a queue; then the
+ * host's port goes to the next process at once (udp_host_port.c). */
 static void stack_atexit(void)
 {
-	if (exiting)
+	if (exiting) {
 		ur_xports_drain(&exiting->xports, 500);
+		ur_xports_leave(&exiting->xports);
+	}
 	ur_device_publish_counters();
 	ur_registry_detach();
 }

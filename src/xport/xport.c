@@ -120,6 +120,13 @@ void ur_xports_drain(struct ur_xports *s, int timeout_ms)
 			s->x[i]->ops->drain(s->x[i], timeout_ms);
 }
 
+void ur_xports_leave(struct ur_xports *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->x[i]->ops->leave)
+			s->x[i]->ops->leave(s->x[i]);
+}
+
 bool ur_xports_rx_pending(struct ur_xports *s)
 {
 	for (unsigned i = 0; i < s->n; i++)

@@ -184,6 +184,9 @@ struct ur_xport_ops {
 	void (*tick)(struct ur_xport *x, uint64_t now);
 	/* At exit: sends what is queued, waiting up to timeout_ms for room. */
 	void (*drain)(struct ur_xport *x, int timeout_ms);
+	/* Optional, at exit after drain: gives up at once what this process
+	 * serves for the host's other processes (UDP port 4791). */
+	void (*leave)(struct ur_xport *x);
 	/* Optional: whether something received waits to be taken by a poller
 	 * (a ring in shared memory; an fd's data is the kernel's to tell). */
 	bool (*rx_pending)(struct ur_xport *x);
@@ -246,6 +249,7 @@ int ur_xports_mcast(struct ur_xports *s, const union ibv_gid *gid, unsigned ifin
 int ur_xports_local_msg(struct ur_xports *s, pid_t pid, const struct iovec *iov, int iovcnt);
 void ur_xports_tick(struct ur_xports *s, uint64_t now);
 void ur_xports_drain(struct ur_xports *s, int timeout_ms);
+void ur_xports_leave(struct ur_xports *s);
 bool ur_xports_rx_pending(struct ur_xports *s);
 /* Regions and QPs published to every transport that places: 0, or
  * -errno and published nowhere. */

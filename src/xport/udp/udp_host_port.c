@@ -180,7 +180,8 @@ void ur_udp_router_elect(struct ur_udp *u)
 	char path[128];
 	int ret;
 
-	if (u->router && u->rx[0]->roce4.fd >= 0)
+	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) ||
+	    (u->router && u->rx[0]->roce4.fd >= 0))
 		return;
 	if (u->router_lock_fd < 0) {
 		ur_registry_router_lock_path(path, sizeof(path));
@@ -220,4 +221,39 @@ void ur_udp_router_elect(struct ur_udp *u)
 		return;
 	}
 	ur_info(NULL, "this process serves UDP port %d for the host", UR_ROCE_UDP_PORT);
+}
+
+/* A process's files (its sockets, the lock) are released by the kernel only
+ * once the process is all but gone: after its mount namespace is torn
+ * down, where it had one of its own ("ip netns exec" makes one for each
+ * command), which took 0.5 s and more on a busy 2-core host: longer than
+ * a QP's whole retry budget (ibv_rc_pingpong: 7 x 67 ms), for every pair
+ * that this process served the port for.  So a router that exits hands
+ * the port back itself; the next election (a tick, 200 ms at most) takes
+ * it over.  A fork child leaves its parent's port alone: the lock is the
+ * parent's too. */
+void ur_udp_router_leave(struct ur_udp *u)
+{
+	if (getpid() != u->owner)
+		return;
+	__atomic_store_n(&u->leaving, true, __ATOMIC_RELEASE);
+	ur_engine_quiesce(u->engine);       /* an election in progress ends */
+	if (!u->router)
+		return;
+	for (unsigned i = 0; i < u->nrx; i++) {
+		if (u->rx[i]->roce4.fd >= 0)
+			ur_engine_unwatch(u->engine, u->rx[i]->roce4.fd);
+		if (u->rx[i]->roce6.fd >= 0)
+			ur_engine_unwatch(u->engine, u->rx[i]->roce6.fd);
+	}
+	ur_engine_quiesce(u->engine);       /* no callback reads them any more */
+	for (unsigned i = 0; i < u->nrx; i++) {
+		ur_udp_close_sock(&u->rx[i]->roce4);
+		ur_udp_close_sock(&u->rx[i]->roce6);
+	}
+	if (ftruncate(u->router_lock_fd, 0) || flock(u->router_lock_fd, LOCK_UN))
+		ur_warn(NULL, "cannot release the port %d lock: %s", UR_ROCE_UDP_PORT, strerror(errno));
+	u->router = false;
+	ur_info(NULL, "this process exits: UDP port %d is free for the host's next process",
+		UR_ROCE_UDP_PORT);
 }

@@ -46,6 +46,11 @@ static void udp_drain(struct ur_xport *x, int timeout_ms)
 	ur_udp_drain(x, timeout_ms);
 }
 
+static void udp_leave(struct ur_xport *x)
+{
+	ur_udp_router_leave(container_of(x, struct ur_udp, xport));
+}
+
 static const struct ur_xport_ops udp_ops = {
 	.name = "udp",
 	.resolve = ur_udp_resolve,
@@ -58,6 +63,7 @@ static const struct ur_xport_ops udp_ops = {
 	.local_msg = ur_udp_local_msg,
 	.tick = udp_tick,
 	.drain = udp_drain,
+	.leave = udp_leave,
 	.stats = udp_stats,
 };
 
@@ -124,6 +130,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
 	u->router_pidfd = -1;
+	u->owner = getpid();
 	ret = alloc_rx(u);
 	if (ret)
 		goto err_free;

@@ -174,6 +174,8 @@ struct ur_udp {
 	int router_pidfd;                  /* the router's, watched while not router */
 	int router_pid;
 	bool router;
+	bool leaving;                      /* at exit: never elected again */
+	pid_t owner;                       /* the process that opened it (not a fork child) */
 	bool bind_warned;
 	uint64_t next_election_ns;
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */
@@ -275,6 +277,9 @@ enum ur_behind ur_udp_peer_behind(struct ur_xport *x);
 
 /* ---- udp_host_port.c: port 4791 for the host ----------------------------- */
 void ur_udp_router_elect(struct ur_udp *u);
+/* At exit: frees port 4791 (and the router lock) now, for the next
+ * election, and stands for none again. */
+void ur_udp_router_leave(struct ur_udp *u);
 
 /* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
