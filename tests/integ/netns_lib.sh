@@ -24,7 +24,8 @@
 # 2-core machine) keeps its sockets bound, UDP port 4791 among them, and
 # its locks held that long, and its successor cannot take the port over
 # within a QP's retry budget (integ.multiprocess, r2).  Programs in one
-# container share its mount namespace the same way.
+# container share its mount namespace the same way.  (Entering a mount
+# namespace moves to its root: --wd=. keeps the caller's directory.)
 declare -gA UR_NS_HOLDER=()
 
 # A process that enters a namespace of the test's user namespace keeps its
@@ -41,7 +42,7 @@ ur_nsexec() {
 	userns:*) "${UR_NSENTER[@]}" -t "${ns#userns:}" -- "$@" ;;
 	*)
 		if [ -n "${UR_NS_HOLDER[$ns]:-}" ]; then
-			nsenter -n -m -t "${UR_NS_HOLDER[$ns]}" -- "$@"
+			nsenter -n -m --wd=. -t "${UR_NS_HOLDER[$ns]}" -- "$@"
 		else
 			ip netns exec "$ns" "$@"
 		fi ;;
@@ -56,7 +57,7 @@ ur_ns_prefix() {
 	userns:*) UR_NS_PREFIX=("${UR_NSENTER[@]}" -t "${1#userns:}" --) ;;
 	*)
 		if [ -n "${UR_NS_HOLDER[$1]:-}" ]; then
-			UR_NS_PREFIX=(nsenter -n -m -t "${UR_NS_HOLDER[$1]}" --)
+			UR_NS_PREFIX=(nsenter -n -m --wd=. -t "${UR_NS_HOLDER[$1]}" --)
 		else
 			UR_NS_PREFIX=(ip netns exec "$1")
 		fi ;;
