@@ -41,6 +41,8 @@ mkdir -p "$art"
 step "boot"
 vm_boot
 t_booted=$(ms)
+booted=boot
+[ "${VM_ATTACHED:-0}" = 1 ] && booted="attach to the run's guest"
 idx=$VM_GID_INDEX
 
 step "ibv_devinfo -v in the guest"
@@ -104,7 +106,7 @@ vm_counters >"$art/counters.txt"
 
 vm_shutdown
 t_end=$(ms)
-echo "timings: boot $(secs $((t_booted - t_start))) (guest: $(secs "${VM_BOOT_MS:-0}")), tests $(secs $((t_end - t_booted))), total $(secs $((t_end - t_start)))"
+echo "timings: $booted $(secs $((t_booted - t_start))) (guest: $(secs "${VM_BOOT_MS:-0}")), tests $(secs $((t_end - t_booted))), total $(secs $((t_end - t_start)))"
 if [ "$fails" -ne 0 ]; then
 	echo "vm_smoke: $fails check(s) failed" >&2
 	exit 1

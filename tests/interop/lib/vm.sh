@@ -10,6 +10,12 @@
 #   vm_wait srv 30                          # the job's stdout, stderr and exit status
 #   vm_shutdown                             # also done by the EXIT trap
 #
+# One guest for a whole ctest run: the fixture interop.vm_up (tests/interop/shared-guest.sh up)
+# boots it for the ctest process and records it in $UROCE_BUILD/interop-vm/guest.<ctest pid>.env;
+# vm_boot in a test that ctest started attaches to it instead of booting (a test run any other way
+# boots its own), and at the test's exit puts the guest back as it found it (lib/guest-state.sh)
+# instead of shutting it down; interop.vm_down shuts it down.  See docs/interop.md.
+#
 # Needs root (tap device; vm_need_root skips a test run by another user) and Debian packages it
 # installs when missing (qemu-system-x86, iproute2, and for captures tshark).  See docs/interop.md.
 #
@@ -72,7 +78,7 @@ vm__reap_stale() {
 		[ -e "$f" ] || continue
 		tap=$(basename "$f" .owner)
 		owner=$(cat "$f" 2>/dev/null) || true
-		if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
+		if vm__owner_alive "$owner" "$(cat "$VM__STATE_DIR/$tap.owner_start" 2>/dev/null)"; then
 			continue
 		fi
 		qpid=$(cat "$VM__STATE_DIR/$tap.qemu" 2>/dev/null) || true
@@ -86,15 +92,34 @@ vm__reap_stale() {
 	done
 }
 
-# vm__claim_tap: create the first free uroce-tapN; sets VM_TAP and the 10.77.N.0/24 addresses
+# vm__start_time PID: the process's start time (clock ticks since boot, /proc/PID/stat field 22),
+# which tells it from a later process given the same pid
+vm__start_time() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	# shellcheck disable=SC2086 # the fields after the command name
+	set -- $s
+	echo "${20}"
+}
+
+# vm__owner_alive PID [START]: PID runs (and, with START, is the process that started then)
+vm__owner_alive() {
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+	[ -z "${2:-}" ] || [ "$(vm__start_time "$1")" = "$2" ]
+}
+
+# vm__claim_tap OWNER: create the first free uroce-tapN, recorded as OWNER's (the guest lives
+# while OWNER does); sets VM_TAP and the 10.77.N.0/24 addresses
 vm__claim_tap() {
-	local n
+	local owner=$1 n
 	mkdir -p "$VM__STATE_DIR"
 	for n in $(seq 0 63); do
 		ip link show "uroce-tap$n" >/dev/null 2>&1 && continue
 		if ip tuntap add dev "uroce-tap$n" mode tap 2>/dev/null; then
 			VM_TAP=uroce-tap$n
-			echo "$$" >"$VM__STATE_DIR/$VM_TAP.owner"
+			echo "$owner" >"$VM__STATE_DIR/$VM_TAP.owner"
+			vm__start_time "$owner" >"$VM__STATE_DIR/$VM_TAP.owner_start"
 			VM_HOST_IP=10.77.$n.1
 			VM_GUEST_IP=10.77.$n.2
 			VM_PREFIX=24
@@ -106,8 +131,7 @@ vm__claim_tap() {
 	return 1
 }
 
-# vm_boot: build (cached) and boot the guest; returns when rxe0 is ACTIVE and the channel answers
-vm_boot() {
+vm__boot_checks() {
 	if [ -n "${VM_QEMU_PID:-}" ]; then
 		vm__err "vm_boot: a guest is already running (qemu pid $VM_QEMU_PID)"
 		return 1
@@ -121,9 +145,26 @@ vm_boot() {
 		return 1
 	fi
 	uroce_require qemu-system-x86_64 qemu-system-x86 ip iproute2 timeout coreutils \
-		flock util-linux setsid util-linux || return 1
+		flock util-linux setsid util-linux
+}
 
-	local t0 cache guest
+# vm_boot: build (cached) and boot the guest; returns when rxe0 is ACTIVE and the channel answers.
+# Started by a ctest run that booted a guest for its tests (interop.vm_up), attaches to that
+# guest instead (VM_ATTACHED=1): vm_shutdown and the exit trap then make it fresh, not stop it.
+vm_boot() {
+	vm__boot_checks || return 1
+	# started by ctest, where interop.vm_up booted the run's guest: use that one
+	local rc=0
+	vm__attach "$PPID" || rc=$?
+	[ $rc = 1 ] || return $rc
+	vm__boot_guest "$$"
+}
+
+# vm__boot_guest OWNER: vm_boot's boot, for a guest that lives while the process OWNER does
+# (the test's shell, or the ctest run sharing it); in the calling shell, which the traps make
+# shut the guest down if it fails or is interrupted
+vm__boot_guest() {
+	local owner=$1 t0 cache guest
 	t0=$(vm__now_ms)
 	cache=${VM_CACHE_DIR:-${UROCE_BUILD:-build}/interop-cache}
 	guest=$(bash "$VM__LIB_DIR/../vm/build-guest.sh" "$cache" | tail -n1) || {
@@ -142,7 +183,7 @@ vm_boot() {
 	VM__OWNER=$$
 	vm__install_traps
 	vm__reap_stale
-	vm__claim_tap || {
+	vm__claim_tap "$owner" || {
 		vm_shutdown
 		return 1
 	}
@@ -184,7 +225,7 @@ vm_boot() {
 	fi
 	export VM_QEMU_PID
 	echo "$VM_QEMU_PID" >"$VM__STATE_DIR/$VM_TAP.qemu"
-	vm__start_watchdog
+	vm__start_watchdog "$owner"
 
 	# wait for the ready marker on the serial console
 	local deadline=$(($(date +%s) + ${VM_BOOT_TIMEOUT:-120}))
@@ -237,10 +278,10 @@ vm_boot() {
 		"(host $VM_HOST_IP), rxe0 GID index $VM_GID_INDEX, qemu pid $VM_QEMU_PID, console $VM_CONSOLE"
 }
 
-# vm__start_watchdog: if this shell dies without running its traps (SIGKILL), stop qemu and
+# vm__start_watchdog OWNER: if OWNER dies without running its traps (SIGKILL), stop qemu and
 # remove the tap anyway.  Double-forked like qemu, output to /dev/null.
 vm__start_watchdog() {
-	local owner=$$ qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR dir=$VM_DIR
+	local owner=$1 qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR dir=$VM_DIR
 	(
 		(
 			trap '' INT HUP
@@ -293,34 +334,217 @@ vm__on_exit() {
 vm_shutdown() {
 	[ -n "${VM__OWNER:-}" ] && [ "$BASHPID" = "$VM__OWNER" ] || return 0
 	[ -n "${VM__CAP_PID:-}" ] && vm_capture_stop
-	local i wd
-	if [ -n "${VM_QEMU_PID:-}" ]; then
-		kill -TERM "$VM_QEMU_PID" 2>/dev/null || true
+	if [ "${VM_ATTACHED:-0}" = 1 ]; then
+		vm__detach
+		return 0
+	fi
+	vm__stop_guest "${VM_QEMU_PID:-}" "${VM_TAP:-}" "${VM_DIR:-}"
+	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX
+}
+
+# vm__stop_guest QEMU_PID TAP DIR: stop qemu (TERM, then KILL) and its watchdog, delete the tap
+# and its records, keep the logs in the build tree and remove DIR
+vm__stop_guest() {
+	local qpid=$1 tap=$2 dir=$3 i wd
+	# a pid on its own could be another process's by now: only qemu on our tap is ours
+	if [ -n "$qpid" ] && [ -n "$tap" ] &&
+		! tr '\0' ' ' 2>/dev/null <"/proc/$qpid/cmdline" | grep -q "ifname=$tap,"; then
+		qpid=
+	fi
+	if [ -n "$qpid" ]; then
+		kill -TERM "$qpid" 2>/dev/null || true
 		for i in $(seq 1 50); do
-			kill -0 "$VM_QEMU_PID" 2>/dev/null || break
+			kill -0 "$qpid" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -KILL "$VM_QEMU_PID" 2>/dev/null || true
+		kill -KILL "$qpid" 2>/dev/null || true
 	fi
-	wd=$(cat "${VM_DIR:-/nonexistent}/watchdog.pid" 2>/dev/null) || true
+	wd=$(cat "${dir:-/nonexistent}/watchdog.pid" 2>/dev/null) || true
 	[ -z "$wd" ] || kill -TERM "$wd" 2>/dev/null || true
-	if [ -n "${VM_TAP:-}" ]; then
-		ip link del "$VM_TAP" 2>/dev/null || true
-		rm -f "$VM__STATE_DIR/$VM_TAP".*
+	if [ -n "$tap" ]; then
+		ip link del "$tap" 2>/dev/null || true
+		rm -f "$VM__STATE_DIR/$tap".*
 	fi
-	if [ -n "${VM_DIR:-}" ] && [ -d "$VM_DIR" ]; then
+	if [ -n "$dir" ] && [ -d "$dir" ]; then
 		# the last guest's console and qemu logs stay in the build tree, for post-mortems
-		if mkdir -p "$VM_LOG_DIR" 2>/dev/null; then
-			cp "$VM_DIR/console.log" "$VM_LOG_DIR/vm-console.log" 2>/dev/null || true
-			cp "$VM_DIR/qemu.log" "$VM_LOG_DIR/vm-qemu.log" 2>/dev/null || true
-		fi
+		vm__save_logs "$dir"
 		if [ "${VM_KEEP:-0}" = 1 ]; then
-			vm__log "kept $VM_DIR (console.log, qemu.log)"
+			vm__log "kept $dir (console.log, qemu.log)"
 		else
-			rm -rf "$VM_DIR"
+			rm -rf "$dir"
 		fi
 	fi
-	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX
+}
+
+vm__save_logs() {
+	local log_dir=${VM_LOG_DIR:-$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")}
+	mkdir -p "$log_dir" 2>/dev/null || return 0
+	cp "$1/console.log" "$log_dir/vm-console.log" 2>/dev/null || true
+	cp "$1/qemu.log" "$log_dir/vm-qemu.log" 2>/dev/null || true
+}
+
+# ------------------------------------------------------------------ one guest for a ctest run
+
+# vm__shared_file OWNER: the record of the guest shared by the tests of the process OWNER (the
+# ctest run); in the build tree, so another checkout's run never finds it
+vm__shared_file() {
+	echo "$(realpath -m "${UROCE_BUILD:-build}")/interop-vm/guest.$1.env"
+}
+
+# vm__forget_dead_runs: remove the records of runs that are gone (killed ctest runs: their
+# watchdogs stopped the guests, vm__reap_stale deletes what is left of them)
+vm__forget_dead_runs() {
+	local f owner start
+	for f in "$(realpath -m "${UROCE_BUILD:-build}")"/interop-vm/guest.*.env; do
+		[ -e "$f" ] || continue
+		owner=$(sed -n 's/^VM__RUN_OWNER=//p' "$f")
+		start=$(sed -n 's/^VM__RUN_START=//p' "$f")
+		vm__owner_alive "$owner" "$start" && continue
+		vm__log "forgetting the guest of run $owner, which is gone"
+		rm -f "$f"
+	done
+}
+
+# vm__guest_state MODE [TIMEOUT]: lib/guest-state.sh in the guest (record: copied there first,
+# as /tmp/uroce/fresh.sh; reset)
+vm__guest_state() {
+	local copy=
+	[ "$1" != record ] || copy="cat >/tmp/uroce/fresh.sh <<'@@UROCE-GUEST-STATE@@'
+$(cat "$VM__LIB_DIR/guest-state.sh")
+@@UROCE-GUEST-STATE@@
+"
+	vm_run -t "${2:-60}" "${copy}sh /tmp/uroce/fresh.sh $1 \"\$0\""
+}
+
+# vm_boot_shared: boot the guest the tests of this shell's parent (the ctest run) share, record it
+# in vm__shared_file, and leave it running when this shell exits: its watchdog stops it when the
+# run ends without vm_shutdown_shared.  A live guest already recorded for the run is kept.
+vm_boot_shared() {
+	local run=$PPID rc=0
+	vm__boot_checks || return 1
+	vm__forget_dead_runs
+	vm__attach "$run" || rc=$?
+	case $rc in
+	0)
+		vm__log "the run's guest is up (qemu pid $VM_QEMU_PID)"
+		vm__detach
+		;;
+	1)
+		vm__boot_shared_guest "$run" || return 1
+		unset VM__OWNER # this shell's exit leaves the guest to the run
+		;;
+	*) return 1 ;;
+	esac
+}
+
+# vm__boot_shared_guest RUN: boot a guest owned by the process RUN, note its fresh state in the
+# guest, write the record
+vm__boot_shared_guest() {
+	local run=$1 f tmp
+	f=$(vm__shared_file "$run")
+	vm__boot_guest "$run" || return 1
+	if ! vm__guest_state record 60; then
+		vm__err "could not record the fresh guest's state"
+		vm_shutdown
+		return 1
+	fi
+	mkdir -p "$(dirname "$f")" || return 1
+	tmp=$f.tmp.$$
+	{
+		printf 'VM__RUN_OWNER=%s\n' "$run"
+		printf 'VM__RUN_START=%s\n' "$(vm__start_time "$run")"
+		local v
+		for v in VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX VM_QEMU_PID \
+			VM_CONSOLE VM_BOOT_MS; do
+			printf '%s=%q\n' "$v" "${!v}"
+		done
+		printf 'VM__GUEST_DIR=%q\n' "$VM_DIR"
+	} >"$tmp" && mv "$tmp" "$f"
+	vm__log "guest shared by run $run: $f"
+}
+
+# vm__attach RUN: use the guest recorded for the ctest run RUN, made fresh (lib/guest-state.sh
+# reset: a test killed before its exit trap leaves its jobs behind).  A recorded guest that is
+# dead, does not answer or cannot be made fresh is replaced by a new one for the run.
+# Status 1 when RUN has no guest recorded (the caller boots its own), 2 on failure.
+vm__attach() {
+	local run=$1 f t0 why=
+	f=$(vm__shared_file "$run")
+	[ -e "$f" ] || return 1
+	t0=$(vm__now_ms)
+	(
+		# shellcheck disable=SC1090 # the record
+		. "$f"
+		vm__owner_alive "$VM__RUN_OWNER" "$VM__RUN_START"
+	) || {
+		rm -f "$f"
+		return 1
+	}
+	vm__install_traps
+	VM__OWNER=$$
+	VM_LOG_DIR=$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")
+	# shellcheck disable=SC1090 # the record
+	. "$f"
+	VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 2
+	VM_ATTACHED=1
+	export VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX VM_QEMU_PID VM_CONSOLE \
+		VM_DIR VM_ATTACHED
+	if ! tr '\0' ' ' 2>/dev/null <"/proc/$VM_QEMU_PID/cmdline" | grep -q "ifname=$VM_TAP,"; then
+		why="its qemu (pid $VM_QEMU_PID) is gone"
+	elif ! vm__guest_state reset 90 >&2; then
+		why="it does not answer within 90 s or could not be made fresh (above)"
+	fi
+	if [ -n "$why" ]; then
+		vm__err "the run's shared guest is unusable: $why; booting a new one for the run"
+		vm__save_logs "$VM__GUEST_DIR"
+		vm__stop_guest "$VM_QEMU_PID" "$VM_TAP" "$VM__GUEST_DIR"
+		rm -rf "$VM_DIR"
+		rm -f "$f"
+		unset VM_ATTACHED VM_QEMU_PID VM_TAP VM_DIR
+		vm__boot_shared_guest "$run" || return 2
+		# now attached to the new one, as above
+		# shellcheck disable=SC1090 # the record
+		. "$f"
+		VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 2
+		VM_ATTACHED=1
+		VM__OWNER=$$
+		export VM_DIR VM_ATTACHED
+	fi
+	VM_BOOT_MS=$(($(vm__now_ms) - t0))
+	vm__log "attached to the run's guest in $((VM_BOOT_MS / 1000)).$(printf %03d $((VM_BOOT_MS % 1000))) s:" \
+		"$VM_GUEST_IP on $VM_TAP (host $VM_HOST_IP), rxe0 GID index $VM_GID_INDEX, qemu pid $VM_QEMU_PID," \
+		"console $VM_CONSOLE"
+}
+
+# vm__detach: an attached test's end: the guest goes back to its fresh state for the next test;
+# if that fails the guest is stopped (the next test boots a new one for the run)
+vm__detach() {
+	if ! vm__guest_state reset 90 >&2; then
+		vm__err "could not bring the shared guest back to its fresh state (above): stopping it"
+		vm__stop_guest "$VM_QEMU_PID" "$VM_TAP" "$VM__GUEST_DIR"
+	else
+		vm__save_logs "$VM__GUEST_DIR"
+	fi
+	rm -rf "$VM_DIR"
+	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX VM_ATTACHED VM__GUEST_DIR
+}
+
+# vm_shutdown_shared: stop the guest of this shell's parent's run (interop.vm_down)
+vm_shutdown_shared() {
+	local f
+	f=$(vm__shared_file "$PPID")
+	if [ ! -e "$f" ]; then
+		vm__log "no guest recorded for run $PPID"
+		vm__forget_dead_runs
+		return 0
+	fi
+	# shellcheck disable=SC1090 # the record
+	. "$f"
+	vm__stop_guest "$VM_QEMU_PID" "$VM_TAP" "$VM__GUEST_DIR"
+	rm -f "$f"
+	vm__log "stopped the run's guest (qemu pid $VM_QEMU_PID, $VM_TAP)"
+	unset VM_QEMU_PID VM_TAP VM_DIR VM_GID_INDEX VM__GUEST_DIR
+	vm__forget_dead_runs
 }
 
 # ------------------------------------------------------------------ commands in the guest
