@@ -44,6 +44,8 @@ int main(int argc, char **argv)
 	for (int i = 0; list && i < n && !ctx; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
 			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
 	if (!ctx) {
 		fprintf(stderr, "FAIL: cannot open %s\n", argv[1]);
 		return 1;
