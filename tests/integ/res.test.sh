@@ -126,12 +126,13 @@ UR_ENV=("UROCE_FAULTS=loss=0.05,seed=11")
 ur_start pp.server ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" -n 20000
 if UR_NS=$UR_NS ur_wait_listen "$port" "${UR_PID[pp.server]}"; then
 	ur_start pp.client ibv_rc_pingpong -d uroce0 -g "$g4" -p "$port" -n 20000 127.0.0.1
-	seen=
+	seen= first= shown=
 	for _ in $(seq 100); do
 		seen=$(res -j qp comm ibv_rc_pingpong | python3 -c '
 import json, sys
 q = json.load(sys.stdin)
 print(len(q), sum(o["retrans"] for o in q), sum(o["naks"] for o in q))')
+		first=${first:-$seen}
 		set -- $seen
 		[ "${1:-0}" = 2 ] && [ "${2:-0}" -gt 0 ] && [ "${3:-0}" -gt 0 ] && break
 		sleep 0.1
@@ -140,10 +141,18 @@ print(len(q), sum(o["retrans"] for o in q), sum(o["naks"] for o in q))')
 	if [ "${1:-0}" = 2 ] && [ "${2:-0}" -gt 0 ] && [ "${3:-0}" -gt 0 ]; then
 		ur_pass "ibv_rc_pingpong under 5 % loss: its 2 QPs show $2 retransmits, $3 NAKs"
 	else
-		ur_fail "ibv_rc_pingpong under 5 % loss: expected 2 QPs with retransmits and NAKs, saw '$seen' (QPs retrans naks)"
+		client_alive=no
+		kill -0 "${UR_PID[pp.client]}" 2>/dev/null && client_alive=yes
+		ur_fail "ibv_rc_pingpong under 5 % loss: expected 2 QPs with retransmits and NAKs, saw '$seen' (QPs retrans naks), first '$first'; client still running: $client_alive"
+		shown=1
 	fi
 	ur_stop pp.client
 fi
 ur_stop pp.server
+# What the pair printed tells a dead peer (an error, a sanitizer report) from
+# a slow one.
+if [ -n "${shown:-}" ]; then ur_show pp.client; ur_show pp.server; fi
+ur_sanitizer_clean pp.client
+ur_sanitizer_clean pp.server
 unset UR_ENV
 ur_done
