@@ -183,8 +183,9 @@ ur_expect_no_grep() {
 }
 
 # ur_report PREFIX CMD...: runs a checker that prints "ok: ..." and "FAIL:
-# ..." lines and counts each as a pass or a failure (anything else it prints
-# is a failure too: a checker that breaks must not pass).
+# ..." lines and counts each as a pass or a failure; "note: ..." lines are
+# logged (anything else it prints is a failure: a checker that breaks must
+# not pass).
 ur_report() {
 	local prefix=$1 line n=0
 	shift
@@ -193,6 +194,7 @@ ur_report() {
 		case $line in
 		ok:*) ur_pass "$prefix: ${line#ok: }" ;;
 		FAIL:*) ur_fail "$prefix: ${line#FAIL: }" ;;
+		note:*) ur_log "note: $prefix: ${line#note: }" ;;
 		*) ur_fail "$prefix: $1: $line" ;;
 		esac
 	done < <("$@" 2>&1)

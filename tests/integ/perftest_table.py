@@ -6,7 +6,10 @@
 KIND is bw or lat.  SIZES is a comma-separated list of message sizes: the
 table must hold exactly one row per size, in that order, and every field of
 every row must be a finite number (bw: #bytes #iterations peak average
-msgrate; lat: #bytes #iterations and seven times).  ITERS, when given and
+msgrate; lat: #bytes #iterations and seven times), but for a latency row's
+standard deviation: perftest computes it as the square root of the mean
+square less the squared mean, which rounding makes negative after one huge
+outlier, and then prints "-nan" itself.  ITERS, when given and
 not "-", is the #iterations every row must show.  UNIT (bw only) is the unit
 the header must name: MB/sec (the default) or Gb/sec (--report_gbits).
 Prints one "ok: ..." or "FAIL: ..." line per check.
@@ -16,6 +19,8 @@ import re
 import sys
 
 COLUMNS = {"bw": 5, "lat": 9}
+# t_stdev's field in a latency row (see above).
+LAT_STDEV = 6
 
 
 def number(s):
@@ -54,6 +59,10 @@ def main():
     bad = []
     for r in rows:
         vals = [number(f) for f in r]
+        if kind == "lat" and len(r) == COLUMNS[kind] and vals[LAT_STDEV] is None \
+                and r[LAT_STDEV].lstrip("-").lower() == "nan":
+            print(f"note: perftest printed its standard deviation as {r[LAT_STDEV]} for {r[0]} bytes")
+            vals[LAT_STDEV] = 0.0
         if len(r) != COLUMNS[kind] or any(v is None for v in vals):
             bad.append(" ".join(r))
             continue
