@@ -88,22 +88,24 @@ tcp_bw() {
 	wait "${pids[-1]}" 2>/dev/null || true
 }
 
-printf '| loss | uroce, selective | resent alone / go-backs | uroce, go-back-N only | go-backs | kernel TCP (iperf3) | selective / TCP | selective / go-back-N |\n|---|---|---|---|---|---|---|---|\n'
+printf '| loss | uroce, selective | resent alone / go-backs / timer-driven | uroce, go-back-N only | go-backs | kernel TCP (iperf3) | selective / TCP | selective / go-back-N |\n|---|---|---|---|---|---|---|---|\n'
 json="["
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 for l in "${losses[@]}"; do
 	set_loss "$l"
 	r0=$(retries "$nsa" 10.97.0.1)
 	s0=$(counter "$nsa" 10.97.0.1 selective_resends)
+	t0=$(counter "$nsa" 10.97.0.1 timer_resends)
 	u=$(uroce_bw 1)
 	g=$(( $(retries "$nsa" 10.97.0.1) - r0 ))
 	sr=$(( $(counter "$nsa" 10.97.0.1 selective_resends) - s0 ))
+	tr=$(( $(counter "$nsa" 10.97.0.1 timer_resends) - t0 ))
 	r0=$(retries "$nsa" 10.97.0.1)
 	ub=$(uroce_bw 0)
 	gb=$(( $(retries "$nsa" 10.97.0.1) - r0 ))
 	t=$(tcp_bw)
-	printf '| %s %% | %s Gb/s | %s / %s | %s Gb/s | %s | %s Gb/s | %s | %s |\n' "$l" "$u" "$sr" "$g" \
+	printf '| %s %% | %s Gb/s | %s / %s / %s | %s Gb/s | %s | %s Gb/s | %s | %s |\n' "$l" "$u" "$sr" "$g" "$tr" \
 		"$ub" "$gb" "$t" "$(ratio "$u" "$t")" "$(ratio "$u" "$ub")"
-	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"uroce_selective_resends\": $sr, \"uroce_go_backs\": $g, \"uroce_go_back_only_gbps\": \"$ub\", \"go_back_only_go_backs\": $gb, \"tcp_gbps\": \"$t\"},"
+	json+="{\"loss_pct\": $l, \"uroce_gbps\": \"$u\", \"uroce_selective_resends\": $sr, \"uroce_go_backs\": $g, \"uroce_timer_resends\": $tr, \"uroce_go_back_only_gbps\": \"$ub\", \"go_back_only_go_backs\": $gb, \"tcp_gbps\": \"$t\"},"
 done
 echo "${json%,}]" >loss.json

@@ -35,6 +35,7 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_MR_SHARED] = "mr_shared",
 	[UR_CNT_COPY_MAPPED] = "copies_mapped",
 	[UR_CNT_COPY_KERNEL] = "copies_kernel",
+	[UR_CNT_TIMER_RESENDS] = "timer_resends",
 };
 
 int ur_counter_by_name(const char *name)

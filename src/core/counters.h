@@ -46,6 +46,9 @@ enum ur_counter {
 	UR_CNT_MR_SHARED,
 	UR_CNT_COPY_MAPPED,
 	UR_CNT_COPY_KERNEL,
+	/* requester: resent because its timer fired (a loss that nothing
+	 * after it revealed: no NAK, no gap report came), counted or early */
+	UR_CNT_TIMER_RESENDS,
 	UR_CNT_NR
 };
 

@@ -64,7 +64,7 @@ _Static_assert(sizeof(struct ur_reg_mcast) == 24 + UR_REG_SLOTS / 8, "multicast 
 _Static_assert(sizeof(struct ur_reg_devcnt) == 8 + 8 * UR_REG_COUNTERS, "counter block layout");
 /* Any change of layout must come with a new UR_REG_VERSION (the file name
  * carries it), then this size is updated to match. */
-_Static_assert(UR_REG_VERSION == 6 && sizeof(struct ur_reg_shm) == 2382368,
+_Static_assert(UR_REG_VERSION == 7 && sizeof(struct ur_reg_shm) == 2910752,
 	       "registry layout changed: bump UR_REG_VERSION");
 _Static_assert(offsetof(struct ur_reg_shm, mcast) ==
 	       32 + 32 * UR_REG_SLOTS + 2 * UR_REG_BLOCKS, "multicast table layout");

@@ -19,7 +19,7 @@
 #include <infiniband/verbs.h>
 
 #define UR_REG_MAGIC 0x75524547u      /* "uREG" */
-#define UR_REG_VERSION 6u            /* part of the file name: versions never meet */
+#define UR_REG_VERSION 7u            /* part of the file name: versions never meet */
 #define UR_REG_SLOTS 1024u
 #define UR_REG_BLOCK_SHIFT 8u
 #define UR_REG_BLOCK_QPNS (1u << UR_REG_BLOCK_SHIFT)
@@ -27,7 +27,7 @@
 #define UR_REG_MCAST_GROUPS 256u
 #define UR_REG_SLOT_DEVS 8u          /* devices a process publishes counters for */
 #define UR_REG_RETIRED_DEVS 64u
-#define UR_REG_COUNTERS 32u          /* room for enum ur_counter */
+#define UR_REG_COUNTERS 40u          /* room for enum ur_counter */
 
 struct ur_reg_owner {
 	pid_t pid;

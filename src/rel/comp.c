@@ -628,6 +628,7 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 				ur_timers_arm_retrans(qp);
 				return;
 			}
+			UR_QP_COUNT(qp, UR_CNT_TIMER_RESENDS);
 			if (c.early && qp->comp.peer_holds == UR_PEER_HOLDS_YES &&
 			    qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn &&
 			    !qp->req.sel_pending && !ur_req_resend_one(qp, qp->comp.psn)) {
