@@ -70,6 +70,9 @@ struct ur_comp_state {
 	uint32_t sel_next, sel_run;  /* the last run resent alone: [next - run, next) */
 	bool sel_sent;
 	uint32_t sel_psn;
+	/* sel_psn went alone because the timer fired (a probe, comp.c): the
+	 * answer tells where the responder stands.  Cleared by progress. */
+	bool probing;
 	/* Gaps NAKed among the packets in flight when the first of them was:
 	 * [first gap, sel_flight_end). */
 	uint8_t sel_gaps;

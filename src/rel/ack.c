@@ -65,6 +65,7 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 	qp->comp.psn = new_psn;
 	qp->comp.retrying = false;
 	qp->comp.sel_sent = false;
+	qp->comp.probing = false;
 	/* The dense-loss rules' marks end where the ACKs pass them: left
 	 * behind, 2^23 PSNs later the serial comparison would put them ahead
 	 * again (a NAK let pass, a flight counted as the old one). */

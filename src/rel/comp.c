@@ -169,17 +169,49 @@ static bool learn_holds(struct ur_qp *qp, uint32_t psn, bool nak)
 	return false;
 }
 
+/* A probe, as TCP's tail loss probe: when nothing tells the requester
+ * why its oldest PSN is unacknowledged (its NAK, a resend or the window's
+ * tail lost), and the responder holds what follows a gap, the oldest PSN
+ * goes alone, not the window.  The answer says where the responder
+ * stands: past the probe, it filled the gap and what was held ran; an ACK
+ * that leaves PSNs outstanding names the responder's gap, the next PSN
+ * (probed at once, ack()); an ACK of exactly the probe with more sent
+ * says nothing after it is held, and the rest goes back (learn_holds).
+ * False if it cannot go alone (a READ or atomic, the transport full). */
+static bool probe(struct ur_qp *qp, const char *why)
+{
+	if (qp->comp.peer_holds != UR_PEER_HOLDS_YES || qp->req.sel_pending ||
+	    qp->req.rnr_wait || qp->req.blocked || ur_req_resend_one(qp, qp->comp.psn))
+		return false;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s: PSN 0x%06x alone%s", ur_qp_num(qp), why,
+	       qp->comp.psn,
+	       qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn ? " again" : "");
+	qp->comp.sel_sent = true;
+	qp->comp.sel_psn = qp->comp.psn;
+	qp->comp.probing = true;
+	ur_timers_retry(qp);   /* Karn: no round trip timed across a resend */
+	return true;
+}
+
 /* Past a READ/ATOMIC still waiting, its response was lost.  Every later ACK
  * says so again; one retry answers them all. */
 static enum comp_state ack(struct comp_ctx *c)
 {
 	struct ur_qp *qp = c->qp;
+	bool probed = qp->comp.probing;
 	bool held = learn_holds(qp, c->pkt->psn, false);
 
 	if (!ur_ack_through(qp, c->pkt->psn) && !qp->comp.retrying)
 		return COMP_RETRY;
-	if (!held && !qp->comp.retrying)
+	if (!held && !qp->comp.retrying) {
+		/* Nothing after it held: what was sent after it goes back.
+		 * Not a timeout, so it does not count (after the progress
+		 * above, a QP with retry_cnt 0 would end here). */
+		c->early = true;
 		return COMP_RETRY;
+	}
+	if (probed && qp->comp.psn != qp->req.psn_max && probe(qp, "probe answered"))
+		ur_timers_arm_retrans(qp);
 	return COMP_RETIRE;
 }
 
@@ -629,15 +661,8 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 				return;
 			}
 			UR_QP_COUNT(qp, UR_CNT_TIMER_RESENDS);
-			if (c.early && qp->comp.peer_holds == UR_PEER_HOLDS_YES &&
-			    qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn &&
-			    !qp->req.sel_pending && !ur_req_resend_one(qp, qp->comp.psn)) {
-				/* The packet resent alone, or its answer, was
-				 * lost: the rest is held, so once more alone
-				 * (the timer doubles), not the window. */
-				ur_dbg(ur_qp_dev(qp), "QP 0x%06x: timer: PSN 0x%06x alone again",
-				       ur_qp_num(qp), qp->comp.psn);
-				ur_timers_arm_retrans(qp);
+			if (c.early && probe(qp, "timer")) {
+				ur_timers_arm_retrans(qp);   /* doubled meanwhile */
 				return;
 			}
 			run(&c, COMP_RETRY);

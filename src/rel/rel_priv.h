@@ -39,9 +39,9 @@
 /* The floor of the timer from the measured round trip (timers.c), and how
  * often it may double before the QP's own timeout takes over. */
 #define UR_MIN_RTO_NS 1000000ull
-/* Its floor while the only packet awaited is one resent alone to a
- * responder that holds the rest: firing early costs one packet, not a
- * window, and a lost resend otherwise stalls the QP a whole floor. */
+/* Its floor when it fires a probe, one packet resent alone to a responder
+ * that holds the rest: firing early costs one packet, not a window, and a
+ * lost NAK or resend otherwise stalls the QP a whole floor. */
 #define UR_MIN_RTO_ALONE_NS 250000ull
 #define UR_MAX_BACKOFF 8u
 /* QP timeouts a QP may wait for its turn on a transport that others' turns

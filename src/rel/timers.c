@@ -69,8 +69,11 @@ void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code)
 static uint64_t rto_ns(const struct ur_qp *qp)
 {
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
-	bool alone = qp->comp.peer_holds == UR_PEER_HOLDS_YES && qp->comp.sel_sent &&
-		     qp->comp.sel_psn == qp->comp.psn;
+	/* A responder that holds what follows a gap is probed with one
+	 * packet when this fires (comp.c), unless a READ or atomic is
+	 * outstanding (those go back): firing early costs one packet. */
+	bool alone = qp->comp.peer_holds == UR_PEER_HOLDS_YES &&
+		     ((qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn) || !qp->req.rd_atomic);
 	uint64_t floor = alone ? UR_MIN_RTO_ALONE_NS : UR_MIN_RTO_NS;
 	uint64_t rto;
 

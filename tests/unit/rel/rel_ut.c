@@ -60,6 +60,8 @@ int main(void)
 	UT_RUN(test_sel_gap_resend_lost);
 	UT_RUN(test_sel_dense_goes_back);
 	UT_RUN(test_sel_resend_lost);
+	UT_RUN(test_sel_nak_lost_probe);
+	UT_RUN(test_sel_tail_lost_probe);
 	UT_RUN(test_sel_unmarked_requester);
 	UT_RUN(test_sel_learns_go_back);
 	UT_RUN(test_ooo_write_reordered);

@@ -370,6 +370,133 @@ static void test_sel_resend_lost(void)
 	t_pair_close(&p);
 }
 
+/* The NAK is lost: nothing else tells the requester of the gap, and its
+ * window waits.  At the timer from the round trip (the lower floor) it
+ * probes with the oldest PSN alone, which had arrived; the answer names
+ * the gap, whose PSN goes alone at once and fills it; the responder runs
+ * what it held and acknowledges it all.  No going back, one timer, the
+ * target right. */
+static void test_sel_nak_lost_probe(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint32_t lost;
+
+	if (t_pair_open(&p, &o))
+		return;
+	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;   /* as learnt from an earlier loss */
+	p.a.qp->comp.srtt_ns = 30000;                   /* and a round trip measured */
+	p.a.qp->comp.rttvar_ns = 10000;
+	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 8);
+	lost = t_psn(2);
+	t_drop(2);
+	for (int i = 0; i < 7; i++)
+		t_deliver(0);         /* two before the gap, five held */
+	UT_EQ(p.b.qp->cnt[UR_CNT_HELD_OUT_OF_SEQ], 5);
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
+	t_drop(0);                    /* the NAK, lost */
+	UT_EQ(t_count(), 0);
+	UT_CHECK(p.a.qp->comp.retrans_deadline - t_clock_ns <= UR_MIN_RTO_ALONE_NS);
+	t_advance(p.a.qp->comp.retrans_deadline - t_clock_ns);
+	UT_EQ(t_count(), 1);          /* the probe: the oldest PSN alone, arrived already */
+	UT_EQ(t_psn(0), psn_add(lost, -2 & UR_PSN_MASK));
+	UT_CHECK(t_ackreq(0));
+	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	t_deliver(0);                 /* a duplicate, answered with where the responder stands */
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_psn(0), psn_add(lost, -1 & UR_PSN_MASK));
+	t_deliver(0);                 /* which names the gap: its PSN alone, at once */
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_psn(0), lost);
+	UT_CHECK(t_ackreq(0));
+	t_deliver(0);                 /* fills the gap: the held five run */
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_ACK);
+	UT_EQ(t_psn(0), psn_add(lost, 5));
+	t_deliver(0);
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
+	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
+/* The window's tail is lost (nothing after it tells the responder of a
+ * gap).  The probe's answer acknowledges exactly what the probe sent, with
+ * more outstanding: the responder holds nothing past it, so the requester
+ * goes back for the rest at once, an early retry that does not count
+ * against retry_cnt. */
+static void test_sel_tail_lost_probe(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint32_t psn0;
+	uint8_t retry_left;
+
+	if (t_pair_open(&p, &o))
+		return;
+	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;
+	p.a.qp->comp.srtt_ns = 30000;
+	p.a.qp->comp.rttvar_ns = 10000;
+	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 6 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 6);
+	psn0 = t_psn(0);
+	retry_left = p.a.qp->comp.retry_left;
+	t_deliver(0);
+	t_deliver(0);                 /* two arrive, unacknowledged (no ACK asked) */
+	for (int i = 0; i < 4; i++)
+		t_drop(0);            /* the tail, lost */
+	t_run();
+	UT_EQ(t_count(), 0);
+	t_advance(p.a.qp->comp.retrans_deadline - t_clock_ns);
+	UT_EQ(t_count(), 1);          /* the probe: the oldest PSN alone, a duplicate */
+	UT_EQ(t_psn(0), psn0);
+	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);
+	t_deliver(0);
+	UT_EQ(t_count(), 1);          /* answered: an ACK of the two that arrived */
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_psn(0), psn_add(psn0, 1));
+	t_deliver(0);
+	UT_EQ(t_count(), 1);          /* so the next PSN, the responder's gap, goes alone at once */
+	UT_EQ(t_psn(0), psn_add(psn0, 2));
+	t_deliver(0);
+	UT_EQ(t_count(), 1);          /* answered by an ACK of exactly it */
+	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
+	UT_EQ(t_psn(0), psn_add(psn0, 2));
+	t_deliver(0);
+	UT_EQ(t_count(), 3);          /* nothing held after it: the rest goes back */
+	UT_EQ(t_psn(0), psn_add(psn0, 3));
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 6 * 256);
+	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);       /* one timer, not one per packet */
+	UT_EQ(p.a.qp->comp.retry_left, retry_left);         /* nothing counted */
+	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
 /* A requester that does not mark its packets (rxe) gets go-back-N from
  * uroce's responder: nothing held, every packet past the gap dropped and
  * sent again. */
