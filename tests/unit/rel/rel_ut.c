@@ -74,6 +74,7 @@ int main(void)
 	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_loss_atomic_duplicate);
 	UT_RUN(test_loss_read_response);
+	UT_RUN(test_loss_answers_while_gone_back);
 	UT_RUN(test_loss_read_response_one_retry);
 	UT_RUN(test_loss_read_response_acks_behind);
 	UT_RUN(test_loss_read_chunked);
