@@ -71,8 +71,11 @@ struct ur_comp_state {
 	bool sel_sent;
 	uint32_t sel_psn;
 	/* sel_psn went alone because the timer fired (a probe, comp.c): the
-	 * answer tells where the responder stands.  Cleared by progress. */
+	 * answer tells where the responder stands.  Cleared by progress.
+	 * probe_end: what the requester had sent when the timer fired; what
+	 * is outstanding below it once the probe is answered was lost. */
 	bool probing;
+	uint32_t probe_end;
 	/* Gaps NAKed among the packets in flight when the first of them was:
 	 * [first gap, sel_flight_end). */
 	uint8_t sel_gaps;

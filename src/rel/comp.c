@@ -175,11 +175,12 @@ static bool learn_holds(struct ur_qp *qp, uint32_t psn, bool nak)
  * tail lost), and the responder holds what follows a gap, the oldest PSN
  * goes alone, not the window.  The answer says where the responder
  * stands: past the probe, it filled the gap and what was held ran; an ACK
- * that leaves PSNs outstanding names the responder's gap, the next PSN
- * (probed at once, ack()); an ACK of exactly the probe with more sent
- * says nothing after it is held, and the rest goes back (learn_holds).
- * False if it cannot go alone (a READ or atomic, the transport full). */
-static bool probe(struct ur_qp *qp, const char *why)
+ * that leaves outstanding PSNs sent before the timer fired names the
+ * responder's gap, the next PSN (probed at once, ack(); those sent since
+ * are on their way); an ACK of exactly the probe with more sent says
+ * nothing after it is held, and the rest goes back (learn_holds).  False
+ * if it cannot go alone (a READ or atomic, the transport full). */
+static bool probe(struct ur_qp *qp, const char *why, bool timer)
 {
 	if (qp->comp.peer_holds != UR_PEER_HOLDS_YES || qp->req.sel_pending ||
 	    qp->req.rnr_wait || qp->req.blocked || ur_req_resend_one(qp, qp->comp.psn))
@@ -187,6 +188,8 @@ static bool probe(struct ur_qp *qp, const char *why)
 	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %s: PSN 0x%06x alone%s", ur_qp_num(qp), why,
 	       qp->comp.psn,
 	       qp->comp.sel_sent && qp->comp.sel_psn == qp->comp.psn ? " again" : "");
+	if (timer)
+		qp->comp.probe_end = qp->req.psn_max;
 	qp->comp.sel_sent = true;
 	qp->comp.sel_psn = qp->comp.psn;
 	qp->comp.probing = true;
@@ -211,7 +214,7 @@ static enum comp_state ack(struct comp_ctx *c)
 		c->early = true;
 		return COMP_RETRY;
 	}
-	if (probed && qp->comp.psn != qp->req.psn_max && probe(qp, "probe answered"))
+	if (probed && psn_lt(qp->comp.psn, qp->comp.probe_end) && probe(qp, "probe answered", false))
 		ur_timers_arm_retrans(qp);
 	return COMP_RETIRE;
 }
@@ -662,7 +665,7 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 				return;
 			}
 			UR_QP_COUNT(qp, UR_CNT_TIMER_RESENDS);
-			if (c.early && probe(qp, "timer")) {
+			if (c.early && probe(qp, "timer", true)) {
 				ur_timers_arm_retrans(qp);   /* doubled meanwhile */
 				return;
 			}

@@ -62,6 +62,7 @@ int main(void)
 	UT_RUN(test_sel_resend_lost);
 	UT_RUN(test_sel_nak_lost_probe);
 	UT_RUN(test_sel_tail_lost_probe);
+	UT_RUN(test_sel_probe_then_new_sends);
 	UT_RUN(test_sel_unmarked_requester);
 	UT_RUN(test_sel_learns_go_back);
 	UT_RUN(test_ooo_write_reordered);

@@ -436,6 +436,56 @@ static void test_sel_nak_lost_probe(void)
 	t_pair_close(&p);
 }
 
+/* A probe answered while newer packets are on their way: the answer
+ * acknowledges everything the requester had sent when the timer fired,
+ * and what is outstanding was sent since, so nothing goes alone again
+ * (before, every such ACK sent the oldest PSN once more until a NAK came). */
+static void test_sel_probe_then_new_sends(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256 };
+	struct t_pair p;
+	struct t_mem sa, tb;
+	struct ibv_wc wc;
+	uint32_t psn0;
+
+	if (t_pair_open(&p, &o))
+		return;
+	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;
+	p.a.qp->comp.srtt_ns = 30000;
+	p.a.qp->comp.rttvar_ns = 10000;
+	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 4 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 4);
+	psn0 = t_psn(0);
+	for (int i = 0; i < 4; i++)
+		t_deliver(0);
+	UT_EQ(t_count(), 1);          /* the ACK of all four, lost */
+	t_drop(0);
+	t_advance(p.a.qp->comp.retrans_deadline - t_clock_ns);
+	UT_EQ(t_count(), 1);          /* the probe */
+	UT_EQ(t_psn(0), psn0);
+	t_deliver(0);                 /* a duplicate: answered with an ACK of all four */
+	UT_EQ(t_count(), 1);
+	UT_EQ(t_psn(0), psn_add(psn0, 3));
+	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, sa.buf + 4 * 256, 4 * 256, sa.mr->lkey,
+			  (uintptr_t)tb.buf + 4 * 256, tb.mr->rkey), 0);
+	UT_EQ(t_count(), 5);          /* the answer, then the new WRITE */
+	t_deliver(0);                 /* the answer: the new WRITE's packets are on their way */
+	UT_EQ(t_count(), 4);
+	UT_EQ(t_psn(0), psn_add(psn0, 4));
+	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 1);   /* the probe alone */
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
+	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
+	t_mem_free(&sa);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}
+
 /* The window's tail is lost (nothing after it tells the responder of a
  * gap).  The probe's answer acknowledges exactly what the probe sent, with
  * more outstanding: the responder holds nothing past it, so the requester
