@@ -12,6 +12,15 @@ static unsigned t_count_psn(uint32_t psn)
 	return n;
 }
 
+/* As after an earlier loss: the requester knows its responder holds what
+ * follows a gap, and has a round trip of tens of microseconds measured. */
+static void t_learnt(struct t_side *a)
+{
+	a->qp->comp.peer_holds = UR_PEER_HOLDS_YES;
+	a->qp->comp.srtt_ns = 30000;
+	a->qp->comp.rttvar_ns = 10000;
+}
+
 /* A middle packet of a SEND is lost: one NAK, one packet resent (asking
  * for an ACK), the four held packets executed after it, one ACK of the
  * newest PSN, one completion each side, the bytes right. */
@@ -320,9 +329,7 @@ static void test_sel_resend_lost(void)
 
 	if (t_pair_open(&p, &o))
 		return;
-	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;   /* as learnt from an earlier loss */
-	p.a.qp->comp.srtt_ns = 30000;                   /* and a round trip measured */
-	p.a.qp->comp.rttvar_ns = 10000;
+	t_learnt(&p.a);
 	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&tb, &p.b, 9 * 256, T_ALL_ACCESS, 2);
 	word = (uint64_t *)(tb.buf + 8 * 256);
@@ -386,9 +393,7 @@ static void test_sel_nak_lost_probe(void)
 
 	if (t_pair_open(&p, &o))
 		return;
-	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;   /* as learnt from an earlier loss */
-	p.a.qp->comp.srtt_ns = 30000;                   /* and a round trip measured */
-	p.a.qp->comp.rttvar_ns = 10000;
+	t_learnt(&p.a);
 	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
@@ -450,9 +455,7 @@ static void test_sel_probe_then_new_sends(void)
 
 	if (t_pair_open(&p, &o))
 		return;
-	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;
-	p.a.qp->comp.srtt_ns = 30000;
-	p.a.qp->comp.rttvar_ns = 10000;
+	t_learnt(&p.a);
 	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 4 * 256, sa.mr->lkey,
@@ -502,9 +505,7 @@ static void test_sel_tail_lost_probe(void)
 
 	if (t_pair_open(&p, &o))
 		return;
-	p.a.qp->comp.peer_holds = UR_PEER_HOLDS_YES;
-	p.a.qp->comp.srtt_ns = 30000;
-	p.a.qp->comp.rttvar_ns = 10000;
+	t_learnt(&p.a);
 	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
 	t_mem_reg(&tb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 6 * 256, sa.mr->lkey,
