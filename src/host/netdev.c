@@ -15,6 +15,7 @@
 
 #include "util/array.h"
 #include "util/log.h"
+#include "util/sys_socket.h"
 #include "wire/gid.h"
 
 enum ibv_mtu ur_mtu_from_netdev(unsigned netdev_mtu)
@@ -56,7 +57,7 @@ static int read_speed(const char *ifname)
 static void read_link_info(struct ur_netdev *nd)
 {
 	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = ur_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	nd->mtu = 1500;
 	if (fd < 0)

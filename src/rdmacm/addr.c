@@ -11,6 +11,7 @@
 
 #include "rdmacm/cma.h"
 #include "util/compiler.h"
+#include "util/sys_socket.h"
 
 int cma_bind_any(struct cma_id *c, int family);
 
@@ -35,7 +36,7 @@ static void gid_of(const struct sockaddr *sa, union ibv_gid *g)
 static int route_src(const struct sockaddr *dst, struct sockaddr_storage *src)
 {
 	socklen_t len = sizeof(*src);
-	int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+	int fd = ur_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
 
 	if (fd < 0)
 		return -errno;

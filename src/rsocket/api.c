@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <rdma/rsocket.h>
 
+#include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
 #include "util/compiler.h"
 
@@ -27,6 +28,28 @@ static ssize_t ret_ssize(ssize_t r)
 	return r;
 }
 
+static int stream_socket(int domain, struct rsock **out)
+{
+	struct rsock *rs;
+	int ret = rs_new(domain, &rs);
+
+	if (ret)
+		return ret;
+	if (rdma_create_id(rs->ch, &rs->id, rs, RDMA_PS_TCP)) {
+		ret = -errno;
+		rs_free(rs);
+		return ret;
+	}
+	/* The ACK timeout rdma-core's rsockets get from the kernel's rdma_cm
+	 * over RoCE (its packet life time 16, plus one: 0.5 s), rather than
+	 * uroce's 67 ms: a slow peer (rxe in an emulated guest) stalls for
+	 * longer than 7 retries of that. */
+	rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			&(uint8_t){ RS_ACK_TIMEOUT }, sizeof(uint8_t));
+	*out = rs;
+	return 0;
+}
+
 UR_EXPORT int rsocket(int domain, int type, int protocol)
 {
 	int kind = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -35,35 +58,24 @@ UR_EXPORT int rsocket(int domain, int type, int protocol)
 
 	if (domain != AF_INET && domain != AF_INET6)
 		return fail(-EAFNOSUPPORT);
-	if (kind == SOCK_DGRAM)
-		return fail(-EOPNOTSUPP);   /* datagram rsockets: not yet */
-	if (kind != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP))
+	if (kind == SOCK_DGRAM && (!protocol || protocol == IPPROTO_UDP))
+		ret = rs_ds_new(domain, type, &rs);
+	else if (kind == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP))
+		ret = stream_socket(domain, &rs);
+	else
 		return fail(-EPROTONOSUPPORT);
-	ret = rs_new(domain, &rs);
 	if (ret)
 		return fail(ret);
-	if (rdma_create_id(rs->ch, &rs->id, rs, RDMA_PS_TCP)) {
-		ret = -errno;
-		goto err_free;
-	}
-	/* The ACK timeout rdma-core's rsockets get from the kernel's rdma_cm
-	 * over RoCE (its packet life time 16, plus one: 0.5 s), rather than
-	 * uroce's 67 ms: a slow peer (rxe in an emulated guest) stalls for
-	 * longer than 7 retries of that. */
-	rdma_set_option(rs->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
-			&(uint8_t){ RS_ACK_TIMEOUT }, sizeof(uint8_t));
 	if (type & SOCK_NONBLOCK) {
 		rs->nonblock = true;
 		rs->fd_flags |= O_NONBLOCK;
 	}
 	ret = rs_table_add(rs);
-	if (ret)
-		goto err_free;
+	if (ret) {
+		rs_free(rs);
+		return fail(ret);
+	}
 	return rs->fd;
-
-err_free:
-	rs_free(rs);
-	return fail(ret);
 }
 
 static struct rsock *lookup_locked(int s)
@@ -84,7 +96,9 @@ UR_EXPORT int rbind(int s, const struct sockaddr *addr, socklen_t len)
 
 	if (!rs)
 		return -1;
-	if (!addr || len < sizeof(struct sockaddr_in))
+	if (rs->type == SOCK_DGRAM)
+		ret = rs_ds_bind(rs, addr, len);
+	else if (!addr || len < sizeof(struct sockaddr_in))
 		ret = -EINVAL;
 	else if (rs->state != RS_IDLE)
 		ret = -EINVAL;
@@ -103,7 +117,9 @@ UR_EXPORT int rlisten(int s, int backlog)
 
 	if (!rs)
 		return -1;
-	if (rs->state == RS_LISTENING)
+	if (rs->type == SOCK_DGRAM)
+		ret = -EOPNOTSUPP;   /* as listen(2) on a UDP socket */
+	else if (rs->state == RS_LISTENING)
 		ret = 0;
 	else if (rs->state != RS_IDLE && rs->state != RS_BOUND)
 		ret = -EINVAL;
@@ -141,6 +157,10 @@ UR_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
 
 	if (!l)
 		return -1;
+	if (l->type == SOCK_DGRAM) {
+		pthread_mutex_unlock(&l->lock);
+		return fail(-EOPNOTSUPP);
+	}
 	for (;;) {
 		if (l->state != RS_LISTENING) {
 			pthread_mutex_unlock(&l->lock);
@@ -196,6 +216,10 @@ UR_EXPORT int rconnect(int s, const struct sockaddr *addr, socklen_t len)
 		ret = -EINVAL;
 		goto out;
 	}
+	if (rs->type == SOCK_DGRAM) {
+		ret = rs_ds_connect(rs, addr, len);
+		goto out;
+	}
 	switch (rs->state) {
 	case RS_IDLE:
 	case RS_BOUND:
@@ -245,16 +269,27 @@ UR_EXPORT int rshutdown(int s, int how)
 
 	if (!rs)
 		return -1;
-	ret = rs_shutdown(rs, how);
+	ret = rs->type == SOCK_DGRAM ? -EOPNOTSUPP : rs_shutdown(rs, how);
 	pthread_mutex_unlock(&rs->lock);
 	return ret ? fail(ret) : 0;
 }
 
 UR_EXPORT int rclose(int s)
 {
-	struct rsock *rs = lookup_locked(s);
+	struct rsock *rs = rs_table_get(s);
 	bool was_connected;
 
+	if (rs && rs->type == SOCK_DGRAM) {
+		/* Out of the UDP thread's set, then out of the table (which
+		 * waits for its input to this socket to end), then freed. */
+		rs_ds_svc_remove(s);
+		rs_table_del(s);
+		pthread_mutex_lock(&rs->lock);
+		pthread_mutex_unlock(&rs->lock);
+		rs_free(rs);
+		return 0;
+	}
+	rs = lookup_locked(s);
 	if (!rs)
 		return -1;
 	rs_table_del(s);
@@ -270,29 +305,42 @@ UR_EXPORT int rclose(int s)
 	return 0;
 }
 
-static ssize_t do_recv(int s, const struct iovec *iov, int cnt, int flags)
+static ssize_t do_recv(int s, const struct iovec *iov, int cnt, int flags, struct sockaddr *src,
+		       socklen_t *src_len)
 {
 	struct rsock *rs = lookup_locked(s);
 	ssize_t r;
 
 	if (!rs)
 		return -1;
-	r = rs_recv_iov(rs, iov, cnt, flags);
+	if (rs->type == SOCK_DGRAM) {
+		r = rs_ds_recv(rs, iov, cnt, flags, src, src_len);
+	} else {
+		r = rs_recv_iov(rs, iov, cnt, flags);
+		if (r >= 0 && src && src_len)
+			copy_addr(rdma_get_peer_addr(rs->id), src, src_len);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	return ret_ssize(r);
 }
 
-static ssize_t do_send(int s, const struct iovec *iov, int cnt, int flags)
+static ssize_t do_send(int s, const struct iovec *iov, int cnt, int flags,
+		       const struct sockaddr *dst, socklen_t dst_len)
 {
 	struct rsock *rs = lookup_locked(s);
 	ssize_t r;
 
 	if (!rs)
 		return -1;
-	/* New mappings go to the peer ahead of the data (rsocket(7)). */
-	r = rs->iomap_pending ? rs_iomap_flush(rs, rs->nonblock || (flags & MSG_DONTWAIT)) : 0;
-	if (!r)
-		r = rs_send_iov(rs, iov, cnt, flags);
+	if (rs->type == SOCK_DGRAM) {
+		r = rs_ds_send(rs, iov, cnt, flags, dst, dst_len);
+	} else {
+		/* New mappings go to the peer ahead of the data (rsocket(7));
+		 * a connected stream socket ignores dst, as TCP's does. */
+		r = rs->iomap_pending ? rs_iomap_flush(rs, rs->nonblock || (flags & MSG_DONTWAIT)) : 0;
+		if (!r)
+			r = rs_send_iov(rs, iov, cnt, flags);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	return ret_ssize(r);
 }
@@ -301,32 +349,31 @@ UR_EXPORT ssize_t rrecv(int s, void *buf, size_t len, int flags)
 {
 	struct iovec v = { buf, len };
 
-	return do_recv(s, &v, 1, flags);
+	return do_recv(s, &v, 1, flags, NULL, NULL);
 }
 
 UR_EXPORT ssize_t rrecvfrom(int s, void *buf, size_t len, int flags, struct sockaddr *src,
 			    socklen_t *alen)
 {
 	struct iovec v = { buf, len };
-	ssize_t r = do_recv(s, &v, 1, flags);
 
-	if (r >= 0 && src && alen)
-		rgetpeername(s, src, alen);
-	return r;
+	return do_recv(s, &v, 1, flags, src, alen);
 }
 
 UR_EXPORT ssize_t rrecvmsg(int s, struct msghdr *msg, int flags)
 {
 	if (msg->msg_control && msg->msg_controllen)
 		return fail(-EOPNOTSUPP);
-	return do_recv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	msg->msg_flags = 0;
+	return do_recv(s, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+		       msg->msg_name ? &msg->msg_namelen : NULL);
 }
 
 UR_EXPORT ssize_t rsend(int s, const void *buf, size_t len, int flags)
 {
 	struct iovec v = { (void *)buf, len };
 
-	return do_send(s, &v, 1, flags);
+	return do_send(s, &v, 1, flags, NULL, 0);
 }
 
 UR_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
@@ -334,16 +381,15 @@ UR_EXPORT ssize_t rsendto(int s, const void *buf, size_t len, int flags,
 {
 	struct iovec v = { (void *)buf, len };
 
-	(void)dst;   /* a connected stream socket ignores it, as TCP's does */
-	(void)alen;
-	return do_send(s, &v, 1, flags);
+	return do_send(s, &v, 1, flags, dst, alen);
 }
 
 UR_EXPORT ssize_t rsendmsg(int s, const struct msghdr *msg, int flags)
 {
 	if (msg->msg_control && msg->msg_controllen)
 		return fail(-EOPNOTSUPP);
-	return do_send(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	return do_send(s, msg->msg_iov, (int)msg->msg_iovlen, flags, msg->msg_name,
+		       msg->msg_namelen);
 }
 
 UR_EXPORT ssize_t rread(int s, void *buf, size_t count)
@@ -353,7 +399,7 @@ UR_EXPORT ssize_t rread(int s, void *buf, size_t count)
 
 UR_EXPORT ssize_t rreadv(int s, const struct iovec *iov, int iovcnt)
 {
-	return do_recv(s, iov, iovcnt, 0);
+	return do_recv(s, iov, iovcnt, 0, NULL, NULL);
 }
 
 UR_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
@@ -363,7 +409,7 @@ UR_EXPORT ssize_t rwrite(int s, const void *buf, size_t count)
 
 UR_EXPORT ssize_t rwritev(int s, const struct iovec *iov, int iovcnt)
 {
-	return do_send(s, iov, iovcnt, 0);
+	return do_send(s, iov, iovcnt, 0, NULL, 0);
 }
 
 static int get_name(int s, struct sockaddr *addr, socklen_t *len, bool peer)
@@ -375,6 +421,8 @@ static int get_name(int s, struct sockaddr *addr, socklen_t *len, bool peer)
 		return -1;
 	if (!addr || !len)
 		ret = -EFAULT;
+	else if (rs->type == SOCK_DGRAM)
+		ret = (peer ? getpeername(rs->fd, addr, len) : getsockname(rs->fd, addr, len)) ? -errno : 0;
 	else if (peer && rs->state != RS_CONNECTED && rs->state != RS_DISCONNECTED)
 		ret = -ENOTCONN;
 	else

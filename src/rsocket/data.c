@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
 
 #define RS_WR_RECV   (1ull << 63)
@@ -264,6 +265,10 @@ static void drain_cq_events(struct rsock *rs)
 
 void rs_progress(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM) {
+		rs_ds_progress(rs);
+		return;
+	}
 	/* A connected socket reads its channel only when poll() said it
 	 * has news: an empty read is a system call per progress. */
 	if (rs->state != RS_CONNECTED || rs->cm_pending) {
@@ -279,28 +284,36 @@ void rs_progress(struct rsock *rs)
 
 void rs_sleep(struct rsock *rs, int timeout_ms)
 {
-	struct pollfd p[2] = { { .fd = rs->ch->fd, .events = POLLIN } };
+	struct pollfd p[2] = { { .fd = -1, .events = POLLIN } };
 	nfds_t n = 1;
 
+	if (timeout_ms < 0 || timeout_ms > RS_NAP_MS)
+		timeout_ms = RS_NAP_MS;
+	if (rs->type == SOCK_DGRAM) {
+		rs_ds_sleep(rs, timeout_ms);
+		return;
+	}
+	p[0].fd = rs->ch->fd;
 	if (rs->cq) {
 		p[1].fd = rs->cc->fd;
 		p[1].events = POLLIN;
 		n = 2;
 	}
-	if (timeout_ms < 0 || timeout_ms > RS_NAP_MS)
-		timeout_ms = RS_NAP_MS;
 	pthread_mutex_unlock(&rs->lock);
 	poll(p, n, timeout_ms);
 	pthread_mutex_lock(&rs->lock);
 	rs_poll_drain(rs, p[0].revents, n > 1 ? p[1].revents : 0);
 }
 
-/* Arms the CQ (once) so that a completion wakes a sleeper; the caller
- * looks at the CQ again after this before it sleeps. */
-static void arm(struct rsock *rs)
+/* Arms the CQs not armed yet, so that a completion wakes a sleeper:
+ * whether it armed one (the caller looks at the CQs again first). */
+static bool arm(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM)
+		return rs_ds_arm(rs);
 	if (rs->cq && !rs->cq_armed && ibv_req_notify_cq(rs->cq, 0) == 0)
-		rs->cq_armed = true;
+		return rs->cq_armed = true;
+	return false;
 }
 
 int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
@@ -317,16 +330,16 @@ int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
 			spin_end = now_ns() + RS_SPIN_NS;
 		if (now_ns() < spin_end)
 			continue;
-		if (rs->cq && !rs->cq_armed) {
-			arm(rs);
+		if (arm(rs))
 			continue;   /* what completed before the arming */
-		}
 		rs_sleep(rs, -1);
 	}
 }
 
 short rs_poll_events(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM)
+		return rs_ds_poll_events(rs);
 	switch (rs->state) {
 	case RS_LISTENING:
 		return rs_listen_ready(rs) ? POLLIN : 0;
@@ -357,6 +370,11 @@ short rs_poll_events(struct rsock *rs)
 
 void rs_poll_arm(struct rsock *rs, struct pollfd *cm, struct pollfd *cq)
 {
+	if (rs->type == SOCK_DGRAM) {
+		rs_ds_poll_arm(rs, cm);
+		cq->fd = -1;
+		return;
+	}
 	arm(rs);
 	cm->fd = rs->ch->fd;
 	cm->events = POLLIN;
@@ -366,6 +384,11 @@ void rs_poll_arm(struct rsock *rs, struct pollfd *cm, struct pollfd *cq)
 
 void rs_poll_drain(struct rsock *rs, short cm_revents, short cq_revents)
 {
+	if (rs->type == SOCK_DGRAM) {
+		if (cm_revents)
+			rs_ds_drain(rs);
+		return;
+	}
 	if (cm_revents)
 		rs->cm_pending = true;
 	if (cq_revents && rs->cq)

@@ -126,6 +126,8 @@ static int iomap_locked(struct rsock *rs, void *buf, size_t len, int prot, off_t
 	int access = IBV_ACCESS_LOCAL_WRITE;
 	struct rs_iomap_mr *m;
 
+	if (rs->type != SOCK_STREAM)
+		return -EOPNOTSUPP;   /* rsocket(7): iomaps are for stream sockets */
 	if (!rs->id->pd || (prot & ~(PROT_WRITE | PROT_NONE)) || !buf || !len || *offset < -1)
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
@@ -228,6 +230,8 @@ static ssize_t iowrite_locked(struct rsock *rs, const void *buf, size_t count, u
 	size_t done = 0;
 	int ret;
 
+	if (rs->type != SOCK_STREAM)
+		return -EOPNOTSUPP;
 	if (rs->state != RS_CONNECTED || !rs->wr_open)
 		return rs->state == RS_ERROR ? -ECONNRESET :
 		       rs->state == RS_DISCONNECTED ? -EPIPE : -ENOTCONN;

@@ -11,6 +11,7 @@
 #include <rdma/rsocket.h>
 
 #include "core/limits.h"
+#include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
 #include "util/compiler.h"
 
@@ -99,6 +100,26 @@ static int set_rdma(struct rsock *rs, int name, int v)
 	}
 }
 
+/* A datagram rsocket's options but SOL_RDMA's are its UDP socket's (as in
+ * rdma-core); the buffer sizes shape its queues too, until they exist. */
+static int set_dgram(struct rsock *rs, int level, int name, const void *val, socklen_t len)
+{
+	int v;
+
+	if (level == SOL_RDMA)
+		return int_opt(val, len, &v) ? -EINVAL : set_rdma(rs, name, v);
+	if (setsockopt(rs->fd, level, name, val, len))
+		return -errno;
+	if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_SNDBUF) &&
+	    !int_opt(val, len, &v) && v > 0 && !rs->dg->ready) {
+		if (name == SO_RCVBUF)
+			rs->rbuf_size = (uint32_t)v << 1;
+		else
+			rs->sbuf_size = (uint32_t)v << 1;
+	}
+	return 0;
+}
+
 UR_EXPORT int rsetsockopt(int s, int level, int optname, const void *optval, socklen_t optlen)
 {
 	struct rsock *rs = rs_table_get(s);
@@ -107,6 +128,14 @@ UR_EXPORT int rsetsockopt(int s, int level, int optname, const void *optval, soc
 	if (!rs) {
 		errno = EBADF;
 		return -1;
+	}
+	if (rs->type == SOCK_DGRAM) {
+		pthread_mutex_lock(&rs->lock);
+		ret = set_dgram(rs, level, optname, optval, optlen);
+		pthread_mutex_unlock(&rs->lock);
+		if (!ret)
+			return 0;
+		goto out_err;
 	}
 	ret = int_opt(optval, optlen, &v);
 	if (ret)
@@ -190,6 +219,8 @@ UR_EXPORT int rgetsockopt(int s, int level, int optname, void *optval, socklen_t
 		errno = EBADF;
 		return -1;
 	}
+	if (rs->type == SOCK_DGRAM && level != SOL_RDMA)
+		return getsockopt(rs->fd, level, optname, optval, optlen);
 	if (!optval || !optlen || *optlen < sizeof(int)) {
 		errno = EINVAL;
 		return -1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
 
 #define RS_WR_RECV (1ull << 63)
@@ -37,6 +38,7 @@ int rs_new(int domain, struct rsock **out)
 		return -ENOMEM;
 	pthread_mutex_init(&rs->lock, NULL);
 	rs->domain = domain;
+	rs->type = SOCK_STREAM;
 	rs->fd = -1;
 	rs->state = RS_IDLE;
 	rs->sbuf_size = rs->rbuf_size = RS_DEF_MEM;
@@ -68,6 +70,10 @@ err_free:
 
 void rs_free(struct rsock *rs)
 {
+	if (rs->type == SOCK_DGRAM) {
+		rs_ds_free(rs);
+		return;
+	}
 	if (rs->id && rs->id->qp)
 		rdma_destroy_qp(rs->id);
 	if (rs->cq)

@@ -85,6 +85,30 @@ static_assert(sizeof(struct rs_iomap) == 24, "rs_iomap is 24 bytes on the wire")
 #define RS_MAX_TRANSFER 65536    /* one write, at most */
 #define RS_OLAP_START   2048     /* the first write of a send; each next one doubles */
 
+/* Datagram rsockets (rdma-core's "Datagram Overview").  A datagram rsocket
+ * is a UDP socket plus a UD QP for each local address it sends from.  Until
+ * a sender knows the QP behind a destination address, its datagrams go over
+ * UDP, each behind a UDP header naming the sender's QP; the receiver answers
+ * with the same header (op RS_OP_CTRL, no payload), and from then on both
+ * send over UD, each datagram behind a datagram header that names the
+ * sender's address (IP and UDP port).  Every multi-byte field big-endian.
+ *
+ * UDP header: tag (4), version (4 or 6), op (RS_OP_DATA or RS_OP_CTRL),
+ * length (of this header), reserved, the sender's QP number (low 24 bits of
+ * 4 bytes), the address the sender sent from (4 or 16 bytes). */
+#define RS_DS_UDP_TAG    0x55555555u
+#define RS_DS_UDP_V4_LEN 16
+#define RS_DS_UDP_V6_LEN 28
+/* Datagram header: version, length (of this header), the sender's UDP port
+ * (2), its IPv4 address (4), or an IPv6 flow label (4) and address (16). */
+#define RS_DS_V4_LEN 8
+#define RS_DS_V6_LEN 24
+#define RS_DS_QKEY   0x01234567u   /* rdma_cm's Q_Key for RDMA_PS_UDP */
+/* A datagram and its header fit one receive slot of RS_SNDLOWAT bytes, and
+ * one UDP read of the receiver's side channel (UDP header, then the bytes). */
+#define RS_DS_MAX_V4 (RS_SNDLOWAT - RS_DS_UDP_V4_LEN)
+#define RS_DS_MAX_V6 (RS_SNDLOWAT - RS_DS_UDP_V6_LEN)
+
 /* Sizes carried in 8 bits: up to 128 as they are, above that in 256s
  * with the top bit set. */
 static inline uint8_t rs_value_to_scale(uint32_t v)

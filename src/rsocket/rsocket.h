@@ -1,6 +1,8 @@
 /* uroce's rsockets: rdma-core's socket API over RDMA (rsocket(7)), built on
  * uroce's own public rdma_cm and verbs, exported from librdmacm.so.1.
  *
+ * A datagram rsocket is a UDP socket and UD QPs (dgram.h).
+ *
  * A stream rsocket owns an rdma_cm id on an event channel of its own; the
  * channel's fd is the number the application holds (unique, since the
  * kernel handed it out, so rpoll can mix rsockets and ordinary fds).  Its
@@ -41,9 +43,12 @@ enum rs_state {
 extern const char *const rs_state_names[RS_NSTATES];
 
 struct rs_iomap_mr;
+struct rs_dgram;
 
 struct rsock {
 	int fd;                        /* the number the application holds */
+	int type;                      /* SOCK_STREAM, or SOCK_DGRAM (dg: dgram.h) */
+	struct rs_dgram *dg;
 	pthread_mutex_t lock;
 	enum rs_state state;
 	bool rd_open, wr_open;         /* while RS_CONNECTED: each way still open */
@@ -113,6 +118,8 @@ struct rsock *rs_table_get(int fd);
 void rs_table_del(int fd);
 /* Runs fn on every rsocket, the table read-locked (rclose waits). */
 void rs_table_each(void (*fn)(struct rsock *rs));
+/* Runs fn on the rsocket numbered fd, if any, the same way. */
+void rs_table_with(int fd, void (*fn)(struct rsock *rs));
 
 /* res.c: what a connection needs. */
 int rs_new(int domain, struct rsock **out);     /* an id on a channel of its own */

@@ -65,3 +65,11 @@ void rs_table_each(void (*fn)(struct rsock *rs))
 			fn(table[i]);
 	pthread_rwlock_unlock(&table_lock);
 }
+
+void rs_table_with(int fd, void (*fn)(struct rsock *rs))
+{
+	pthread_rwlock_rdlock(&table_lock);
+	if (fd >= 0 && fd < table_size && table[fd])
+		fn(table[fd]);
+	pthread_rwlock_unlock(&table_lock);
+}

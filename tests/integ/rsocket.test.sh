@@ -22,9 +22,19 @@
 #    no TCP connection on the port is ever established (the preload did not
 #    fall back to kernel TCP), and the server's device counted (uroce devinfo
 #    -c, rdma_recvs) a receive per data message at least: bytes / 64 KiB;
+#  - udpong (datagram rsockets: UD QPs, the UDP side channel until a peer's
+#    QP is known) on one host: echo (latency) runs spinning (-T n), polling
+#    (-T a) and blocking (-T b), a stream of datagrams (bandwidth), the
+#    largest datagram (2032 B) echoed; and between the namespaces, echo at
+#    512 B and at 1400 B (over the veth's UD MTU of 1024: by UDP): the
+#    client exits 0 with its result line, and the server's device took a
+#    receive for half the client's datagrams at least (they went over UD);
 #  - progs/rsocket_api.c: the socket contract's corners and every error path
 #    (ECONNREFUSED, EPIPE on a closed peer, EAGAIN, 0 at the peer's close,
-#    ENOTCONN, EBADF, EOPNOTSUPP for datagram sockets), riomap/riowrite.
+#    ENOTCONN, EBADF, EPROTONOSUPPORT), riomap/riowrite;
+#  - progs/rsocket_dgram.c: datagram sockets' contract (sizes, sources,
+#    rconnect, EAGAIN, rpoll, MSG_PEEK/MSG_TRUNC, the UDP side channel's
+#    bytes by hand, malformed headers dropped, ::1, the error paths).
 # ctest-timeout: 420
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdmacm_lib.sh"
@@ -140,6 +150,56 @@ iperf_case() {
 	fi
 }
 
+# udpong_case NAME HOST DEV ARGS...: udpong's server bound to HOST (in UR_SNS)
+# and its client (in UR_CNS) with ARGS (-C N among them) on a port of their
+# own; DEV is the server's device.  The server serves until stopped.  With
+# UDPONG_OVER_MTU=1 the datagrams are larger than the path's UD MTU: the
+# client says (at info level) that they go by UDP, and the count of UD
+# receives is not checked.
+udpong_case() {
+	local name=$1 host=$2 dev=$3 port before after n i
+	shift 3
+	port=$(ur_port)
+	n=$(printf '%s\n' "$@" | awk 'p { print; exit } $0 == "-C" { p = 1 }')
+	before=$(rdma_recvs "${UR_SNS:-}" "$dev")
+	UR_NS=${UR_SNS:-} ur_start "$name.server" udpong -b "$host" -p "$port" "$@"
+	for ((i = 0; i < 100; i++)); do
+		ur_nsexec "${UR_SNS:-}" ss -Hunl "( sport = :$port )" | grep -q . && break
+		sleep 0.1
+	done
+	UR_NS=${UR_CNS:-} ur_run "$name.client" env UROCE_LOG="${UDPONG_OVER_MTU:+info}" \
+		udpong -s "$host" -p "$port" "$@"
+	ur_expect_rc "$name.client" 0 "udpong $*"
+	udpong_rows "$name.client"
+	if [ -n "${UDPONG_OVER_MTU:-}" ]; then
+		ur_stop "$name.server"
+		ur_expect_grep "$name.client" 'datagrams of over [0-9]+ bytes go by UDP: the path MTU is' \
+			"$name: the client says its datagrams over the MTU go by UDP"
+		return
+	fi
+	# The server's process publishes its counters a few times a second.
+	for ((i = 0; i < 30; i++)); do
+		after=$(rdma_recvs "${UR_SNS:-}" "$dev")
+		[ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -ge $((n / 2)) ] && break
+		sleep 0.1
+	done
+	ur_stop "$name.server"
+	if [ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -ge $((n / 2)) ]; then
+		ur_pass "$name: $dev took $((after - before)) receives for $n datagrams (over UD)"
+	else
+		ur_fail "$name: $dev's rdma_recvs went ${before:-?} -> ${after:-?} for $n datagrams"
+	fi
+}
+
+# udpong_rows NAME: udpong's output has its one result line (a name, the
+# size, transfers, total, seconds, Gb/sec and usec/xfer).
+udpong_rows() {
+	local n
+	n=$(grep -cE '^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9.]+s +[0-9.]+ +[0-9.]+$' \
+		"$(ur_out "$1")")
+	ur_expect_eq "$1 result lines" 1 "$n"
+}
+
 # --- one host -----------------------------------------------------------------
 
 rstream_case rs_full 8
@@ -168,6 +228,13 @@ else
 fi
 
 prog_run api rsocket_api uroce0 0
+prog_run dgram rsocket_dgram uroce0 0
+
+udpong_case udp_echo 127.0.0.1 uroce0 -C 2000 -S 64 -T e
+udpong_case udp_echo_poll 127.0.0.1 uroce0 -C 1000 -S 1000 -T a -T e
+udpong_case udp_echo_block 127.0.0.1 uroce0 -C 1000 -S 64 -T b -T e
+udpong_case udp_echo_max 127.0.0.1 uroce0 -C 500 -S 2032 -T e
+udpong_case udp_stream 127.0.0.1 uroce0 -C 5000 -S 1024
 
 # --- two namespaces -----------------------------------------------------------
 
@@ -175,6 +242,9 @@ ur_netns_pair 1500
 export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
 RS_HOST=$UR_IP_B rstream_case ns_rstream 1 -T v -S 1000000 -C 200
 rcopy_case rcopy_ns "$UR_IP_B"
+ns_dev=$(ur_nsexec "$UR_NS_B" "$UROCE" netdev | awk -v i="$UR_IF_B" '$5 == i { print $1 }')
+udpong_case ns_udp_echo "$UR_IP_B" "${ns_dev:-uroce0}" -C 1000 -S 512 -T e
+UDPONG_OVER_MTU=1 udpong_case ns_udp_over_mtu "$UR_IP_B" "${ns_dev:-uroce0}" -C 200 -S 1400 -T e
 if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is_tsan; then
 	dev=$(ur_nsexec "$UR_NS_B" "$UROCE" netdev | awk -v i="$UR_IF_B" '$5 == i { print $1 }')
 	iperf_case iperf_ns "$UR_IP_B" "${dev:-uroce0}"

@@ -10,6 +10,7 @@
 #include "util/array.h"
 #include "util/log.h"
 #include "xport/udp/udp_priv.h"
+#include "util/sys_socket.h"
 
 /* Membership is taken by the attaching process on its own socket, at once:
  * the group is then joined on the link for the whole network namespace,
@@ -60,7 +61,7 @@ static int join(struct ur_udp *u, const union ibv_gid *gid, unsigned ifindex, in
 	ret = set_membership(fd, gid, ifindex, true);
 	for (int i = 0; (ret == -ENOBUFS || ret == -ENOMEM) && i < MEMBER_SOCKS; i++) {
 		if (!member_fd[v6][i]) {
-			fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			fd = ur_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 			if (fd < 0)
 				return -errno;
 			member_fd[v6][i] = fd + 1;

@@ -11,6 +11,7 @@
 #include "wire/gid.h"
 #include "wire/roce_hdr.h"
 #include "xport/udp/udp_priv.h"
+#include "util/sys_socket.h"
 
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
 		   const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path)
@@ -44,7 +45,7 @@ int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifind
 			p->dst.v6.sin6_scope_id = ifindex;
 		return 0;
 	}
-	fd = socket(p->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = ur_socket(p->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
 		if (connect(fd, (struct sockaddr *)&p->dst,
 			    p->family == AF_INET ? sizeof(p->dst.v4) : sizeof(p->dst.v6)))

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "wire/roce_hdr.h"
 #include "xport/udp/udp_priv.h"
+#include "util/sys_socket.h"
 
 #define UR_SOCK_BUF (32 << 20)   /* only used while backlogged */
 
@@ -43,7 +44,7 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	pthread_mutex_init(&s->pending_lock, NULL);
 	s->pending = s->pending_tail = NULL;
 	s->roce_port = port == UR_ROCE_UDP_PORT;
-	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	fd = ur_socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
 	if (fd < 0)
 		return -errno;
 	memset(&a, 0, sizeof(a));

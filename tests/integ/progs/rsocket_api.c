@@ -26,8 +26,8 @@
  *              peer did not map is EINVAL, riomap beyond the peer's
  *              RDMA_IOMAPSIZE ENOMEM, PROT_READ EINVAL, riounmap of what
  *              was not mapped EINVAL;
- *  - errors:   EBADF, EAFNOSUPPORT, EOPNOTSUPP (datagram sockets),
- *              ENOTCONN for data calls and shutdown before a connection.
+ *  - errors:   EBADF, EAFNOSUPPORT, EPROTONOSUPPORT (a stream socket of
+ *              UDP), ENOTCONN for data calls and shutdown before a connection.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -544,8 +544,8 @@ static void case_errors(struct vt_dev *d)
 	CHECK_ERR(rsend(12345, "x", 1, 0), EBADF, "rsend on no rsocket");
 	CHECK_ERR(rclose(12345), EBADF, "rclose on no rsocket");
 	CHECK_ERR(rsocket(AF_UNIX, SOCK_STREAM, 0), EAFNOSUPPORT, "rsocket(AF_UNIX)");
-	CHECK_ERR(rsocket(AF_INET, SOCK_DGRAM, 0), EOPNOTSUPP,
-		  "rsocket(SOCK_DGRAM) (datagram rsockets are not built)");
+	CHECK_ERR(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT,
+		  "rsocket(SOCK_STREAM, IPPROTO_UDP)");
 	s = rsocket(AF_INET, SOCK_STREAM, 0);
 	CHECK_ERR(rsend(s, "x", 1, 0), ENOTCONN, "rsend unconnected");
 	CHECK_ERR(rrecv(s, buf, 1, 0), ENOTCONN, "rrecv unconnected");

@@ -1,12 +1,25 @@
 /* rsockets' wire: the immediate data's encoding, the 8-bit size scale, the
  * layout of the connection data (rdma-core's struct rs_conn_data, byte for
- * byte) and its round trip through format and save, byte order included. */
+ * byte) and its round trip through format and save, byte order included;
+ * the datagram headers (rdma-core's struct ds_udp_header and ds_header,
+ * byte for byte), and what their readers refuse. */
 #include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 
+#include <arpa/inet.h>
+
+#include "rsocket/dgram_wire.c"
 #include "rsocket/res.c"
 #include "ut.h"
+
+/* res.c frees datagram rsockets through dgram.c, which this test leaves
+ * out: its rsockets are all streams. */
+void rs_ds_free(struct rsock *rs)
+{
+	(void)rs;
+	abort();
+}
 
 static void test_layout(void)
 {
@@ -116,11 +129,92 @@ static void test_conn_data(void)
 	UT_EQ(rs_save_conn_data(&b.rs, NULL, 0), -EPROTO);
 }
 
+static void test_ds_udp_header(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7174) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(7174) };
+	const uint8_t want4[RS_DS_UDP_V4_LEN] = {
+		0x55, 0x55, 0x55, 0x55, 4, RS_OP_DATA, 16, 0, 0x00, 0x12, 0x34, 0x56, 10, 0, 0, 2,
+	};
+	uint8_t buf[64];
+	struct rs_ds_udp h;
+
+	inet_pton(AF_INET, "10.0.0.2", &a.sin_addr);
+	inet_pton(AF_INET6, "fd00::2", &a6.sin6_addr);
+	UT_EQ(rs_ds_udp_write(buf, RS_OP_DATA, 0xff123456, (struct sockaddr *)&a), 16);
+	UT_MEMEQ(buf, want4, sizeof(want4));                     /* the QPN's top byte is not sent */
+	UT_EQ(rs_ds_udp_read(buf, 16 + 100, AF_INET, &h), 0);
+	UT_EQ(h.op, RS_OP_DATA);
+	UT_EQ(h.qpn, 0x123456);
+	UT_EQ(h.hdr_len, 16);
+
+	UT_EQ(rs_ds_udp_write(buf, RS_OP_CTRL, 0x42, (struct sockaddr *)&a6), 28);
+	UT_EQ(buf[4], 6);
+	UT_EQ(buf[6], 28);
+	UT_MEMEQ(buf + 12, &a6.sin6_addr, 16);
+	UT_EQ(rs_ds_udp_read(buf, 28, AF_INET6, &h), 0);
+	UT_EQ(h.op, RS_OP_CTRL);
+	UT_EQ(h.qpn, 0x42);
+
+	/* Refused: too short, wrong tag, a version that is not the
+	 * socket's family, a length that is not the version's, an op
+	 * that is neither data nor control. */
+	UT_EQ(rs_ds_udp_read(buf, 27, AF_INET6, &h), -EINVAL);
+	UT_EQ(rs_ds_udp_read(buf, 28, AF_INET, &h), -EINVAL);
+	rs_ds_udp_write(buf, RS_OP_DATA, 1, (struct sockaddr *)&a);
+	UT_EQ(rs_ds_udp_read(buf, 15, AF_INET, &h), -EINVAL);
+	buf[0] = 0x54;
+	UT_EQ(rs_ds_udp_read(buf, 16, AF_INET, &h), -EINVAL);
+	buf[0] = 0x55;
+	buf[6] = 28;
+	UT_EQ(rs_ds_udp_read(buf, 32, AF_INET, &h), -EINVAL);
+	buf[6] = 16;
+	buf[5] = RS_OP_SGL;
+	UT_EQ(rs_ds_udp_read(buf, 16, AF_INET, &h), -EINVAL);
+}
+
+static void test_ds_header(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7174) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(9),
+				   .sin6_flowinfo = htonl(5) };
+	const uint8_t want4[RS_DS_V4_LEN] = { 4, 8, 0x1c, 0x06, 10, 0, 0, 2 };
+	struct sockaddr_storage src;
+	socklen_t len;
+	uint8_t buf[64];
+
+	inet_pton(AF_INET, "10.0.0.2", &a.sin_addr);
+	inet_pton(AF_INET6, "fd00::2", &a6.sin6_addr);
+	UT_EQ(rs_ds_hdr_write(buf, (struct sockaddr *)&a), 8);
+	UT_MEMEQ(buf, want4, sizeof(want4));
+	UT_EQ(rs_ds_hdr_read(buf, 8, &src, &len), 8);            /* an empty datagram */
+	UT_EQ(len, sizeof(struct sockaddr_in));
+	UT_MEMEQ(&src, &a, sizeof(a));
+
+	UT_EQ(rs_ds_hdr_write(buf, (struct sockaddr *)&a6), 24);
+	UT_EQ(buf[0], 6);
+	UT_EQ(buf[1], 24);
+	UT_MEMEQ(buf + 4, &a6.sin6_flowinfo, 4);
+	UT_MEMEQ(buf + 8, &a6.sin6_addr, 16);
+	UT_EQ(rs_ds_hdr_read(buf, 100, &src, &len), 24);
+	UT_EQ(len, sizeof(struct sockaddr_in6));
+	UT_MEMEQ(&src, &a6, sizeof(a6));
+
+	UT_EQ(rs_ds_hdr_read(buf, 23, &src, &len), -EINVAL);     /* cut short */
+	buf[1] = 8;
+	UT_EQ(rs_ds_hdr_read(buf, 100, &src, &len), -EINVAL);    /* version 6, length 8 */
+	buf[0] = 5;
+	UT_EQ(rs_ds_hdr_read(buf, 100, &src, &len), -EINVAL);
+	UT_EQ(rs_ds_hdr_read(buf, 0, &src, &len), -EINVAL);
+}
+
 int main(void)
 {
 	UT_RUN(test_layout);
 	UT_RUN(test_msg);
 	UT_RUN(test_scale);
 	UT_RUN(test_conn_data);
+	UT_RUN(test_ds_udp_header);
+	UT_RUN(test_ds_header);
 	UT_DONE();
 }

@@ -1,0 +1,18 @@
+/* socket(2) for uroce's own IP sockets, as the kernel's call rather than
+ * through the symbol: a preloaded library that takes socket() over (rdma-core's
+ * librspreload.so makes every AF_INET/AF_INET6 socket an rsocket, datagram
+ * ones included) must not take the sockets uroce itself runs on.  The calls
+ * on the descriptor after it (bind, sendmsg...) pass through such a
+ * library untouched: it knows only the sockets it made. */
+#ifndef UROCE_UTIL_SYS_SOCKET_H
+#define UROCE_UTIL_SYS_SOCKET_H
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static inline int ur_socket(int domain, int type, int protocol)
+{
+	return (int)syscall(SYS_socket, domain, type, protocol);
+}
+
+#endif
