@@ -187,6 +187,29 @@ static void set_port(struct sockaddr_storage *a, uint16_t port)
 		((struct sockaddr_in *)a)->sin_port = port;
 }
 
+bool rs_ds_is_v4(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET ||
+	       (a->ss_family == AF_INET6 &&
+		IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)a)->sin6_addr));
+}
+
+void rs_ds_map_v4(const struct rsock *rs, struct sockaddr_storage *a, socklen_t *len)
+{
+	struct sockaddr_in v4;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)a;
+
+	if (rs->domain != AF_INET6 || a->ss_family != AF_INET)
+		return;
+	memcpy(&v4, a, sizeof(v4));
+	memset(v6, 0, sizeof(*v6));
+	v6->sin6_family = AF_INET6;
+	v6->sin6_port = v4.sin_port;
+	v6->sin6_addr.s6_addr[10] = v6->sin6_addr.s6_addr[11] = 0xff;
+	memcpy(v6->sin6_addr.s6_addr + 12, &v4.sin_addr, 4);
+	*len = sizeof(*v6);
+}
+
 /* family, port and address: the key of a destination, and how a local
  * address is matched (its port is the UDP socket's, always the same). */
 int rs_ds_addr_cmp(const void *x, const void *y)

@@ -192,6 +192,7 @@ static void on_recv(struct rsock *rs, struct rs_ds_qp *qp, const struct ibv_wc *
 		drop(rs, "not an rsocket datagram header");
 		return;
 	}
+	rs_ds_map_v4(rs, &m->src, &m->src_len);
 	m->qp = qp;
 	m->offset = off;
 	m->copy = NULL;
@@ -322,7 +323,7 @@ static void udp_one(struct rsock *rs, const uint8_t *buf, size_t n,
 	struct rs_ds_msg *m;
 	int ret;
 
-	if (rs_ds_udp_read(buf, n, from->ss_family, &h)) {
+	if (rs_ds_udp_read(buf, n, rs_ds_is_v4(from) ? AF_INET : AF_INET6, &h)) {
 		drop(rs, "a UDP datagram without an rsocket header");
 		return;
 	}

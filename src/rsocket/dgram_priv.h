@@ -16,6 +16,12 @@ int rs_ds_dest(struct rsock *rs, const struct sockaddr *addr, socklen_t len,
 /* d's QP is qpn: send to it over UD from now on. */
 int rs_ds_set_peer(struct rsock *rs, struct rs_ds_dest *d, uint32_t qpn);
 int rs_ds_addr_cmp(const void *a, const void *b);
+/* An IPv4 address, or an IPv4-mapped IPv6 one (a dual-stack socket's
+ * view of an IPv4 peer). */
+bool rs_ds_is_v4(const struct sockaddr_storage *a);
+/* A source an IPv6 socket reads: an IPv4 one as IPv4-mapped, as the
+ * kernel gives a dual-stack socket. */
+void rs_ds_map_v4(const struct rsock *rs, struct sockaddr_storage *a, socklen_t *len);
 /* The receive slot at offset goes back to qp's receive queue. */
 void rs_ds_repost(struct rsock *rs, struct rs_ds_qp *qp, uint32_t offset);
 

@@ -40,9 +40,22 @@ int rs_ds_udp_read(const uint8_t *buf, size_t len, sa_family_t family, struct rs
 	return 0;
 }
 
+/* An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4
+ * peer) goes on the wire as the IPv4 address it is: the peer's socket may
+ * be IPv4 only. */
+static const uint8_t *mapped_v4(const struct sockaddr *a)
+{
+	const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
+
+	if (a->sa_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&s->sin6_addr))
+		return NULL;
+	return s->sin6_addr.s6_addr + 12;
+}
+
 size_t rs_ds_udp_write(uint8_t *buf, uint8_t op, uint32_t qpn, const struct sockaddr *from)
 {
-	bool v6 = from->sa_family == AF_INET6;
+	const uint8_t *v4 = mapped_v4(from);
+	bool v6 = from->sa_family == AF_INET6 && !v4;
 
 	put32(buf, RS_DS_UDP_TAG);
 	buf[4] = v6 ? 6 : 4;
@@ -53,7 +66,7 @@ size_t rs_ds_udp_write(uint8_t *buf, uint8_t op, uint32_t qpn, const struct sock
 	if (v6)
 		memcpy(buf + 12, &((const struct sockaddr_in6 *)from)->sin6_addr, 16);
 	else
-		memcpy(buf + 12, &((const struct sockaddr_in *)from)->sin_addr, 4);
+		memcpy(buf + 12, v4 ? v4 : (const uint8_t *)&((const struct sockaddr_in *)from)->sin_addr, 4);
 	return buf[6];
 }
 
@@ -85,6 +98,15 @@ int rs_ds_hdr_read(const uint8_t *buf, size_t len, struct sockaddr_storage *src,
 
 size_t rs_ds_hdr_write(uint8_t *buf, const struct sockaddr *from)
 {
+	const uint8_t *v4 = mapped_v4(from);
+
+	if (v4) {
+		buf[0] = 4;
+		buf[1] = RS_DS_V4_LEN;
+		memcpy(buf + 2, &((const struct sockaddr_in6 *)from)->sin6_port, 2);
+		memcpy(buf + 4, v4, 4);
+		return RS_DS_V4_LEN;
+	}
 	if (from->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)from;
 

@@ -4,7 +4,8 @@
  * payload's datagram header; the rest is the message.
  *
  * What a reader accepts, the writer writes again byte for byte (but the
- * UDP header's reserved byte and the QPN's unsent top byte), and a reader
+ * UDP header's reserved byte and the QPN's unsent top byte; an IPv6 header
+ * naming an IPv4-mapped address comes back as an IPv4 one), and a reader
  * never reads past the message (ASan). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,6 +33,11 @@ static void udp(const uint8_t *msg, size_t len, sa_family_t family)
 		memcpy(&((struct sockaddr_in6 *)&from)->sin6_addr, msg + 12, 16);
 	else
 		memcpy(&((struct sockaddr_in *)&from)->sin_addr, msg + 12, 4);
+	if (family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&from)->sin6_addr)) {
+		FUZZ_ASSERT(rs_ds_udp_write(again, h.op, h.qpn, (struct sockaddr *)&from) ==
+			    RS_DS_UDP_V4_LEN && !memcmp(again + 12, msg + 24, 4));
+		return;
+	}
 	FUZZ_ASSERT(rs_ds_udp_write(again, h.op, h.qpn, (struct sockaddr *)&from) == h.hdr_len);
 	FUZZ_ASSERT(!memcmp(again, msg, 7) && again[7] == 0 && again[8] == 0 &&
 		    !memcmp(again + 9, msg + 9, h.hdr_len - 9));
@@ -48,6 +54,12 @@ static void hdr(const uint8_t *msg, size_t len)
 	if (fuzz_dropped)
 		return;
 	FUZZ_ASSERT((size_t)hl <= len && src_len <= sizeof(src));
+	if (src.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&src)->sin6_addr)) {
+		FUZZ_ASSERT(rs_ds_hdr_write(again, (struct sockaddr *)&src) == RS_DS_V4_LEN &&
+			    !memcmp(again + 2, msg + 2, 2) && !memcmp(again + 4, msg + 20, 4));
+		return;
+	}
 	FUZZ_ASSERT(rs_ds_hdr_write(again, (struct sockaddr *)&src) == (size_t)hl);
 	FUZZ_ASSERT(!memcmp(again, msg, (size_t)hl));
 }

@@ -200,6 +200,17 @@ static void test_ds_header(void)
 	UT_EQ(len, sizeof(struct sockaddr_in6));
 	UT_MEMEQ(&src, &a6, sizeof(a6));
 
+	/* A dual-stack socket's IPv4 peer: IPv4 on the wire. */
+	inet_pton(AF_INET6, "::ffff:10.0.0.2", &a6.sin6_addr);
+	a6.sin6_port = htons(7174);
+	UT_EQ(rs_ds_hdr_write(buf, (struct sockaddr *)&a6), 8);
+	UT_MEMEQ(buf, want4, sizeof(want4));
+	UT_EQ(rs_ds_udp_write(buf, RS_OP_CTRL, 1, (struct sockaddr *)&a6), 16);
+	UT_EQ(buf[4], 4);
+	UT_MEMEQ(buf + 12, want4 + 4, 4);
+	inet_pton(AF_INET6, "fd00::2", &a6.sin6_addr);
+	rs_ds_hdr_write(buf, (struct sockaddr *)&a6);          /* for the checks below */
+
 	UT_EQ(rs_ds_hdr_read(buf, 23, &src, &len), -EINVAL);     /* cut short */
 	buf[1] = 8;
 	UT_EQ(rs_ds_hdr_read(buf, 100, &src, &len), -EINVAL);    /* version 6, length 8 */
