@@ -12,6 +12,10 @@
 #     another program, blocking;
 #   iperf3 with LD_PRELOAD=librspreload.so under `uroce run`  against  plain
 #     iperf3: Mbit/s of a 5 s stream, default and 512 KiB windows (-w);
+#   udpong -T b -T e (blocking echo) 64 B and 1000 B over uroce's datagram
+#     rsockets  against  udpong -T s (kernel UDP sockets): usec/xfer, half a
+#     round trip; iperf3 -u -b 0 -l 1400 through the preload against plain
+#     iperf3 -u: Mbit/s received;
 #   a summary line a place: rsockets / TCP at 64 B latency (blocking rows),
 #     at 1 MB bandwidth, and iperf3 preload / plain (the target: latency
 #     0.5 or less, the others 1 or more).
@@ -38,7 +42,7 @@ preload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
 uroce=$build/bin/uroce
 places=${RSOCKET_PLACES:-lo ns}
 port=$((20000 + RANDOM % 20000))
-for tool in rstream iperf3 qperf ip; do
+for tool in rstream udpong iperf3 qperf ip; do
 	command -v "$tool" >/dev/null ||
 		{ echo "missing $tool: apt-get install rdmacm-utils iperf3 qperf iproute2" >&2; exit 1; }
 done
@@ -109,6 +113,21 @@ iperf_mbps() {
 	wait "${pids[-1]}" || true
 }
 
+# udpong_run NAME [ARGS...]: a udpong pair (over uroce unless ARGS has -T s),
+# the server bound to $host, stopped once the client is done; the
+# client's output in $tmp/NAME.
+udpong_run() {
+	local name=$1
+	shift
+	port=$((port + 1))
+	server "$uroce" run -- udpong -b "$host" -p "$port" "$@" > "$tmp/$name.server" 2>&1 &
+	pids+=($!)
+	sleep 1
+	client "$uroce" run -- udpong -s "$host" -p "$port" "$@" > "$tmp/$name" 2>&1 || true
+	kill "${pids[-1]}" 2>/dev/null || true
+	wait "${pids[-1]}" 2>/dev/null || true
+}
+
 # qperf_lat: kernel TCP's 64 B latency in usec on $port (qperf: half a
 # round trip).
 qperf_lat() {
@@ -122,7 +141,7 @@ qperf_lat() {
 }
 
 measure() {
-	local where u t lat bw ip1 ip2 w args
+	local where u t lat bw ip1 ip2 w args size dg dgbw
 	if [ "$place" = ns ]; then
 		host=$NET.2
 		where="two namespaces over a veth (MTU 1500)"
@@ -153,6 +172,26 @@ measure() {
 	printf '%-10s %14s %14s   (qperf tcp_lat, blocking)\n' 64_qperf - "${t:-?}"
 	printf '%s_qperf_tcp_64_usec %s\n' "$place" "${t:-?}" >> "$out"
 
+	echo "udpong -T b -T e (blocking echo, usec/xfer: half a round trip): datagram rsockets vs kernel UDP (-T s)"
+	printf '%-10s %14s %14s\n' test "uroce usec" "udp usec"
+	for size in 64 1000; do
+		udpong_run "dg_uroce_$size" -T b -T e -S "$size" -C 5000
+		udpong_run "dg_udp_$size" -T s -T b -T e -S "$size" -C 5000
+		u=$(usec_of "$tmp/dg_uroce_$size" custom)
+		t=$(usec_of "$tmp/dg_udp_$size" custom)
+		printf '%-10s %14s %14s\n' "${size}_echo" "$u" "$t"
+		printf '%s_udpong_%s_usec %s\n%s_udpong_udp_%s_usec %s\n' "$place" "$size" "$u" \
+			"$place" "$size" "$t" >> "$out"
+		[ "$size" = 64 ] && dg=$(ratio "$u" "$t")
+	done
+	port=$((port + 1))
+	u=$(iperf_mbps uroce -u -b 0 -l 1400)
+	port=$((port + 1))
+	t=$(iperf_mbps tcp -u -b 0 -l 1400)
+	printf '%-10s %14s %14s   (iperf3 -u -b 0 -l 1400, 5 s: Mbit/s received)\n' udp_iperf "$u" "$t"
+	printf '%s_iperf3_udp_uroce_mbps %s\n%s_iperf3_udp_mbps %s\n' "$place" "$u" "$place" "$t" >> "$out"
+	dgbw=$(ratio "$u" "$t")
+
 	echo "iperf3, 5 s: through librspreload over uroce vs kernel TCP (Mbit/s)"
 	printf '%-14s %12s %12s\n' window uroce tcp
 	for w in default 512K; do
@@ -170,7 +209,8 @@ measure() {
 	lat=$(ratio "$(usec_of "$tmp/uroce" 64_lat)" "$(usec_of "$tmp/tcp" 64_lat)")
 	bw=$(ratio "$(gbps_of "$tmp/uroce" 1m_bw)" "$(gbps_of "$tmp/tcp" 1m_bw)")
 	echo "summary $place: rsocket/tcp latency 64 B $lat (target <= 0.5), bandwidth 1 MB $bw" \
-		"(target >= 1), iperf3 preload/plain $ip1 default, $ip2 -w 512K (target >= 1)"
+		"(target >= 1), iperf3 preload/plain $ip1 default, $ip2 -w 512K (target >= 1);" \
+		"datagrams: rsocket/udp echo 64 B $dg, iperf3 -u $dgbw"
 	printf '%s_ratio_lat_64 %s\n%s_ratio_bw_1m %s\n%s_ratio_iperf3_default %s\n%s_ratio_iperf3_512K %s\n' \
 		"$place" "$lat" "$place" "$bw" "$place" "$ip1" "$place" "$ip2" >> "$out"
 	echo

@@ -13,8 +13,6 @@
 
 #define RS_WR_RECV   (1ull << 63)
 #define RS_POLL_BATCH 16
-#define RS_NAP_MS    50             /* a sleeper looks again at least this often (a
-                                       * thread beside it may have taken its wake-up) */
 
 const char *const rs_state_names[RS_NSTATES] = {
 	[RS_IDLE] = "idle",

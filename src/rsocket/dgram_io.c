@@ -13,6 +13,7 @@
 #include "rsocket/dgram_wire.h"
 #include "rsocket/rsocket.h"
 #include "rsocket/dgram_priv.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define RS_DS_POLL_BATCH 16
@@ -26,6 +27,28 @@ static bool can_send(const struct rsock *rs)
 static bool have_data(const struct rsock *rs)
 {
 	return rs->dg->ring && rs->dg->head != rs->dg->tail;
+}
+
+/* rs_wait's loop (data.c) for a datagram socket: progress, a short spin,
+ * the CQs armed, then sleeps until done(rs); -EAGAIN at once if nonblock. */
+static int wait_for(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
+{
+	uint64_t spin_end = 0;
+
+	for (;;) {
+		rs_ds_progress(rs);
+		if (done(rs))
+			return 0;
+		if (nonblock)
+			return -EAGAIN;
+		if (!spin_end)
+			spin_end = ur_now_ns() + RS_SPIN_NS;
+		if (ur_now_ns() < spin_end)
+			continue;
+		if (rs_ds_arm(rs))
+			continue;   /* what completed before the arming */
+		rs_ds_sleep(rs, RS_NAP_MS);
+	}
 }
 
 static size_t iov_len(const struct iovec *iov, int cnt)
@@ -116,7 +139,7 @@ ssize_t rs_ds_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 		dg->via_udp++;
 		return send_udp(rs, d, RS_OP_DATA, buf, n, nonblock);
 	}
-	ret = rs_wait(rs, can_send, nonblock);
+	ret = wait_for(rs, can_send, nonblock);
 	if (ret)
 		return ret;
 	i = dg->free_slots[--dg->sqe_avail];
@@ -228,7 +251,7 @@ ssize_t rs_ds_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 	ret = rs_ds_ready(rs);
 	if (ret)
 		return ret;
-	ret = rs_wait(rs, have_data, rs->nonblock || (flags & MSG_DONTWAIT));
+	ret = wait_for(rs, have_data, rs->nonblock || (flags & MSG_DONTWAIT));
 	if (ret)
 		return ret;
 	m = &dg->ring[dg->head];

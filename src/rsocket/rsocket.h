@@ -111,6 +111,9 @@ struct rsock {
 #define RS_QP_MAX_SIZE  0xfffe
 /* A blocking call (or rpoll) spins this long before it sleeps. */
 #define RS_SPIN_NS      20000
+/* A sleeper looks again at least this often (a thread beside it may have
+ * taken its wake-up). */
+#define RS_NAP_MS       50
 
 /* table.c: rsockets by number. */
 int rs_table_add(struct rsock *rs);
