@@ -34,7 +34,7 @@ UR_TIMEOUT=60
 # ADDR_ERROR for an address with no route; a bind to 127.0.0.1 bound to
 # uroce0, and rdma_getaddrinfo answering from the hints' addresses when
 # given neither node nor service; EOPNOTSUPP for what is not
-# supported (datagram rsockets); a
+# supported (ECE); a
 # thread asleep in rdma_get_cm_event while its channel is destroyed stays
 # asleep (300 rounds; the old code crashed, as rping did at its end).
 # It runs in a namespace of its own (lo alone, no default route): the "no

@@ -16,7 +16,7 @@
  *              to that device; rdma_getaddrinfo with neither node nor
  *              service returns the hints' destination and source addresses
  *              (libfabric's client passes its server's name so);
- *  - unsupported: what is not supported fails with EOPNOTSUPP, never pretends
+ *  - unsupported: what is not supported (ECE) fails with EOPNOTSUPP, never pretends
  *              (UD ids' SIDR and multicast: progs/rdmacm_ud.c);
  *  - teardown: a thread inside rdma_get_cm_event when its id and channel
  *              are destroyed (rping's event thread) stays asleep, as on the
@@ -344,10 +344,17 @@ static void case_bind(struct vt_dev *d)
 
 static void case_unsupported(struct vt_dev *d)
 {
-	int r = rsocket(AF_INET, SOCK_DGRAM, 0);
+	struct ibv_ece ece = { 0 };
+	int r;
 
 	(void)d;
-	vt_check(r == -1 && errno == EOPNOTSUPP, "rsocket(SOCK_DGRAM): -1/EOPNOTSUPP (%s)",
+	errno = 0;
+	r = rdma_set_local_ece(NULL, &ece);
+	vt_check(r == -1 && errno == EOPNOTSUPP, "rdma_set_local_ece: -1/EOPNOTSUPP (%s)",
+		 strerror(errno));
+	errno = 0;
+	r = rdma_get_remote_ece(NULL, &ece);
+	vt_check(r == -1 && errno == EOPNOTSUPP, "rdma_get_remote_ece: -1/EOPNOTSUPP (%s)",
 		 strerror(errno));
 }
 
