@@ -314,24 +314,42 @@ static bool arm(struct rsock *rs)
 	return false;
 }
 
-int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
+static int wait_spinning(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock,
+			 bool learn)
 {
-	uint64_t spin_end = 0;
+	uint64_t start = 0, spin_end = 0;
+	bool slept = false;
 
 	for (;;) {
 		rs_progress(rs);
-		if (done(rs))
+		if (done(rs)) {
+			if (start && learn)
+				rs->spin_ns = rs_spin_next(rs->spin_ns, now_ns() - start, slept);
 			return 0;
+		}
 		if (nonblock)
 			return -EAGAIN;
-		if (!spin_end)
-			spin_end = now_ns() + RS_SPIN_NS;
+		if (!spin_end) {
+			start = now_ns();
+			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns : RS_SPIN_NS);
+		}
 		if (now_ns() < spin_end)
 			continue;
 		if (arm(rs))
 			continue;   /* what completed before the arming */
 		rs_sleep(rs, -1);
+		slept = true;
 	}
+}
+
+int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
+{
+	return wait_spinning(rs, done, nonblock, false);
+}
+
+int rs_wait_recv(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
+{
+	return wait_spinning(rs, done, nonblock, true);
 }
 
 short rs_poll_events(struct rsock *rs)

@@ -29,25 +29,34 @@ static bool have_data(const struct rsock *rs)
 	return rs->dg->ring && rs->dg->head != rs->dg->tail;
 }
 
-/* rs_wait's loop (data.c) for a datagram socket: progress, a short spin,
- * the CQs armed, then sleeps until done(rs); -EAGAIN at once if nonblock. */
-static int wait_for(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
+/* rs_wait's loop (data.c) for a datagram socket: progress, a spin (learnt
+ * for a reader: rs_spin_next), the CQs armed, then sleeps until done(rs);
+ * -EAGAIN at once if nonblock. */
+static int wait_for(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock,
+		    bool learn)
 {
-	uint64_t spin_end = 0;
+	uint64_t start = 0, spin_end = 0;
+	bool slept = false;
 
 	for (;;) {
 		rs_ds_progress(rs);
-		if (done(rs))
+		if (done(rs)) {
+			if (start && learn)
+				rs->spin_ns = rs_spin_next(rs->spin_ns, ur_now_ns() - start, slept);
 			return 0;
+		}
 		if (nonblock)
 			return -EAGAIN;
-		if (!spin_end)
-			spin_end = ur_now_ns() + RS_SPIN_NS;
+		if (!spin_end) {
+			start = ur_now_ns();
+			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns : RS_SPIN_NS);
+		}
 		if (ur_now_ns() < spin_end)
 			continue;
 		if (rs_ds_arm(rs))
 			continue;   /* what completed before the arming */
 		rs_ds_sleep(rs, RS_NAP_MS);
+		slept = true;
 	}
 }
 
@@ -139,7 +148,7 @@ ssize_t rs_ds_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 		dg->via_udp++;
 		return send_udp(rs, d, RS_OP_DATA, buf, n, nonblock);
 	}
-	ret = wait_for(rs, can_send, nonblock);
+	ret = wait_for(rs, can_send, nonblock, false);
 	if (ret)
 		return ret;
 	i = dg->free_slots[--dg->sqe_avail];
@@ -251,7 +260,7 @@ ssize_t rs_ds_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 	ret = rs_ds_ready(rs);
 	if (ret)
 		return ret;
-	ret = wait_for(rs, have_data, rs->nonblock || (flags & MSG_DONTWAIT));
+	ret = wait_for(rs, have_data, rs->nonblock || (flags & MSG_DONTWAIT), true);
 	if (ret)
 		return ret;
 	m = &dg->ring[dg->head];

@@ -122,19 +122,40 @@ static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
 	return ready;
 }
 
+/* rpoll's spin, learnt as a blocking call's is (rs_spin_next), for the
+ * thread: a thread serves one loop of rpoll calls. */
+static __thread uint32_t poll_spin_ns;
+
+/* Only a poll for reading learns its spin (rs_wait_recv says why). */
+static bool reading_only(const struct pollfd *fds, nfds_t nfds)
+{
+	for (nfds_t i = 0; i < nfds; i++)
+		if (fds[i].events & ~(POLLIN | POLLRDNORM | POLLPRI))
+			return false;
+	return true;
+}
+
 UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	uint64_t spin_end = now_ns() + RS_SPIN_NS;
+	bool learn = reading_only(fds, nfds);
+	uint64_t start = now_ns();
+	uint64_t spin_end = start + (learn && poll_spin_ns ? poll_spin_ns : RS_SPIN_NS);
 	int ready;
 
 	/* A short spin first, as rdma-core's rpoll does: an answer often
 	 * comes sooner than a sleep and a wake-up would take. */
 	do {
 		ready = peek_rsockets(fds, nfds);
-		if (ready)
+		if (ready) {
+			if (learn)
+				poll_spin_ns = rs_spin_next(poll_spin_ns, now_ns() - start, false);
 			return ready;
+		}
 	} while (timeout != 0 && now_ns() < spin_end);
-	return poll_sleeping(fds, nfds, timeout);
+	ready = poll_sleeping(fds, nfds, timeout);
+	if (ready > 0 && learn)
+		poll_spin_ns = rs_spin_next(poll_spin_ns, now_ns() - start, true);
+	return ready;
 }
 
 UR_EXPORT int rselect(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *timeout)

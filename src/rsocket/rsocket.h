@@ -47,6 +47,7 @@ struct rs_dgram;
 
 struct rsock {
 	int fd;                        /* the number the application holds */
+	uint32_t spin_ns;              /* how long a blocking call spins (rs_spin_next) */
 	int type;                      /* SOCK_STREAM, or SOCK_DGRAM (dg: dgram.h) */
 	struct rs_dgram *dg;
 	pthread_mutex_t lock;
@@ -109,8 +110,29 @@ struct rsock {
 #define RS_DEF_INLINE   64
 #define RS_QP_MIN_SIZE  16
 #define RS_QP_MAX_SIZE  0xfffe
-/* A blocking call (or rpoll) spins this long before it sleeps. */
+/* A blocking read (or an rpoll for POLLIN) spins before it sleeps: RS_SPIN_NS at first,
+ * longer (up to RS_SPIN_MAX_NS) where answers came soon after the spin gave
+ * up, as in a ping-pong over a path slower than the spin (two namespaces):
+ * a sleep costs two wake-ups a hop there (the engine thread's, then the
+ * completion channel's).  A wait that outlasts the longest spin halves
+ * it again, so a socket that mostly idles spins little. */
 #define RS_SPIN_NS      20000
+#define RS_SPIN_MAX_NS  200000
+
+/* The spin to use after a wait of waited_ns that slept (or not). */
+static inline uint32_t rs_spin_next(uint32_t spin_ns, uint64_t waited_ns, bool slept)
+{
+	if (!spin_ns)
+		spin_ns = RS_SPIN_NS;
+	if (!slept)
+		return spin_ns;
+	if (waited_ns < RS_SPIN_MAX_NS) {
+		uint64_t want = waited_ns + waited_ns / 4;
+
+		return (uint32_t)(want > RS_SPIN_MAX_NS ? RS_SPIN_MAX_NS : want);
+	}
+	return spin_ns / 2 < RS_SPIN_NS ? RS_SPIN_NS : spin_ns / 2;
+}
 /* A sleeper looks again at least this often (a thread beside it may have
  * taken its wake-up). */
 #define RS_NAP_MS       50
@@ -160,6 +182,10 @@ void rs_sleep(struct rsock *rs, int timeout_ms);
 /* Waits (progress, briefly spinning, then sleeping) until done(rs);
  * -EAGAIN instead of sleeping when nonblock. */
 int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock);
+/* The same for a reader waiting for data: its spin learns (rs_spin_next).
+ * A writer waiting for credits keeps the short spin: spinning there takes
+ * the core the peer's reader and the engine threads need to free them. */
+int rs_wait_recv(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock);
 /* After progress: the socket's poll(2) events. */
 short rs_poll_events(struct rsock *rs);
 /* rpoll: arms rs and names the fds that wake a poll(2) for it; after the

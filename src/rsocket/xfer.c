@@ -288,7 +288,7 @@ ssize_t rs_recv_iov(struct rsock *rs, const struct iovec *iov, int iovcnt, int f
 					return -ECONNRESET;
 				break;
 			}
-			ret = rs_wait(rs, rdata_or_closed, nonblock);
+			ret = rs_wait_recv(rs, rdata_or_closed, nonblock);
 			if (ret) {
 				if (got)
 					break;

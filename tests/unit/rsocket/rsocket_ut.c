@@ -2,7 +2,8 @@
  * layout of the connection data (rdma-core's struct rs_conn_data, byte for
  * byte) and its round trip through format and save, byte order included;
  * the datagram headers (rdma-core's struct ds_udp_header and ds_header,
- * byte for byte), and what their readers refuse. */
+ * byte for byte), and what their readers refuse; how long a blocking call
+ * spins. */
 #include <endian.h>
 #include <errno.h>
 #include <stddef.h>
@@ -219,6 +220,20 @@ static void test_ds_header(void)
 	UT_EQ(rs_ds_hdr_read(buf, 0, &src, &len), -EINVAL);
 }
 
+/* How long a blocking call spins: longer where answers came soon after it
+ * gave up, at most RS_SPIN_MAX_NS; halved, not below RS_SPIN_NS, when a
+ * wait outlasts the longest spin. */
+static void test_spin_next(void)
+{
+	UT_EQ(rs_spin_next(0, 5000, false), RS_SPIN_NS);          /* the first spin */
+	UT_EQ(rs_spin_next(40000, 30000, false), 40000);          /* the spin sufficed: kept */
+	UT_EQ(rs_spin_next(20000, 50000, true), 62500);           /* came 30 us late: 1.25 x the wait */
+	UT_EQ(rs_spin_next(62500, 190000, true), RS_SPIN_MAX_NS); /* capped */
+	UT_EQ(rs_spin_next(RS_SPIN_MAX_NS, 5000000, true), RS_SPIN_MAX_NS / 2);   /* an idle wait */
+	UT_EQ(rs_spin_next(30000, 5000000, true), RS_SPIN_NS);    /* not below the first spin */
+	UT_EQ(rs_spin_next(0, 5000000, true), RS_SPIN_NS);
+}
+
 int main(void)
 {
 	UT_RUN(test_layout);
@@ -227,5 +242,6 @@ int main(void)
 	UT_RUN(test_conn_data);
 	UT_RUN(test_ds_udp_header);
 	UT_RUN(test_ds_header);
+	UT_RUN(test_spin_next);
 	UT_DONE();
 }
