@@ -74,8 +74,7 @@ struct rs_dgram {
 	unsigned head, tail;
 	int rqe_avail;
 
-	uint64_t dropped;                  /* no room, or not an rsocket datagram */
-	uint64_t via_udp;                  /* datagrams we sent by UDP */
+	uint64_t dropped;                  /* no room, or not an rsocket datagram (the first is said) */
 	bool said_mtu;                     /* that those over the MTU go by UDP */
 };
 

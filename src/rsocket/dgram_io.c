@@ -145,7 +145,6 @@ ssize_t rs_ds_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 				"MTU is %u", rs->fd, d->qp->mtu - d->qp->hdr_len, d->qp->mtu);
 		}
 		gather(buf, iov, iovcnt);
-		dg->via_udp++;
 		return send_udp(rs, d, RS_OP_DATA, buf, n, nonblock);
 	}
 	ret = wait_for(rs, can_send, nonblock, false);

@@ -58,16 +58,6 @@ static void set_bufs(int s)
 	rsetsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf_size, sizeof(buf_size));
 }
 
-/* call must fail with errno want: the result and errno taken before the
- * message is formatted. */
-#define CHECK_ERR(call, want, what)                                                 \
-	do {                                                                        \
-		long r_ = (long)(call);                                             \
-		int e_ = errno;                                                     \
-		vt_check(r_ == -1 && e_ == (want), "%s: -1/%s (got %ld, %s)", what, \
-			 strerror(want), r_, strerror(e_));                         \
-	} while (0)
-
 static struct sockaddr_in sin_of(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -166,7 +156,7 @@ static void case_connect(struct vt_dev *d)
 		 "names agree: client %d -> %d, server %d <- %d", ntohs(cn.sin_port),
 		 ntohs(cp.sin_port), ntohs(sn.sin_port), ntohs(sp.sin_port));
 	cp = sin_of(next_port);
-	CHECK_ERR(rconnect(c, (struct sockaddr *)&cp, sizeof(cp)), EISCONN, "a second rconnect");
+	VT_EXPECT_ERRNO(rconnect(c, (struct sockaddr *)&cp, sizeof(cp)), EISCONN, "a second rconnect");
 	rclose(c);
 	rclose(s);
 }
@@ -180,13 +170,13 @@ static void case_refused(struct vt_dev *d)
 	double t0 = vt_now();
 
 	(void)d;
-	CHECK_ERR(rconnect(c, (struct sockaddr *)&a, sizeof(a)), ECONNREFUSED,
+	VT_EXPECT_ERRNO(rconnect(c, (struct sockaddr *)&a, sizeof(a)), ECONNREFUSED,
 		  "blocking rconnect with nobody listening");
 	vt_check(vt_now() - t0 < 5, "refused within 5 s (%.2f s)", vt_now() - t0);
 	rclose(c);
 
 	c = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	CHECK_ERR(rconnect(c, (struct sockaddr *)&a, sizeof(a)), EINPROGRESS, "non-blocking rconnect");
+	VT_EXPECT_ERRNO(rconnect(c, (struct sockaddr *)&a, sizeof(a)), EINPROGRESS, "non-blocking rconnect");
 	p.fd = c;
 	p.events = POLLOUT;
 	p.revents = 0;
@@ -321,8 +311,8 @@ static void case_eagain(struct vt_dev *d)
 	if (pair(&c, &s))
 		return;
 	rfcntl(s, F_SETFL, O_NONBLOCK);
-	CHECK_ERR(rrecv(s, buf, sizeof(buf), 0), EAGAIN, "non-blocking rrecv, nothing sent");
-	CHECK_ERR(rrecv(c, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN,
+	VT_EXPECT_ERRNO(rrecv(s, buf, sizeof(buf), 0), EAGAIN, "non-blocking rrecv, nothing sent");
+	VT_EXPECT_ERRNO(rrecv(c, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN,
 		  "MSG_DONTWAIT on a blocking socket");
 	p.fd = s;
 	p.events = POLLIN;
@@ -386,7 +376,7 @@ static void case_close(struct vt_dev *d)
 	p.events = POLLIN | POLLOUT;
 	n = rpoll(&p, 1, 1000);
 	vt_check(n == 1 && (p.revents & POLLHUP), "rpoll: POLLHUP (%zd, revents 0x%x)", n, p.revents);
-	CHECK_ERR(rsend(c, "x", 1, 0), EPIPE, "rsend to the closed peer");
+	VT_EXPECT_ERRNO(rsend(c, "x", 1, 0), EPIPE, "rsend to the closed peer");
 	vt_check(rshutdown(c, SHUT_RDWR) == 0, "rshutdown after the peer left: 0");
 	rclose(c);
 }
@@ -402,7 +392,7 @@ static void case_shutdown(struct vt_dev *d)
 		return;
 	rsend(c, "request", 7, 0);
 	vt_check(rshutdown(c, SHUT_WR) == 0, "rshutdown(SHUT_WR): 0");
-	CHECK_ERR(rsend(c, "x", 1, 0), EPIPE, "rsend after SHUT_WR");
+	VT_EXPECT_ERRNO(rsend(c, "x", 1, 0), EPIPE, "rsend after SHUT_WR");
 	n = rrecv(s, buf, sizeof(buf), MSG_WAITALL);
 	vt_check(n == 7, "the peer reads the request (%zd)", n);
 	n = rrecv(s, buf, sizeof(buf), 0);
@@ -410,7 +400,7 @@ static void case_shutdown(struct vt_dev *d)
 	vt_check(rsend(s, "reply", 5, 0) == 5, "the peer still sends");
 	n = rrecv(c, buf, 5, MSG_WAITALL);
 	vt_check(n == 5 && !memcmp(buf, "reply", 5), "and the half-closed side reads it (%zd)", n);
-	CHECK_ERR(rshutdown(c, 99), EINVAL, "rshutdown(99)");
+	VT_EXPECT_ERRNO(rshutdown(c, 99), EINVAL, "rshutdown(99)");
 	rclose(s);
 	rclose(c);
 }
@@ -506,15 +496,15 @@ static void case_options(struct vt_dev *d)
 	vt_check(!rsetsockopt(s, SOL_RDMA, RDMA_IOMAPSIZE, &v, sizeof(v)) &&
 		 get_int(s, SOL_RDMA, RDMA_IOMAPSIZE) == 16, "RDMA_IOMAPSIZE");
 	vt_check(get_int(s, SOL_SOCKET, SO_TYPE) == SOCK_STREAM, "SO_TYPE: SOCK_STREAM");
-	CHECK_ERR(rsetsockopt(s, SOL_SOCKET, SO_BROADCAST, &v, sizeof(v)), ENOPROTOOPT,
+	VT_EXPECT_ERRNO(rsetsockopt(s, SOL_SOCKET, SO_BROADCAST, &v, sizeof(v)), ENOPROTOOPT,
 		  "an option rsockets do not have");
-	CHECK_ERR(rgetsockopt(s, IPPROTO_TCP, TCP_INFO, &v, &len), ENOPROTOOPT, "TCP_INFO");
-	CHECK_ERR(rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, 1), EINVAL,
+	VT_EXPECT_ERRNO(rgetsockopt(s, IPPROTO_TCP, TCP_INFO, &v, &len), ENOPROTOOPT, "TCP_INFO");
+	VT_EXPECT_ERRNO(rsetsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &v, 1), EINVAL,
 		  "an option value too short");
 	fl = rfcntl(s, F_GETFL);
 	vt_check(!(fl & O_NONBLOCK) && rfcntl(s, F_SETFL, fl | O_NONBLOCK) == 0 &&
 		 (rfcntl(s, F_GETFL) & O_NONBLOCK), "rfcntl F_SETFL O_NONBLOCK, read back by F_GETFL");
-	CHECK_ERR(rfcntl(s, F_GETFD), EOPNOTSUPP, "rfcntl F_GETFD");
+	VT_EXPECT_ERRNO(rfcntl(s, F_GETFD), EOPNOTSUPP, "rfcntl F_GETFD");
 	rclose(s);
 }
 
@@ -541,18 +531,18 @@ static void case_errors(struct vt_dev *d)
 	int s;
 
 	(void)d;
-	CHECK_ERR(rsend(12345, "x", 1, 0), EBADF, "rsend on no rsocket");
-	CHECK_ERR(rclose(12345), EBADF, "rclose on no rsocket");
-	CHECK_ERR(rsocket(AF_UNIX, SOCK_STREAM, 0), EAFNOSUPPORT, "rsocket(AF_UNIX)");
-	CHECK_ERR(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT,
+	VT_EXPECT_ERRNO(rsend(12345, "x", 1, 0), EBADF, "rsend on no rsocket");
+	VT_EXPECT_ERRNO(rclose(12345), EBADF, "rclose on no rsocket");
+	VT_EXPECT_ERRNO(rsocket(AF_UNIX, SOCK_STREAM, 0), EAFNOSUPPORT, "rsocket(AF_UNIX)");
+	VT_EXPECT_ERRNO(rsocket(AF_INET, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT,
 		  "rsocket(SOCK_STREAM, IPPROTO_UDP)");
 	s = rsocket(AF_INET, SOCK_STREAM, 0);
-	CHECK_ERR(rsend(s, "x", 1, 0), ENOTCONN, "rsend unconnected");
-	CHECK_ERR(rrecv(s, buf, 1, 0), ENOTCONN, "rrecv unconnected");
-	CHECK_ERR(rshutdown(s, SHUT_RDWR), ENOTCONN, "rshutdown unconnected");
-	CHECK_ERR(rgetpeername(s, (struct sockaddr *)buf, &(socklen_t){ 4 }), ENOTCONN,
+	VT_EXPECT_ERRNO(rsend(s, "x", 1, 0), ENOTCONN, "rsend unconnected");
+	VT_EXPECT_ERRNO(rrecv(s, buf, 1, 0), ENOTCONN, "rrecv unconnected");
+	VT_EXPECT_ERRNO(rshutdown(s, SHUT_RDWR), ENOTCONN, "rshutdown unconnected");
+	VT_EXPECT_ERRNO(rgetpeername(s, (struct sockaddr *)buf, &(socklen_t){ 4 }), ENOTCONN,
 		  "rgetpeername unconnected");
-	CHECK_ERR(riowrite(s, buf, sizeof(buf), 0, 0), ENOTCONN, "riowrite unconnected");
+	VT_EXPECT_ERRNO(riowrite(s, buf, sizeof(buf), 0, 0), ENOTCONN, "riowrite unconnected");
 	rclose(s);
 }
 
@@ -571,18 +561,18 @@ static void case_iomap(struct vt_dev *d)
 		src[i] = vt_pattern(3, i);
 	off = riomap(s, target, len, PROT_WRITE, 0, 4096);
 	vt_check(off == 4096, "riomap(PROT_WRITE, offset 4096): 4096 (%lld)", (long long)off);
-	CHECK_ERR(riomap(s, other, len, PROT_WRITE, 0, 0), ENOMEM,
+	VT_EXPECT_ERRNO(riomap(s, other, len, PROT_WRITE, 0, 0), ENOMEM,
 		  "a second PROT_WRITE mapping with the peer's RDMA_IOMAPSIZE 1");
-	CHECK_ERR(riomap(s, other, len, PROT_READ, 0, 0), EINVAL, "riomap(PROT_READ)");
+	VT_EXPECT_ERRNO(riomap(s, other, len, PROT_READ, 0, 0), EINVAL, "riomap(PROT_READ)");
 	rsend(s, "map", 4, 0);                    /* carries the mapping before it */
 	vt_check(rrecv(c, msg, 4, MSG_WAITALL) == 4, "the message after riomap arrives");
 	vt_check(riowrite(c, src, len, 4096, 0) == len, "riowrite of 64 KiB at offset 4096");
-	CHECK_ERR(riowrite(c, src, 16, 4096 + len, 0), EINVAL,
+	VT_EXPECT_ERRNO(riowrite(c, src, 16, 4096 + len, 0), EINVAL,
 		  "riowrite past the peer's mapping");
 	rsend(c, "done", 4, 0);
 	vt_check(rrecv(s, msg, 4, MSG_WAITALL) == 4 && !memcmp(target, src, len),
 		 "the mapped buffer holds the 64 KiB when the next message arrives");
-	CHECK_ERR(riounmap(s, other, len), EINVAL, "riounmap of a buffer not mapped");
+	VT_EXPECT_ERRNO(riounmap(s, other, len), EINVAL, "riounmap of a buffer not mapped");
 	vt_check(riounmap(s, target, len) == 0, "riounmap: 0");
 	rclose(c);
 	rclose(s);

@@ -44,14 +44,6 @@
 
 static int next_port = 18700;
 
-#define CHECK_ERR(call, want, what)                                                 \
-	do {                                                                        \
-		long r_ = (long)(call);                                             \
-		int e_ = errno;                                                     \
-		vt_check(r_ == -1 && e_ == (want), "%s: -1/%s (got %ld, %s)", what, \
-			 strerror(want), r_, strerror(e_));                         \
-	} while (0)
-
 static struct sockaddr_in sin_of(int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -137,7 +129,7 @@ static void case_sizes(struct vt_dev *d)
 	vt_check(!bad, "3 rounds of datagrams of 0 B to %d B both ways: bytes and sources",
 		 MAX_V4);
 	to = sin_of(pb);
-	CHECK_ERR(rsendto(a, big, sizeof(big), 0, (struct sockaddr *)&to, sizeof(to)), EMSGSIZE,
+	VT_EXPECT_ERRNO(rsendto(a, big, sizeof(big), 0, (struct sockaddr *)&to, sizeof(to)), EMSGSIZE,
 		  "a datagram of 2033 B");
 	rclose(a);
 	rclose(b);
@@ -153,7 +145,7 @@ static void case_connected(struct vt_dev *d)
 	(void)d;
 	if ((a = bound(&pa, 0)) < 0 || (b = bound(&pb, 0)) < 0)
 		return;
-	CHECK_ERR(rsend(a, "x", 1, 0), EDESTADDRREQ, "rsend on an unconnected socket");
+	VT_EXPECT_ERRNO(rsend(a, "x", 1, 0), EDESTADDRREQ, "rsend on an unconnected socket");
 	to = sin_of(pb);
 	vt_check(rconnect(a, (struct sockaddr *)&to, sizeof(to)) == 0, "rconnect: 0");
 	vt_check(rgetpeername(a, (struct sockaddr *)&peer, &plen) == 0 && same_addr(&peer, &to),
@@ -195,8 +187,8 @@ static void case_nonblock(struct vt_dev *d)
 	(void)d;
 	if ((a = bound(&pa, 0)) < 0 || (b = bound(&pb, SOCK_NONBLOCK)) < 0)
 		return;
-	CHECK_ERR(rrecv(a, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN, "rrecv(MSG_DONTWAIT), nothing there");
-	CHECK_ERR(rrecv(b, buf, sizeof(buf), 0), EAGAIN, "rrecv on SOCK_NONBLOCK, nothing there");
+	VT_EXPECT_ERRNO(rrecv(a, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN, "rrecv(MSG_DONTWAIT), nothing there");
+	VT_EXPECT_ERRNO(rrecv(b, buf, sizeof(buf), 0), EAGAIN, "rrecv on SOCK_NONBLOCK, nothing there");
 	p = (struct pollfd){ .fd = b, .events = POLLIN | POLLOUT };
 	n = rpoll(&p, 1, 0);
 	vt_check(n == 1 && p.revents == POLLOUT, "rpoll(0): POLLOUT alone (%d, %#x)", n, p.revents);
@@ -348,18 +340,18 @@ static void case_errors(struct vt_dev *d)
 	int a, pa;
 
 	(void)d;
-	CHECK_ERR(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), EPROTONOSUPPORT,
+	VT_EXPECT_ERRNO(rsocket(AF_INET, SOCK_DGRAM, IPPROTO_TCP), EPROTONOSUPPORT,
 		  "rsocket(SOCK_DGRAM, IPPROTO_TCP)");
 	if ((a = bound(&pa, 0)) < 0)
 		return;
-	CHECK_ERR(rlisten(a, 1), EOPNOTSUPP, "rlisten on a datagram socket");
-	CHECK_ERR(raccept(a, NULL, NULL), EOPNOTSUPP, "raccept on a datagram socket");
-	CHECK_ERR(rshutdown(a, SHUT_RDWR), EOPNOTSUPP, "rshutdown on a datagram socket");
-	CHECK_ERR(riomap(a, buf, sizeof(buf), PROT_WRITE, 0, -1), EOPNOTSUPP,
+	VT_EXPECT_ERRNO(rlisten(a, 1), EOPNOTSUPP, "rlisten on a datagram socket");
+	VT_EXPECT_ERRNO(raccept(a, NULL, NULL), EOPNOTSUPP, "raccept on a datagram socket");
+	VT_EXPECT_ERRNO(rshutdown(a, SHUT_RDWR), EOPNOTSUPP, "rshutdown on a datagram socket");
+	VT_EXPECT_ERRNO(riomap(a, buf, sizeof(buf), PROT_WRITE, 0, -1), EOPNOTSUPP,
 		  "riomap on a datagram socket");
-	CHECK_ERR(rsendto(a, "x", 1, 0, (struct sockaddr *)&six, sizeof(six)), EAFNOSUPPORT,
+	VT_EXPECT_ERRNO(rsendto(a, "x", 1, 0, (struct sockaddr *)&six, sizeof(six)), EAFNOSUPPORT,
 		  "an IPv6 destination of an IPv4 socket");
-	CHECK_ERR(rsendto(a, "x", 1, 0, (struct sockaddr *)&to, 4), EINVAL, "a 4-byte address");
+	VT_EXPECT_ERRNO(rsendto(a, "x", 1, 0, (struct sockaddr *)&to, 4), EINVAL, "a 4-byte address");
 	rclose(a);
 }
 

@@ -27,6 +27,15 @@ void vt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ok or FAIL with the message; returns cond. */
 bool vt_check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* call must return -1 with errno want: the result and errno are taken
+ * before the message is formatted. */
+#define VT_EXPECT_ERRNO(call, want, what)                                             \
+	do {                                                                          \
+		long r_ = (long)(call);                                               \
+		int e_ = errno;                                                       \
+		vt_check(r_ == -1 && e_ == (want), "%s: -1/%s (got %ld, %s)", (what), \
+			 strerror(want), r_, strerror(e_));                           \
+	} while (0)
 #define VT_EXPECT_EQ(what, expected, seen)                                            \
 	({                                                                            \
 		long long _e = (long long)(expected), _s = (long long)(seen);         \
