@@ -362,14 +362,17 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 }
 
 /* UROCE_SHM_SHARE_MR=0 keeps every region private; so does single copy
- * off, which would never use the mapping.  Private memory moves into a
- * memfd only with UROCE_SHM_SHARE_MR=1: a thread writing the range while
- * it moves faults, and waits in uroce's SIGSEGV handler, but a program
- * that installs its own handler after uroce's and does not pass the
- * fault on (UCX does: io_demo died of it) is killed instead.  Memory the
- * program shares already (a MAP_SHARED memfd or /dev/shm file) needs no
- * move, and is mapped by peers by default. */
-static int share_mode(void)
+ * off, which would never use the mapping.  By default private memory
+ * moves into a memfd where every write to it meanwhile, a system call's
+ * too, can be held in its page fault (userfaultfd's write protection,
+ * util/wp_hold.h: root, or CAP_SYS_PTRACE).  Elsewhere only with
+ * UROCE_SHM_SHARE_MR=1: a system call writing the pages while they move
+ * then fails with EFAULT, and where userfaultfd is refused the SIGSEGV
+ * hold is used, which a program that installs its own handler after
+ * uroce's and does not pass the fault on (UCX does) would not survive.
+ * Memory the program shares already (a MAP_SHARED memfd or /dev/shm
+ * file) needs no move, and is mapped by peers in every case but 0. */
+static enum ur_vm_move share_mode(void)
 {
 	static int mode = -1;
 
@@ -378,11 +381,11 @@ static int share_mode(void)
 		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
 
 		if ((v && !strcmp(v, "0")) || (sc && !strcmp(sc, "0")))
-			mode = 0;
+			mode = UR_VM_MOVE_NEVER;
 		else
-			mode = v && !strcmp(v, "1") ? 2 : 1;
+			mode = v && !strcmp(v, "1") ? UR_VM_MOVE_ANY : UR_VM_MOVE_HELD;
 	}
-	return mode;
+	return (enum ur_vm_move)mode;
 }
 
 /* Moves the pages of mr into a memfd that peers map, filling r's share
@@ -392,9 +395,10 @@ static void share(struct ur_context *ctx, struct ur_mr *mr, struct ur_xport_regi
 	const char *why = NULL;
 	int ret;
 
-	if (!share_mode() || mr->implicit || mr->dm_users || !ur_xports_expose_any(ctx->xports))
+	if (share_mode() == UR_VM_MOVE_NEVER || mr->implicit || mr->dm_users ||
+	    !ur_xports_expose_any(ctx->xports))
 		return;
-	ret = ur_vm_share_get(mr->host, mr->length, share_mode() == 2, &mr->share, &why);
+	ret = ur_vm_share_get(mr->host, mr->length, share_mode(), &mr->share, &why);
 	if (ret) {
 		ur_info(NULL, "region %p+%llu stays private (%s): peers copy into it with "
 			"the kernel", (void *)mr->host, (unsigned long long)mr->length,

@@ -158,10 +158,10 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
  * region and before it goes.
  *
  * Exposing publishes the file the region's pages are shared through
- * already, or, with UROCE_SHM_SHARE_MR=1, moves them into a memfd where
- * they can move (util/vm_share.h); UROCE_SHM_SHARE_MR=0 (or single copy
- * off) does neither: peers then copy with memcpy; revoking moves them
- * back. */
+ * already, or moves them into a memfd where they can move
+ * (util/vm_share.h), so that peers copy with memcpy; UROCE_SHM_SHARE_MR=0
+ * (or single copy off) does neither: peers then copy with the kernel.
+ * Revoking moves them back. */
 struct ur_context;
 void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr);
 void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);

@@ -15,6 +15,7 @@
 
 #include "util/copy.h"
 #include "util/fault_guard.h"
+#include "util/wp_hold.h"
 
 /* A range that moved, with the regions that share it. */
 struct share {
@@ -23,6 +24,7 @@ struct share {
 	unsigned refs;
 	uintptr_t lo, hi;       /* the addresses it serves here */
 	bool own;               /* the application's shared file: nothing moved */
+	bool by_signal;         /* moved under the SIGSEGV hold: so is its way back */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* list, next_id, moves */
@@ -143,56 +145,114 @@ static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
 	return ok;
 }
 
+/* Whether a page holds only zeros: such a page is not copied, the new
+ * backing reads zero already, and a sparse range stays sparse. */
+static bool page_is_zero(const void *page, size_t len)
+{
+	const uint64_t *w = page;
+
+	for (size_t i = 0; i < len / sizeof(*w); i += 8) {
+		uint64_t any = 0;
+
+		for (size_t j = 0; j < 8; j++)
+			any |= w[i + j];
+		if (any)
+			return false;
+	}
+	return true;
+}
+
+/* Copies the pages of [src, src+len) that are not all zero into dst,
+ * fresh memory that reads zero. */
+static void copy_pages(void *dst, const void *src, size_t len)
+{
+	uintptr_t pg = page_size();
+
+	for (size_t off = 0; off < len; off += pg)
+		if (!page_is_zero((const uint8_t *)src + off, pg))
+			ur_memcpy((uint8_t *)dst + off, (const uint8_t *)src + off, pg);
+}
+
+/* Holds writers off [lo, hi) while it moves: userfaultfd's write
+ * protection (a writer sleeps in its fault), or with by_signal the range
+ * made read-only and a writer waiting in the fault guard's handler. */
+struct move_hold {
+	struct ur_wp_hold wp;
+	int guard;
+};
+
+static int hold_writers(struct move_hold *m, uintptr_t lo, uintptr_t hi, bool by_signal)
+{
+	m->wp.uffd = m->guard = -1;
+	if (!by_signal)
+		return ur_wp_hold(&m->wp, lo, hi);
+	m->guard = ur_fault_guard_hold(lo, hi);
+	if (m->guard < 0)
+		return m->guard;
+	if (mprotect((void *)lo, hi - lo, PROT_READ)) {
+		int ret = -errno;
+
+		ur_fault_guard_release(m->guard);
+		return ret;
+	}
+	return 0;
+}
+
+/* moved: new backing is in place (read-write); else the held pages are
+ * still there and are made writable again. */
+static void release_writers(struct move_hold *m, uintptr_t lo, uintptr_t hi, bool moved)
+{
+	if (m->guard < 0) {
+		ur_wp_release(&m->wp);
+		return;
+	}
+	if (!moved)
+		mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+	ur_fault_guard_release(m->guard);
+}
+
 /* Copies [lo, hi) into a fresh mapping and puts that mapping in its
- * place, the range read-only meanwhile (writers wait in the fault
- * guard).  shared: the new backing is fd (MAP_SHARED at offset off);
- * else private anonymous memory.  Lock held. */
-static int move(uintptr_t lo, uintptr_t hi, int fd, off_t off)
+ * place, writers held off meanwhile.  fd >= 0: the new backing is fd
+ * (MAP_SHARED at offset off); else private anonymous memory.  Lock held. */
+static int move(uintptr_t lo, uintptr_t hi, int fd, off_t off, bool by_signal)
 {
 	size_t len = hi - lo;
+	struct move_hold m;
 	void *tmp, *at;
-	int hold, ret = 0;
+	int ret;
 
 	tmp = fd >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off)
 		      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
-	hold = ur_fault_guard_hold(lo, hi);
-	if (hold < 0) {
+	ret = hold_writers(&m, lo, hi, by_signal);
+	if (ret) {
 		munmap(tmp, len);
-		return hold;
+		return ret;
 	}
-	if (mprotect((void *)lo, len, PROT_READ)) {
-		ret = -errno;
-		goto out;
-	}
-	ur_memcpy(tmp, (const void *)lo, len);
+	copy_pages(tmp, (const void *)lo, len);
 	if (fd >= 0) {
 		at = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
+		ret = at == MAP_FAILED ? -errno : 0;
 		munmap(tmp, len);
 	} else {
 		/* The pages themselves, not a copy of them: mremap. */
 		at = mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
-		if (at == MAP_FAILED)
+		ret = at == MAP_FAILED ? -errno : 0;
+		if (ret)
 			munmap(tmp, len);
 	}
-	tmp = NULL;
-	if (at == MAP_FAILED) {
-		ret = -errno;
-		mprotect((void *)lo, len, PROT_READ | PROT_WRITE);
-	}
-out:
-	if (tmp)
-		munmap(tmp, len);
-	ur_fault_guard_release(hold);
+	release_writers(&m, lo, hi, !ret);
 	return ret;
 }
 
 /* The parts of [sh->base, +len) still mapped from sh's memfd at their own
  * offsets (the application may have unmapped or remapped some), each
  * handed to fn.  Lock held. */
-static void foreach_still_ours(const struct ur_vm_share *sh, void (*fn)(uintptr_t, uintptr_t))
+static void foreach_still_ours(const struct share *s, void (*fn)(const struct share *, uintptr_t,
+									 uintptr_t))
 {
+	const struct ur_vm_share *sh = &s->sh;
 	uintptr_t lo = sh->base, hi = sh->base + sh->len;
 	uintptr_t part[64][2];
 	unsigned n = 0;
@@ -216,24 +276,25 @@ static void foreach_still_ours(const struct ur_vm_share *sh, void (*fn)(uintptr_
 	}
 	fclose(f);
 	for (unsigned i = 0; i < n; i++)
-		fn(part[i][0], part[i][1]);
+		fn(s, part[i][0], part[i][1]);
 }
 
-static void move_back(uintptr_t lo, uintptr_t hi)
+static void move_back(const struct share *s, uintptr_t lo, uintptr_t hi)
 {
-	move(lo, hi, -1, 0);
+	move(lo, hi, -1, 0, s->by_signal);
 }
 
 /* Child of fork(), its only thread: its own copy of every shared range,
  * before fork() returns, then the parent may go on. */
-static void child_copy(uintptr_t lo, uintptr_t hi)
+static void child_copy(const struct share *s, uintptr_t lo, uintptr_t hi)
 {
 	size_t len = hi - lo;
 	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
+	(void)s;
 	if (tmp == MAP_FAILED)
 		return;
-	ur_memcpy(tmp, (const void *)lo, len);
+	copy_pages(tmp, (const void *)lo, len);
 	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED) {
 		/* No room for the copy: the child must not share; it loses
 		 * the range instead (as with MADV_DONTFORK). */
@@ -272,7 +333,7 @@ static void at_child(void)
 		next = s->next;
 		/* The application's own shared file: shared by its choice. */
 		if (!s->own)
-			foreach_still_ours(&s->sh, child_copy);
+			foreach_still_ours(s, child_copy);
 		close(s->sh.fd);
 		free(s);
 	}
@@ -352,9 +413,11 @@ static void atfork_install(void)
 	pthread_atfork(at_prepare, at_parent, at_child);
 }
 
-int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *out,
+int ur_vm_share_get(void *addr, size_t len, enum ur_vm_move how, struct ur_vm_share *out,
 		    const char **why)
 {
+	const char *refused = NULL;
+	enum ur_wp_kind wp;
 	uintptr_t pg = page_size(), lo = (uintptr_t)addr & ~(pg - 1);
 	uintptr_t hi = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
 	struct share *s;
@@ -385,8 +448,21 @@ int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *o
 		s->own = true;
 		goto add;
 	}
-	if (!may_move) {
-		*why = "private memory moves only with UROCE_SHM_SHARE_MR=1";
+	if (how == UR_VM_MOVE_NEVER) {
+		*why = "private memory may not move";
+		ret = -EOPNOTSUPP;
+		goto err_free;
+	}
+	/* Writers are held in their page fault where userfaultfd allows it,
+	 * the kernel's writes for system calls too; where only user-mode
+	 * faults can be held, or userfaultfd is refused (then by the SIGSEGV
+	 * hold), only when asked. */
+	wp = ur_wp_kind(&refused);
+	s->by_signal = wp == UR_WP_NONE;
+	if (wp != UR_WP_ALL && how != UR_VM_MOVE_ANY) {
+		*why = wp == UR_WP_USER ? "without CAP_SYS_PTRACE userfaultfd holds only user-mode "
+					  "writes: a system call writing these pages while they moved "
+					  "would fail" : refused;
 		ret = -EOPNOTSUPP;
 		goto err_free;
 	}
@@ -405,7 +481,7 @@ int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *o
 		*why = "no room for the memfd";
 		goto err_close;
 	}
-	ret = move(lo, hi, fd, 0);
+	ret = move(lo, hi, fd, 0, s->by_signal);
 	if (ret) {
 		*why = "the pages could not move";
 		goto err_close;
@@ -443,7 +519,7 @@ void ur_vm_share_put(const struct ur_vm_share *sh)
 	if (s && !--s->refs) {
 		*pp = s->next;
 		if (!s->own)
-			foreach_still_ours(&s->sh, move_back);
+			foreach_still_ours(s, move_back);
 		close(s->sh.fd);
 		free(s);
 	}

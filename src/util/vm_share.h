@@ -16,11 +16,16 @@
  * that file is what peers map (the process chose to share it: nothing
  * is done at fork() or at the last put but closing our dup of its fd).
  *
- * While the pages move they are read-only: a thread that writes them
- * waits in the fault guard's handler until the move is done, then its
- * write is made (util/fault_guard.h).  A write the kernel makes for a
- * system call (read(2) into the range from another thread at that
- * moment) fails with EFAULT instead: no signal to wait in.
+ * While the pages move, a thread that writes them sleeps in its page
+ * fault until the move is done, then its write is made on the new pages
+ * (userfaultfd's write protection, util/wp_hold.h); so does a write the
+ * kernel makes for a system call (read(2) into the range from another
+ * thread) where the process may hold the kernel's faults (UR_WP_ALL).
+ * Elsewhere only UR_VM_MOVE_ANY moves: such a system call then fails with
+ * EFAULT, and where userfaultfd is refused altogether the range is
+ * read-only while it moves and a writer waits in the fault guard's
+ * handler (util/fault_guard.h), which a program's own SIGSEGV handler,
+ * installed later, may not pass it on to.
  *
  * fork(): the child moves every shared range back to private memory of
  * its own before fork() returns in either process (the parent waits for
@@ -42,12 +47,20 @@ struct ur_vm_share {
 	size_t len;             /* what peers map of it, from byte 0 */
 };
 
+/* Which memory may move into a memfd. */
+enum ur_vm_move {
+	UR_VM_MOVE_NEVER,       /* none: only what the process shares already */
+	UR_VM_MOVE_HELD,        /* where every writer, the kernel too, can be held
+				 * without a signal (util/wp_hold.h: UR_WP_ALL) */
+	UR_VM_MOVE_ANY,         /* where user-mode writers can (UR_WP_USER), else under
+				 * the SIGSEGV hold (util/fault_guard.h) */
+};
+
 /* Moves the pages of [addr, addr+len) into a memfd (or takes a reference
  * on the one they are in, or on the file the process shares them through
  * already): 0 and *out, or -errno and *why says why they stay private
- * (-EOPNOTSUPP: not memory that can move, or may_move false and nothing
- * shares them yet). */
-int ur_vm_share_get(void *addr, size_t len, bool may_move, struct ur_vm_share *out,
+ * (-EOPNOTSUPP: not memory that can move, or how forbids it). */
+int ur_vm_share_get(void *addr, size_t len, enum ur_vm_move how, struct ur_vm_share *out,
 		    const char **why);
 
 /* Drops a reference; the last moves the range back to private anonymous

@@ -32,11 +32,17 @@
 #    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
 #    kernel; fork after registration (the child has its own copy; parent
 #    and requester unaffected); `uroce devinfo -c` counts regions shared
-#    and copies by each path; integ_shared_mr: a thread writing a buffer
-#    while it is registered and deregistered 20 times loses no write, a
-#    deregistered region is private memory again (bytes kept, MADV_DONTNEED
-#    zeroes), and regions that cannot move (the stack, mlocked, file
-#    mappings) are registered all the same, kept private, said at info.
+#    and copies by each path; by default heap memory moves where the
+#    kernel's writes can be held too (root), else stays private and says
+#    why; integ_shared_mr: a thread writing a buffer while it is registered
+#    and deregistered 20 times loses no write (also with a SIGSEGV handler
+#    of the program's own that kills, and under the SIGSEGV hold with
+#    userfaultfd refused by seccomp), nor does a thread filling it by
+#    pread(2) (as nobody: those reads may fail, EFAULT), a deregistered
+#    region is private memory again (bytes kept, MADV_DONTNEED zeroes), a
+#    sparse region stays sparse, and regions that cannot move (the stack,
+#    mlocked, file mappings) are registered all the same, kept private,
+#    said at info.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rc_pingpong_cases.sh"
 
@@ -196,9 +202,12 @@ sc_pair() {
 	ur_sanitizer_clean "$tag.client"
 }
 MAPPED="copied with memcpy through its shared regions"
-# Private memory moves into a memfd only when asked (UROCE_SHM_SHARE_MR=1,
-# src/core/mr.c says why); a memfd the program maps itself is shared as it is.
+# Private memory moves into a memfd by default where userfaultfd may hold
+# the kernel's writes too (root, CAP_SYS_PTRACE), else only when asked
+# (UROCE_SHM_SHARE_MR=1; src/core/mr.c says why); a memfd the program maps
+# itself is shared as it is.
 MOVE=UROCE_SHM_SHARE_MR=1
+HELD=$("$UR_BUILD/bin/integ_shared_mr" - 0 probe)
 KERNEL="copied straight into and out of its memory \(single copy\)"
 counter() { "$UR_BUILD/bin/uroce" devinfo -d uroce0 -c | awk -v n="$1" '$1 == n { print $2 }'; }
 shared0=$(counter mr_shared) mapped0=$(counter copies_mapped) kernel0=$(counter copies_kernel)
@@ -215,18 +224,22 @@ else
 fi
 sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
 sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
-# By default: a memfd the responder maps itself is shared as it is, heap
-# memory stays private and the kernel copies into it.
+# By default: a memfd the responder maps itself is shared as it is; heap
+# memory moves where the kernel's writes can be held too, else it stays
+# private, says why, and the kernel copies into it.
 UR_ENV=(UROCE_LOG=info)
 sc_pair sc.memfd memfd && {
 	ur_expect_grep sc.memfd.client "$MAPPED" "sc.memfd: the requester copied with memcpy into the responder's own memfd"
 	ur_expect_no_grep sc.memfd.server "stays private" "sc.memfd: the responder's region is shared as it is"
 }
-sc_pair sc.default sizes && {
-	ur_expect_grep sc.default.server "stays private \(private memory moves only with UROCE_SHM_SHARE_MR=1\)" \
-		"sc.default: heap memory stays private unless asked, and says so"
+sc_pair sc.default sizes && if [ "$HELD" = "kernel faults held: yes" ]; then
+	ur_expect_no_grep sc.default.server "stays private" "sc.default: heap memory moves by default ($HELD)"
+	ur_expect_grep sc.default.client "$MAPPED" "sc.default: the requester copies into it with memcpy"
+else
+	ur_expect_grep sc.default.server "stays private \(without CAP_SYS_PTRACE userfaultfd holds only user-mode writes" \
+		"sc.default: heap memory stays private unless asked ($HELD), and says why"
 	ur_expect_grep sc.default.client "$KERNEL" "sc.default: the kernel copies into it"
-}
+fi
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
 sc_pair sc.kernel sizes && {
 	ur_expect_grep sc.kernel.client "$KERNEL" "sc.kernel: with UROCE_SHM_SHARE_MR=0 the kernel copies"
@@ -252,16 +265,39 @@ sc_pair sc.dereg-kernel dereg && ur_expect_grep sc.dereg-kernel.client "$KERNEL"
 	"sc.dereg-kernel: the requester was copying straight into the responder"
 UR_ENV=()
 
-# Shared regions in one process: writers during the move, back to
-# private memory, the regions that cannot move.
-for c in writer back fallback; do
-	UR_ENV=(UROCE_LOG=info "$MOVE")
+# Shared regions in one process: writers during the move (a thread's
+# stores, with the program's own SIGSEGV handler, a system call's reads;
+# with userfaultfd refused by seccomp, moved under the SIGSEGV hold when
+# asked, private otherwise), back to private memory, a sparse region, the
+# regions that cannot move.  writer, handler and refused by default (the
+# program knows whether they move); the rest where they move.
+smr() {
+	local c=$1
+	shift
+	UR_ENV=(UROCE_LOG=info "$@")
 	ur_run "smr.$c" "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" "$c"
 	UR_ENV=()
 	ur_expect_rc "smr.$c" 0 "smr.$c: integ_shared_mr $c"
 	ur_report "smr.$c" grep -E '^(ok|FAIL): ' "$(ur_out "smr.$c")"
 	ur_sanitizer_clean "smr.$c"
+}
+for c in writer handler refused fallback; do
+	smr $c
 done
+ur_expect_grep smr.refused "stays private \(userfaultfd refused" \
+	"smr.refused: with userfaultfd refused, a region stays private unless asked, and says why"
+for c in syscall sigwriter back sparse; do
+	smr $c "$MOVE"
+done
+# Where only user-mode writes can be held (not root): a system call's
+# write into pages that move fails (EFAULT), as docs/design.md says.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ -r "$UR_BUILD/bin/integ_shared_mr" ]; then
+	ur_run smr.user setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env UROCE_SHM_SHARE_MR=1 "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" syscall
+	ur_expect_rc smr.user 0 "smr.user: integ_shared_mr syscall, as nobody"
+	ur_report smr.user grep -E '^(ok|FAIL): ' "$(ur_out smr.user)"
+	ur_expect_grep smr.user "only user-mode faults held here" "smr.user: as nobody, only user-mode writes are held"
+fi
 # AddressSanitizer's mlock locks nothing (progs/shared_mr.c): no locked case.
 locked=locked
 ur_is_asan && locked=

@@ -3,12 +3,27 @@
  *   shared_mr DEVICE GID_INDEX CASE
  *
  * CASE writer: a thread writes a 32 MiB buffer without pause (word after
- *   word, each the number of its pass) while the main thread registers and
- *   deregisters it with remote access 20 times; the buffer then holds
- *   every write made (pass p up to the last word written, p - 1 after).
+ *   word, each the number of its pass, after checking that the word still
+ *   holds the pass before: a write lost in a move shows there) while the
+ *   main thread registers and deregisters it with remote access 20 times;
+ *   no write is lost, and the buffer ends holding every write made.
+ * CASE handler: the same, with a SIGSEGV handler installed after uroce's
+ *   that does not pass faults on (as UCX's does): writers are held in
+ *   their page fault (userfaultfd), so no signal is delivered.
+ * CASE syscall: a thread fills the buffer by pread(2) without pause while
+ *   it moves: where the process may hold the kernel's faults (userfaultfd
+ *   without UFFD_USER_MODE_ONLY: root) no read fails, and every byte read
+ *   is there.
+ * CASE sigwriter: writer with userfaultfd refused (a seccomp filter, as in
+ *   a container) and UROCE_SHM_SHARE_MR=1 from the caller: the SIGSEGV
+ *   hold moves it, and no write is lost.
+ * CASE refused: userfaultfd refused, no UROCE_SHM_SHARE_MR: the buffer
+ *   stays private (the log says why) and is registered all the same.
  * CASE back: a registered region, deregistered, is private anonymous
  *   memory again with its bytes, the neighbours of its first and last
  *   pages intact, and MADV_DONTNEED zeroes it as an allocator expects.
+ * CASE sparse: a 64 MiB region never written moves without becoming
+ *   resident, and reads zero.
  * CASE fallback: regions that cannot move are registered all the same,
  *   their pages left where they are (the log says why): on the stack, on
  *   a thread's stack (registered by it, and by another), an mlocked
@@ -16,11 +31,19 @@
  *   longer open.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "vt.h"
@@ -60,6 +83,11 @@ static bool in_memfd(const void *p, size_t len)
 	return found;
 }
 
+static size_t lost_writes;
+/* Whether private memory moves here: by default where userfaultfd may
+ * hold the kernel's writes too, else only with UROCE_SHM_SHARE_MR=1. */
+static bool moves;
+
 static void *writer(void *arg)
 {
 	uint64_t pass = 1;
@@ -67,6 +95,10 @@ static void *writer(void *arg)
 	(void)arg;
 	for (;;) {
 		for (size_t i = 0; i < WORDS; i++) {
+			/* A write of the last pass that went to the old pages
+			 * after they were copied is missing here. */
+			if (__atomic_load_n(&words[i], __ATOMIC_RELAXED) != pass - 1)
+				lost_writes++;
 			__atomic_store_n(&words[i], pass, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 				last_pass = pass;
@@ -78,13 +110,35 @@ static void *writer(void *arg)
 	}
 }
 
-static void case_writer(void)
+static void foreign_handler(int sig)
+{
+	static const char msg[] = "shared_mr: SIGSEGV reached the program's own handler\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(3);
+}
+
+/* A handler of the program's own, installed after uroce's (its first
+ * registration installed that), that kills as UCX's does for a fault it
+ * does not know. */
+static void install_foreign_handler(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = foreign_handler;
+	if (sigaction(SIGSEGV, &sa, NULL))
+		die("sigaction");
+}
+
+static void case_writer(const char *name, bool moving, bool own_handler)
 {
 	pthread_t t;
 	size_t bad = 0, first = 0;
 	int shared = 0;
 
-	vt_case = "writer";
+	vt_case = name;
 	words = mmap(NULL, WORDS * sizeof(*words), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (words == MAP_FAILED)
@@ -96,6 +150,8 @@ static void case_writer(void)
 
 		if (!mr)
 			die("ibv_reg_mr");
+		if (own_handler && !i)
+			install_foreign_handler();
 		shared += in_memfd(words, WORDS * sizeof(*words));
 		usleep(20000);
 		if (ibv_dereg_mr(mr))
@@ -104,17 +160,178 @@ static void case_writer(void)
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
-	VT_EXPECT_EQ("registrations that moved the buffer into a memfd", 20, shared);
+	VT_EXPECT_EQ("registrations that moved the buffer into a memfd", moving ? 20 : 0, shared);
 	for (size_t i = 0; i < WORDS; i++) {
 		uint64_t want = i <= last_index ? last_pass : last_pass - 1;
 
 		if (words[i] != want && !bad++)
 			first = i;
 	}
-	vt_check(last_pass > 2 && !bad,
-		 "a thread writing through %llu passes while the buffer moved 40 times: %zu words "
-		 "lost (first %zu)", (unsigned long long)last_pass, bad, first);
+	vt_check(last_pass > 2 && !lost_writes,
+		 "a thread writing through %llu passes while the buffer moved %d times: %zu "
+		 "writes lost", (unsigned long long)last_pass, 2 * shared, lost_writes);
+	vt_check(!bad, "the buffer holds every write made: %zu words not (first %zu)", bad, first);
 	munmap(words, WORDS * sizeof(*words));
+}
+
+/* Whether userfaultfd may hold faults the kernel takes for a system
+ * call (not only the program's own): uroce holds them then too. */
+static bool kernel_faults_held(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+struct filler {
+	uint8_t *buf;
+	size_t len;
+	int fd;                 /* a file: 4 KiB of 0x5c, then 4 KiB of 0xa3 */
+	size_t reads, failed, lost;
+	int first_errno;
+};
+
+static uint8_t fill_byte(size_t round)
+{
+	return round % 2 ? 0xa3 : 0x5c;
+}
+
+/* Reads a page of the file into each page of the buffer in turn, the
+ * other page of the file each round, after checking that the page still
+ * holds what the round before read into it: a read lost in a move shows
+ * there. */
+static void *fill_by_syscall(void *arg)
+{
+	struct filler *f = arg;
+
+	for (size_t round = 0; !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); round++) {
+		for (size_t off = 0; off < f->len && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE);
+		     off += 4096) {
+			uint8_t before = round ? fill_byte(round - 1) : 0;
+			ssize_t n;
+
+			for (size_t i = 0; i < 4096; i += 512)
+				f->lost += f->buf[off + i] != before;
+			n = pread(f->fd, f->buf + off, 4096, (off_t)(round % 2) * 4096);
+			f->reads++;
+			if (n != 4096) {
+				if (!f->failed++)
+					f->first_errno = errno;
+				/* Fill it by hand: the next round's check holds. */
+				memset(f->buf + off, fill_byte(round), 4096);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void case_syscall(void)
+{
+	char path[] = "/tmp/shared_mr.XXXXXX", page[8192];
+	struct filler f = { .len = 16u << 20 };
+	bool held = kernel_faults_held();
+	pthread_t t;
+	int shared = 0;
+
+	vt_case = "syscall";
+	f.fd = mkstemp(path);
+	memset(page, fill_byte(0), 4096);
+	memset(page + 4096, fill_byte(1), 4096);
+	if (f.fd < 0 || write(f.fd, page, sizeof(page)) != (ssize_t)sizeof(page))
+		die("a file");
+	unlink(path);
+	f.buf = mmap(NULL, f.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (f.buf == MAP_FAILED)
+		die("mmap");
+	stop = 0;
+	if (pthread_create(&t, NULL, fill_by_syscall, &f))
+		die("pthread_create");
+	for (int i = 0; i < 20; i++) {
+		struct ibv_mr *mr = ibv_reg_mr(dev.pd, f.buf, f.len, ACCESS);
+
+		if (!mr)
+			die("ibv_reg_mr");
+		shared += in_memfd(f.buf, f.len);
+		usleep(10000);
+		if (ibv_dereg_mr(mr))
+			die("ibv_dereg_mr");
+		usleep(2000);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	VT_EXPECT_EQ("registrations that moved the buffer into a memfd", moves ? 20 : 0, shared);
+	vt_check(f.reads > 100 && !f.lost, "%zu reads into the moving buffer: %zu bytes checked "
+		 "not what was read into them", f.reads, f.lost);
+	if (held)
+		vt_check(!f.failed, "kernel faults held: no read failed (%zu failed, first %s)",
+			 f.failed, f.failed ? strerror(f.first_errno) : "-");
+	else
+		vt_ok("only user-mode faults held here: %zu of %zu reads failed (%s), as documented",
+		      f.failed, f.reads, f.failed ? strerror(f.first_errno) : "-");
+	close(f.fd);
+	munmap(f.buf, f.len);
+}
+
+/* userfaultfd refused, as a container's seccomp profile may: EPERM. */
+static void refuse_userfaultfd(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_userfaultfd, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		die("seccomp");
+}
+
+static long rss_shmem_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		die("/proc/self/status");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* A region never written: moving it allocates nothing (its pages read
+ * zero and are not copied), and it reads zero. */
+static void case_sparse(void)
+{
+	size_t len = 64u << 20;
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long before = rss_shmem_kib(), after;
+	struct ibv_mr *mr;
+	bool zero = true;
+
+	vt_case = "sparse";
+	if (p == MAP_FAILED)
+		die("mmap");
+	p[len / 2] = 1;         /* one page written */
+	mr = ibv_reg_mr(dev.pd, p, len, ACCESS);
+	if (!mr)
+		die("ibv_reg_mr");
+	after = rss_shmem_kib();
+	vt_check(in_memfd(p, len), "registered: the region's pages are a memfd's");
+	vt_check(after - before < 1024, "64 MiB with one page written moved: shared memory "
+		 "resident grew by %ld KiB", after - before);
+	for (size_t i = 0; i < len; i += 4096)
+		if (i != len / 2 && p[i])
+			zero = false;
+	vt_check(zero && p[len / 2] == 1, "its bytes: zero, and the one written");
+	ibv_dereg_mr(mr);
+	munmap(p, len);
 }
 
 static void case_back(void)
@@ -241,12 +458,31 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s DEVICE GID_INDEX writer|back|fallback\n", argv[0]);
+		fprintf(stderr, "usage: %s DEVICE GID_INDEX "
+			"writer|handler|syscall|sigwriter|refused|back|sparse|fallback\n", argv[0]);
 		return 2;
 	}
+	if (!strcmp(argv[3], "probe")) {
+		printf("kernel faults held: %s\n", kernel_faults_held() ? "yes" : "no");
+		return 0;
+	}
+	if (!strcmp(argv[3], "sigwriter") || !strcmp(argv[3], "refused"))
+		refuse_userfaultfd();
+	moves = kernel_faults_held() || (getenv("UROCE_SHM_SHARE_MR") &&
+					 !strcmp(getenv("UROCE_SHM_SHARE_MR"), "1"));
 	vt_dev_open(&dev, argv[1], atoi(argv[2]));
 	if (!strcmp(argv[3], "writer"))
-		case_writer();
+		case_writer("writer", moves, false);
+	else if (!strcmp(argv[3], "handler"))
+		case_writer("handler", moves, true);
+	else if (!strcmp(argv[3], "sigwriter"))
+		case_writer("sigwriter", moves, false);
+	else if (!strcmp(argv[3], "refused"))
+		case_writer("refused", false, false);
+	else if (!strcmp(argv[3], "syscall"))
+		case_syscall();
+	else if (!strcmp(argv[3], "sparse"))
+		case_sparse();
 	else if (!strcmp(argv[3], "back"))
 		case_back();
 	else if (!strcmp(argv[3], "fallback"))
