@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Large WRITEs and READs between two processes of one host (uroce0 on lo),
-# a build against another (the one before shared regions), alternating,
-# next to memcpy of 1 MiB on the same machine:
-#   ib_write_bw -s 1048576, ib_read_bw -s 1048576, ib_read_bw -s 65536
+# a build against another (the one before shared regions, or one where
+# private memory stayed private by default), alternating, next to memcpy
+# of 1 MiB on the same machine:
+#   ib_write_bw -s 1048576 and 65536, ib_read_bw -s 1048576 and 65536
 #
 #   bench/shared_mr.sh BUILD_DIR BASELINE_BUILD_DIR [ROUNDS]   (default 3 rounds)
 #
-# The new build runs with UROCE_SHM_SHARE_MR=1 (private memory moves into a
-# memfd only when asked: docs/design.md, "Shared regions").
+# Both builds run with the caller's environment: private memory moves into
+# a memfd by default as root, elsewhere with UROCE_SHM_SHARE_MR=1
+# (docs/design.md, "Shared regions").
 # Prints each run's BW average (MB/s), then the median of each figure for
 # both builds, their ratio, and each as a fraction of memcpy's 1 MiB
 # figure (bench_memcpy, the median of ROUNDS runs).
@@ -31,14 +33,14 @@ bw() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -A runs
+figs=("ib_write_bw 1048576" "ib_write_bw 65536" "ib_read_bw 1048576" "ib_read_bw 65536")
 for ((r = 0; r < rounds; r++)); do
 	"$build/bin/bench_memcpy" | awk '$1 == 1048576 { print $2 * 1000; exit }' >>"$tmp/memcpy"
-	for fig in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_read_bw 65536"; do
+	for fig in "${figs[@]}"; do
 		for which in base new; do
-			dir=$base envs=()
-			[ "$which" = new ] && dir=$build envs=(UROCE_SHM_SHARE_MR=1)
-			v=$(bw "$dir" $fig "${envs[@]}")
+			dir=$base
+			[ "$which" = new ] && dir=$build
+			v=$(bw "$dir" $fig)
 			echo "round $r $which $fig: ${v:-none} MB/s"
 			echo "${v:-0}" >>"$tmp/${fig// /_}.$which"
 		done
@@ -46,7 +48,7 @@ for ((r = 0; r < rounds; r++)); do
 done
 mc=$(median <"$tmp/memcpy")
 echo "memcpy 1 MiB: $mc MB/s (median of $rounds)"
-for fig in "ib_write_bw 1048576" "ib_read_bw 1048576" "ib_read_bw 65536"; do
+for fig in "${figs[@]}"; do
 	b=$(median <"$tmp/${fig// /_}.base")
 	n=$(median <"$tmp/${fig// /_}.new")
 	awk -v f="$fig" -v b="$b" -v n="$n" -v m="$mc" 'BEGIN {
