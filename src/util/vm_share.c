@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,8 +14,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "util/copy.h"
 #include "util/fault_guard.h"
+#include "util/vm_pages.h"
+#include "util/vm_query.h"
 #include "util/wp_hold.h"
 
 /* A range that moved, with the regions that share it. */
@@ -86,8 +88,14 @@ static bool on_my_stack(uintptr_t lo, uintptr_t hi)
 	size_t size = 0;
 	void *addr = NULL;
 
+	struct ur_vma v;
+
 	if (here >= lo && here < hi)
 		return true;
+	/* The mapping our frame is in (pthread_getattr_np reads all of
+	 * /proc/self/maps for the main thread). */
+	if (ur_vma_query(here, &v) != -ENOTTY)
+		return v.start <= here && lo < v.end && hi > v.start;
 	if (pthread_getattr_np(pthread_self(), &attr))
 		return false;
 	pthread_attr_getstack(&attr, &addr, &size);
@@ -95,8 +103,65 @@ static bool on_my_stack(uintptr_t lo, uintptr_t hi)
 	return addr && lo < (uintptr_t)addr + size && hi > (uintptr_t)addr;
 }
 
+/* Whether the process holds locked memory (mlock): only smaps tells
+ * which. */
+static bool any_locked(void)
+{
+	char line[128];
+	long kib = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib != 0;
+}
+
+/* movable(), one mapping at a time (util/vm_query.h): 1 or 0 (*why), or
+ * -ENOTTY where only smaps can tell: an older kernel, locked memory in
+ * the process.  Under userfaultfd's hold the flags only smaps shows but
+ * this does not matter: a thread's stack may move (its owner's writes
+ * wait in their fault, no signal comes); a range advised MADV_HUGEPAGE
+ * moves to small pages, as transparent huge pages do; a range another
+ * userfaultfd watches refuses our registration, and stays private. */
+static int movable_fast(uintptr_t lo, uintptr_t hi, const char **why)
+{
+	uintptr_t cur = lo;
+	struct ur_vma v;
+
+	if (any_locked())
+		return -ENOTTY;
+	while (cur < hi) {
+		int ret = ur_vma_query(cur, &v);
+
+		if (ret == -ENOTTY)
+			return ret;
+		if (ret || v.start > cur) {
+			*why = "no mapping";
+			return 0;
+		}
+		if (!v.readable || !v.writable || v.shared) {
+			*why = v.shared ? "a shared mapping" : "not private read-write memory";
+			return 0;
+		}
+		if (v.page_size != page_size()) {
+			*why = "huge pages";
+			return 0;
+		}
+		if (v.inode || (v.name[0] && strcmp(v.name, "[heap]") && strncmp(v.name, "[anon:", 6))) {
+			*why = !strcmp(v.name, "[stack]") ? "the stack" : "a private file mapping";
+			return 0;
+		}
+		cur = v.end;
+	}
+	return 1;
+}
+
 /* Whether every page of [lo, hi) is memory that can move; *why if not. */
-static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
+static bool movable(uintptr_t lo, uintptr_t hi, bool by_signal, const char **why)
 {
 	char line[512], head[512] = "";
 	uintptr_t cur = lo, a = 0, b = 0;
@@ -107,6 +172,12 @@ static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
 	if (on_my_stack(lo, hi)) {
 		*why = "the stack";
 		return false;
+	}
+	if (!by_signal) {
+		int fast = movable_fast(lo, hi, why);
+
+		if (fast >= 0)
+			return fast;
 	}
 	f = fopen("/proc/self/smaps", "re");
 	if (!f) {
@@ -143,34 +214,6 @@ static bool movable(uintptr_t lo, uintptr_t hi, const char **why)
 	if (!ok && !*why)
 		*why = "no mapping";
 	return ok;
-}
-
-/* Whether a page holds only zeros: such a page is not copied, the new
- * backing reads zero already, and a sparse range stays sparse. */
-static bool page_is_zero(const void *page, size_t len)
-{
-	const uint64_t *w = page;
-
-	for (size_t i = 0; i < len / sizeof(*w); i += 8) {
-		uint64_t any = 0;
-
-		for (size_t j = 0; j < 8; j++)
-			any |= w[i + j];
-		if (any)
-			return false;
-	}
-	return true;
-}
-
-/* Copies the pages of [src, src+len) that are not all zero into dst,
- * fresh memory that reads zero. */
-static void copy_pages(void *dst, const void *src, size_t len)
-{
-	uintptr_t pg = page_size();
-
-	for (size_t off = 0; off < len; off += pg)
-		if (!page_is_zero((const uint8_t *)src + off, pg))
-			ur_memcpy((uint8_t *)dst + off, (const uint8_t *)src + off, pg);
 }
 
 /* Holds writers off [lo, hi) while it moves: userfaultfd's write
@@ -211,39 +254,86 @@ static void release_writers(struct move_hold *m, uintptr_t lo, uintptr_t hi, boo
 	ur_fault_guard_release(m->guard);
 }
 
-/* Copies [lo, hi) into a fresh mapping and puts that mapping in its
- * place, writers held off meanwhile.  fd >= 0: the new backing is fd
- * (MAP_SHARED at offset off); else private anonymous memory.  Lock held. */
-static int move(uintptr_t lo, uintptr_t hi, int fd, off_t off, bool by_signal)
+/* Moves [lo, hi) into fd at offset off (its pages holding data written
+ * there), then maps fd over it, writers held off meanwhile.  Lock held. */
+static int move_in(uintptr_t lo, uintptr_t hi, int fd, off_t off, bool by_signal)
 {
 	size_t len = hi - lo;
 	struct move_hold m;
-	void *tmp, *at;
 	int ret;
 
-	tmp = fd >= 0 ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off)
-		      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tmp == MAP_FAILED)
-		return -errno;
 	ret = hold_writers(&m, lo, hi, by_signal);
-	if (ret) {
-		munmap(tmp, len);
+	if (ret)
 		return ret;
-	}
-	copy_pages(tmp, (const void *)lo, len);
-	if (fd >= 0) {
-		at = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
+	ret = ur_pages_to_file(fd, off, (const void *)lo, len);
+	if (!ret) {
+		void *at = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
 		ret = at == MAP_FAILED ? -errno : 0;
-		munmap(tmp, len);
-	} else {
-		/* The pages themselves, not a copy of them: mremap. */
-		at = mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo);
-		ret = at == MAP_FAILED ? -errno : 0;
-		if (ret)
-			munmap(tmp, len);
 	}
 	release_writers(&m, lo, hi, !ret);
 	return ret;
+}
+
+/* A private anonymous copy of fd's [off, off+len), ready to be put in
+ * place with mremap, or MAP_FAILED. */
+static void *private_copy(int fd, off_t off, size_t len)
+{
+	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (tmp != MAP_FAILED && ur_pages_from_file(tmp, fd, off, len)) {
+		munmap(tmp, len);
+		tmp = MAP_FAILED;
+	}
+	return tmp;
+}
+
+/* Puts private anonymous memory holding fd's bytes in place of [lo, hi),
+ * mapped from fd at off, writers held off meanwhile.  Lock held. */
+static int move_out(uintptr_t lo, uintptr_t hi, int fd, off_t off, bool by_signal)
+{
+	size_t len = hi - lo;
+	struct move_hold m;
+	void *tmp;
+	int ret;
+
+	ret = hold_writers(&m, lo, hi, by_signal);
+	if (ret)
+		return ret;
+	tmp = private_copy(fd, off, len);
+	if (tmp == MAP_FAILED) {
+		ret = -ENOMEM;
+	} else if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED) {
+		/* The pages themselves, not a copy of them: mremap. */
+		ret = -errno;
+		munmap(tmp, len);
+	}
+	release_writers(&m, lo, hi, !ret);
+	return ret;
+}
+
+/* foreach_still_ours' parts, one mapping at a time: how many, or
+ * UINT_MAX where the kernel cannot answer so. */
+static unsigned still_ours_fast(uintptr_t lo, uintptr_t hi, uint64_t ino, uintptr_t part[64][2])
+{
+	uintptr_t cur = lo;
+	unsigned n = 0;
+	struct ur_vma v;
+
+	while (cur < hi && n < 64) {
+		int ret = ur_vma_query(cur, &v);
+
+		if (ret == -ENOTTY)
+			return UINT_MAX;
+		if (ret || v.start >= hi)
+			break;
+		if (v.inode == ino && v.offset == v.start - lo) {
+			part[n][0] = v.start > lo ? v.start : lo;
+			part[n][1] = v.end < hi ? v.end : hi;
+			n++;
+		}
+		cur = v.end;
+	}
+	return n;
 }
 
 /* The parts of [sh->base, +len) still mapped from sh's memfd at their own
@@ -260,7 +350,13 @@ static void foreach_still_ours(const struct share *s, void (*fn)(const struct sh
 	struct stat st;
 	FILE *f;
 
-	if (fstat(sh->fd, &st) || !(f = fopen("/proc/self/maps", "re")))
+	if (fstat(sh->fd, &st))
+		return;
+	n = still_ours_fast(lo, hi, st.st_ino, part);
+	if (n != UINT_MAX)
+		goto found;
+	n = 0;
+	if (!(f = fopen("/proc/self/maps", "re")))
 		return;
 	while (n < 64 && fgets(line, sizeof(line), f)) {
 		unsigned long long a, b, off, ino;
@@ -275,13 +371,14 @@ static void foreach_still_ours(const struct share *s, void (*fn)(const struct sh
 		n++;
 	}
 	fclose(f);
+found:
 	for (unsigned i = 0; i < n; i++)
 		fn(s, part[i][0], part[i][1]);
 }
 
 static void move_back(const struct share *s, uintptr_t lo, uintptr_t hi)
 {
-	move(lo, hi, -1, 0, s->by_signal);
+	move_out(lo, hi, s->sh.fd, (off_t)(lo - s->sh.base), s->by_signal);
 }
 
 /* Child of fork(), its only thread: its own copy of every shared range,
@@ -289,16 +386,14 @@ static void move_back(const struct share *s, uintptr_t lo, uintptr_t hi)
 static void child_copy(const struct share *s, uintptr_t lo, uintptr_t hi)
 {
 	size_t len = hi - lo;
-	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *tmp = private_copy(s->sh.fd, (off_t)(lo - s->sh.base), len);
 
-	(void)s;
-	if (tmp == MAP_FAILED)
-		return;
-	copy_pages(tmp, (const void *)lo, len);
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED) {
+	if (tmp == MAP_FAILED || mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+					(void *)lo) == MAP_FAILED) {
 		/* No room for the copy: the child must not share; it loses
 		 * the range instead (as with MADV_DONTFORK). */
-		munmap(tmp, len);
+		if (tmp != MAP_FAILED)
+			munmap(tmp, len);
 		munmap((void *)lo, len);
 	}
 }
@@ -380,8 +475,21 @@ static int own_object(uintptr_t lo, uintptr_t hi, struct ur_vm_share *sh, uintpt
 	unsigned maj, min;
 	bool hit = false;
 	struct stat st;
-	FILE *f = fopen("/proc/self/maps", "re");
+	struct ur_vma v;
+	FILE *f;
 
+	if (ur_vma_query(lo, &v) != -ENOTTY) {
+		hit = v.start <= lo && v.end >= hi && v.readable && v.writable && v.shared &&
+		      v.inode && v.offset <= v.start;
+		a = v.start;
+		b = v.end;
+		off = v.offset;
+		ino = v.inode;
+		maj = v.dev_major;
+		min = v.dev_minor;
+		goto found;
+	}
+	f = fopen("/proc/self/maps", "re");
 	if (!f)
 		return -ENOENT;
 	while (fgets(line, sizeof(line), f)) {
@@ -392,6 +500,7 @@ static int own_object(uintptr_t lo, uintptr_t hi, struct ur_vm_share *sh, uintpt
 		break;
 	}
 	fclose(f);
+found:
 	if (!hit)
 		return -ENOENT;
 	sh->fd = find_fd(maj, min, ino);
@@ -466,7 +575,7 @@ int ur_vm_share_get(void *addr, size_t len, enum ur_vm_move how, struct ur_vm_sh
 		ret = -EOPNOTSUPP;
 		goto err_free;
 	}
-	if (!movable(lo, hi, why)) {
+	if (!movable(lo, hi, s->by_signal, why)) {
 		ret = -EOPNOTSUPP;
 		goto err_free;
 	}
@@ -481,7 +590,7 @@ int ur_vm_share_get(void *addr, size_t len, enum ur_vm_move how, struct ur_vm_sh
 		*why = "no room for the memfd";
 		goto err_close;
 	}
-	ret = move(lo, hi, fd, 0, s->by_signal);
+	ret = move_in(lo, hi, fd, 0, s->by_signal);
 	if (ret) {
 		*why = "the pages could not move";
 		goto err_close;

@@ -6,11 +6,12 @@
  *
  * Only whole pages move: the pages holding [addr, addr+len), first and
  * last included even when they hold other data of the process (the move
- * keeps every byte).  A range moves only if every page of it is private
- * anonymous read-write memory that is not locked, huge (hugetlb or
- * MADV_HUGEPAGE), growing down, watched by userfaultfd, or this thread's
- * stack; anything else stays where it is, and peers copy into it with the
- * kernel as before.  A range inside one that moved already shares its
+ * keeps every byte), and of those only the ones holding data are copied.
+ * A range moves only if every page of it is private anonymous read-write
+ * memory that is not locked, hugetlb, watched by another userfaultfd, or
+ * this thread's stack (under the SIGSEGV hold, not MADV_HUGEPAGE, growing
+ * down or another thread's stack either); anything else stays where it
+ * is, and peers copy into it with the kernel as before.  A range inside one that moved already shares its
  * memfd (counted).  A range inside one MAP_SHARED read-write mapping of a
  * file the process holds open (a memfd, a file in /dev/shm) needs no move:
  * that file is what peers map (the process chose to share it: nothing

@@ -305,7 +305,7 @@ fi
 # AddressSanitizer's mlock locks nothing (progs/shared_mr.c): no locked case.
 locked=locked
 ur_is_asan && locked=
-for why in "the stack" "a thread's stack \\(or no huge pages asked\\)" $locked \
+for why in "the stack" $locked \
 	"a private file mapping" "a shared mapping"; do
 	ur_expect_grep smr.fallback "stays private \($why\): peers copy into it with the kernel" \
 		"smr.fallback: a region that cannot move says so ($why)"

@@ -84,6 +84,7 @@ static bool in_memfd(const void *p, size_t len)
 }
 
 static size_t lost_writes;
+static bool kernel_faults_held(void);
 /* Whether private memory moves here: by default where userfaultfd may
  * hold the kernel's writes too, else only with UROCE_SHM_SHARE_MR=1. */
 static bool moves;
@@ -386,6 +387,23 @@ static void fallback_one(const char *what, void *p, size_t len)
 	ibv_dereg_mr(mr);
 }
 
+/* Another thread's stack moves where its writes are held in their page
+ * fault (nothing is signalled), and stays private under the SIGSEGV
+ * hold, where a signal on a read-only stack would kill. */
+static void other_stack_one(void *p, size_t len)
+{
+	const char *what = "another thread's stack";
+	struct ibv_mr *mr = ibv_reg_mr(dev.pd, p, len, ACCESS);
+
+	if (!vt_check(mr != NULL, "%s: registered", what))
+		return;
+	vt_check(in_memfd(p, len) == (moves && kernel_faults_held()), "%s: %s", what,
+		 moves && kernel_faults_held() ? "moved (its writes are held without a signal)"
+					      : "its pages stayed where they were");
+	ibv_dereg_mr(mr);
+	vt_check(!in_memfd(p, len), "%s: deregistered, private again", what);
+}
+
 static uint8_t *other_stack;
 static pthread_barrier_t stack_ready, stack_done;
 
@@ -424,7 +442,7 @@ static void case_fallback(void)
 	if (pthread_create(&t, NULL, stack_thread, NULL))
 		die("pthread_create");
 	pthread_barrier_wait(&stack_ready);
-	fallback_one("another thread's stack", other_stack, 3 * 4096);
+	other_stack_one(other_stack, 3 * 4096);
 	pthread_barrier_wait(&stack_done);
 	pthread_join(t, NULL);
 	locked = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
