@@ -11,8 +11,6 @@
 #include "util/log.h"
 #include "util/random.h"
 #include "util/vm_range.h"
-#include "util/vm_share.h"
-#include "xport/xport.h"
 
 /* Slots for every region and window at half load, plus reservations. */
 #define MAX_SLOTS (4u * (UR_MAX_MR + UR_MAX_MW))
@@ -359,91 +357,4 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 		off = 0;
 	}
 	return len == 0;
-}
-
-/* UROCE_SHM_SHARE_MR=0 keeps every region private; so does single copy
- * off, which would never use the mapping.  By default private memory
- * moves into a memfd where every write to it meanwhile, a system call's
- * too, can be held in its page fault (userfaultfd's write protection,
- * util/wp_hold.h: root, or CAP_SYS_PTRACE).  Elsewhere only with
- * UROCE_SHM_SHARE_MR=1: a system call writing the pages while they move
- * then fails with EFAULT, and where userfaultfd is refused the SIGSEGV
- * hold is used, which a program that installs its own handler after
- * uroce's and does not pass the fault on (UCX does) would not survive.
- * Memory the program shares already (a MAP_SHARED memfd or /dev/shm
- * file) needs no move, and is mapped by peers in every case but 0. */
-static enum ur_vm_move share_mode(void)
-{
-	static int mode = -1;
-
-	if (mode < 0) {
-		const char *v = getenv("UROCE_SHM_SHARE_MR");
-		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
-
-		if ((v && !strcmp(v, "0")) || (sc && !strcmp(sc, "0")))
-			mode = UR_VM_MOVE_NEVER;
-		else
-			mode = v && !strcmp(v, "1") ? UR_VM_MOVE_ANY : UR_VM_MOVE_HELD;
-	}
-	return (enum ur_vm_move)mode;
-}
-
-/* Moves the pages of mr into a memfd that peers map, filling r's share
- * fields; said at info level when they stay private. */
-static void share(struct ur_context *ctx, struct ur_mr *mr, struct ur_xport_region *r)
-{
-	const char *why = NULL;
-	int ret;
-
-	if (share_mode() == UR_VM_MOVE_NEVER || mr->implicit || mr->dm_users ||
-	    !ur_xports_expose_any(ctx->xports))
-		return;
-	ret = ur_vm_share_get(mr->host, mr->length, share_mode(), &mr->share, &why);
-	if (ret) {
-		ur_info(NULL, "region %p+%llu stays private (%s): peers copy into it with "
-			"the kernel", (void *)mr->host, (unsigned long long)mr->length,
-			why ? why : strerror(-ret));
-		return;
-	}
-	mr->shared = true;
-	r->share_id = mr->share.id;
-	r->share_fd = mr->share.fd;
-	r->share_base = mr->share.base;
-	r->share_len = mr->share.len;
-	__atomic_add_fetch(&ctx->dev->cnt[UR_CNT_MR_SHARED], 1, __ATOMIC_RELAXED);
-}
-
-static void mr_unshare(struct ur_mr *mr)
-{
-	if (mr->shared)
-		ur_vm_share_put(&mr->share);
-	mr->shared = false;
-}
-
-void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
-{
-	struct ur_xport_region r = {
-		.rkey = mr->ke.key,
-		.pd = ur_pd_id(mr->pd),
-		.access = (uint32_t)mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
-		.iova = mr->iova,
-		.length = mr->length,
-		.host = mr->host,
-	};
-
-	if (!ctx->xports || !r.access || !mr->host)
-		return;
-	share(ctx, mr, &r);
-	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
-	if (!mr->exposed)
-		mr_unshare(mr);
-}
-
-void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
-{
-	if (mr->exposed && ctx->xports)
-		ur_xports_revoke_region(ctx->xports, mr->ke.key);
-	mr->exposed = false;
-	/* No peer copies into it now: back to private memory. */
-	mr_unshare(mr);
 }

@@ -28,6 +28,7 @@
 #include <infiniband/verbs.h>
 
 #include "util/compiler.h"
+#include "util/list.h"
 #include "util/vm_share.h"
 
 struct ur_pd;
@@ -58,6 +59,12 @@ struct ur_mr {
 	bool exposed;          /* published to transports that copy into us */
 	bool shared;           /* its pages moved into a memfd peers map (share) */
 	struct ur_vm_share share;
+	/* mr_share.c: bytes peers copied into and out of it by the kernel,
+	 * whether a move was tried (or is queued), its place in the queue. */
+	uint64_t placed_by_kernel;
+	bool share_tried;
+	bool share_queued;
+	struct ur_list share_link;
 	bool implicit;         /* implicit on-demand: the whole address space,
 				* each access checked against the mappings */
 };
@@ -158,13 +165,20 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
  * region and before it goes.
  *
  * Exposing publishes the file the region's pages are shared through
- * already, or moves them into a memfd where they can move
- * (util/vm_share.h), so that peers copy with memcpy; UROCE_SHM_SHARE_MR=0
- * (or single copy off) does neither: peers then copy with the kernel.
- * Revoking moves them back. */
+ * already (util/vm_share.h); private pages move into a memfd later, once
+ * peers copy into the region (ur_mr_note_placed), or at once with
+ * UROCE_SHM_SHARE_MR=1, so that peers copy with memcpy;
+ * UROCE_SHM_SHARE_MR=0 (or single copy off) does neither: peers then copy
+ * with the kernel.  Revoking moves them back. */
 struct ur_context;
 void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr);
 void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);
+
+/* A peer copied len bytes straight into or out of mr (a WRITE or READ
+ * placed by its sender): by the kernel unless mr is shared.  Enough of
+ * them queue its move into a memfd (mr_share.c).  The table's read lock
+ * held. */
+void ur_mr_note_placed(struct ur_context *ctx, struct ur_mr *mr, uint64_t len);
 
 /* Memory windows (mw.c), executed for a QP.  A BIND_MW or LOCAL_INV work
  * request: its completion status. */

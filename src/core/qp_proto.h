@@ -33,6 +33,9 @@ struct ur_req_state {
 	bool rnr_wait;           /* waiting out an RNR NAK timer */
 	bool force_ackreq;       /* the packet being sent asks for an ACK */
 	bool sel_pending;        /* comp.sel_psn waits for room to be resent */
+	bool place_ok;           /* the last large WRITE or READ offered was copied
+				  * straight into place (rel/req.c, waits_to_place) */
+	uint8_t place_probe;     /* large ones since, to try again now and then */
 };
 
 enum ur_peer_holds {

@@ -116,6 +116,9 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 		xrceth_set_srqn(p->hdr + info->offset[UR_HDR_XRCETH], w->remote_srqn);
 }
 
+#define UR_PLACE_WAIT_MIN (64u << 10)   /* waits_to_place */
+#define UR_PLACE_PROBE_EVERY 64u
+
 /* The transport's one-copy operation for w, if w may use one: a WRITE on
  * RC or UC or a READ on RC, on a path whose transport copies between
  * address spaces.  NULL for everything else, at the cost of a few tests. */
@@ -177,8 +180,28 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 		w->placed = ret >= 0;
 		if (w->placed)
 			UR_QP_COUNT(qp, ret ? UR_CNT_COPY_MAPPED : UR_CNT_COPY_KERNEL);
+		if (w->length >= UR_PLACE_WAIT_MIN && ret != -EBUSY)
+			qp->req.place_ok = w->placed;
 	}
 	ur_mr_read_unlock(&qp->ctx->mrs);
+}
+
+/* Whether w, a large WRITE or READ on RC that the transport may copy
+ * straight into place, waits for the requests before it to land (be
+ * acknowledged) instead of going in packets behind them: a round trip,
+ * against a megabyte through the ring.  Without it a stream that once went
+ * by packets (a peer's region moving into a memfd, revoked meanwhile)
+ * would stay there, each packet WRITE keeping the next from being placed.
+ * Only while copies into this peer succeed, and now and then to try again
+ * (a peer that never takes them would otherwise serialise the stream). */
+static bool waits_to_place(struct ur_qp *qp, const struct ur_send_wqe *w)
+{
+	if (w->offset || w->place_tried || w->length < UR_PLACE_WAIT_MIN ||
+	    qp->type != IBV_QPT_RC || !one_copy_op(qp, w) || earlier_landed(qp, w))
+		return false;
+	if (!qp->req.place_ok && ++qp->req.place_probe % UR_PLACE_PROBE_EVERY)
+		return false;
+	return true;
 }
 
 /* Whether another WR waits right behind the one being sent and will leave
@@ -194,7 +217,10 @@ static bool followed_at_once(struct ur_qp *qp)
 	if (qp->req.wqe + 1 == qp->sq.tail || qp->dc == UR_DC_INI)
 		return false;
 	next = ur_sq_wqe(qp, qp->req.wqe + 1);
-	return !ur_wr_is_local(next->opcode) && !(next->send_flags & IBV_SEND_FENCE);
+	/* A large WRITE or READ that may wait for this one to land
+	 * (waits_to_place) needs its ACK. */
+	return !ur_wr_is_local(next->opcode) && !(next->send_flags & IBV_SEND_FENCE) &&
+	       !(next->length >= UR_PLACE_WAIT_MIN && one_copy_op(qp, next));
 }
 
 /* One request packet of a SEND or WRITE. */
@@ -431,6 +457,8 @@ static void req_run(struct ur_qp *qp)
 			    qp->req.rd_atomic)
 				break;
 			if (ur_wr_is_rd_atomic(w->opcode) && rd_atomic_full(qp))
+				break;
+			if (waits_to_place(qp, w))
 				break;
 		}
 		if (w->opcode == IBV_WR_RDMA_READ)

@@ -130,6 +130,20 @@ enum ur_exec_result ur_exec_send(struct ur_qp *qp, const struct ur_pkt_view *pkt
 	return UR_EXEC_OK;
 }
 
+/* A WRITE or READ its sender copied itself: counted toward moving the
+ * region into a memfd, after which the sender copies with memcpy
+ * (core/mr_share.c).  A window's key names no region of its own. */
+static void note_placed(struct ur_qp *qp, uint32_t rkey, uint64_t len)
+{
+	struct ur_mr *mr;
+
+	ur_mr_read_lock(&qp->ctx->mrs);
+	mr = ur_mr_lookup(&qp->ctx->mrs, rkey);
+	if (mr)
+		ur_mr_note_placed(qp->ctx, mr, len);
+	ur_mr_read_unlock(&qp->ctx->mrs);
+}
+
 enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 {
 	struct ur_resp_state *r = &qp->resp;
@@ -157,6 +171,8 @@ enum ur_exec_result ur_exec_write(struct ur_qp *qp, const struct ur_pkt_view *pk
 				       "RDMA WRITE: bad rkey, range or permission");
 			return UR_EXEC_REFUSED;
 		}
+		if (pkt->placed)
+			note_placed(qp, r->write_rkey, r->write_length);
 	}
 	if (pkt->paylen > r->write_resid ||
 	    ((pkt->mask & UR_OPF_END) && pkt->paylen != r->write_resid)) {
@@ -241,6 +257,8 @@ void ur_exec_read(struct ur_qp *qp, const struct ur_pkt_view *pkt, bool duplicat
 		ur_resp_refuse(qp, UR_NAK_REM_ACCESS_ERR, "RDMA READ: bad rkey, range or permission");
 		return;
 	}
+	if (pkt->placed && !duplicate)
+		note_placed(qp, rkey, len);
 	if (duplicate && ur_resp_res_again(qp, UR_RES_READ, pkt->psn, va, len))
 		return;
 	res = ur_resp_take_res(qp);

@@ -225,16 +225,20 @@ fi
 sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
 sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
 # By default: a memfd the responder maps itself is shared as it is; heap
-# memory moves where the kernel's writes can be held too, else it stays
-# private, says why, and the kernel copies into it.
+# memory moves once the requester has copied into it, where the kernel's
+# writes can be held too, else it stays private, says why, and the kernel
+# copies into it.
 UR_ENV=(UROCE_LOG=info)
 sc_pair sc.memfd memfd && {
 	ur_expect_grep sc.memfd.client "$MAPPED" "sc.memfd: the requester copied with memcpy into the responder's own memfd"
 	ur_expect_no_grep sc.memfd.server "stays private" "sc.memfd: the responder's region is shared as it is"
 }
 sc_pair sc.default sizes && if [ "$HELD" = "kernel faults held: yes" ]; then
-	ur_expect_no_grep sc.default.server "stays private" "sc.default: heap memory moves by default ($HELD)"
-	ur_expect_grep sc.default.client "$MAPPED" "sc.default: the requester copies into it with memcpy"
+	ur_expect_grep sc.default.server "moved into a memfd after peers copied [0-9]+ bytes" \
+		"sc.default: heap memory moves by default once the requester copied into it ($HELD)"
+	ur_expect_no_grep sc.default.server "stays private" "sc.default: and nothing stays private"
+	ur_expect_grep sc.default.client "$KERNEL" "sc.default: the kernel copies into it first"
+	ur_expect_grep sc.default.client "$MAPPED" "sc.default: then the requester copies into it with memcpy"
 else
 	ur_expect_grep sc.default.server "stays private \(without CAP_SYS_PTRACE userfaultfd holds only user-mode writes" \
 		"sc.default: heap memory stays private unless asked ($HELD), and says why"
@@ -265,30 +269,26 @@ sc_pair sc.dereg-kernel dereg && ur_expect_grep sc.dereg-kernel.client "$KERNEL"
 	"sc.dereg-kernel: the requester was copying straight into the responder"
 UR_ENV=()
 
-# Shared regions in one process: writers during the move (a thread's
-# stores, with the program's own SIGSEGV handler, a system call's reads;
-# with userfaultfd refused by seccomp, moved under the SIGSEGV hold when
-# asked, private otherwise), back to private memory, a sparse region, the
-# regions that cannot move.  writer, handler and refused by default (the
-# program knows whether they move); the rest where they move.
-smr() {
-	local c=$1
-	shift
+# Shared regions in one process, moved when registered
+# (UROCE_SHM_SHARE_MR=1): writers during the move (a thread's stores, with
+# the program's own SIGSEGV handler, a system call's reads; with
+# userfaultfd refused by seccomp, under the SIGSEGV hold), back to private
+# memory, a sparse region, the regions that cannot move.
+smr() {   # smr TAG CASE [ENV...]
+	local t=$1 c=$2
+	shift 2
 	UR_ENV=(UROCE_LOG=info "$@")
-	ur_run "smr.$c" "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" "$c"
+	ur_run "$t" "$UR_BUILD/bin/integ_shared_mr" uroce0 "$g4" "$c"
 	UR_ENV=()
-	ur_expect_rc "smr.$c" 0 "smr.$c: integ_shared_mr $c"
-	ur_report "smr.$c" grep -E '^(ok|FAIL): ' "$(ur_out "smr.$c")"
-	ur_sanitizer_clean "smr.$c"
+	ur_expect_rc "$t" 0 "$t: integ_shared_mr $c"
+	ur_report "$t" grep -E '^(ok|FAIL): ' "$(ur_out "$t")"
+	ur_sanitizer_clean "$t"
 }
-for c in writer handler refused fallback; do
-	smr $c
+for c in writer handler syscall sigwriter back sparse fallback; do
+	smr "smr.$c" "$c" "$MOVE"
 done
-ur_expect_grep smr.refused "stays private \(userfaultfd refused" \
-	"smr.refused: with userfaultfd refused, a region stays private unless asked, and says why"
-for c in syscall sigwriter back sparse; do
-	smr $c "$MOVE"
-done
+# By default nothing moves when registered (only once peers copy into it).
+smr smr.lazy writer
 # Where only user-mode writes can be held (not root): a system call's
 # write into pages that move fails (EFAULT), as docs/design.md says.
 as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)

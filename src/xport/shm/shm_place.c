@@ -20,13 +20,17 @@
  * copies as above.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <infiniband/verbs.h>
 
+#include "util/clock.h"
 #include "util/fault_guard.h"
 #include "util/log.h"
 #include "xport/shm/shm_priv.h"
+
+#define UR_SHM_DRAIN_WAIT_NS 1000000ull     /* a ring's MiB taken, with room */
 
 static bool inside(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 {
@@ -82,6 +86,37 @@ out:
 	return ret;
 }
 
+/* Whether WRITE bytes of ours still wait in the peer's ring: placing now
+ * would land these before them.  Peer lock held. */
+static bool writes_in_ring(const struct ur_shm_peer *peer)
+{
+	return (int64_t)(__atomic_load_n(&peer->f->ring[peer->ring].head, __ATOMIC_ACQUIRE) -
+			 peer->write_tail) < 0;
+}
+
+/* A large copy behind WRITE bytes in the ring waits (a while) for the
+ * peer to take them rather than go into the ring behind them: a stream
+ * of WRITEs that once went by the ring (while its region moved into a
+ * memfd, or was revoked for a moment) would otherwise stay there, each
+ * keeping the next from being placed.  The peer's engine thread is woken
+ * if it sleeps.  Peer lock held. */
+static bool ring_drained(struct ur_shm_peer *peer)
+{
+	uint64_t until = ur_now_ns() + UR_SHM_DRAIN_WAIT_NS;
+	bool rang = false;
+
+	while (writes_in_ring(peer)) {
+		if (ur_now_ns() > until)
+			return false;
+		if (!rang && __atomic_load_n(&peer->f->sleeping, __ATOMIC_SEQ_CST)) {
+			ur_shm_ring_bell(peer->bell_fd);
+			rang = true;
+		}
+		sched_yield();
+	}
+	return true;
+}
+
 static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqpn, uint32_t rkey,
 		    bool write, uint64_t va, const struct iovec *iov, int niov, uint64_t len)
 {
@@ -103,10 +138,7 @@ static int one_copy(struct ur_xport *x, const struct ur_path *path, uint32_t dqp
 		/* Small, and the peer's engine thread is up: the ring is as
 		 * fast, and costs no system call. */
 		ret = -EMSGSIZE;
-	} else if ((int64_t)(__atomic_load_n(&peer->f->ring[peer->ring].head, __ATOMIC_ACQUIRE) -
-			     peer->write_tail) < 0) {
-		/* WRITE bytes of ours still wait in the ring: placing now
-		 * would land these before them. */
+	} else if (writes_in_ring(peer) && (len < s->place_min || !ring_drained(peer))) {
 		ret = -EBUSY;
 	} else if (!(pd = ur_shm_qp_pd(peer->f, dqpn, &qp_access)) || !(qp_access & need) ||
 		   (slot = ur_shm_region_slot(peer->f, rkey)) < 0) {

@@ -1,0 +1,261 @@
+/* Regions published to the transports that copy into this process
+ * directly, and their pages moved into a memfd for peers to map
+ * (docs/design.md, "Shared regions").
+ *
+ * Moving costs about a millisecond a megabyte, there and back, and gains
+ * only where peers copy large WRITEs and READs into the region: so a
+ * region moves once peers have copied, by the kernel, twice its size into
+ * or out of it (at least UR_SHARE_AFTER_MIN).  The responder's protocol
+ * sees each such copy (ur_mr_note_placed) and queues the region; a thread
+ * of its own ("uroce-share") moves it, away from every QP's lock: it takes
+ * the region back from the peers (their copies in flight waited out, the
+ * next ones sent in packets meanwhile: a page a peer's kernel copy has
+ * pinned cannot be held), moves its pages, and publishes it again with
+ * its memfd.  Memory the program shares already (a MAP_SHARED memfd or
+ * /dev/shm file) is published with its file at once: nothing moves.
+ *
+ * share_lock orders a move against ur_mr_revoke (dereg, rereg): while the
+ * mover holds it the region cannot go; a region revoked leaves the queue
+ * under it.  queue_lock, the innermost, guards the queue alone. */
+#include "core/mr.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/device.h"
+#include "core/pd.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/vm_share.h"
+#include "xport/xport.h"
+
+#define UR_SHARE_AFTER_MIN (1u << 20)
+
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
+static struct ur_list queue = { &queue, &queue };
+static bool mover_started;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* UROCE_SHM_SHARE_MR=0 keeps every region private; so does single copy
+ * off, which would never use the mapping.  By default a region that peers
+ * copy into moves (above) where every write to it meanwhile, a system
+ * call's too, can be held in its page fault (userfaultfd's write
+ * protection, util/wp_hold.h: root, or CAP_SYS_PTRACE).  With
+ * UROCE_SHM_SHARE_MR=1 every region with remote access moves when it is
+ * registered, and wherever userfaultfd allows only user-mode writes to be
+ * held (a system call writing the pages while they move then fails with
+ * EFAULT) or is refused (the SIGSEGV hold, which a program that installs
+ * its own handler after uroce's and does not pass the fault on, as UCX
+ * does, would not survive). */
+static enum ur_vm_move share_mode(void)
+{
+	static int mode = -1;
+
+	if (mode < 0) {
+		const char *v = getenv("UROCE_SHM_SHARE_MR");
+		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
+
+		if ((v && !strcmp(v, "0")) || (sc && !strcmp(sc, "0")))
+			mode = UR_VM_MOVE_NEVER;
+		else
+			mode = v && !strcmp(v, "1") ? UR_VM_MOVE_ANY : UR_VM_MOVE_HELD;
+	}
+	return (enum ur_vm_move)mode;
+}
+
+static bool shareable(struct ur_context *ctx, const struct ur_mr *mr)
+{
+	return share_mode() != UR_VM_MOVE_NEVER && !mr->implicit && !mr->dm_users &&
+	       ur_xports_expose_any(ctx->xports);
+}
+
+/* The pages of mr shared through a memfd (moved if how allows), into r's
+ * share fields; said at info level when they stay private.  share_lock
+ * held, or mr not yet published. */
+static bool share(struct ur_context *ctx, struct ur_mr *mr, enum ur_vm_move how,
+		  struct ur_xport_region *r)
+{
+	const char *why = NULL;
+	int ret;
+
+	ret = ur_vm_share_get(mr->host, mr->length, how, &mr->share, &why);
+	if (ret) {
+		if (how != UR_VM_MOVE_NEVER)
+			ur_info(NULL, "region %p+%llu stays private (%s): peers copy into it with "
+				"the kernel", (void *)mr->host, (unsigned long long)mr->length,
+				why ? why : strerror(-ret));
+		return false;
+	}
+	mr->shared = true;
+	r->share_id = mr->share.id;
+	r->share_fd = mr->share.fd;
+	r->share_base = mr->share.base;
+	r->share_len = mr->share.len;
+	__atomic_add_fetch(&ctx->dev->cnt[UR_CNT_MR_SHARED], 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+static void mr_unshare(struct ur_mr *mr)
+{
+	if (mr->shared)
+		ur_vm_share_put(&mr->share);
+	mr->shared = false;
+}
+
+static struct ur_xport_region region_of(const struct ur_mr *mr)
+{
+	return (struct ur_xport_region){
+		.rkey = mr->ke.key,
+		.pd = ur_pd_id(mr->pd),
+		.access = (uint32_t)mr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ),
+		.iova = mr->iova,
+		.length = mr->length,
+		.host = mr->host,
+	};
+}
+
+void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
+{
+	struct ur_xport_region r = region_of(mr);
+	bool tried = false;
+
+	if (!ctx->xports || !r.access || !mr->host)
+		return;
+	/* The program's own shared file at once; private memory now only
+	 * when asked (UROCE_SHM_SHARE_MR=1), else once peers copy into it. */
+	if (shareable(ctx, mr))
+		tried = share(ctx, mr, share_mode() == UR_VM_MOVE_ANY ? UR_VM_MOVE_ANY
+								  : UR_VM_MOVE_NEVER, &r) ||
+			share_mode() == UR_VM_MOVE_ANY;
+	__atomic_store_n(&mr->placed_by_kernel, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mr->share_tried, tried, __ATOMIC_RELAXED);
+	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
+	if (!mr->exposed)
+		mr_unshare(mr);
+}
+
+void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
+{
+	pthread_mutex_lock(&share_lock);
+	pthread_mutex_lock(&queue_lock);
+	if (mr->share_queued) {
+		ur_list_del(&mr->share_link);
+		mr->share_queued = false;
+	}
+	pthread_mutex_unlock(&queue_lock);
+	if (mr->exposed && ctx->xports)
+		ur_xports_revoke_region(ctx->xports, mr->ke.key);
+	mr->exposed = false;
+	/* No peer copies into it now: back to private memory. */
+	mr_unshare(mr);
+	pthread_mutex_unlock(&share_lock);
+}
+
+/* ---- the mover ----------------------------------------------------------- */
+
+/* Moves mr's pages and publishes it again with them (share_lock held:
+ * mr is alive and exposed, or revoked and off the queue). */
+static void move_one(struct ur_mr *mr)
+{
+	struct ur_context *ctx = to_uctx(mr->ibmr.context);
+	struct ur_xport_region r = region_of(mr);
+
+	if (!mr->exposed)
+		return;
+	/* No peer may copy meanwhile: a page its kernel copy pinned would
+	 * take writes the move does not see. */
+	ur_xports_revoke_region(ctx->xports, mr->ke.key);
+	if (share(ctx, mr, share_mode(), &r))
+		ur_info(NULL, "region %p+%llu moved into a memfd after peers copied %llu bytes "
+			"into and out of it by the kernel: they copy with memcpy now",
+			(void *)mr->host, (unsigned long long)mr->length,
+			(unsigned long long)__atomic_load_n(&mr->placed_by_kernel, __ATOMIC_RELAXED));
+	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
+	if (!mr->exposed)
+		mr_unshare(mr);
+}
+
+static void *mover(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct ur_mr *mr = NULL;
+
+		pthread_mutex_lock(&queue_lock);
+		while (ur_list_empty(&queue))
+			pthread_cond_wait(&queue_cond, &queue_lock);
+		pthread_mutex_unlock(&queue_lock);
+		/* share_lock before taking one off: a region cannot be
+		 * revoked (and freed) between the two. */
+		pthread_mutex_lock(&share_lock);
+		pthread_mutex_lock(&queue_lock);
+		if (!ur_list_empty(&queue)) {
+			mr = container_of(queue.next, struct ur_mr, share_link);
+			ur_list_del(&mr->share_link);
+			mr->share_queued = false;
+		}
+		pthread_mutex_unlock(&queue_lock);
+		if (mr)
+			move_one(mr);
+		pthread_mutex_unlock(&share_lock);
+	}
+	return NULL;
+}
+
+/* A child of fork() has no mover, and none of the parent's regions. */
+static void at_child(void)
+{
+	ur_list_init(&queue);
+	mover_started = false;
+	pthread_mutex_init(&queue_lock, NULL);
+	pthread_mutex_init(&share_lock, NULL);
+	pthread_cond_init(&queue_cond, NULL);
+}
+
+static void atfork_install(void)
+{
+	pthread_atfork(NULL, NULL, at_child);
+}
+
+/* queue_lock held. */
+static void start_mover(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (mover_started)
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (!pthread_create(&t, &attr, mover, NULL)) {
+		pthread_setname_np(t, "uroce-share");
+		mover_started = true;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+void ur_mr_note_placed(struct ur_context *ctx, struct ur_mr *mr, uint64_t len)
+{
+	uint64_t placed, want;
+
+	/* Tried: shared already (it is the program's own file, or moved), or
+	 * queued, or it could not move. */
+	if (__atomic_load_n(&mr->share_tried, __ATOMIC_RELAXED) || !shareable(ctx, mr))
+		return;
+	placed = __atomic_add_fetch(&mr->placed_by_kernel, len, __ATOMIC_RELAXED);
+	want = mr->length * 2 > UR_SHARE_AFTER_MIN ? mr->length * 2 : UR_SHARE_AFTER_MIN;
+	if (placed < want || __atomic_exchange_n(&mr->share_tried, true, __ATOMIC_RELAXED))
+		return;
+	pthread_once(&atfork_once, atfork_install);
+	pthread_mutex_lock(&queue_lock);
+	ur_list_add_tail(&queue, &mr->share_link);
+	mr->share_queued = true;
+	start_mover();
+	pthread_cond_signal(&queue_cond);
+	pthread_mutex_unlock(&queue_lock);
+}
