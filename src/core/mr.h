@@ -179,6 +179,10 @@ void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);
  * them queue its move into a memfd (mr_share.c).  The table's read lock
  * held. */
 void ur_mr_note_placed(struct ur_context *ctx, struct ur_mr *mr, uint64_t len);
+/* mr, out of the key table and about to be freed, off the queue of moves;
+ * every region of ctx, which closes. */
+void ur_mr_share_forget(struct ur_mr *mr);
+void ur_mr_share_forget_context(struct ur_context *ctx);
 
 /* Memory windows (mw.c), executed for a QP.  A BIND_MW or LOCAL_INV work
  * request: its completion status. */

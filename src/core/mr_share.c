@@ -14,9 +14,13 @@
  * its memfd.  Memory the program shares already (a MAP_SHARED memfd or
  * /dev/shm file) is published with its file at once: nothing moves.
  *
- * share_lock orders a move against ur_mr_revoke (dereg, rereg): while the
- * mover holds it the region cannot go; a region revoked leaves the queue
- * under it.  queue_lock, the innermost, guards the queue alone. */
+ * share_lock orders a move against publishing and revoking a region
+ * (reg, dereg, rereg): while the mover holds it the region cannot go, and
+ * a region revoked is not moved.  A region can be queued again between
+ * its revocation and its removal from the key table (a responder still
+ * looking it up): ibv_dereg_mr takes it off the queue once no lookup can
+ * find it (ur_mr_share_forget).  queue_lock, the innermost, guards the
+ * queue alone. */
 #include "core/mr.h"
 
 #include <errno.h>
@@ -126,6 +130,7 @@ void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
 
 	if (!ctx->xports || !r.access || !mr->host)
 		return;
+	pthread_mutex_lock(&share_lock);
 	/* The program's own shared file at once; private memory now only
 	 * when asked (UROCE_SHM_SHARE_MR=1), else once peers copy into it. */
 	if (shareable(ctx, mr))
@@ -137,22 +142,55 @@ void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
 	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
 	if (!mr->exposed)
 		mr_unshare(mr);
+	pthread_mutex_unlock(&share_lock);
 }
 
-void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
+/* Off the queue; share_lock held. */
+static void dequeue(struct ur_mr *mr)
 {
-	pthread_mutex_lock(&share_lock);
 	pthread_mutex_lock(&queue_lock);
 	if (mr->share_queued) {
 		ur_list_del(&mr->share_link);
 		mr->share_queued = false;
 	}
 	pthread_mutex_unlock(&queue_lock);
+}
+
+void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
+{
+	pthread_mutex_lock(&share_lock);
+	dequeue(mr);
 	if (mr->exposed && ctx->xports)
 		ur_xports_revoke_region(ctx->xports, mr->ke.key);
 	mr->exposed = false;
 	/* No peer copies into it now: back to private memory. */
 	mr_unshare(mr);
+	pthread_mutex_unlock(&share_lock);
+}
+
+void ur_mr_share_forget(struct ur_mr *mr)
+{
+	pthread_mutex_lock(&share_lock);
+	dequeue(mr);
+	pthread_mutex_unlock(&share_lock);
+}
+
+void ur_mr_share_forget_context(struct ur_context *ctx)
+{
+	struct ur_list *l, *next;
+
+	pthread_mutex_lock(&share_lock);
+	pthread_mutex_lock(&queue_lock);
+	for (l = queue.next; l != &queue; l = next) {
+		struct ur_mr *mr = container_of(l, struct ur_mr, share_link);
+
+		next = l->next;
+		if (to_uctx(mr->ibmr.context) == ctx) {
+			ur_list_del(&mr->share_link);
+			mr->share_queued = false;
+		}
+	}
+	pthread_mutex_unlock(&queue_lock);
 	pthread_mutex_unlock(&share_lock);
 }
 

@@ -172,6 +172,7 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	 * table's write lock waits out our own copies. */
 	ur_mr_revoke(ctx, mr);
 	ur_mr_table_remove(&ctx->mrs, &mr->ke);
+	ur_mr_share_forget(mr);
 	atomic_fetch_sub(&mr->pd->users, 1);
 	if (mr->dm_users)
 		__atomic_sub_fetch(mr->dm_users, 1, __ATOMIC_RELEASE);
