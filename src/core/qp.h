@@ -76,6 +76,7 @@ struct ur_send_wqe {
 	uint8_t state;
 	bool is_inline;
 	bool place_tried;        /* WRITE: the transport was asked to copy it */
+	bool place_wait;         /* ... and waits for earlier requests to land first */
 	bool placed;             /* ... and did: it is one packet of headers */
 	uint32_t first_psn, last_psn;
 	uint32_t length;         /* message bytes */

@@ -33,9 +33,10 @@ struct ur_req_state {
 	bool rnr_wait;           /* waiting out an RNR NAK timer */
 	bool force_ackreq;       /* the packet being sent asks for an ACK */
 	bool sel_pending;        /* comp.sel_psn waits for room to be resent */
-	bool place_ok;           /* the last large WRITE or READ offered was copied
-				  * straight into place (rel/req.c, waits_to_place) */
-	uint8_t place_probe;     /* large ones since, to try again now and then */
+	bool place_ok;           /* large WRITEs and READs offered are copied straight
+				  * into place (rel/req.c, waits_to_place) */
+	uint8_t place_probe;     /* large ones since they were not, to try again */
+	uint8_t place_missing;   /* refused in a row as not published (a region moving) */
 };
 
 enum ur_peer_holds {

@@ -118,6 +118,7 @@ static void put_xrceth(const struct ur_send_wqe *w, struct ur_tx_pkt *p,
 
 #define UR_PLACE_WAIT_MIN (64u << 10)   /* waits_to_place */
 #define UR_PLACE_PROBE_EVERY 64u
+#define UR_PLACE_MISSING_MAX 64u
 
 /* The transport's one-copy operation for w, if w may use one: a WRITE on
  * RC or UC or a READ on RC, on a path whose transport copies between
@@ -163,6 +164,20 @@ static bool earlier_landed(struct ur_qp *qp, const struct ur_send_wqe *w)
  * if the bytes are there, the request leaves as one packet of headers (a
  * READ's answer too).  The transport decides by size and by whether the
  * peer is awake. */
+/* Whether large copies into this peer succeed, from one offered: a ring
+ * not yet emptied of our WRITEs says nothing, and a region not published
+ * may be one moving into a memfd (taken from peers for the move, as long
+ * as it takes): only a run of UR_PLACE_MISSING_MAX of those says no. */
+static void note_place_result(struct ur_qp *qp, int ret)
+{
+	if (ret == -EBUSY)
+		return;
+	if (ret == -ENOENT && qp->req.place_ok && ++qp->req.place_missing < UR_PLACE_MISSING_MAX)
+		return;
+	qp->req.place_ok = ret >= 0;
+	qp->req.place_missing = 0;
+}
+
 static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt *scratch)
 {
 	ur_xport_copy_fn *copy = one_copy_op(qp, w);
@@ -180,8 +195,8 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 		w->placed = ret >= 0;
 		if (w->placed)
 			UR_QP_COUNT(qp, ret ? UR_CNT_COPY_MAPPED : UR_CNT_COPY_KERNEL);
-		if (w->length >= UR_PLACE_WAIT_MIN && ret != -EBUSY)
-			qp->req.place_ok = w->placed;
+		if (w->length >= UR_PLACE_WAIT_MIN)
+			note_place_result(qp, ret);
 	}
 	ur_mr_read_unlock(&qp->ctx->mrs);
 }
@@ -194,14 +209,19 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
  * would stay there, each packet WRITE keeping the next from being placed.
  * Only while copies into this peer succeed, and now and then to try again
  * (a peer that never takes them would otherwise serialise the stream). */
-static bool waits_to_place(struct ur_qp *qp, const struct ur_send_wqe *w)
+static bool waits_to_place(struct ur_qp *qp, struct ur_send_wqe *w)
 {
 	if (w->offset || w->place_tried || w->length < UR_PLACE_WAIT_MIN ||
-	    qp->type != IBV_QPT_RC || !one_copy_op(qp, w) || earlier_landed(qp, w))
+	    qp->type != IBV_QPT_RC || !one_copy_op(qp, w))
 		return false;
-	if (!qp->req.place_ok && ++qp->req.place_probe % UR_PLACE_PROBE_EVERY)
-		return false;
-	return true;
+	/* Decided once per WR: it is asked again at every run until it
+	 * leaves. */
+	if (!w->place_wait) {
+		if (!qp->req.place_ok && ++qp->req.place_probe % UR_PLACE_PROBE_EVERY)
+			return false;
+		w->place_wait = true;
+	}
+	return !earlier_landed(qp, w);
 }
 
 /* Whether another WR waits right behind the one being sent and will leave
