@@ -301,6 +301,7 @@ static inline int t_xport_local_msg(struct ur_xport *x, pid_t pid, const struct 
  * the key as it would for any placed request. */
 static struct {
 	bool fetch, place;           /* each direction on */
+	int refuse;                  /* an errno to refuse with meanwhile (ENOENT: not published) */
 	unsigned fetches, places;
 } t_onecopy;
 
@@ -310,6 +311,8 @@ static inline int t_xport_copy(bool fetch, uint64_t va, const struct iovec *iov,
 
 	if (!(fetch ? t_onecopy.fetch : t_onecopy.place))
 		return -EOPNOTSUPP;
+	if (t_onecopy.refuse)
+		return -t_onecopy.refuse;
 	for (int i = 0; i < niov; i++) {
 		if (fetch)
 			memcpy(iov[i].iov_base, remote, iov[i].iov_len);

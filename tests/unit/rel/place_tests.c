@@ -93,3 +93,55 @@ static void test_place_write_behind_rnr(void)
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
+
+/* A large WRITE that could be copied straight in waits for an earlier
+ * WRITE that went in packets (its region was not published for a moment:
+ * moving into a memfd) to be acknowledged, and is then placed, rather
+ * than going in packets behind it; the earlier one's last packet asks for
+ * that ACK.  Without the wait, each packet WRITE kept the next from being
+ * placed and a stream never left the packets.  The bytes land in order. */
+static void test_place_large_waits_for_packets(void)
+{
+	struct t_opts o = { .access = T_ALL_ACCESS };
+	const uint32_t len = 64u << 10;
+	struct t_pair p;
+	struct t_mem s1, s2, s3, tb;
+	struct ibv_wc wc;
+	unsigned sent;
+
+	if (t_pair_open(&p, &o))
+		return;
+	t_mem_reg(&s1, &p.a, len, IBV_ACCESS_LOCAL_WRITE, 0x11);
+	t_mem_reg(&s2, &p.a, len, IBV_ACCESS_LOCAL_WRITE, 0x22);
+	t_mem_reg(&s3, &p.a, len, IBV_ACCESS_LOCAL_WRITE, 0x33);
+	t_mem_reg(&tb, &p.b, len, T_ALL_ACCESS, 0x44);
+	t_onecopy = (typeof(t_onecopy)){ .place = true };
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, s1.buf, len, s1.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_onecopy.places, 1u);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	/* The region is taken from the peers for a moment: in packets. */
+	t_onecopy.refuse = ENOENT;
+	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, s2.buf, len, s2.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_CHECK(t_count() > 1);
+	UT_CHECK(t_ackreq(t_count() - 1));
+	t_onecopy.refuse = 0;
+	sent = t_count();
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE, s3.buf, len, s3.mr->lkey,
+			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_count(), sent);               /* waits: nothing sent */
+	UT_EQ(t_onecopy.places, 1u);
+	t_run();
+	UT_EQ(t_onecopy.places, 2u);          /* then copied straight in */
+	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_MEMEQ(tb.buf, s3.buf, len);
+	t_onecopy = (typeof(t_onecopy)){ 0 };
+	t_mem_free(&s1);
+	t_mem_free(&s2);
+	t_mem_free(&s3);
+	t_mem_free(&tb);
+	t_pair_close(&p);
+}

@@ -73,6 +73,7 @@ int main(void)
 	UT_RUN(test_odp_touched_after_registration);
 	UT_RUN(test_place_read_behind_write);
 	UT_RUN(test_place_write_behind_rnr);
+	UT_RUN(test_place_large_waits_for_packets);
 	UT_RUN(test_loss_atomic_duplicate);
 	UT_RUN(test_loss_read_response);
 	UT_RUN(test_loss_answers_while_gone_back);
