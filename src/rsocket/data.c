@@ -285,8 +285,8 @@ void rs_sleep(struct rsock *rs, int timeout_ms)
 	struct pollfd p[2] = { { .fd = -1, .events = POLLIN } };
 	nfds_t n = 1;
 
-	if (timeout_ms < 0 || timeout_ms > RS_NAP_MS)
-		timeout_ms = RS_NAP_MS;
+	if (timeout_ms < 0 || timeout_ms > rs_config()->nap_ms)
+		timeout_ms = rs_config()->nap_ms;
 	if (rs->type == SOCK_DGRAM) {
 		rs_ds_sleep(rs, timeout_ms);
 		return;
@@ -331,7 +331,8 @@ static int wait_spinning(struct rsock *rs, bool (*done)(const struct rsock *), b
 			return -EAGAIN;
 		if (!spin_end) {
 			start = now_ns();
-			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns : RS_SPIN_NS);
+			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns
+								 : rs_config()->polling_ns);
 		}
 		if (now_ns() < spin_end)
 			continue;

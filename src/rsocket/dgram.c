@@ -42,9 +42,11 @@ int rs_ds_new(int domain, int type, struct rsock **out)
 	rs->dg = dg;
 	rs->domain = domain;
 	rs->state = RS_IDLE;
-	rs->sbuf_size = rs->rbuf_size = RS_DEF_MEM;
-	rs->sq_size = rs->rq_size = RS_DEF_QPSIZE;
-	rs->sq_inline = RS_DEF_INLINE;
+	rs->rbuf_size = rs_config()->rmem;
+	rs->sbuf_size = rs_config()->wmem;
+	rs->sq_size = rs_config()->sq_size;
+	rs->rq_size = rs_config()->rq_size;
+	rs->sq_inline = rs_config()->sq_inline;
 	rs->fd_flags = O_RDWR;
 	dg->epfd = dg->evfd = -1;
 	rs->fd = ur_socket(domain, SOCK_DGRAM | (type & SOCK_CLOEXEC), 0);

@@ -49,13 +49,14 @@ static int wait_for(struct rsock *rs, bool (*done)(const struct rsock *), bool n
 			return -EAGAIN;
 		if (!spin_end) {
 			start = ur_now_ns();
-			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns : RS_SPIN_NS);
+			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns
+								 : rs_config()->polling_ns);
 		}
 		if (ur_now_ns() < spin_end)
 			continue;
 		if (rs_ds_arm(rs))
 			continue;   /* what completed before the arming */
-		rs_ds_sleep(rs, RS_NAP_MS);
+		rs_ds_sleep(rs, rs_config()->nap_ms);
 		slept = true;
 	}
 }

@@ -96,6 +96,10 @@ static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
 		wait_ms = ready || timeout == 0 ? 0 : timeout < 0 ? -1 : (int)(end - now_ms());
 		if (wait_ms < -1 || (timeout > 0 && wait_ms < 0))
 			wait_ms = 0;
+		/* wake_up_interval: looked at again this often at least
+		 * (rsocket(7)), as a safeguard against a lost wake-up. */
+		if (rs_config()->wake_ms > 0 && (wait_ms < 0 || wait_ms > rs_config()->wake_ms))
+			wait_ms = rs_config()->wake_ms;
 		if (poll(p, 2 * nfds, wait_ms) < 0 && errno != EINTR) {
 			free(p);
 			return -1;
@@ -139,7 +143,8 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	bool learn = reading_only(fds, nfds);
 	uint64_t start = now_ns();
-	uint64_t spin_end = start + (learn && poll_spin_ns ? poll_spin_ns : RS_SPIN_NS);
+	uint64_t spin_end = start + (learn && poll_spin_ns ? poll_spin_ns
+							   : rs_config()->polling_ns);
 	int ready;
 
 	/* A short spin first, as rdma-core's rpoll does: an answer often

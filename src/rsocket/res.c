@@ -41,9 +41,12 @@ int rs_new(int domain, struct rsock **out)
 	rs->type = SOCK_STREAM;
 	rs->fd = -1;
 	rs->state = RS_IDLE;
-	rs->sbuf_size = rs->rbuf_size = RS_DEF_MEM;
-	rs->sq_size = rs->rq_size = RS_DEF_QPSIZE;
-	rs->sq_inline = RS_DEF_INLINE;
+	rs->rbuf_size = rs_config()->rmem;
+	rs->sbuf_size = rs_config()->wmem;
+	rs->sq_size = rs_config()->sq_size;
+	rs->rq_size = rs_config()->rq_size;
+	rs->sq_inline = rs_config()->sq_inline;
+	rs->target_iomap_size = rs_config()->iomap_size;
 	rs->keepidle = 7200;
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
 	rs->fd_flags = O_RDWR;

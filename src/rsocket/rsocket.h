@@ -137,6 +137,20 @@ static inline uint32_t rs_spin_next(uint32_t spin_ns, uint64_t waited_ns, bool s
  * taken its wake-up). */
 #define RS_NAP_MS       50
 
+/* config.c: the defaults in use, uroce's above or an administrator's
+ * (/etc/rdma/rsocket, as rdma-core's rsocket(7) describes). */
+struct rs_config {
+	uint32_t rmem, wmem;           /* mem_default, wmem_default: buffer bytes */
+	uint16_t sq_size, rq_size;     /* sqsize_default, rqsize_default */
+	uint16_t sq_inline;            /* inline_default */
+	uint16_t iomap_size;           /* iomap_size: the peer's riomap entries */
+	uint32_t polling_ns;           /* polling_time: the first spin before a sleep */
+	int wake_ms;                   /* wake_up_interval: the longest sleep at once, or
+					* -1 (rpoll sleeps its whole timeout) */
+	int nap_ms;                    /* a blocking call's sleep: RS_NAP_MS or less */
+};
+const struct rs_config *rs_config(void);
+
 /* table.c: rsockets by number. */
 int rs_table_add(struct rsock *rs);
 struct rsock *rs_table_get(int fd);

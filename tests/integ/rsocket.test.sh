@@ -238,6 +238,21 @@ else
 fi
 
 prog_run api rsocket_api uroce0 0
+# The defaults an administrator sets (rsocket(7)): /etc/rdma/rsocket on a
+# tmpfs of a mount namespace of the program's own, the machine's untouched.
+RS_CONFIG='mkdir -p /etc/rdma && mount -t tmpfs tmpfs /etc/rdma && mkdir /etc/rdma/rsocket &&
+cd /etc/rdma/rsocket && echo 300000 > mem_default && echo 200000 > wmem_default &&
+echo 100 > sqsize_default && echo 120 > rqsize_default && echo 96 > inline_default &&
+echo 8 > iomap_size && echo 5 > polling_time && echo 20 > wake_up_interval && exec "$@"'
+if [ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null; then
+	ur_run api_config unshare -m --propagation private sh -c "$RS_CONFIG" sh \
+		"$UR_BUILD/bin/integ_rsocket_api" uroce0 0 config
+	ur_report api_config grep -E '^(ok|FAIL): ' "$(ur_out api_config)"
+	ur_expect_rc api_config 0 "api_config: integ_rsocket_api config, /etc/rdma/rsocket set"
+	ur_sanitizer_clean api_config
+else
+	ur_log "note: api_config not run (needs root and a mount namespace)"
+fi
 prog_run dgram rsocket_dgram uroce0 0
 
 udpong_case udp_echo 127.0.0.1 uroce0 -C 2000 -S 64 -T e

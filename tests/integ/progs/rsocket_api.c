@@ -27,7 +27,9 @@
  *              RDMA_IOMAPSIZE ENOMEM, PROT_READ EINVAL, riounmap of what
  *              was not mapped EINVAL;
  *  - errors:   EBADF, EAFNOSUPPORT, EPROTONOSUPPORT (a stream socket of
- *              UDP), ENOTCONN for data calls and shutdown before a connection.
+ *              UDP), ENOTCONN for data calls and shutdown before a connection;
+ *  - config:   (by name, alone) the defaults an administrator sets in
+ *              /etc/rdma/rsocket, as the test writes them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -508,6 +510,48 @@ static void case_options(struct vt_dev *d)
 	rclose(s);
 }
 
+/* Run alone, with /etc/rdma/rsocket holding (tests/integ/rsocket.test.sh)
+ * mem_default 300000, wmem_default 200000, sqsize_default 100,
+ * rqsize_default 120, inline_default 96, iomap_size 8, polling_time 5 and
+ * wake_up_interval 20: a new rsocket starts with those, as rdma-core's
+ * (rsocket(7)), and a connection made with them carries 1 MiB. */
+static void case_config(struct vt_dev *d)
+{
+	int s = rsocket(AF_INET, SOCK_STREAM, 0), c, srv;
+	const size_t len = 1u << 20;
+	uint8_t *src = malloc(len);
+	struct reader r = { .len = len, .buf = malloc(len) };
+	pthread_t t;
+	ssize_t n;
+
+	(void)d;
+	VT_EXPECT_EQ("SO_RCVBUF from mem_default", 300000, get_int(s, SOL_SOCKET, SO_RCVBUF));
+	VT_EXPECT_EQ("SO_SNDBUF from wmem_default", 200000, get_int(s, SOL_SOCKET, SO_SNDBUF));
+	VT_EXPECT_EQ("RDMA_SQSIZE from sqsize_default", 100, get_int(s, SOL_RDMA, RDMA_SQSIZE));
+	VT_EXPECT_EQ("RDMA_RQSIZE from rqsize_default", 120, get_int(s, SOL_RDMA, RDMA_RQSIZE));
+	VT_EXPECT_EQ("RDMA_INLINE from inline_default", 96, get_int(s, SOL_RDMA, RDMA_INLINE));
+	VT_EXPECT_EQ("RDMA_IOMAPSIZE from iomap_size", 8, get_int(s, SOL_RDMA, RDMA_IOMAPSIZE));
+	rclose(s);
+	s = rsocket(AF_INET, SOCK_DGRAM, 0);
+	VT_EXPECT_EQ("a datagram socket's RDMA_SQSIZE too", 100, get_int(s, SOL_RDMA, RDMA_SQSIZE));
+	rclose(s);
+	if (pair(&c, &srv))
+		goto out;
+	for (size_t i = 0; i < len; i++)
+		src[i] = vt_pattern(7, i);
+	r.s = srv;
+	pthread_create(&t, NULL, read_all, &r);
+	n = rsend(c, src, len, 0);
+	pthread_join(t, NULL);
+	vt_check(n == (ssize_t)len && r.got == len && !memcmp(src, r.buf, len),
+		 "with those defaults, 1 MiB sent %zd, read %zu, same bytes", n, r.got);
+	rclose(c);
+	rclose(srv);
+out:
+	free(src);
+	free(r.buf);
+}
+
 static void case_keepalive(struct vt_dev *d)
 {
 	int c, s, one = 1, idle = 1;
@@ -596,6 +640,7 @@ static const struct vt_case cases[] = {
 	{ "keepalive", case_keepalive },
 	{ "iomap", case_iomap },
 	{ "errors", case_errors },
+	{ "config", case_config, true },
 	{ NULL, NULL },
 };
 

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 
 #include "rsocket/dgram_wire.c"
+#include "rsocket/config.c"
 #include "rsocket/res.c"
 #include "ut.h"
 
