@@ -131,14 +131,18 @@ UR_EXPORT int rlisten(int s, int backlog)
 	return ret ? fail(ret) : 0;
 }
 
+/* As getsockname(2): at most *len bytes of the address, and its whole
+ * length in *len (with *len 0, addr may be NULL: librspreload asks a
+ * socket's length so, to learn its family). */
 static int copy_addr(const struct sockaddr *sa, struct sockaddr *addr, socklen_t *len)
 {
 	socklen_t n = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						: sizeof(struct sockaddr_in);
 
-	if (!addr || !len)
+	if (!len)
 		return 0;
-	memcpy(addr, sa, *len < n ? *len : n);
+	if (addr && *len)
+		memcpy(addr, sa, *len < n ? *len : n);
 	*len = n;
 	return 0;
 }
@@ -419,12 +423,16 @@ static int get_name(int s, struct sockaddr *addr, socklen_t *len, bool peer)
 
 	if (!rs)
 		return -1;
-	if (!addr || !len)
+	if (!len || (!addr && *len))
 		ret = -EFAULT;
 	else if (rs->type == SOCK_DGRAM)
 		ret = (peer ? getpeername(rs->fd, addr, len) : getsockname(rs->fd, addr, len)) ? -errno : 0;
 	else if (peer && rs->state != RS_CONNECTED && rs->state != RS_DISCONNECTED)
 		ret = -ENOTCONN;
+	else if (!peer && rdma_get_local_addr(rs->id)->sa_family == AF_UNSPEC)
+		/* Not bound (a connect that failed): the domain's wildcard. */
+		copy_addr((const struct sockaddr *)&(struct sockaddr_storage){
+				  .ss_family = (sa_family_t)rs->domain }, addr, len);
 	else
 		copy_addr(peer ? rdma_get_peer_addr(rs->id) : rdma_get_local_addr(rs->id),
 			  addr, len);

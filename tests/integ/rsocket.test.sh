@@ -233,6 +233,14 @@ if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is
 	iperf_case iperf_lo_p4 127.0.0.1 uroce0 -P 4
 	iperf_case iperf_lo_reverse 127.0.0.1 uroce0 -R
 	IPERF_PER=2800 iperf_case iperf_lo_udp 127.0.0.1 uroce0 -u -b 200M -l 1400
+	# Nobody listening: the preload falls back to a TCP socket once the
+	# rsocket's connect fails, asking rgetsockname(fd, NULL, &0) for the
+	# family first; that question was EFAULT, and iperf3 said "Bad
+	# address" where a socket says ECONNREFUSED.
+	ur_run iperf_refused "$UROCE" run -- env LD_PRELOAD="$PRELOAD" iperf3 -c 127.0.0.1 \
+		-p "$(ur_port)" -t 1
+	ur_expect_grep iperf_refused "unable to connect to server: Connection refused" \
+		"iperf_refused: nobody listening: ECONNREFUSED through the preload"
 else
 	ur_log "skipped: iperf3 through librspreload (not installed, or a sanitizer build)"
 fi

@@ -28,6 +28,8 @@
  *              was not mapped EINVAL;
  *  - errors:   EBADF, EAFNOSUPPORT, EPROTONOSUPPORT (a stream socket of
  *              UDP), ENOTCONN for data calls and shutdown before a connection;
+ *              rgetsockname with a NULL address and a length of 0 (EFAULT
+ *              with more);
  *  - config:   (by name, alone) the defaults an administrator sets in
  *              /etc/rdma/rsocket, as the test writes them.
  */
@@ -572,7 +574,8 @@ static void case_keepalive(struct vt_dev *d)
 static void case_errors(struct vt_dev *d)
 {
 	char buf[4];
-	int s;
+	socklen_t len;
+	int s, ret;
 
 	(void)d;
 	VT_EXPECT_ERRNO(rsend(12345, "x", 1, 0), EBADF, "rsend on no rsocket");
@@ -587,6 +590,20 @@ static void case_errors(struct vt_dev *d)
 	VT_EXPECT_ERRNO(rgetpeername(s, (struct sockaddr *)buf, &(socklen_t){ 4 }), ENOTCONN,
 		  "rgetpeername unconnected");
 	VT_EXPECT_ERRNO(riowrite(s, buf, sizeof(buf), 0, 0), ENOTCONN, "riowrite unconnected");
+	/* As getsockname(2): with a length of 0 the address may be NULL and
+	 * the length comes back (librspreload learns a socket's family so). */
+	len = 0;
+	ret = rgetsockname(s, NULL, &len);
+	vt_check(!ret && len == sizeof(struct sockaddr_in),
+		 "rgetsockname(s, NULL, &0): 0 and the length (%d, %u)", ret, (unsigned)len);
+	len = 4;
+	VT_EXPECT_ERRNO(rgetsockname(s, NULL, &len), EFAULT, "rgetsockname(s, NULL, &4)");
+	rclose(s);
+	s = rsocket(AF_INET6, SOCK_STREAM, 0);
+	len = 0;
+	ret = rgetsockname(s, NULL, &len);
+	vt_check(!ret && len == sizeof(struct sockaddr_in6),
+		 "an IPv6 rsocket, not bound: its length (%d, %u)", ret, (unsigned)len);
 	rclose(s);
 }
 
