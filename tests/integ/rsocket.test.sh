@@ -16,6 +16,9 @@
 #  - rcopy of a 20 MB random file on one host: cmp finds it the same;
 #  - the same rstream -T v and rcopy between two namespaces joined by a veth
 #    (two hosts' stand-in);
+#  - a forking server (progs/fork_echo.c: a child per connection) and its
+#    clients under the preload with RDMAV_FORK_SAFE=1: each child reads 1 MiB
+#    over rsockets (uroce0 counts the receives);
 #  - iperf3 -c/-s with LD_PRELOAD=librspreload.so under `uroce run` (the first
 #    case through `uroce run --rsockets`, which preloads it itself), one host
 #    (one stream, -P 4, -R: the server sends, and -u: UDP, over datagram
@@ -241,6 +244,33 @@ if [ -f "$PRELOAD" ] && command -v iperf3 > /dev/null && ! ur_is_asan && ! ur_is
 		-p "$(ur_port)" -t 1
 	ur_expect_grep iperf_refused "unable to connect to server: Connection refused" \
 		"iperf_refused: nobody listening: ECONNREFUSED through the preload"
+	# fork(): a server forking a child per connection, RDMAV_FORK_SAFE=1 on
+	# both sides (rsocket(7)): the preload hands each accepted connection
+	# to rsockets in the child; the bytes go over uroce.
+	port=$(ur_port)
+	before=$(rdma_recvs "" uroce0)
+	UR_ENV=(RDMAV_FORK_SAFE=1)
+	ur_start fork.server "$UROCE" run -- env LD_PRELOAD="$PRELOAD" \
+		"$UR_BUILD/bin/integ_fork_echo" -s "$port" 2
+	if ur_wait_listen "$port" "${UR_PID[fork.server]}"; then
+		for i in 1 2; do
+			ur_run "fork.client$i" "$UROCE" run -- env LD_PRELOAD="$PRELOAD" \
+				"$UR_BUILD/bin/integ_fork_echo" -c 127.0.0.1 "$port"
+			ur_expect_rc "fork.client$i" 0 "fork.client$i: 1 MiB to a forked child, its sum back"
+		done
+		ur_wait fork.server
+		ur_expect_rc fork.server 0 "fork.server: both children ended well"
+		after=$(rdma_recvs "" uroce0)
+		if [ $(( ${after:-0} - ${before:-0} )) -ge 32 ]; then
+			ur_pass "fork: $(( after - before )) RDMA receives on uroce0: the children's connections went over rsockets"
+		else
+			ur_fail "fork: $before -> $after RDMA receives on uroce0: the connections went by TCP"
+		fi
+	else
+		ur_stop fork.server
+		ur_fail "fork: the forking server did not listen"
+	fi
+	UR_ENV=()
 else
 	ur_log "skipped: iperf3 through librspreload (not installed, or a sanitizer build)"
 fi
