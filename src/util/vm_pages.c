@@ -46,26 +46,11 @@ static bool page_is_zero(const uint8_t *page, size_t len)
 	return true;
 }
 
-static int pwrite_all(int fd, const uint8_t *p, size_t n, off_t off)
+/* All of n bytes at off, pread or pwrite (by the raw system calls, above). */
+static int io_all(bool write, int fd, uint8_t *p, size_t n, off_t off)
 {
 	while (n) {
-		ssize_t w = syscall(SYS_pwrite64, fd, p, n, off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
-static int pread_all(int fd, uint8_t *p, size_t n, off_t off)
-{
-	while (n) {
-		ssize_t r = syscall(SYS_pread64, fd, p, n, off);
+		ssize_t r = syscall(write ? SYS_pwrite64 : SYS_pread64, fd, p, n, off);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -91,7 +76,7 @@ int ur_pages_to_file(int fd, off_t off, const void *src, size_t len)
 		off_t at = (off_t)(((uintptr_t)s / pg + i) * sizeof(uint64_t));
 
 		/* Without pagemap every page is looked at. */
-		if (pm < 0 || pread_all(pm, (uint8_t *)ents, n * sizeof(uint64_t), at))
+		if (pm < 0 || io_all(false, pm, (uint8_t *)ents, n * sizeof(uint64_t), at))
 			for (size_t j = 0; j < n; j++)
 				ents[j] = PM_PRESENT;
 		for (size_t j = 0; j < n && !ret; j++) {
@@ -106,13 +91,14 @@ int ur_pages_to_file(int fd, off_t off, const void *src, size_t len)
 				continue;
 			}
 			if (run)
-				ret = pwrite_all(fd, s + run_start * pg, run * pg,
+				ret = io_all(true, fd, (uint8_t *)s + run_start * pg, run * pg,
 						 off + (off_t)(run_start * pg));
 			run = 0;
 		}
 	}
 	if (!ret && run)
-		ret = pwrite_all(fd, s + run_start * pg, run * pg, off + (off_t)(run_start * pg));
+		ret = io_all(true, fd, (uint8_t *)s + run_start * pg, run * pg,
+			     off + (off_t)(run_start * pg));
 	if (pm >= 0)
 		close(pm);
 	return ret;
@@ -157,7 +143,7 @@ static int read_extent(void *arg, size_t at, size_t n)
 
 	/* One call faults the extent in; pread would take a fault a page. */
 	(void)madvise(f->dst + at, n, MADV_POPULATE_WRITE);
-	return pread_all(f->fd, f->dst + at, n, f->off + (off_t)at);
+	return io_all(false, f->fd, f->dst + at, n, f->off + (off_t)at);
 }
 
 int ur_pages_from_file(void *dst, int fd, off_t off, size_t len)
