@@ -17,6 +17,9 @@
 . "$(dirname "$0")/storm_lib.sh"
 UR_TIMEOUT=300
 F="reorder=0.05,dup=0.01,corrupt=0.001"
+# m N: N messages, half as many under ASan (the same paths, each packet
+# slower: it keeps the suite's sanitizer stage short).
+m() { if ur_is_asan; then echo $(($1 / 2)); else echo "$1"; fi; }
 
 # On one host in a namespace of its own where one can be made: the
 # counters compared below are those of every uroce process of the
@@ -40,13 +43,13 @@ s0=$(sel_counter selective_resends)
 r0=$(sel_counter gap_reports)
 a0=$(sel_counter gap_resends)
 declare -A gbps
-storm_case lo.clean uroce0 "$g" 127.0.0.1 none --messages 10000 --seed 1
+storm_case lo.clean uroce0 "$g" 127.0.0.1 none --messages "$(m 10000)" --seed 1
 gbps[0]=$STORM_GBPS
-storm_case lo.loss1 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
+storm_case lo.loss1 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages "$(m 10000)" --seed 2
 gbps[1]=$STORM_GBPS
-storm_case lo.loss5 uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
+storm_case lo.loss5 uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages "$(m 5000)" --seed 3
 gbps[5]=$STORM_GBPS
-storm_case lo.loss20 uroce0 "$g" 127.0.0.1 "loss=0.20,$F" --messages 500 --seed 4
+storm_case lo.loss20 uroce0 "$g" 127.0.0.1 "loss=0.20,$F" --messages "$(m 500)" --seed 4
 gbps[20]=$STORM_GBPS
 ur_log "goodput (Gb/s), messages of 1 B .. 1 MiB: clean ${gbps[0]:-?}, 1 % loss ${gbps[1]:-?}, 5 % ${gbps[5]:-?}, 20 % ${gbps[20]:-?}"
 
@@ -65,9 +68,9 @@ else
 	ur_fail "selective: selective_resends ${s0:-?} -> ${s1:-?}, gap_reports ${r0:-?} -> ${r1:-?}, gap_resends ${a0:-?} -> ${a1:-?}: all should grow"
 fi
 STORM_ENV=(UROCE_SELECTIVE_RETRANSMIT=0)
-storm_case lo.loss1.go_back uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages 10000 --seed 2
+storm_case lo.loss1.go_back uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --messages "$(m 10000)" --seed 2
 gbps[b1]=$STORM_GBPS
-storm_case lo.loss5.go_back uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages 5000 --seed 3
+storm_case lo.loss5.go_back uroce0 "$g" 127.0.0.1 "loss=0.05,$F" --messages "$(m 5000)" --seed 3
 gbps[b5]=$STORM_GBPS
 STORM_ENV=()
 s2=$(sel_counter selective_resends)
@@ -81,11 +84,11 @@ ur_log "goodput (Gb/s) with go-back-N only: 1 % loss ${gbps[b1]:-?}, 5 % ${gbps[
 # default timeout (14: 8 x 67 ms): on a loaded host answers come after the
 # requester went back, and must still count (docs/reliability.md).
 storm_case lo.qps1000 uroce0 "$g" 127.0.0.1 "loss=0.01,$F" --qps 1000 --max-size 4096 \
-	--depth 4 --messages 100000 --seed 5
+	--depth 4 --messages "$(m 100000)" --seed 5
 fault_reconcile before
 
 UR_NS=
 ur_netns_pair 1500
 UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A storm_case veth.loss1 uroce1 1 "$UR_IP_B" "loss=0.01,$F" \
-	--messages 5000 --seed 6
+	--messages "$(m 5000)" --seed 6
 ur_done
