@@ -64,7 +64,6 @@ int ur_context_close(struct ur_context *ctx)
 	ur_list_del(&ctx->dev_link);
 	pthread_mutex_unlock(&ctx->dev->ctx_lock);
 	ur_async_fini(&ctx->async);
-	ur_mr_share_forget_context(ctx);
 	ur_mr_table_fini(&ctx->mrs);
 	pthread_mutex_destroy(&ctx->vctx.context.mutex);
 	pthread_mutex_destroy(&ctx->cqs_lock);

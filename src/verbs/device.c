@@ -6,6 +6,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/limits.h"
+#include "core/mr.h"
 #include "rel/stack_open.h"
 #include "util/log.h"
 #include "verbs/verbs_priv.h"
@@ -70,7 +71,12 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 UR_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-	return ur_context_close(to_uctx(context));
+	struct ur_context *ctx = to_uctx(context);
+
+	/* Regions left registered are the program's leak, but none of them
+	 * may stay queued for the mover once their context is gone. */
+	ur_mr_share_forget_context(ctx);
+	return ur_context_close(ctx);
 }
 
 UR_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)

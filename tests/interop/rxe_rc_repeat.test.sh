@@ -7,7 +7,8 @@
 # RUN_TIMEOUT seconds: a hang is the failure this looks for (docs/interop.md,
 # "rxe's requester stalls after a repeated ACK"), which one run in 10-20 hit
 # when uroce acknowledged every duplicate.  On a hang the guest's view of
-# its QPs (`rdma res show qp`) is printed.  Takes a few minutes: label
+# its QPs (`rdma res show qp`) is printed, and the run's packets are kept
+# (build/interop-artifacts/rxe_rc_repeat-SIDE-RUN.pcap).  Takes a few minutes: label
 # `long`, outside the default run (docs/testing.md).  SIDES="1" runs only
 # the rxe-server half, SIDES="0" only the uroce-server half.
 set -euo pipefail
@@ -54,6 +55,7 @@ port=18700
 one() {
 	local gs=$1 i=$2 t0 rc=0 out srv
 	port=$((port + 1))
+	vm_capture_start "$VM_DIR/run.pcap"
 	t0=$(date +%s%N)
 	if [ "$gs" = 1 ]; then
 		vm_bg "srv$i" ibv_rc_pingpong -g "$gidx" "${args[@]}" -p "$port"
@@ -77,16 +79,24 @@ one() {
 			ss -ltn "sport = :$port" | grep -q LISTEN && break
 			sleep 0.1
 		done
-		out=$(vm_run -t "$run_timeout" "ibv_rc_pingpong -g $gidx ${args[*]} -p $port $VM_HOST_IP" \
-			2>&1) || rc=$?
-		if [ "$rc" != 0 ]; then
-			echo "--- guest's QPs:"
+		# The client in the background, so that its QP can be seen while
+		# it hangs (killed, it takes the QP with it).
+		vm_bg "cli$i" ibv_rc_pingpong -g "$gidx" "${args[@]}" -p "$port" "$VM_HOST_IP"
+		if ! vm_bg_done "cli$i" "$run_timeout"; then
+			echo "--- guest's QPs while its client hangs:"
 			vm_run -t 20 "rdma res show qp" 2>&1 || true
 		fi
+		out=$(vm_wait "cli$i" 5 2>&1) || rc=$?
 		wait "$spid" || rc=$((rc ? rc : $?))
 		srv=$(cat "$VM_DIR/srv$i.host")
 	fi
 	SECS=$(( ($(date +%s%N) - t0) / 1000000 ))
+	vm_capture_stop 2>/dev/null
+	if [ "$rc" != 0 ]; then
+		mkdir -p "$build/interop-artifacts"
+		cp "$VM_DIR/run.pcap" "$build/interop-artifacts/rxe_rc_repeat-$gs-$i.pcap" &&
+			echo "--- the run's packets: $build/interop-artifacts/rxe_rc_repeat-$gs-$i.pcap"
+	fi
 	RC=$rc OUT=$out SRV=$srv
 }
 
