@@ -36,6 +36,7 @@ const char *const ur_counter_name[UR_CNT_NR] = {
 	[UR_CNT_COPY_MAPPED] = "copies_mapped",
 	[UR_CNT_COPY_KERNEL] = "copies_kernel",
 	[UR_CNT_TIMER_RESENDS] = "timer_resends",
+	[UR_CNT_ACKS_INBOX] = "acks_inbox",
 };
 
 int ur_counter_by_name(const char *name)

@@ -49,6 +49,9 @@ enum ur_counter {
 	/* requester: resent because its timer fired (a loss that nothing
 	 * after it revealed: no NAK, no gap report came), counted or early */
 	UR_CNT_TIMER_RESENDS,
+	/* completer: ACKs that arrived while another thread held the QP for
+	 * a long copy, left in its inbox (rel/inbox.h) instead of waiting */
+	UR_CNT_ACKS_INBOX,
 	UR_CNT_NR
 };
 

@@ -140,17 +140,19 @@ struct ur_qp {
 	struct ur_list wait_link;        /* on the stack's list of QPs waiting for room */
 	bool dying;                      /* being destroyed: nothing re-arms or re-queues it */
 	uint8_t run_pending;             /* UR_RUN_* parts kicked, run before unlock (rel/kick.h) */
+	struct ur_inbox inbox;           /* ACKs left for the lock holder (rel/inbox.h) */
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */
 };
 
-/* Counts an event on the QP and on its device. */
-#define UR_QP_COUNT(qp, c)                                                  \
+/* Counts an event (n events) on the QP and on its device. */
+#define UR_QP_COUNT_N(qp, c, n)                                             \
 	do {                                                                \
-		(qp)->cnt[c]++;                                             \
-		__atomic_add_fetch(&(qp)->ctx->dev->cnt[c], 1, __ATOMIC_RELAXED); \
+		(qp)->cnt[c] += (n);                                        \
+		__atomic_add_fetch(&(qp)->ctx->dev->cnt[c], (n), __ATOMIC_RELAXED); \
 	} while (0)
+#define UR_QP_COUNT(qp, c) UR_QP_COUNT_N(qp, c, 1)
 
 static inline struct ur_qp *to_uqp(struct ibv_qp *ibqp)
 {

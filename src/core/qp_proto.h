@@ -136,6 +136,28 @@ struct ur_atomic_result {
 	uint64_t orig;
 };
 
+/* ACKs the receiving thread left for the QP's lock holder (rel/inbox.h):
+ * while the holder copies a large WRITE or READ straight into or out of
+ * the peer's memory, an ACK arriving for the QP is put here instead of
+ * making its thread wait on the lock, and the holder's run step takes it.
+ * Bytes of the packet as received (BTH, AETH, maybe AtomicAckETH, ICRC). */
+#define UR_INBOX_SLOTS 8u
+#define UR_INBOX_PKT_MAX 32u
+
+struct ur_inbox_pkt {
+	uint8_t len;
+	uint8_t bytes[UR_INBOX_PKT_MAX];
+	uint8_t sgid[16];        /* the sender's address, checked against the peer's */
+};
+
+struct ur_inbox {
+	uint32_t spin;           /* guards what follows; not the QP's lock */
+	bool open;               /* the lock holder takes what is put here */
+	uint8_t n;
+	uint32_t covered;        /* ACKs whose slot a newer one took, not yet counted */
+	struct ur_inbox_pkt pkt[UR_INBOX_SLOTS];
+};
+
 struct ur_resp_state {
 	uint32_t psn;            /* next request PSN expected */
 	uint32_t msn;            /* messages completed */

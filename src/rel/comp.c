@@ -4,6 +4,7 @@
  * from the oldest unacknowledged PSN, errors into an error completion and
  * a QP in ERROR.  Timeouts enter the same machine at RETRY. */
 #include <errno.h>
+#include <string.h>
 
 #include "rel/comp.h"
 
@@ -12,6 +13,7 @@
 #include "core/qp.h"
 #include "rel/ack.h"
 #include "rel/held.h"
+#include "rel/inbox.h"
 #include "rel/kick.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -634,6 +636,33 @@ void ur_comp_rx(struct ur_qp *qp, const struct ur_pkt_view *pkt)
 	run(&c, COMP_CHECK_QP);
 	if (ur_held_any(qp->held_resp))
 		drain_held_responses(qp);
+}
+
+void ur_comp_inbox(struct ur_qp *qp)
+{
+	struct ur_inbox_pkt p;
+	struct ur_pkt_view v;
+	uint32_t covered = 0;
+
+	while (ur_inbox_take(qp, &p, &covered)) {
+		if (ur_pkt_parse(&v, p.bytes, p.len) != UR_PARSE_OK)
+			continue;   /* parsed once already: cannot happen */
+		UR_QP_COUNT(qp, UR_CNT_RCVD_PKTS);
+		if (qp->dying) {
+			UR_QP_COUNT(qp, UR_CNT_DROPPED);
+			continue;
+		}
+		if (memcmp(p.sgid, qp->attr.ah_attr.grh.dgid.raw, sizeof(p.sgid))) {
+			UR_QP_COUNT(qp, UR_CNT_WRONG_PEER);
+			continue;
+		}
+		UR_QP_COUNT(qp, UR_CNT_ACKS_INBOX);
+		ur_comp_rx(qp, &v);
+	}
+	if (covered) {
+		UR_QP_COUNT_N(qp, UR_CNT_RCVD_PKTS, covered);
+		UR_QP_COUNT_N(qp, UR_CNT_ACKS_INBOX, covered);
+	}
 }
 
 void ur_comp_timers(struct ur_qp *qp, uint64_t now)

@@ -9,6 +9,7 @@
 #include "core/qp_modify.h"
 #include "host/registry.h"
 #include "rel/held.h"
+#include "rel/inbox.h"
 #include "rel/kick.h"
 #include "rel/kind.h"
 #include "rel/progress.h"
@@ -292,6 +293,8 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 void ur_qp_wr_start(struct ur_qp *qp)
 {
 	pthread_mutex_lock(&qp->lock);
+	if (qp->type == IBV_QPT_RC)
+		ur_inbox_open(qp);   /* wr_complete's run step takes what waits there */
 	qp->wr_tail = qp->sq.tail;
 	qp->wr_err = (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR) ? 0 : -EINVAL;
 }
@@ -325,10 +328,11 @@ int ur_qp_wr_complete(struct ur_qp *qp)
 		} else {
 			ur_resp_batch_before_post(qp);
 			ur_kick(qp, UR_RUN_REQ);
-			ur_qp_run(qp);
 		}
-		ur_qp_check_overrun(qp);
 	}
+	ur_qp_run(qp);   /* also the ACKs that waited in the inbox since wr_start */
+	if (!err)
+		ur_qp_check_overrun(qp);
 	qp->wr_tail = qp->sq.tail;
 	pthread_mutex_unlock(&qp->lock);
 	return err;
@@ -337,5 +341,6 @@ int ur_qp_wr_complete(struct ur_qp *qp)
 void ur_qp_wr_abort(struct ur_qp *qp)
 {
 	qp->wr_tail = qp->sq.tail;
+	ur_qp_run(qp);   /* ACKs that waited in the inbox meanwhile */
 	pthread_mutex_unlock(&qp->lock);
 }

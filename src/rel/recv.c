@@ -6,6 +6,8 @@
 #include "core/qp.h"
 #include "rel/comp.h"
 #include "rel/gsi.h"
+#include "rel/inbox.h"
+#include "rel/kick.h"
 #include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -37,6 +39,40 @@ static struct ur_qp *lock_qp(struct ur_stack *s, uint32_t qpn)
 static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
 {
 	return (opcode & UR_OP_TYPE_MASK) == ur_qp_op_base(qp);
+}
+
+/* Whether a packet may wait in its QP's inbox (inbox.h) instead of for its
+ * lock: an ACK with nothing in it, for an RC QP (its type and kind never
+ * change).  What may change, the QP's peer, is checked when taken. */
+static bool may_wait_in_inbox(const struct ur_qp *qp, const struct ur_pkt_view *v)
+{
+	return qp->type == IBV_QPT_RC && !qp->kind && !(v->mask & UR_OPF_REQ) && !v->paylen &&
+	       !v->placed && transport_matches(qp, v->opcode) &&
+	       bth_pkey(v->bth) == UR_DEFAULT_PKEY;
+}
+
+/* As lock_qp, for a received packet: where another thread holds the lock
+ * with its inbox open, an ACK is put there instead (NULL, *left true). */
+static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v,
+				 const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta,
+				 bool *left)
+{
+	struct ur_qp *qp;
+
+	pthread_rwlock_rdlock(&s->qps_lock);
+	qp = ur_qp_table_find(&s->qps, v->qpn);
+	if (qp && pthread_mutex_trylock(&qp->lock)) {
+		if (may_wait_in_inbox(qp, v) && ur_inbox_put(qp, pkt, len, &meta->sgid)) {
+			*left = true;
+			qp = NULL;
+		} else {
+			pthread_mutex_lock(&qp->lock);
+		}
+	}
+	pthread_rwlock_unlock(&s->qps_lock);
+	if (qp && qp->type == IBV_QPT_RC)
+		ur_inbox_open(qp);   /* ACKs for it arriving meanwhile wait there */
+	return qp;
 }
 
 /* A packet for a connected QP from another address than its peer's:
@@ -138,6 +174,7 @@ void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 	struct ur_pkt_view v;
 	enum ur_parse_result pr = ur_pkt_parse(&v, pkt, len);
 	struct ur_qp *qp;
+	bool left = false;
 
 	if (pr == UR_PARSE_OK && meta->placed && !take_placed(&v, meta->placed))
 		pr = UR_PARSE_BAD_PAYLOAD;
@@ -155,14 +192,20 @@ void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 		ur_gsi_rx(s, &v, meta);
 		return;
 	}
-	qp = lock_qp(s, v.qpn);
+	qp = lock_qp_for(s, &v, pkt, len, meta, &left);
 	if (!qp) {
+		if (left)
+			return;
 		__atomic_add_fetch(&s->no_qp, 1, __ATOMIC_RELAXED);
 		ur_device_count_by_gid(&meta->dgid, UR_CNT_NO_QP);
 		ur_dbg(NULL, "dropped a packet for QP 0x%06x: no such QP here", v.qpn);
 		return;
 	}
 	to_qp(qp, &v, meta);
+	if (ur_inbox_close(qp)) {   /* a packet to_qp dropped ran nothing */
+		ur_kick(qp, UR_RUN_INBOX);
+		ur_qp_run(qp);
+	}
 	pthread_mutex_unlock(&qp->lock);
 }
 

@@ -11,6 +11,7 @@
 #include "core/mr.h"
 #include "core/qp.h"
 #include "rel/ack.h"
+#include "rel/inbox.h"
 #include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -189,7 +190,13 @@ static void try_place(struct ur_qp *qp, struct ur_send_wqe *w, struct ur_tx_pkt 
 	ur_mr_read_lock(&qp->ctx->mrs);
 	/* A bad lkey: the packets' own checks fail it as usual. */
 	if (!sges_to_iov(qp, w, 0, w->length, scratch, read ? IBV_ACCESS_LOCAL_WRITE : 0)) {
-		int ret = copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
+		int ret;
+
+		/* ACKs arriving meanwhile wait in the inbox, not for the lock:
+		 * the run step closes it (run.c). */
+		if (qp->type == IBV_QPT_RC)
+			ur_inbox_open(qp);
+		ret = copy(qp->path.xport, &qp->path, qp->attr.dest_qp_num, w->rkey,
 			       w->remote_addr, scratch->iov, scratch->niov, w->length);
 
 		w->placed = ret >= 0;

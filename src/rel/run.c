@@ -2,6 +2,7 @@
 
 #include "core/qp.h"
 #include "rel/comp.h"
+#include "rel/inbox.h"
 #include "rel/kick.h"
 #include "rel/req.h"
 #include "rel/resp_out.h"
@@ -21,8 +22,12 @@ void ur_qp_run(struct ur_qp *qp)
 {
 	unsigned part;
 
+again:
 	while ((part = take_next(qp))) {
 		switch (part) {
+		case UR_RUN_INBOX:
+			ur_comp_inbox(qp);
+			break;
 		case UR_RUN_RESP:
 			ur_resp_tx(qp);
 			break;
@@ -33,5 +38,11 @@ void ur_qp_run(struct ur_qp *qp)
 			ur_req_run(qp);
 			break;
 		}
+	}
+	/* ACKs left while the lock was held for a long copy (inbox.h): taken
+	 * before the lock is released. */
+	if (ur_inbox_close(qp)) {
+		ur_kick(qp, UR_RUN_INBOX);
+		goto again;
 	}
 }

@@ -20,7 +20,7 @@ static const char *const known_names[] = {
 	"gap_reports", "gap_resends",
 	"injected_loss",
 	"injected_reorder", "injected_dup", "injected_corrupt",
-	"mr_shared", "copies_mapped", "copies_kernel", "timer_resends",
+	"mr_shared", "copies_mapped", "copies_kernel", "timer_resends", "acks_inbox",
 };
 
 static void print_one(const char *ibdev_path, int port, const char *name)

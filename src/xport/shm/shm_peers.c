@@ -236,7 +236,7 @@ static int peer_new(struct ur_shm *s, struct ur_shm_peer *p, pid_t pid)
 	p->ring = (unsigned)ring;
 	p->bell_fd = why;
 	p->dead = false;
-	p->blocked = false;
+	__atomic_store_n(&p->blocked, false, __ATOMIC_RELAXED);
 	p->map_refused = false;
 	p->mapped_once = false;
 	pthread_mutex_unlock(&p->lock);

@@ -110,7 +110,7 @@ int ur_shm_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 
 		ret = ur_shm_ring_put(c, peer->f->data[peer->ring], &rec, iov, niov, len);
 		if (ret == -EAGAIN)
-			peer->blocked = true;
+			__atomic_store_n(&peer->blocked, true, __ATOMIC_RELAXED);
 		else if (!ret && pkt->write_data)
 			peer->write_tail = __atomic_load_n(&c->tail, __ATOMIC_RELAXED);
 	}
@@ -159,8 +159,14 @@ static bool ask_room(struct ur_shm_peer *peer)
 	struct ur_shm_ring_ctl *c;
 	bool room = true;
 
+	/* Most bells are for packets, not room: a peer none of our sends
+	 * found full is passed over without its lock, which a long copy into
+	 * it holds (shm_place.c).  One found full meanwhile asks itself
+	 * (ur_shm_want_writable). */
+	if (!__atomic_load_n(&peer->blocked, __ATOMIC_RELAXED))
+		return false;
 	pthread_mutex_lock(&peer->lock);
-	if (!peer->blocked) {
+	if (!__atomic_load_n(&peer->blocked, __ATOMIC_RELAXED)) {
 		room = false;
 	} else if (!peer->dead && peer->f) {
 		c = &peer->f->ring[peer->ring];
@@ -183,7 +189,7 @@ void ur_shm_room_check(struct ur_shm *s)
 		if (!__atomic_load_n(&peer->pid, __ATOMIC_ACQUIRE) || !ask_room(peer))
 			continue;
 		pthread_mutex_lock(&peer->lock);
-		peer->blocked = false;
+		__atomic_store_n(&peer->blocked, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&peer->lock);
 		any = true;
 	}

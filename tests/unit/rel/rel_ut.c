@@ -12,6 +12,7 @@
 #include "ooo_tests.c"
 #include "odp_tests.c"
 #include "place_tests.c"
+#include "inbox_tests.c"
 #include "dup_ack_tests.c"
 #include "rnr_tests.c"
 #include "uc_ud_tests.c"
@@ -74,6 +75,8 @@ int main(void)
 	UT_RUN(test_place_read_behind_write);
 	UT_RUN(test_place_write_behind_rnr);
 	UT_RUN(test_place_large_waits_for_packets);
+	UT_RUN(test_inbox_ack_while_held);
+	UT_RUN(test_inbox_wrong_peer);
 	UT_RUN(test_loss_atomic_duplicate);
 	UT_RUN(test_loss_read_response);
 	UT_RUN(test_loss_answers_while_gone_back);
