@@ -14,9 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UR_CRC32_POLY	0xedb88320u	/* P(x) without x^32, register form */
-#define UR_CRC32_ONE	0x80000000u	/* the polynomial 1 */
-#define UR_CRC32_X	0x40000000u	/* the polynomial x */
+#include "wire/crc32_clmul.h"
+#include "wire/crc32_portable.h"
 
 /* zlib-compatible CRC (pre- and post-inverted) through one engine:
  * slice-by-16 tables (any CPU), PCLMULQDQ on 128-bit lanes, or VPCLMULQDQ
@@ -43,27 +42,7 @@ uint32_t ur_crc32_xpow8(uint64_t n);
  * zero bytes.  Two table lookups and one multiplication. */
 uint32_t ur_crc32_xpow8_inv(uint32_t n);
 
-/* Folding constants of the carry-less engines: x^n mod P in register form,
- * shifted into the top half of a quadword (crc32_clmul.c says why n is one
- * less than the distance folded).  The unit tests recompute them. */
-#define UR_CRC32_K575	0x653d982200000000ull	/* fold by 512 bits, low quadword */
-#define UR_CRC32_K511	0xcad38e8f00000000ull	/* fold by 512 bits, high quadword */
-#define UR_CRC32_K191	0x65673b4600000000ull	/* fold by 128 bits, low quadword */
-#define UR_CRC32_K127	0x9ba54c6f00000000ull	/* fold by 128 bits, high quadword */
-#define UR_CRC32_K1087	0x7d657a1000000000ull	/* fold by 1024 bits, low quadword */
-#define UR_CRC32_K1023	0x7406fa9500000000ull	/* fold by 1024 bits, high quadword */
-#define UR_CRC32_K319	0x9570d49500000000ull	/* fold by 256 bits, low quadword */
-#define UR_CRC32_K255	0x01b5fd1d00000000ull	/* fold by 256 bits, high quadword */
-
-/* Internal to the engines: the slice-by-16 tables (ur_crc32_tab[k][b] is
- * byte b followed by k zero bytes), built once by ur_crc32_init(); the
- * _noinit variants may run only after that. */
-extern uint32_t ur_crc32_tab[16][256];
+/* Builds the tables once (the _noinit engines may run only after it). */
 void ur_crc32_init(void);
-uint32_t ur_crc32_raw_noinit(uint32_t reg, const uint8_t *p, size_t len);
-uint32_t ur_crc32_clmul_noinit(uint32_t crc, const uint8_t *p, size_t len);
-uint32_t ur_crc32_vpclmul_noinit(uint32_t crc, const uint8_t *p, size_t len);
-uint64_t ur_clmul32_portable(uint32_t a, uint32_t b);
-uint64_t ur_clmul32_x86(uint32_t a, uint32_t b);	/* only if clmul supported */
 
 #endif

@@ -16,7 +16,9 @@
  * through the table engine: the CRC of a lane from a zero register is
  * exactly lane * x^32 mod P.
  */
-#include "wire/crc32.h"
+#include "wire/crc32_clmul.h"
+
+#include "wire/crc32_portable.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
