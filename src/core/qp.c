@@ -11,7 +11,6 @@
 #include "core/mr.h"
 #include "core/pd.h"
 #include "core/srq.h"
-#include "core/srq_tm.h"
 #include "core/xrcd.h"
 #include "util/log.h"
 
@@ -294,7 +293,7 @@ void ur_qp_complete_send(struct ur_qp *qp, struct ur_send_wqe *wqe,
 	if (wqe->state == UR_WQE_DONE)
 		return;
 	if (wqe->internal) {
-		ur_tm_internal_done(qp, wqe, status);
+		qp->srq->own_wqe_done(qp, wqe, status);
 		goto retire;
 	}
 	/* rxe's rdma_sends: SENDs completed successfully, as its completer counts */

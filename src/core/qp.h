@@ -46,7 +46,10 @@ enum ur_wqe_state {
 };
 
 /* WQEs the device queues itself (a tag-matching rendezvous, core/srq_tm.h):
- * their completion is not the application's. */
+ * their completion is not the application's; the SRQ's own_wqe_done
+ * takes it (core/srq.h). */
+/* Send queue room a QP on a TM SRQ keeps for rendezvous READs and FINs. */
+#define UR_TM_SQ_SLOTS 32
 enum ur_wqe_internal {
 	UR_WQE_APP = 0,
 	UR_WQE_TM_READ,          /* fetching a rendezvous message's data */

@@ -9,7 +9,6 @@
 #include "core/limits.h"
 #include "core/pd.h"
 #include "core/qp.h"
-#include "core/srq_tm.h"
 #include "core/xrcd.h"
 #include "engine/engine.h"
 #include "host/registry.h"
@@ -82,11 +81,6 @@ int ur_srq_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_
 	ur_list_init(&srq->xrc_sinks);
 	if (type == IBV_SRQT_XRC) {
 		ret = attach_xrc(srq, a);
-		if (ret)
-			goto err_rq;
-	}
-	if (type == IBV_SRQT_TM) {
-		ret = ur_srq_tm_init(srq, a);
 		if (ret)
 			goto err_rq;
 	}

@@ -17,6 +17,8 @@ struct ur_pd;
 struct ur_xrcd;
 struct ur_cq;
 struct ur_tm;
+struct ur_qp;
+struct ur_send_wqe;
 
 struct ur_srq {
 	struct ibv_srq ibsrq;          /* applications see this */
@@ -33,6 +35,10 @@ struct ur_srq {
 	struct ur_cq *cq;              /* XRC: where its receive completions go;
 					  TM: where its list operations complete */
 	struct ur_tm *tm;              /* TM: the tag list (core/srq_tm.h) */
+	/* TM: completes a WQE the device queued itself on a QP of this SRQ
+	 * (a rendezvous READ, its FIN) instead of a completion for the
+	 * application (core/srq_tm.c). */
+	void (*own_wqe_done)(struct ur_qp *qp, struct ur_send_wqe *w, enum ibv_wc_status status);
 	struct ur_list xrcd_link;
 	/* XRC, shared domain: per target QP of another process feeding this
 	 * SRQ, the message in progress (rel/xrc_owner.c places them).  Touched

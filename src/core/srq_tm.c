@@ -11,23 +11,35 @@
 #include "core/srq.h"
 #include "util/log.h"
 
-int ur_srq_tm_init(struct ur_srq *srq, const struct ibv_srq_init_attr_ex *a)
+static void own_wqe_done(struct ur_qp *qp, struct ur_send_wqe *w, enum ibv_wc_status status);
+
+int ur_srq_tm_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_attr_ex *a,
+		     struct ur_srq **out)
 {
 	uint32_t n = a->tm_cap.max_num_tags;
+	struct ur_srq *srq;
+	int ret;
 
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_TM) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
 	    !a->cq || n < 1 || n > UR_TM_MAX_TAGS || a->tm_cap.max_ops > UR_TM_MAX_OPS) {
-		ur_log(UR_LOG_DBG, srq->ctx->dev->ibdev.name, "TM SRQ: needs a CQ, 1..%d tags "
+		ur_log(UR_LOG_DBG, ctx->dev->ibdev.name, "TM SRQ: needs a CQ, 1..%d tags "
 		       "and up to %d operations (asked %u, %u)", UR_TM_MAX_TAGS, UR_TM_MAX_OPS,
 		       n, a->tm_cap.max_ops);
 		return -EINVAL;
 	}
+	ret = ur_srq_create(ctx, pd, a, &srq);
+	if (ret)
+		return ret;
 	srq->tm = calloc(1, sizeof(*srq->tm) + n * sizeof(srq->tm->tags[0]));
-	if (!srq->tm)
+	if (!srq->tm) {
+		ur_srq_destroy(srq);
 		return -ENOMEM;
+	}
 	srq->tm->max_tags = n;
 	srq->cq = to_ucq(a->cq);
 	__atomic_add_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
+	srq->own_wqe_done = own_wqe_done;
+	*out = srq;
 	return 0;
 }
 
@@ -236,7 +248,9 @@ void ur_tm_rndv_read(struct ur_qp *qp, const struct ur_recv_wqe *buf, const stru
 	qp->sq.tail++;
 }
 
-void ur_tm_internal_done(struct ur_qp *qp, struct ur_send_wqe *w, enum ibv_wc_status status)
+/* A WQE of the device's own completed (instead of a completion for the
+ * application): a rendezvous READ reports the data and queues the FIN. */
+static void own_wqe_done(struct ur_qp *qp, struct ur_send_wqe *w, enum ibv_wc_status status)
 {
 	struct ibv_tmh fin = { .opcode = IBV_TMH_FIN };
 	struct ur_send_wqe *f;

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+struct ur_context;
+struct ur_pd;
 struct ur_srq;
 struct ur_qp;
 struct ur_recv_wqe;
@@ -25,8 +27,6 @@ struct ur_send_wqe;
 #define UR_TM_RNDV_HDR_BYTES 32
 /* The device's limit on a rendezvous request's headers. */
 #define UR_TM_MAX_RNDV_HDR 64
-/* Send queue room a QP on a TM SRQ keeps for rendezvous READs and FINs. */
-#define UR_TM_SQ_SLOTS 32
 
 /* What a SEND into a TM SRQ turned out to be. */
 enum ur_tm_kind {
@@ -63,8 +63,12 @@ struct ur_tm_match {
 	uint32_t rndv_rkey, rndv_len;
 };
 
-/* The TM part of a new SRQ: 0 or -errno. */
-int ur_srq_tm_init(struct ur_srq *srq, const struct ibv_srq_init_attr_ex *a);
+/* A tag-matching SRQ (a->srq_type IBV_SRQT_TM): an SRQ (ur_srq_create)
+ * with its tag list, its CQ for list operations, and what completes the
+ * WQEs the device queues on its QPs.  0 or -errno (-EINVAL without tags or
+ * a CQ, or past the limits above). */
+int ur_srq_tm_create(struct ur_context *ctx, struct ur_pd *pd, struct ibv_srq_init_attr_ex *a,
+		     struct ur_srq **out);
 /* ibv_post_srq_ops: tag adds, deletes and syncs, completed on the SRQ's
  * CQ.  0 or -errno, *bad at the first refused. */
 int ur_srq_post_ops(struct ur_srq *srq, struct ibv_ops_wr *wr, struct ibv_ops_wr **bad);
@@ -76,10 +80,7 @@ bool ur_srq_tm_take(struct ur_srq *srq, const uint8_t *hdr, uint32_t len,
 
 /* The READ of a matched rendezvous message's data, queued on qp (locked)
  * as a WQE of the device's own; its completion reports the data and
- * queues the FIN (ur_tm_internal_done). */
+ * queues the FIN (the SRQ's own_wqe_done). */
 void ur_tm_rndv_read(struct ur_qp *qp, const struct ur_recv_wqe *buf, const struct ur_tm_match *m);
-/* A WQE of the device's own completed (instead of a completion for the
- * application). */
-void ur_tm_internal_done(struct ur_qp *qp, struct ur_send_wqe *w, enum ibv_wc_status status);
 
 #endif

@@ -21,7 +21,10 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	ret = ur_srq_create(to_uctx(context), to_upd(attr->pd), attr, &srq);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_TM)
+		ret = ur_srq_tm_create(to_uctx(context), to_upd(attr->pd), attr, &srq);
+	else
+		ret = ur_srq_create(to_uctx(context), to_upd(attr->pd), attr, &srq);
 	return ur_ret_obj(ret, ret ? NULL : &srq->ibsrq);
 }
 

@@ -16,6 +16,7 @@
 #include "core/qp.h"
 #include "core/qp_modify.h"
 #include "core/srq.h"
+#include "core/srq_tm.h"
 #include "core/xrcd.h"
 
 #include "qp_state_tests.c"
