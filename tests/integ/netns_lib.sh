@@ -156,14 +156,15 @@ ur_netns_new() {
 # ur_netns_registry_gone NS: at exit, before NS goes, remove the registry,
 # router lock and capture switch uroce keeps in /dev/shm for NS
 # (uroce-UID-netINODE*, UID the user's as the machine sees it, also from a
-# user namespace).  Nothing can use them once NS is gone; left, they would
-# wait for the next uroce process's sweep.
+# user namespace), every user's: a test running a program as another user
+# in NS (res.test.sh, as nobody) leaves that user's too.  Nothing can use
+# them once NS is gone, and nothing sweeps them: the next namespace to get
+# the same inode would find them.
 ur_netns_registry_gone() {
-	local f ino uid
+	local f ino
 	ino=$(ur_netns_ino "$1") && [ -n "$ino" ] || return 0
-	uid=$(id -u)
-	f=/dev/shm/uroce-$uid-net$ino
-	ur_on_exit "rm -f $f-v* $f.router $f.capture"
+	f="/dev/shm/uroce-[0-9]*-net$ino"
+	ur_on_exit "rm -f $f-v* $f.router $f.capture 2>/dev/null"
 }
 
 # ur_netns_private: a fresh network namespace with lo (up) alone, named in
