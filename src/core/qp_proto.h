@@ -137,9 +137,10 @@ struct ur_atomic_result {
 };
 
 /* ACKs the receiving thread left for the QP's lock holder (rel/inbox.h):
- * while the holder copies a large WRITE or READ straight into or out of
- * the peer's memory, an ACK arriving for the QP is put here instead of
- * making its thread wait on the lock, and the holder's run step takes it.
+ * while the holder builds work requests or copies a large WRITE or READ
+ * into or out of the peer's memory, an ACK arriving for the QP is put here
+ * instead of making its thread wait on the lock, and the holder's run step
+ * takes it.
  * Bytes of the packet as received (BTH, AETH, maybe AtomicAckETH, ICRC). */
 #define UR_INBOX_SLOTS 8u
 #define UR_INBOX_PKT_MAX 32u

@@ -57,7 +57,8 @@ static bool covers(const uint8_t *pkt, size_t len, const union ibv_gid *sgid,
 {
 	size_t aeth = UR_BTH_BYTES;
 
-	if (memcmp(sgid->raw, last->sgid, sizeof(last->sgid)) || len < aeth + UR_AETH_BYTES || last->len < aeth + UR_AETH_BYTES ||
+	if (memcmp(sgid->raw, last->sgid, sizeof(last->sgid)) ||
+	    len < aeth + UR_AETH_BYTES || last->len < aeth + UR_AETH_BYTES ||
 	    bth_opcode(pkt) != UR_OP_RC_ACKNOWLEDGE || bth_opcode(last->bytes) != UR_OP_RC_ACKNOWLEDGE)
 		return false;
 	if ((aeth_syn(pkt + aeth) & UR_AETH_TYPE_MASK) != UR_AETH_ACK ||

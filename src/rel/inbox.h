@@ -2,14 +2,16 @@
  * A holder that may keep the QP a while opens it: an application thread
  * building work requests (wr_start .. wr_complete), one copying a large
  * WRITE or READ straight into or out of the peer's memory (tens of
- * microseconds a megabyte), a thread handling a received packet.  The
+ * microseconds a megabyte).  Not a thread handling a received packet:
+ * opening and closing on every packet cost a fifth of the small-message
+ * rate (bench/compare.sh), for contention seldom met.  The
  * receiving thread, finding the lock taken, puts an ACK for that QP there
  * and goes on with other packets instead of sleeping on the lock until
  * the holder is done (and costing the holder's unlock a futex wake).  The
  * run step (run.c) closes the inbox and takes what was put there
  * (UR_RUN_INBOX, comp.c) before the lock is released; every holder that
- * opens it runs the QP before it unlocks.  Only plain ACKs and atomic
- * ACKs with no payload are put here, a newer plain ACK from the same
+ * opens it runs the QP before it unlocks.  Only responses without payload
+ * (ACKs, NAKs, atomic ACKs) are put here, a newer plain ACK from the same
  * sender in the slot of the one before it (ACKs are cumulative); anything
  * else, or an inbox full or closed, waits for the lock as before, so a
  * QP's packets are still taken in the order they came. */

@@ -7,7 +7,6 @@
 #include "rel/comp.h"
 #include "rel/gsi.h"
 #include "rel/inbox.h"
-#include "rel/kick.h"
 #include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -52,7 +51,8 @@ static bool may_wait_in_inbox(const struct ur_qp *qp, const struct ur_pkt_view *
 }
 
 /* As lock_qp, for a received packet: where another thread holds the lock
- * with its inbox open, an ACK is put there instead (NULL, *left true). */
+ * with its inbox open, a response without payload is put there instead
+ * (NULL, *left true). */
 static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v,
 				 const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta,
 				 bool *left)
@@ -70,8 +70,6 @@ static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v
 		}
 	}
 	pthread_rwlock_unlock(&s->qps_lock);
-	if (qp && qp->type == IBV_QPT_RC)
-		ur_inbox_open(qp);   /* ACKs for it arriving meanwhile wait there */
 	return qp;
 }
 
@@ -202,10 +200,6 @@ void ur_recv_packet(struct ur_stack *s, const uint8_t *pkt, size_t len,
 		return;
 	}
 	to_qp(qp, &v, meta);
-	if (ur_inbox_close(qp)) {   /* a packet to_qp dropped ran nothing */
-		ur_kick(qp, UR_RUN_INBOX);
-		ur_qp_run(qp);
-	}
 	pthread_mutex_unlock(&qp->lock);
 }
 
