@@ -11,7 +11,7 @@ UROCE_DEPS_TEST=(ibverbs-utils perftest rdmacm-utils python3-pyverbs iproute2
 		 tshark python3-scapy clang libclang-rt-14-dev zlib1g-dev
 		 qemu-system-x86 busybox-static rdma-core ibverbs-providers kmod cpio
 		 qperf iperf3 nftables ucx-utils binutils procps
-		 openmpi-bin libopenmpi-dev libfabric-bin)
+		 openmpi-bin libopenmpi-dev libfabric-bin fio)
 
 uroce_missing() {
 	local p missing=()
