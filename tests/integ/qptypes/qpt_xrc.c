@@ -452,6 +452,9 @@ static void shared_target(const struct qpt_opts *o)
 	qpt_ep_of(&d, t, &me);
 	qpt_xchg_ep(fd, &me, &peer);
 	CHECK(qpt_connect(&d, t, &me, &peer, 0, IBV_MTU_1024) == 0, "target QP to RTS");
+	/* Only then may the client send: a message refused in RTR (the
+	 * owner gone) moves the QP to ERR before it could reach RTS. */
+	qpt_sync(fd, "ready");
 	qpt_sync(fd, "done");
 	close(fd);
 	close(lfd);
@@ -482,6 +485,7 @@ static void shared_client(const struct qpt_opts *o)
 	qpt_ep_of(&d, ini, &me);
 	qpt_xchg_ep(ft, &me, &peer);
 	CHECK(qpt_connect(&d, ini, &me, &peer, 0, IBV_MTU_1024) == 0, "initiator to RTS");
+	qpt_sync(ft, "ready");
 	if (o->arg && !strcmp(o->arg, "gone")) {
 		char c;
 
