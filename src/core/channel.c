@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
 #include "util/log.h"
 
 struct ur_chan_event {
@@ -33,6 +34,7 @@ int ur_channel_create(struct ibv_context *ctx, struct ur_comp_channel **out)
 	ch->ibch.fd = fds[0];
 	ch->ibch.refcnt = 0;
 	ch->wfd = fds[1];
+	ch->wait_epfd = -1;
 	pthread_mutex_init(&ch->lock, NULL);
 	ur_list_init(&ch->events);
 	*out = ch;
@@ -50,6 +52,8 @@ int ur_channel_destroy(struct ur_comp_channel *ch)
 		free(ur_list_entry(pos, struct ur_chan_event, link));
 	}
 	pthread_mutex_destroy(&ch->lock);
+	if (ch->wait_epfd >= 0 && ch->wait_pid == getpid())
+		close(ch->wait_epfd);
 	close(ch->ibch.fd);
 	close(ch->wfd);
 	free(ch);
@@ -100,6 +104,28 @@ int ur_channel_get(struct ur_comp_channel *ch, void (*taken)(void *owner), void 
 		}
 		/* The byte of an event whose owner went away unread: next. */
 	}
+}
+
+void ur_channel_wait(struct ur_comp_channel *ch, struct ur_engine *e)
+{
+	int flags = fcntl(ch->ibch.fd, F_GETFL);
+	int epfd;
+
+	if (!e || flags < 0 || (flags & O_NONBLOCK))
+		return;
+	pthread_mutex_lock(&ch->lock);
+	if (ch->wait_epfd < 0 || ch->wait_pid != getpid()) {
+		/* A parent's set is the parent's (fork shares it): ours. */
+		ch->wait_epfd = ur_engine_wait_set(e, ch->ibch.fd);
+		ch->wait_pid = getpid();
+		if (ch->wait_epfd < 0)
+			ur_warn_ratelimited(NULL, "completion channel: the engine thread serves "
+					    "its waits: %s", strerror(-ch->wait_epfd));
+	}
+	epfd = ch->wait_epfd;
+	pthread_mutex_unlock(&ch->lock);
+	if (epfd >= 0)
+		ur_engine_block_on(e, epfd);
 }
 
 void ur_channel_forget(struct ur_comp_channel *ch, void *owner)

@@ -5,6 +5,7 @@
 #define UROCE_CORE_CHANNEL_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 #include "util/list.h"
@@ -14,6 +15,8 @@ struct ur_comp_channel {
 	int wfd;
 	pthread_mutex_t lock;          /* events */
 	struct ur_list events;         /* struct ur_chan_event, oldest first */
+	int wait_epfd;                 /* ur_channel_wait's set (-1: none yet) ... */
+	pid_t wait_pid;                /* ... made by this process (not a parent) */
 };
 
 static inline struct ur_comp_channel *to_uchan(struct ibv_comp_channel *c)
@@ -31,6 +34,13 @@ int ur_channel_post(struct ur_comp_channel *ch, void *owner);
  * that the owner, which drops its unread events before it goes
  * (ur_channel_forget), is alive to count it.  0 or -errno. */
 int ur_channel_get(struct ur_comp_channel *ch, void (*taken)(void *owner), void **owner);
+struct ur_engine;
+/* Waits until an event is there, running what e's receive path brings
+ * meanwhile (ur_engine_block_on): then the packet that completes the wait
+ * wakes this thread alone.  Returns at once if the application made the
+ * fd non-blocking (it waits in poll() or epoll, where the engine thread
+ * serves it) or e is NULL. */
+void ur_channel_wait(struct ur_comp_channel *ch, struct ur_engine *e);
 /* Drops owner's events still queued, unread (their bytes are skipped). */
 void ur_channel_forget(struct ur_comp_channel *ch, void *owner);
 

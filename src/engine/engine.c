@@ -5,7 +5,8 @@
  * naps on its own set alone: what the inline set brings, the poller takes,
  * without waking a second thread for each packet.  One dispatch lock makes
  * callbacks run one batch at a time.  Timers live in a binary heap ordered
- * by deadline.  Further receive contexts (struct rx_ctx) are an epoll set,
+ * by deadline (engine_timer.c); application threads come in through
+ * engine_app.c.  Further receive contexts (struct rx_ctx) are an epoll set,
  * a dispatch lock and a thread each, beside all that. */
 #include "engine/engine.h"
 
@@ -20,85 +21,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "engine/engine_priv.h"
 #include "util/clock.h"
 #include "util/compiler.h"
 #include "util/log.h"
 
-#define UR_MAX_WATCH 96            /* sockets, and up to 64 local peers */
-#define UR_BATCH 32                /* events taken per epoll_wait */
-#define UR_MAX_POLLERS 2
-#define UR_SPIN_NS_DEFAULT 20000u   /* polling on after work, before sleeping */
-#define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
-#define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
-#define UR_SOCK_LOOK_EVERY 8u       /* polls per look at the sockets while rings are active */
-#define UR_SPINNING_POLLS 8u        /* polls in a row, each within UR_POLLED_RECENTLY_NS: a spinner */
-
-struct watch {
-	int fd;                        /* -1: a free slot */
-	ur_fd_handler fn;
-	void *arg;
-	enum ur_watch_class cls;
-	unsigned ctx;                  /* INLINE: the receive context */
-};
-
-/* A receive context past the first: its fds, the lock that lets one thread
- * at a time dispatch them, and the thread that sleeps on them. */
-struct rx_ctx {
-	struct ur_engine *e;
-	unsigned index;                /* 1.. */
-	int epfd;
-	int wake_fd;                   /* eventfd: destroy tells the thread */
-	struct watch wake;
-	pthread_mutex_t dispatch_lock;
-	pthread_t thread;
-	bool threaded;
-};
-
-struct ur_engine {
-	pthread_t thread;
-	bool threaded;
-	_Atomic bool stopping;         /* ur_engine_destroy: the thread leaves */
-	int epfd;                      /* the inline set and the own set */
-	int own_epfd;                  /* ENGINE class and the wake fd */
-	int inline_epfd;               /* INLINE class */
-	int wake_fd;                   /* eventfd: a timer earlier than the sleep */
-
-	pthread_mutex_t dispatch_lock; /* one dispatcher at a time */
-
-	pthread_mutex_t watch_lock;    /* watches[] */
-	struct watch watches[UR_MAX_WATCH];
-	struct watch inline_set, own_set, wake; /* the engine's own members */
-
-	pthread_mutex_t timer_lock;    /* heap, nheap, reserved, sleep_until */
-	struct ur_timer **heap;        /* heap[1..nheap], earliest first */
-	unsigned nheap;
-	uint64_t round_now;            /* ur_engine_run_timers' now while it runs; else 0 */
-	unsigned reserved;             /* timers initialised: the heap's room */
-	unsigned cap;                  /* heap[] entries allocated (heap[0] unused) */
-	uint64_t sleep_until;          /* the engine thread sleeps until then; 0: awake */
-
-	/* Set before the work they poll can arrive, cleared after a quiesce:
-	 * read without a lock by dispatchers. */
-	struct ur_poller pollers[UR_MAX_POLLERS];
-	_Atomic unsigned npollers;
-	uint64_t spin_ns;
-	_Atomic uint64_t last_app_poll; /* ns: an application thread polled */
-	_Atomic bool light_sleep;       /* the thread naps without telling the pollers */
-	_Atomic bool deep_sleep;        /* ... or sleeps, having told them */
-
-	unsigned nrx;                   /* receive contexts: 0 and rx[1..nrx-1] */
-	struct rx_ctx rx[UR_ENGINE_MAX_RX];  /* rx[0] unused: context 0 is the above */
-};
-
-/* While this thread runs callbacks: 1 + the receive context's index (0:
- * none); quiesce must not wait for itself. */
-static _Thread_local unsigned in_dispatch;
-/* A polling thread's count of its polls while rings are active. */
-static _Thread_local unsigned sock_turn;
-/* A polling thread's run of polls: when the last came, and how many came
- * in a row, each within UR_POLLED_RECENTLY_NS of the one before. */
-static _Thread_local uint64_t run_last;
-static _Thread_local unsigned run_len;
+_Thread_local unsigned ur_engine_in_dispatch;
 
 /* ---- fd watches --------------------------------------------------------- */
 
@@ -186,167 +114,11 @@ void ur_engine_unwatch(struct ur_engine *e, int fd)
 	pthread_mutex_unlock(&e->watch_lock);
 }
 
-/* ---- timers: a binary heap on deadline ----------------------------------- */
-
-static void heap_set(struct ur_engine *e, unsigned pos, struct ur_timer *t)
-{
-	e->heap[pos] = t;
-	t->heap_pos = pos;
-}
-
-static void sift_up(struct ur_engine *e, unsigned pos)
-{
-	struct ur_timer *t = e->heap[pos];
-
-	while (pos > 1 && e->heap[pos / 2]->deadline > t->deadline) {
-		heap_set(e, pos, e->heap[pos / 2]);
-		pos /= 2;
-	}
-	heap_set(e, pos, t);
-}
-
-static void sift_down(struct ur_engine *e, unsigned pos)
-{
-	struct ur_timer *t = e->heap[pos];
-
-	for (;;) {
-		unsigned c = pos * 2;
-
-		if (c > e->nheap)
-			break;
-		if (c + 1 <= e->nheap && e->heap[c + 1]->deadline < e->heap[c]->deadline)
-			c++;
-		if (e->heap[c]->deadline >= t->deadline)
-			break;
-		heap_set(e, pos, e->heap[c]);
-		pos = c;
-	}
-	heap_set(e, pos, t);
-}
-
-/* timer_lock held. */
-static void heap_remove(struct ur_engine *e, struct ur_timer *t)
-{
-	unsigned pos = t->heap_pos;
-	struct ur_timer *last = e->heap[e->nheap--];
-
-	t->heap_pos = 0;
-	if (last == t)
-		return;
-	heap_set(e, pos, last);
-	sift_up(e, pos);
-	sift_down(e, last->heap_pos);
-}
-
-int ur_engine_timer_init(struct ur_engine *e, struct ur_timer *t, void (*fire)(struct ur_timer *t))
-{
-	int ret = 0;
-
-	t->deadline = 0;
-	t->heap_pos = 0;
-	t->fire = fire;
-	pthread_mutex_lock(&e->timer_lock);
-	if (e->reserved + 2 > e->cap) {
-		struct ur_timer **h = realloc(e->heap, (size_t)e->cap * 2 * sizeof(*h));
-
-		if (h) {
-			e->heap = h;
-			e->cap *= 2;
-		} else {
-			ret = -ENOMEM;
-		}
-	}
-	if (!ret)
-		e->reserved++;
-	pthread_mutex_unlock(&e->timer_lock);
-	return ret;
-}
-
-static void wake(struct ur_engine *e)
-{
-	uint64_t one = 1;
-
-	if (write(e->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		ur_warn_ratelimited(NULL, "engine wake-up failed: %s", strerror(errno));
-}
-
-void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadline)
-{
-	bool kick;
-
-	if (!deadline)
-		deadline = 1;              /* 0 means "not armed" */
-	pthread_mutex_lock(&e->timer_lock);
-	/* Armed while the timers run, at a deadline this round has reached:
-	 * the next round's, behind the others due now.  A timer whose
-	 * callback keeps it due would else hold the loop for ever, and the
-	 * engine thread would never read its fds again. */
-	if (e->round_now && deadline <= e->round_now)
-		deadline = e->round_now + 1;
-	t->deadline = deadline;
-	if (t->heap_pos) {
-		sift_up(e, t->heap_pos);
-		sift_down(e, t->heap_pos);
-	} else {
-		e->heap[++e->nheap] = t;
-		sift_up(e, e->nheap);
-	}
-	kick = deadline < e->sleep_until;
-	pthread_mutex_unlock(&e->timer_lock);
-	if (kick)
-		wake(e);
-}
-
-void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t)
-{
-	pthread_mutex_lock(&e->timer_lock);
-	if (t->heap_pos)
-		heap_remove(e, t);
-	t->deadline = 0;
-	pthread_mutex_unlock(&e->timer_lock);
-}
-
-void ur_engine_timer_fini(struct ur_engine *e, struct ur_timer *t)
-{
-	pthread_mutex_lock(&e->timer_lock);
-	if (t->heap_pos)
-		heap_remove(e, t);
-	t->deadline = 0;
-	e->reserved--;
-	pthread_mutex_unlock(&e->timer_lock);
-}
-
-unsigned ur_engine_timers_armed(struct ur_engine *e)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&e->timer_lock);
-	n = e->nheap;
-	pthread_mutex_unlock(&e->timer_lock);
-	return n;
-}
-
-void ur_engine_run_timers(struct ur_engine *e, uint64_t now)
-{
-	pthread_mutex_lock(&e->timer_lock);
-	e->round_now = now;
-	while (e->nheap && e->heap[1]->deadline <= now) {
-		struct ur_timer *t = e->heap[1];
-
-		heap_remove(e, t);
-		t->deadline = 0;
-		pthread_mutex_unlock(&e->timer_lock);
-		t->fire(t);
-		pthread_mutex_lock(&e->timer_lock);
-	}
-	e->round_now = 0;
-	pthread_mutex_unlock(&e->timer_lock);
-}
-
 /* ---- dispatch ------------------------------------------------------------ */
 
+
 /* dispatch_lock held. */
-static void run_events(struct ur_engine *e, const struct epoll_event *evs, int n)
+void ur_engine_run_events(struct ur_engine *e, const struct epoll_event *evs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct watch *w = evs[i].data.ptr, copy;
@@ -361,18 +133,19 @@ static void run_events(struct ur_engine *e, const struct epoll_event *evs, int n
 	}
 }
 
-/* dispatch_lock held: what one inner set has ready now. */
-static void run_set(struct ur_engine *e, int epfd)
+/* dispatch_lock held: what one inner set has ready now; whether any. */
+bool ur_engine_run_set(struct ur_engine *e, int epfd)
 {
 	struct epoll_event evs[UR_BATCH];
 	int n = epoll_wait(epfd, evs, UR_BATCH, 0);
 
 	if (n > 0)
-		run_events(e, evs, n);
+		ur_engine_run_events(e, evs, n);
+	return n > 0;
 }
 
 /* dispatch_lock held: whether any poller found work. */
-static bool run_pollers(struct ur_engine *e)
+bool ur_engine_run_pollers(struct ur_engine *e)
 {
 	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
 	bool found = false;
@@ -384,7 +157,7 @@ static bool run_pollers(struct ur_engine *e)
 }
 
 /* Whether any poller may get work: else the thread just sleeps. */
-static bool pollers_active(struct ur_engine *e)
+bool ur_engine_pollers_active(struct ur_engine *e)
 {
 	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
 
@@ -430,7 +203,7 @@ int ur_engine_add_poller(struct ur_engine *e, const struct ur_poller *p)
 		atomic_store_explicit(&e->npollers, n + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&e->watch_lock);
-	wake(e);   /* the thread may be asleep without having asked it */
+	ur_engine_wake(e);   /* the thread may be asleep without having asked it */
 	return ret;
 }
 
@@ -453,94 +226,6 @@ void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p)
 	pthread_mutex_unlock(&e->watch_lock);
 }
 
-/* Whether this thread spins: it has polled UR_SPINNING_POLLS times in a
- * row with no pause as long as the engine thread's nap.  A thread that
- * polls once or twice after each wake-up and then blocks (on a channel, a
- * socket, a condition) never gets there, however often it wakes. */
-static bool spinning(uint64_t now)
-{
-	if (now - run_last >= UR_POLLED_RECENTLY_NS)
-		run_len = 0;
-	run_last = now;
-	if (run_len < UR_SPINNING_POLLS)
-		run_len++;
-	return run_len >= UR_SPINNING_POLLS;
-}
-
-/* Context 0: the inline set and the pollers. */
-static bool poll_first(struct ur_engine *e, bool will_block)
-{
-	struct epoll_event evs[UR_BATCH];
-	bool found;
-	int n;
-
-	/* Somebody is dispatching already: what arrives, they take. */
-	if (pthread_mutex_trylock(&e->dispatch_lock))
-		return false;
-	in_dispatch = 1;
-	/* Only a spinning thread takes the inline set off the engine thread
-	 * (which then naps): one about to block would leave what comes next
-	 * waiting for the nap's end, half a millisecond a hop. */
-	if (!will_block && spinning(ur_now_ns())) {
-		atomic_store_explicit(&e->last_app_poll, run_last, memory_order_relaxed);
-		/* Asleep, the engine thread has producers wake it for what we
-		 * take anyway: woken once, it naps instead. */
-		if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
-		    atomic_exchange(&e->deep_sleep, false))
-			wake(e);
-	} else if (will_block) {
-		run_len = 0;
-	}
-	found = run_pollers(e);
-	/* While rings bring work, the sockets get every UR_SOCK_LOOK_EVERY-th
-	 * look: an epoll_wait costs more than a look at every ring, and a
-	 * packet landing in a ring during it waits for it (ib_send_lat on
-	 * one host: 1.00 against 0.88 us). */
-	n = 0;
-	if (!(found || pollers_active(e)) || ++sock_turn % UR_SOCK_LOOK_EVERY == 0)
-		n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
-	if (n > 0)
-		run_events(e, evs, n);
-	in_dispatch = 0;
-	pthread_mutex_unlock(&e->dispatch_lock);
-	return n > 0 || found;
-}
-
-/* A further receive context: what its set has ready, unless somebody (its
- * thread, another poller) dispatches it already. */
-static bool poll_rx(struct rx_ctx *c)
-{
-	struct epoll_event evs[UR_BATCH];
-	int n;
-
-	if (pthread_mutex_trylock(&c->dispatch_lock))
-		return false;
-	in_dispatch = 1 + c->index;
-	n = epoll_wait(c->epfd, evs, UR_BATCH, 0);
-	if (n > 0)
-		run_events(c->e, evs, n);
-	in_dispatch = 0;
-	pthread_mutex_unlock(&c->dispatch_lock);
-	return n > 0;
-}
-
-bool ur_engine_poll(struct ur_engine *e, bool will_block)
-{
-	bool found = poll_first(e, will_block);
-
-	for (unsigned i = 1; i < e->nrx; i++)
-		if (poll_rx(&e->rx[i]))
-			found = true;
-	return found;
-}
-
-void ur_engine_app_waits(struct ur_engine *e)
-{
-	atomic_store(&e->last_app_poll, 0);
-	if (atomic_load(&e->light_sleep))
-		wake(e);
-}
-
 /* Whether the thread may nap (an application thread polls, so the pollers
  * need not wake it): then the flag is up, and app_waits sees it. */
 static bool may_nap(struct ur_engine *e, uint64_t now)
@@ -556,12 +241,12 @@ static bool may_nap(struct ur_engine *e, uint64_t now)
  * context 0's callbacks quiesce, so no thread waits the other way round. */
 void ur_engine_quiesce(struct ur_engine *e)
 {
-	if (in_dispatch != 1) {
+	if (ur_engine_in_dispatch != 1) {
 		pthread_mutex_lock(&e->dispatch_lock);
 		pthread_mutex_unlock(&e->dispatch_lock);
 	}
 	for (unsigned i = 1; i < e->nrx; i++) {
-		if (in_dispatch == 1 + i)
+		if (ur_engine_in_dispatch == 1 + i)
 			continue;
 		pthread_mutex_lock(&e->rx[i].dispatch_lock);
 		pthread_mutex_unlock(&e->rx[i].dispatch_lock);
@@ -581,14 +266,14 @@ static void on_inline_set(void *arg, uint32_t events)
 {
 	struct ur_engine *e = arg;
 
-	run_set(e, e->inline_epfd);
+	ur_engine_run_set(e, e->inline_epfd);
 }
 
 static void on_own_set(void *arg, uint32_t events)
 {
 	struct ur_engine *e = arg;
 
-	run_set(e, e->own_epfd);
+	ur_engine_run_set(e, e->own_epfd);
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -673,7 +358,7 @@ static void *engine_main(void *arg)
 		 * threads woken for each packet on two cores cost more than
 		 * either's work.  Else sleep, once the pollers have made sure
 		 * their work will wake us. */
-		bool active = polled && pollers_active(e);
+		bool active = polled && ur_engine_pollers_active(e);
 
 		if (polled && now - last_work < e->spin_ns) {
 			to = &now_ts;
@@ -711,15 +396,15 @@ static void *engine_main(void *arg)
 		/* A polling thread may hold the lock: wait for it, then take
 		 * what it left. */
 		pthread_mutex_lock(&e->dispatch_lock);
-		in_dispatch = 1;
+		ur_engine_in_dispatch = 1;
 		if (n > 0)
-			run_events(e, evs, n);
+			ur_engine_run_events(e, evs, n);
 		if (napped)        /* what the application thread left, if it stopped */
-			run_set(e, e->inline_epfd);
-		if (polled && run_pollers(e))
+			ur_engine_run_set(e, e->inline_epfd);
+		if (polled && ur_engine_run_pollers(e))
 			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());
-		in_dispatch = 0;
+		ur_engine_in_dispatch = 0;
 		pthread_mutex_unlock(&e->dispatch_lock);
 	}
 	return NULL;
@@ -742,9 +427,9 @@ static void *rx_main(void *arg)
 			continue;
 		/* A polling thread may hold the lock: what it leaves, we take. */
 		pthread_mutex_lock(&c->dispatch_lock);
-		in_dispatch = 1 + c->index;
-		run_events(e, evs, n);
-		in_dispatch = 0;
+		ur_engine_in_dispatch = 1 + c->index;
+		ur_engine_run_events(e, evs, n);
+		ur_engine_in_dispatch = 0;
 		pthread_mutex_unlock(&c->dispatch_lock);
 	}
 	return NULL;
@@ -847,6 +532,7 @@ int ur_engine_create_rx(unsigned flags, const char *thread_name, unsigned rx,
 	pthread_mutex_init(&e->dispatch_lock, NULL);
 	pthread_mutex_init(&e->watch_lock, NULL);
 	pthread_mutex_init(&e->timer_lock, NULL);
+	pthread_mutex_init(&e->waiters_lock, NULL);
 	for (int i = 0; i < UR_MAX_WATCH; i++)
 		e->watches[i].fd = -1;
 	e->cap = 2;
@@ -895,7 +581,7 @@ void ur_engine_destroy(struct ur_engine *e)
 		return;
 	atomic_store(&e->stopping, true);
 	if (e->threaded) {
-		wake(e);
+		ur_engine_wake(e);
 		pthread_join(e->thread, NULL);
 	}
 	for (unsigned i = 1; i < e->nrx; i++) {
@@ -922,6 +608,7 @@ void ur_engine_destroy(struct ur_engine *e)
 	if (e->epfd >= 0)
 		close(e->epfd);
 	pthread_mutex_destroy(&e->timer_lock);
+	pthread_mutex_destroy(&e->waiters_lock);
 	pthread_mutex_destroy(&e->watch_lock);
 	pthread_mutex_destroy(&e->dispatch_lock);
 	free(e->heap);

@@ -85,6 +85,11 @@ void ur_engine_timer_fini(struct ur_engine *e, struct ur_timer *t);
 /* Arms (or moves) a timer to an absolute deadline; a deadline already past
  * fires at the next dispatch (deferred work). */
 void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadline);
+/* Makes it fire by deadline: one armed earlier stays as it is.  For an
+ * owner whose fire checks what is due and arms again: arming a deadline
+ * earlier than the engine thread's sleep wakes it to say so, and a
+ * deadline moved with every message would wake it with every message. */
+void ur_engine_timer_arm_by(struct ur_engine *e, struct ur_timer *t, uint64_t deadline);
 /* Disarms it.  A fire already running is not waited for: an owner that
  * frees the timer's object quiesces first. */
 void ur_engine_timer_cancel(struct ur_engine *e, struct ur_timer *t);
@@ -126,6 +131,16 @@ bool ur_engine_poll(struct ur_engine *e, bool will_block);
 /* An application thread stops polling and will wait (on a completion
  * channel, say): the engine thread must now take what pollers find. */
 void ur_engine_app_waits(struct ur_engine *e);
+
+/* An application thread that would block until fd is readable (a
+ * completion channel's) blocks here instead: meanwhile it, not the engine
+ * thread, runs what the INLINE class and the pollers bring (as
+ * ur_engine_poll would), so the packet that ends its wait wakes one thread
+ * instead of the engine thread and then it.  wait_epfd comes from
+ * ur_engine_wait_set(e, fd), made once per fd.  Returns once fd is
+ * readable (0) or -errno; at once with an engine without a thread. */
+int ur_engine_wait_set(struct ur_engine *e, int fd);
+int ur_engine_block_on(struct ur_engine *e, int wait_epfd);
 
 /* How many timers are armed (diagnostics, tests). */
 unsigned ur_engine_timers_armed(struct ur_engine *e);

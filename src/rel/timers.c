@@ -37,10 +37,15 @@ void ur_timers_update(struct ur_qp *qp)
 
 	if (!e)
 		return;
-	if (d && !qp->dying)
-		ur_engine_timer_arm(e, &qp->timer, d);
-	else
+	/* A deadline that moves later, or goes, leaves the timer as it is:
+	 * firing early runs the completer, which finds nothing due and arms
+	 * the timer anew.  Moving it (and waking the sleeping engine thread
+	 * to say so) with each message cost a wake-up a message: a ping-pong
+	 * that waits on a channel paid three threads a hop instead of two. */
+	if (qp->dying)
 		ur_engine_timer_cancel(e, &qp->timer);
+	else if (d)
+		ur_engine_timer_arm_by(e, &qp->timer, d);
 }
 
 void ur_timers_arm_rnr(struct ur_qp *qp, uint8_t code)

@@ -110,8 +110,10 @@ UR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 
 	/* The thread blocks: the engine thread must not leave the receive
 	 * path to it (a CQ armed earlier, and another CQ spun on since). */
-	if (stack)
+	if (stack) {
 		ur_progress_app_waits(stack);
+		ur_channel_wait(to_uchan(channel), to_uctx(channel->context)->engine);
+	}
 	ret = ur_cq_get_event(to_uchan(channel), &ucq);
 
 	if (ret)
