@@ -65,6 +65,10 @@ struct ur_mr {
 	bool share_tried;
 	bool share_queued;
 	struct ur_list share_link;
+	/* On mr_share.c's list of published private regions while it is one:
+	 * a neighbour's move takes it along when they share a page. */
+	bool in_private;
+	struct ur_list private_link;
 	bool implicit;         /* implicit on-demand: the whole address space,
 				* each access checked against the mappings */
 };

@@ -20,13 +20,22 @@
  * its revocation and its removal from the key table (a responder still
  * looking it up): ibv_dereg_mr takes it off the queue once no lookup can
  * find it (ur_mr_share_forget).  queue_lock, the innermost, guards the
- * queue alone. */
+ * queue alone.
+ *
+ * Regions whose ranges share a page move together: buffers carved from
+ * one allocation at addresses that are not page-aligned (fio's, one
+ * region each) would otherwise move one by one, and each move leaves the
+ * neighbours' first or last page in the memfd, so they could never move
+ * ("a shared mapping"): half of fio's copies stayed the kernel's.  The
+ * published private regions are kept on a list (share_lock) for the
+ * mover to find them. */
 #include "core/mr.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/device.h"
@@ -42,6 +51,7 @@ static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;
 static struct ur_list queue = { &queue, &queue };
+static struct ur_list privates = { &privates, &privates };  /* published, not shared */
 static bool mover_started;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -104,6 +114,20 @@ static bool share(struct ur_context *ctx, struct ur_mr *mr, enum ur_vm_move how,
 	return true;
 }
 
+/* On the list of published private regions, or off it; share_lock held. */
+static void note_private(struct ur_context *ctx, struct ur_mr *mr)
+{
+	bool want = mr->exposed && !mr->shared && shareable(ctx, mr);
+
+	if (want == mr->in_private)
+		return;
+	if (want)
+		ur_list_add_tail(&privates, &mr->private_link);
+	else
+		ur_list_del(&mr->private_link);
+	mr->in_private = want;
+}
+
 static void mr_unshare(struct ur_mr *mr)
 {
 	if (mr->shared)
@@ -142,6 +166,7 @@ void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr)
 	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
 	if (!mr->exposed)
 		mr_unshare(mr);
+	note_private(ctx, mr);
 	pthread_mutex_unlock(&share_lock);
 }
 
@@ -165,6 +190,7 @@ void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr)
 	mr->exposed = false;
 	/* No peer copies into it now: back to private memory. */
 	mr_unshare(mr);
+	note_private(ctx, mr);
 	pthread_mutex_unlock(&share_lock);
 }
 
@@ -196,26 +222,108 @@ void ur_mr_share_forget_context(struct ur_context *ctx)
 
 /* ---- the mover ----------------------------------------------------------- */
 
-/* Moves mr's pages and publishes it again with them (share_lock held:
- * mr is alive and exposed, or revoked and off the queue). */
-static void move_one(struct ur_mr *mr)
+/* The pages [*lo, *hi) of a region. */
+static void pages_of(const struct ur_mr *mr, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	*lo = (uintptr_t)mr->host & ~(pg - 1);
+	*hi = ((uintptr_t)mr->host + mr->length + pg - 1) & ~(pg - 1);
+}
+
+/* The published private regions that share a page with [*lo, *hi), and
+ * theirs with them, moved to the front of the list (after mr) and counted;
+ * [*lo, *hi) grows to hold them all.  share_lock held. */
+static unsigned gather(struct ur_mr *mr, uintptr_t *lo, uintptr_t *hi)
+{
+	struct ur_list *end = &mr->private_link;  /* the group: privates.next .. end */
+	unsigned n = 1;
+	bool grew = true;
+
+	ur_list_del(&mr->private_link);
+	ur_list_add(&privates, &mr->private_link);
+	while (grew) {
+		grew = false;
+		for (struct ur_list *l = end->next, *next; l != &privates; l = next) {
+			struct ur_mr *m = container_of(l, struct ur_mr, private_link);
+			uintptr_t mlo, mhi;
+
+			next = l->next;
+			pages_of(m, &mlo, &mhi);
+			if (mhi <= *lo || mlo >= *hi)
+				continue;
+			*lo = mlo < *lo ? mlo : *lo;
+			*hi = mhi > *hi ? mhi : *hi;
+			ur_list_del(l);
+			ur_list_add(end, l);
+			end = l;
+			n++;
+			grew = true;
+		}
+	}
+	return n;
+}
+
+/* Moves one region's pages, already taken back from the peers, and
+ * publishes it again with them (or private, as before).  share_lock held. */
+static void republish(struct ur_mr *mr, bool moved_with_neighbours)
 {
 	struct ur_context *ctx = to_uctx(mr->ibmr.context);
 	struct ur_xport_region r = region_of(mr);
 
-	if (!mr->exposed)
-		return;
-	/* No peer may copy meanwhile: a page its kernel copy pinned would
-	 * take writes the move does not see. */
-	ur_xports_revoke_region(ctx->xports, mr->ke.key);
+	dequeue(mr);
+	__atomic_store_n(&mr->share_tried, true, __ATOMIC_RELAXED);
 	if (share(ctx, mr, share_mode(), &r))
 		ur_info(NULL, "region %p+%llu moved into a memfd after peers copied %llu bytes "
-			"into and out of it by the kernel: they copy with memcpy now",
+			"into and out of it by the kernel%s: they copy with memcpy now",
 			(void *)mr->host, (unsigned long long)mr->length,
-			(unsigned long long)__atomic_load_n(&mr->placed_by_kernel, __ATOMIC_RELAXED));
+			(unsigned long long)__atomic_load_n(&mr->placed_by_kernel, __ATOMIC_RELAXED),
+			moved_with_neighbours ? " (with the regions it shares pages with)" : "");
 	mr->exposed = !ur_xports_expose_region(ctx->xports, &r);
 	if (!mr->exposed)
 		mr_unshare(mr);
+	note_private(ctx, mr);
+}
+
+/* Moves mr's pages, with those of every published private region that
+ * shares a page with it, and publishes them again (share_lock held: mr is
+ * alive and exposed, or revoked and off the queue). */
+static void move_one(struct ur_mr *mr)
+{
+	struct ur_list *l, *next, *stop;
+	struct ur_vm_share together;
+	const char *why = NULL;
+	bool together_ok;
+	uintptr_t lo, hi;
+	unsigned n;
+
+	if (!mr->exposed || !mr->in_private)
+		return;
+	pages_of(mr, &lo, &hi);
+	n = gather(mr, &lo, &hi);
+	stop = privates.next;
+	for (unsigned i = 0; i < n; i++)
+		stop = stop->next;
+	/* No peer may copy meanwhile: a page its kernel copy pinned would
+	 * take writes the move does not see. */
+	for (l = privates.next; l != stop; l = l->next) {
+		struct ur_mr *m = container_of(l, struct ur_mr, private_link);
+
+		ur_xports_revoke_region(to_uctx(m->ibmr.context)->xports, m->ke.key);
+	}
+	/* The pages of the group move at once; each region then takes its
+	 * reference on the memfd they are in.  If they cannot, each tries
+	 * alone and says why it stays. */
+	together_ok = n > 1 && !ur_vm_share_get((void *)lo, hi - lo, share_mode(), &together, &why);
+	if (n > 1 && !together_ok)
+		ur_info(NULL, "regions %p..%p (%u sharing pages) cannot move together (%s)",
+			(void *)lo, (void *)hi, n, why ? why : "the move failed");
+	for (l = privates.next; l != stop; l = next) {
+		next = l->next;
+		republish(container_of(l, struct ur_mr, private_link), together_ok);
+	}
+	if (together_ok)
+		ur_vm_share_put(&together);
 }
 
 static void *mover(void *arg)
@@ -249,6 +357,7 @@ static void *mover(void *arg)
 static void at_child(void)
 {
 	ur_list_init(&queue);
+	ur_list_init(&privates);
 	mover_started = false;
 	pthread_mutex_init(&queue_lock, NULL);
 	pthread_mutex_init(&share_lock, NULL);

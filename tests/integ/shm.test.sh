@@ -244,6 +244,14 @@ else
 		"sc.default: heap memory stays private unless asked ($HELD), and says why"
 	ur_expect_grep sc.default.client "$KERNEL" "sc.default: the kernel copies into it"
 fi
+# Regions that share pages (unaligned neighbours, as fio's buffers are)
+# move together, where heap memory moves by default.
+sc_pair sc.neighbours neighbours && if [ "$HELD" = "kernel faults held: yes" ]; then
+	ur_expect_grep sc.neighbours.server "moved into a memfd .*\(with the regions it shares pages with\)" \
+		"sc.neighbours: the regions sharing pages moved together"
+	ur_expect_no_grep sc.neighbours.server "stays private" "sc.neighbours: none of them stays private"
+	ur_expect_grep sc.neighbours.client "$MAPPED" "sc.neighbours: the requester copies into them with memcpy"
+fi
 UR_ENV=(UROCE_LOG=info UROCE_SHM_SHARE_MR=0)
 sc_pair sc.kernel sizes && {
 	ur_expect_grep sc.kernel.client "$KERNEL" "sc.kernel: with UROCE_SHM_SHARE_MR=0 the kernel copies"

@@ -29,6 +29,13 @@
  *   killed (by the test); the responder, seeing its side channel close,
  *   deregisters within a second (a copier that died holds nothing) and
  *   finds the guard bytes around the region intact.
+ * MODE neighbours: the responder registers NB_REGIONS regions of 64 KiB
+ *   one after another at an address that is not page-aligned (as fio's
+ *   buffers are), so that each shares its first and last page with its
+ *   neighbours; the requester WRITEs 64 KiB into each in turn, NB_ROUNDS
+ *   times (enough for each to move into a memfd), each round its own
+ *   bytes; the responder then finds in each region the last round's bytes
+ *   and every byte around the regions unchanged.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,6 +53,16 @@
 #define SRC_SLACK 64u
 #define DEPTH 4
 #define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define NB_REGIONS 8
+#define NB_LEN (64u << 10)
+#define NB_SKEW 16u       /* the first region's distance past a page start */
+#define NB_ROUNDS 40
+
+/* MODE neighbours: where each region is, and its key. */
+struct nb_regions {
+	uint64_t addr[NB_REGIONS];
+	uint32_t rkey[NB_REGIONS];
+};
 
 struct hello {
 	uint32_t qpn;
@@ -279,6 +296,42 @@ static void fork_child_own_copy(void)
 	free(before);
 }
 
+/* The regions carved from buf at NB_SKEW, each NB_LEN: after the
+ * requester's rounds each holds the last round's stream and nothing
+ * around them changed. */
+static void serve_neighbours(void)
+{
+	struct ibv_mr *mr[NB_REGIONS];
+	struct nb_regions r;
+	uint8_t *shadow = malloc(buf.len + 2 * VT_GUARD), go = 1;
+
+	if (!shadow)
+		die("out of memory");
+	memcpy(shadow, buf.base, buf.len + 2 * VT_GUARD);
+	for (int i = 0; i < NB_REGIONS; i++) {
+		uint8_t *at = buf.p + NB_SKEW + (size_t)i * NB_LEN;
+
+		mr[i] = ibv_reg_mr(dev.pd, at, NB_LEN, ALL_ACCESS);
+		if (!mr[i])
+			die("ibv_reg_mr of a neighbour region");
+		r.addr[i] = (uintptr_t)at;
+		r.rkey[i] = mr[i]->rkey;
+	}
+	vt_xfer(fd, &r, sizeof(r), true);
+	vt_xfer(fd, &go, 1, false);   /* the rounds are done */
+	for (int i = 0; i < NB_REGIONS; i++)
+		vt_stream_fill(shadow + VT_GUARD + NB_SKEW + (size_t)i * NB_LEN, NB_LEN,
+			       (uint64_t)NB_ROUNDS * NB_REGIONS + (uint64_t)i, 0);
+	vt_check(first_diff(shadow, buf.len + 2 * VT_GUARD) < 0,
+		 "each of %d regions sharing pages holds the last of %d rounds of WRITEs, every "
+		 "byte around them unchanged (first difference at %ld)", NB_REGIONS, NB_ROUNDS,
+		 first_diff(shadow, buf.len + 2 * VT_GUARD));
+	for (int i = 0; i < NB_REGIONS; i++)
+		if (ibv_dereg_mr(mr[i]))
+			vt_fail("ibv_dereg_mr of neighbour region %d", i);
+	free(shadow);
+}
+
 static void serve(const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
@@ -320,6 +373,8 @@ static void serve(const char *port, const char *mode)
 		free(shadow);
 	} else if (!strcmp(mode, "dereg")) {
 		serve_dereg();
+	} else if (!strcmp(mode, "neighbours")) {
+		serve_neighbours();
 	} else {
 		serve_killed();
 	}
@@ -470,6 +525,35 @@ static void request_killed(const struct hello *peer)
 	vt_fail("the requester was not killed within 60 s");
 }
 
+static void request_neighbours(const struct hello *peer)
+{
+	struct nb_regions r;
+	struct ibv_wc wc;
+	uint8_t go = 1;
+	int failed = 0;
+
+	(void)peer;
+	vt_xfer(fd, &r, sizeof(r), false);
+	for (int round = 1; round <= NB_ROUNDS; round++) {
+		for (int i = 0; i < NB_REGIONS; i++) {
+			uint64_t key = (uint64_t)round * NB_REGIONS + (uint64_t)i;
+			struct ibv_sge sge = vt_sge(&buf, (size_t)i * NB_LEN, NB_LEN);
+			struct ibv_send_wr wr = vt_wr(key, IBV_WR_RDMA_WRITE, &sge);
+
+			vt_stream_fill(buf.p + (size_t)i * NB_LEN, NB_LEN, key, 0);
+			wr.wr.rdma.remote_addr = r.addr[i];
+			wr.wr.rdma.rkey = r.rkey[i];
+			if (vt_post_send(&qp, &wr))
+				die("cannot post a WRITE");
+			if (vt_poll(qp.scq, &wc, 1, 20) != 1 || wc.status != IBV_WC_SUCCESS)
+				failed++;
+		}
+	}
+	vt_check(!failed, "%d rounds of 64 KiB WRITEs into %d regions sharing pages: %d failed",
+		 NB_ROUNDS, NB_REGIONS, failed);
+	vt_xfer(fd, &go, 1, true);
+}
+
 static void request(const char *host, const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
@@ -488,6 +572,8 @@ static void request(const char *host, const char *port, const char *mode)
 		request_sizes(&peer);
 	else if (!strcmp(mode, "dereg"))
 		request_dereg(&peer);
+	else if (!strcmp(mode, "neighbours"))
+		request_neighbours(&peer);
 	else
 		request_killed(&peer);
 }
@@ -500,9 +586,10 @@ int main(int argc, char **argv)
 	if (argc < 6 || (strcmp(argv[3], "-s") && strcmp(argv[3], "-c")) ||
 	    (!strcmp(argv[3], "-c") && argc < 7) ||
 	    (strcmp(mode, "sizes") && strcmp(mode, "uc") && strcmp(mode, "dereg") &&
-	     strcmp(mode, "killed") && strcmp(mode, "fork") && strcmp(mode, "memfd"))) {
+	     strcmp(mode, "killed") && strcmp(mode, "fork") && strcmp(mode, "memfd") &&
+	     strcmp(mode, "neighbours"))) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
-			"MODE: sizes, fork, memfd, uc, dereg or killed\n", argv[0]);
+			"MODE: sizes, fork, memfd, uc, dereg, killed or neighbours\n", argv[0]);
 		return 2;
 	}
 	uc = !strcmp(mode, "uc");
