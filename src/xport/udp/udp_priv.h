@@ -192,7 +192,14 @@ void ur_udp_close_sock(struct ur_udp_sock *s);
 /* Arms or disarms EPOLLOUT on one socket (no system call if unchanged). */
 void ur_udp_sock_arm(struct ur_udp_sock *s, bool on);
 /* 0, 1: our own IPv4 and IPv6 sockets; then the peers'. */
-struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i);
+static inline struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i)
+{
+	if (i == 0)
+		return &u->own4;
+	if (i == 1)
+		return &u->own6;
+	return u->peers[i - 2].pid ? &u->peers[i - 2].sock : NULL;
+}
 /* Every socket, own and peers', for the writability bookkeeping. */
 #define ur_udp_for_each_sock(u, s, i)                                              \
 	for ((i) = 0; (i) < 2 + UR_UDP_PEERS; (i)++)                               \

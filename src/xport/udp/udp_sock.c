@@ -124,11 +124,3 @@ void ur_udp_sock_arm(struct ur_udp_sock *s, bool on)
 			  (s->family == AF_UNIX ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0));
 }
 
-struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i)
-{
-	if (i == 0)
-		return &u->own4;
-	if (i == 1)
-		return &u->own6;
-	return u->peers[i - 2].pid ? &u->peers[i - 2].sock : NULL;
-}
