@@ -25,6 +25,13 @@ struct cma cma = {
 	.wake_fd = -1,
 };
 
+static const struct cma_upcalls *upcalls;   /* conn.c's, set at load */
+
+void cma_set_upcalls(const struct cma_upcalls *up)
+{
+	upcalls = up;
+}
+
 struct cma_rx {
 	struct ur_list link;
 	union ibv_gid sgid, dgid;
@@ -80,7 +87,8 @@ static void handle_rx(struct cma_rx *r)
 	dev = cma_dev_of_gid(&r->dgid, &gid_index);
 	if (dev < 0)
 		return;
-	cma_on_mad(&m, dev, gid_index, &r->sgid);
+	if (upcalls)
+		upcalls->on_mad(&m, dev, gid_index, &r->sgid);
 }
 
 static void *cma_thread(void *arg)
@@ -93,7 +101,8 @@ static void *cma_thread(void *arg)
 		struct ur_list q;
 
 		pthread_mutex_lock(&cma.lock);
-		cma_tick(cma_now(), &next);
+		if (upcalls)
+			upcalls->tick(cma_now(), &next);
 		pthread_mutex_unlock(&cma.lock);
 		now = cma_now();
 		timeout = !next ? 1000 : next <= now ? 0 : (int)((next - now) / 1000000 + 1);

@@ -112,6 +112,15 @@ static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 
 /* cma.c */
 int cma_init(void);                 /* takes no lock; idempotent */
+/* What the CM thread hands up, under cma.lock: each parsed MAD (with the
+ * device and GID it came to) and its timer (next: the earliest deadline
+ * left, 0 if none).  conn.c registers them when the library loads. */
+struct cma_upcalls {
+	void (*on_mad)(const struct ur_cm_msg *m, int dev, int gid_index,
+		       const union ibv_gid *sgid);
+	void (*tick)(uint64_t now, uint64_t *next);
+};
+void cma_set_upcalls(const struct cma_upcalls *up);
 uint64_t cma_now(void);
 void cma_wake(void);
 int cma_dev_of_gid(const union ibv_gid *gid, int *gid_index);
@@ -163,7 +172,7 @@ struct ibv_xrcd *cma_dev_xrcd(int dev);
 int cma_resolve(struct cma_id *c, const struct sockaddr *src, const struct sockaddr *dst);
 void cma_fill_route(struct cma_id *c);
 
-/* conn.c */
+/* listen.c */
 struct cma_id *cma_find_listener(uint64_t service_id, int dev);
 /* The child a request (REQ or SIDR_REQ) from `from` already made, if any. */
 struct cma_id *cma_find_child(const struct ur_cm_msg *req, const union ibv_gid *from);
@@ -174,6 +183,7 @@ int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_c
 		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out);
 /* Marks a child's CONNECT_REQUEST event with its listener. */
 void cma_child_event(struct cma_id *c, struct cma_event *e);
+/* conn.c, and what the CM thread hands up to it. */
 /* priv.c: the private data of a REQ or SIDR_REQ.
  * -EINVAL if p's private data is missing or longer than room. */
 int cma_check_priv(const struct rdma_conn_param *p, size_t room);
@@ -182,8 +192,6 @@ int cma_check_priv(const struct rdma_conn_param *p, size_t room);
 void cma_pack_priv(const struct cma_id *c, const struct rdma_conn_param *p, struct ur_cm_msg *m);
 /* A synchronous id (made without a channel) waits for want. */
 int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);
-void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid);
-void cma_tick(uint64_t now, uint64_t *next);
 /* RTR, then RTS: receiving from c->psn (ours, advertised), sending from
  * peer_psn (the Starting PSN of the peer's REQ or REP). */
 int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_t mtu,

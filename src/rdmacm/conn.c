@@ -171,51 +171,6 @@ static void conn_event(struct cma_id *c, enum rdma_cm_event_type type, int statu
 
 /* ---- arriving messages ---------------------------------------------------- */
 
-struct cma_id *cma_find_listener(uint64_t service_id, int dev)
-{
-	struct ur_list *l;
-
-	ur_list_for_each(l, &cma.ids) {
-		struct cma_id *c = ur_list_entry(l, struct cma_id, link);
-
-		if (c->listening && cma_service_id(c) == service_id && (c->dev < 0 || c->dev == dev))
-			return c;
-	}
-	return NULL;
-}
-
-struct cma_id *cma_find_child(const struct ur_cm_msg *req, const union ibv_gid *from)
-{
-	struct ur_list *l;
-
-	ur_list_for_each(l, &cma.ids) {
-		struct cma_id *c = ur_list_entry(l, struct cma_id, link);
-
-		if ((c->listener || c->req.attr == req->attr) &&
-		    c->conn.remote_id == req->local_comm_id && !memcmp(&c->dgid, from, sizeof(*from)))
-			return c;
-	}
-	return NULL;
-}
-
-static void set_addr(struct sockaddr_storage *ss, uint8_t ipv, const uint8_t *a, uint16_t port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (ipv == 4) {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-
-		in->sin_family = AF_INET;
-		memcpy(&in->sin_addr, a + 12, 4);
-		in->sin_port = htons(port);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-		in6->sin6_family = AF_INET6;
-		memcpy(&in6->sin6_addr, a, 16);
-		in6->sin6_port = htons(port);
-	}
-}
-
 static void reject_unknown(const struct ur_cm_msg *m, int dev, int gid_index,
 			   const union ibv_gid *from, uint16_t reason)
 {
@@ -223,41 +178,6 @@ static void reject_unknown(const struct ur_cm_msg *m, int dev, int gid_index,
 
 	ur_cm_rej_for(m, reason, &rej);
 	cma_send_to(dev, gid_index, from, &rej);
-}
-
-int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_cma_hdr *h,
-		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out)
-{
-	struct cma_id *c;
-
-	if (l->pending >= l->backlog || cma_id_new(l->chan, l->id.context, l->id.ps,
-						   l->id.qp_type, &c))
-		return -ENOSPC;
-	c->listener = l;
-	l->pending++;
-	c->req = *m;
-	c->gid_index = gid_index;
-	c->dgid = *from;
-	c->sgid = *from;
-	ibv_query_gid(cma.devs[dev].verbs, 1, gid_index, &c->sgid);
-	cma_id_set_dev(c, dev);
-	c->bound = true;
-	set_addr(&c->src, h->ip_version, h->dst, cma_port_of((struct sockaddr *)&l->src));
-	set_addr(&c->dst, h->ip_version, h->src, h->src_port);
-	memcpy(&c->id.route.addr.src_addr, &c->src, sizeof(struct sockaddr_in6));
-	memcpy(&c->id.route.addr.dst_addr, &c->dst, sizeof(struct sockaddr_in6));
-	c->id.route.addr.addr.ibaddr.sgid = c->sgid;
-	c->id.route.addr.addr.ibaddr.dgid = c->dgid;
-	c->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
-	cma_fill_route(c);
-	*out = c;
-	return 0;
-}
-
-void cma_child_event(struct cma_id *c, struct cma_event *e)
-{
-	if (e)
-		e->ev.listen_id = &c->listener->id;
 }
 
 static void on_req(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *from)
@@ -355,7 +275,7 @@ static void report(struct cma_id *c, enum ur_cm_up up, const struct ur_cm_msg *m
 	}
 }
 
-void cma_on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid)
+static void on_mad(const struct ur_cm_msg *m, int dev, int gid_index, const union ibv_gid *sgid)
 {
 	struct cma_id *c;
 
@@ -409,7 +329,7 @@ static void check_local_peers(uint64_t now)
 	}
 }
 
-void cma_tick(uint64_t now, uint64_t *next)
+static void tick(uint64_t now, uint64_t *next)
 {
 	struct ur_list *l;
 
@@ -422,6 +342,15 @@ void cma_tick(uint64_t now, uint64_t *next)
 		if (c->conn.deadline_ns && (!*next || c->conn.deadline_ns < *next))
 			*next = c->conn.deadline_ns;
 	}
+}
+
+/* The CM thread (cma.c) hands what arrives and its timer up to us: plugged
+ * in when the library loads, so that cma.c calls nothing above it. */
+__attribute__((constructor)) static void plug_in(void)
+{
+	static const struct cma_upcalls up = { .on_mad = on_mad, .tick = tick };
+
+	cma_set_upcalls(&up);
 }
 
 /* ---- the application's calls -------------------------------------------- */
