@@ -8,9 +8,14 @@
  * has its work stranded; a fault in a guarded access on the engine thread
  * is caught, not fatal; receive contexts: each dispatched by its own thread
  * or a polling one, one callback at a time within a context, contexts at
- * the same time, quiesce waiting for all of them; UROCE_RX_THREADS. */
+ * the same time, quiesce waiting for all of them; UROCE_RX_THREADS; a
+ * thread blocked on a channel's fd runs what the INLINE class brings
+ * itself, and gives it back to the engine thread when it returns or is
+ * cancelled. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -554,6 +559,117 @@ static void test_poll_then_block(void)
 }
 
 
+/* ---- a thread blocked on a channel ------------------------------------------ */
+
+/* What a completion channel does: an INLINE fd's callback (a packet) makes
+ * the waited fd readable (the channel's event). */
+struct t_chan {
+	struct t_fd in;
+	int pipe[2];
+	int wait_epfd;
+	struct ur_engine *e;
+	int ret;
+	int returned;
+};
+
+static void on_packet(void *arg, uint32_t events)
+{
+	struct t_chan *c = arg;
+	char b = 1;
+
+	on_fd(&c->in, events);
+	if (write(c->pipe[1], &b, 1) != 1)
+		c->in.calls = -1000;
+}
+
+static void *blocked(void *arg)
+{
+	struct t_chan *c = arg;
+
+	c->ret = ur_engine_block_on(c->e, c->wait_epfd);
+	__atomic_store_n(&c->returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void chan_open(struct t_chan *c, struct ur_engine *e)
+{
+	memset(c, 0, sizeof(*c));
+	c->e = e;
+	c->in.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	UT_EQ(pipe2(c->pipe, O_CLOEXEC), 0);
+	UT_EQ(ur_engine_watch(e, c->in.fd, EPOLLIN, UR_WATCH_INLINE, on_packet, c), 0);
+	c->wait_epfd = ur_engine_wait_set(e, c->pipe[0]);
+	UT_CHECK(c->wait_epfd >= 0);
+}
+
+static void chan_close(struct t_chan *c)
+{
+	ur_engine_unwatch(c->e, c->in.fd);
+	close(c->in.fd);
+	close(c->pipe[0]);
+	close(c->pipe[1]);
+	close(c->wait_epfd);
+}
+
+/* The thread blocked in ur_engine_block_on runs the packet's callback
+ * itself (the engine thread, out of the INLINE set meanwhile, does not)
+ * and returns once the callback made its fd readable; after it, the
+ * engine thread takes the INLINE set again. */
+static void test_block_on_takes_the_packet(void)
+{
+	struct ur_engine *e;
+	struct t_chan c;
+	pthread_t t;
+	char b;
+
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	chan_open(&c, e);
+	for (int round = 0; round < 50; round++) {
+		c.returned = 0;
+		UT_EQ(pthread_create(&t, NULL, blocked, &c), 0);
+		usleep(2000);                    /* it blocks */
+		UT_EQ(__atomic_load_n(&c.returned, __ATOMIC_SEQ_CST), 0);
+		poke(c.in.fd);
+		pthread_join(t, NULL);
+		UT_EQ(c.ret, 0);
+		UT_EQ(c.in.calls, round + 1);
+		UT_CHECK(pthread_equal(c.in.who, t));     /* the waiter, not the engine thread */
+		UT_EQ(read(c.pipe[0], &b, 1), 1);
+	}
+	/* Nobody waits: the engine thread takes the packet. */
+	poke(c.in.fd);
+	wait_for(&c.in.calls, 51);
+	UT_EQ(c.in.calls, 51);
+	UT_CHECK(!pthread_equal(c.in.who, pthread_self()) && !pthread_equal(c.in.who, t));
+	UT_EQ(c.in.overlap, 0);
+	UT_EQ(read(c.pipe[0], &b, 1), 1);
+	chan_close(&c);
+	ur_engine_destroy(e);
+}
+
+/* A waiter cancelled in its wait (rping cancels its completion thread)
+ * gives the INLINE set back: the engine thread takes the next packet. */
+static void test_block_on_cancelled(void)
+{
+	struct ur_engine *e;
+	struct t_chan c;
+	pthread_t t;
+
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	chan_open(&c, e);
+	UT_EQ(pthread_create(&t, NULL, blocked, &c), 0);
+	usleep(2000);
+	UT_EQ(pthread_cancel(t), 0);
+	pthread_join(t, NULL);
+	UT_EQ(c.returned, 0);
+	poke(c.in.fd);
+	wait_for(&c.in.calls, 1);
+	UT_EQ(c.in.calls, 1);            /* fails if the set stayed with the dead waiter */
+	UT_CHECK(!pthread_equal(c.in.who, pthread_self()));
+	chan_close(&c);
+	ur_engine_destroy(e);
+}
+
 /* ---- receive contexts ------------------------------------------------------ */
 
 /* Without threads: each context's fds are the polling thread's; a context
@@ -725,6 +841,8 @@ int main(void)
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
 	UT_RUN(test_poll_then_block);
+	UT_RUN(test_block_on_takes_the_packet);
+	UT_RUN(test_block_on_cancelled);
 	UT_RUN(test_engine_thread_fault_guarded);
 	UT_RUN(test_rx_polled);
 	UT_RUN(test_rx_threaded);
