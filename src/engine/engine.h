@@ -142,6 +142,9 @@ void ur_engine_app_waits(struct ur_engine *e);
 int ur_engine_wait_set(struct ur_engine *e, int fd);
 int ur_engine_block_on(struct ur_engine *e, int wait_epfd);
 
+/* How many application threads wait in ur_engine_block_on now (tests). */
+unsigned ur_engine_waiting(struct ur_engine *e);
+
 /* How many timers are armed (diagnostics, tests). */
 unsigned ur_engine_timers_armed(struct ur_engine *e);
 

@@ -144,6 +144,16 @@ static void waiter_leave(void *arg)
 	pthread_mutex_unlock(&e->waiters_lock);
 }
 
+unsigned ur_engine_waiting(struct ur_engine *e)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&e->waiters_lock);
+	n = e->waiters;
+	pthread_mutex_unlock(&e->waiters_lock);
+	return n;
+}
+
 /* What woke a blocked waiter: the inline set and the pollers, as the
  * engine thread would take them.  Not cancellable while it holds the
  * dispatch lock. */

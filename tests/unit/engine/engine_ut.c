@@ -591,6 +591,15 @@ static void *blocked(void *arg)
 	return NULL;
 }
 
+/* Until a thread waits in ur_engine_block_on (2 s at most): the set is
+ * then out of the engine thread's. */
+static void wait_for_waiter(struct ur_engine *e)
+{
+	for (int i = 0; i < 2000 && !ur_engine_waiting(e); i++)
+		usleep(1000);
+	UT_EQ(ur_engine_waiting(e), 1);
+}
+
 static void chan_open(struct t_chan *c, struct ur_engine *e)
 {
 	memset(c, 0, sizeof(*c));
@@ -627,8 +636,9 @@ static void test_block_on_takes_the_packet(void)
 	for (int round = 0; round < 50; round++) {
 		c.returned = 0;
 		UT_EQ(pthread_create(&t, NULL, blocked, &c), 0);
-		usleep(2000);                    /* it blocks */
-		UT_EQ(__atomic_load_n(&c.returned, __ATOMIC_SEQ_CST), 0);
+		wait_for_waiter(e);
+		usleep(1000);
+		UT_EQ(__atomic_load_n(&c.returned, __ATOMIC_SEQ_CST), 0);   /* it blocks */
 		poke(c.in.fd);
 		pthread_join(t, NULL);
 		UT_EQ(c.ret, 0);
@@ -658,10 +668,11 @@ static void test_block_on_cancelled(void)
 	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
 	chan_open(&c, e);
 	UT_EQ(pthread_create(&t, NULL, blocked, &c), 0);
-	usleep(2000);
+	wait_for_waiter(e);
 	UT_EQ(pthread_cancel(t), 0);
 	pthread_join(t, NULL);
 	UT_EQ(c.returned, 0);
+	UT_EQ(ur_engine_waiting(e), 0);
 	poke(c.in.fd);
 	wait_for(&c.in.calls, 1);
 	UT_EQ(c.in.calls, 1);            /* fails if the set stayed with the dead waiter */
