@@ -431,9 +431,16 @@ static int sweep_netns_registry(const char *name, unsigned uid, unsigned long in
 	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    flock(fd, LOCK_EX | LOCK_NB))
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
 		goto out;
+	/* Waited for, not tried: the holder is another process sweeping (or
+	 * one of the namespace's, changing a slot), and holds it for a few
+	 * checks.  Passing it by left the files to whoever came next, and when
+	 * the other sweep had looked while the last user still lived, to
+	 * nobody until then.  It is the only file lock held while waiting, so
+	 * two sweepers cannot wait on each other. */
+	while (flock(fd, LOCK_EX) && errno == EINTR)
+		;
 	if (registry_in_use(fd, &st) || netns_mounted(ino) || netns_has_process(ino))
 		goto out;
 	/* Still the file of that name, not one made since we opened ours. */

@@ -620,6 +620,40 @@ static void test_netns_gone_swept(void)
 	UT_CHECK(!exists(path) && !exists(router));
 }
 
+/* A dead namespace's registry that another process is looking at (its
+ * own sweep holds the file's flock for its checks) is removed all the
+ * same, once that process lets go: passing it by left it to whoever came
+ * next (integ.registry_netns failed so, with another run's processes
+ * starting beside it). */
+static void test_netns_swept_past_another_sweeper(void)
+{
+	char path[128], router[128], c;
+	int ready[2];
+	struct kid k;
+	pid_t other;
+
+	UT_EQ(ur_registry_attach(), 0);
+	netns_kid_start(&k, false, path, router);
+	kid_finish(&k);
+	UT_EQ(pipe(ready), 0);
+	other = fork();
+	if (other == 0) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		if (fd < 0 || flock(fd, LOCK_EX) || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		usleep(200 * 1000);
+		_exit(0);
+	}
+	UT_CHECK(other > 0);
+	UT_EQ(read(ready[0], &c, 1), 1);
+	UT_EQ(ur_registry_sweep_dead_netns() >= 1, 1);
+	UT_CHECK(!exists(path) && !exists(router));
+	UT_EQ(waitpid(other, NULL, 0), other);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 /* A process still using a registry keeps it after its namespace is gone
  * (it moved elsewhere, or its pid means nothing here: another pid
  * namespace): its slot says so, and when the slot cannot be read as live,
@@ -664,6 +698,7 @@ int main(void)
 	UT_RUN(test_detach_and_layout);
 	UT_RUN(test_counters_once);
 	UT_RUN(test_netns_gone_swept);
+	UT_RUN(test_netns_swept_past_another_sweeper);
 	UT_RUN(test_netns_user_keeps);
 	ur_registry_detach();
 	return UT_DONE();
