@@ -19,22 +19,6 @@
 #include "wire/gid.h"
 #include "wire/pkt_parse.h"
 
-/* The QP numbered qpn, locked; NULL if this process has none.  Found
- * under the table's lock, so it cannot go away before it is locked: a QP
- * being destroyed leaves the table first and then waits (quiesce) for the
- * callback in progress. */
-static struct ur_qp *lock_qp(struct ur_stack *s, uint32_t qpn)
-{
-	struct ur_qp *qp;
-
-	pthread_rwlock_rdlock(&s->qps_lock);
-	qp = ur_qp_table_find(&s->qps, qpn);
-	if (qp)
-		pthread_mutex_lock(&qp->lock);
-	pthread_rwlock_unlock(&s->qps_lock);
-	return qp;
-}
-
 static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
 {
 	return (opcode & UR_OP_TYPE_MASK) == ur_qp_op_base(qp);
@@ -50,7 +34,7 @@ static bool may_wait_in_inbox(const struct ur_qp *qp, const struct ur_pkt_view *
 	       bth_pkey(v->bth) == UR_DEFAULT_PKEY;
 }
 
-/* As lock_qp, for a received packet: where another thread holds the lock
+/* As ur_stack_lock_qp, for a received packet: where another thread holds the lock
  * with its inbox open, a response without payload is put there instead
  * (NULL, *left true). */
 static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v,
@@ -217,7 +201,7 @@ void ur_recv_local_msg(struct ur_stack *s, const uint8_t *msg, size_t len)
 		ur_xrc_on_deliver(&s->xports, &s->replies_lost, &m, payload);
 		return;
 	}
-	qp = lock_qp(s, m.tgt_qpn);
+	qp = ur_stack_lock_qp(s, m.tgt_qpn);
 	if (!qp)
 		return;
 	if (!qp->dying && ur_xrc_on_reply(qp, &m))

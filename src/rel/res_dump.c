@@ -125,11 +125,7 @@ static void dump_qps(struct ur_stack *s, FILE *f)
 	for (uint32_t i = 0; i < n; i++) {
 		struct ur_qp *qp;
 
-		pthread_rwlock_rdlock(&s->qps_lock);
-		qp = ur_qp_table_find(&s->qps, qpns[i]);
-		if (qp)
-			pthread_mutex_lock(&qp->lock);
-		pthread_rwlock_unlock(&s->qps_lock);
+		qp = ur_stack_lock_qp(s, qpns[i]);
 		if (!qp)
 			continue;       /* destroyed meanwhile */
 		if (qp->dc != UR_DC_HALF && !qp->dying)

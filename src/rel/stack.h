@@ -55,4 +55,7 @@ struct ur_stack {
 	uint64_t replies_lost;              /* XRC REPLYs that could not be sent */
 };
 
+/* The QP numbered qpn, its lock held; NULL if this process has none. */
+struct ur_qp *ur_stack_lock_qp(struct ur_stack *s, uint32_t qpn);
+
 #endif

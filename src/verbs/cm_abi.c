@@ -12,7 +12,6 @@
 #include "rel/gsi.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
-#include "rel/qp_table.h"
 #include "rel/res.h"
 #include "rel/stack.h"
 #include "util/compiler.h"
@@ -105,13 +104,7 @@ UR_EXPORT int uroce_qp_to_error(struct ibv_context *ibctx, uint32_t qpn)
 	/* The peer's last ACKs may wait in a ring behind the DREQ that ends
 	 * the QP (it came by UDP): a send they complete must not be flushed. */
 	ur_progress_settle(s, UR_SETTLE_NS);
-	/* Found and locked under the table's lock: a QP being destroyed has
-	 * left the table, or waits for its lock before it is freed. */
-	pthread_rwlock_rdlock(&s->qps_lock);
-	qp = ur_qp_table_find(&s->qps, qpn);
-	if (qp)
-		pthread_mutex_lock(&qp->lock);
-	pthread_rwlock_unlock(&s->qps_lock);
+	qp = ur_stack_lock_qp(s, qpn);
 	if (!qp)
 		return -ENOENT;
 	if (!qp->dying && qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_ERR)
