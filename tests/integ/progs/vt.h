@@ -168,5 +168,11 @@ struct vt_case {
  * run by name only, by default), prints a summary; exit 0 if every check
  * passed. */
 int vt_main(int argc, char **argv, const struct vt_case *cases);
+/* The main of a program that is a table of cases: VT_MAIN(cases). */
+#define VT_MAIN(cases)                                   \
+	int main(int argc, char **argv)                  \
+	{                                                \
+		return vt_main(argc, argv, cases);       \
+	}
 
 #endif
