@@ -120,9 +120,7 @@ static void cq_ex_ud(struct vt_dev *d, struct ibv_cq_ex *scq, struct ibv_cq_ex *
 	s = vt_sge(src, 0, 300);
 	wr = vt_wr(0x31, IBV_WR_SEND_WITH_IMM, &s);
 	wr.imm_data = htobe32(77);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = ub.qp->qp_num;
-	wr.wr.ud.remote_qkey = 0x11111111;
+	vt_wr_ud(&wr, ah, ub.qp->qp_num, 0x11111111);
 	vt_post_send(&ua, &wr);
 	if (xpoll(rcq, w, 1, 10) == 1)
 		vt_check(w[0].status == IBV_WC_SUCCESS && w[0].qp_num == ub.qp->qp_num &&
