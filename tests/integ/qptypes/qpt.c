@@ -112,15 +112,16 @@ static bool role_fits(const struct qpt_role *r, const struct qpt_opts *o)
 }
 
 /* "-m a|b|c": the modes the roles name, for the failure of no fit. */
-static void die_no_role(void)
+static __attribute__((noreturn)) void die_no_role(void)
 {
 	char modes[256] = "-m ";
-	size_t at = strlen(modes);
+	const size_t start = strlen(modes);
+	size_t at = start;
 
 	for (const struct qpt_role *r = qpt_roles; r->run && at < sizeof(modes); r++)
 		if (r->mode)
 			at += (size_t)snprintf(modes + at, sizeof(modes) - at, "%s%s",
-					       r == qpt_roles ? "" : "|", r->mode);
+					       at > start ? "|" : "", r->mode);
 	DIE("%s", modes);
 }
 
