@@ -89,12 +89,9 @@ out:
 	vt_buf_free(&target);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_case cases[] = {
-		{ "serve", case_serve },
-		{ NULL, NULL },
-	};
+static const struct vt_case cases[] = {
+	{ "serve", case_serve },
+	{ NULL, NULL },
+};
 
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

@@ -461,9 +461,7 @@ static void case_ud(struct vt_dev *d)
 	s = vt_sge(&src, 0, len);
 	wr = vt_wr(0x71, IBV_WR_SEND_WITH_IMM, &s);
 	wr.imm_data = htobe32(0xfeed);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = b.qp->qp_num;
-	wr.wr.ud.remote_qkey = 0x11111111;
+	vt_wr_ud(&wr, ah, b.qp->qp_num, 0x11111111);
 	vt_post_send(&a, &wr);
 	if (vt_poll_one(a.scq, &wc, 10, "UD SEND"))
 		VT_EXPECT_STATUS("UD SEND", IBV_WC_SUCCESS, wc.status);
@@ -500,9 +498,7 @@ static void case_ud(struct vt_dev *d)
 			vt_post_recv(&a, 0x74, &r, 1);
 			s = vt_sge(&dst, 2048, 64);
 			wr = vt_wr(0x75, IBV_WR_SEND, &s);
-			wr.wr.ud.ah = back;
-			wr.wr.ud.remote_qpn = wc.src_qp;
-			wr.wr.ud.remote_qkey = 0x11111111;
+			vt_wr_ud(&wr, back, wc.src_qp, 0x11111111);
 			vt_post_send(&b, &wr);
 			if (vt_poll_one(a.rcq, &wc2, 10, "the reply through the AH from the WC"))
 				vt_check(wc2.status == IBV_WC_SUCCESS && wc2.byte_len == 40 + 64 &&
@@ -518,9 +514,7 @@ static void case_ud(struct vt_dev *d)
 	vt_post_recv(&b, 0x72, &r, 1);
 	s = vt_sge(&src, 0, len);
 	wr = vt_wr(0x73, IBV_WR_SEND, &s);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = b.qp->qp_num;
-	wr.wr.ud.remote_qkey = 0x22222222;
+	vt_wr_ud(&wr, ah, b.qp->qp_num, 0x22222222);
 	vt_post_send(&a, &wr);
 	if (vt_poll_one(a.scq, &wc, 10, "UD SEND with a wrong Q_Key"))
 		VT_EXPECT_STATUS("UD SEND with a wrong Q_Key (the sender cannot know)", IBV_WC_SUCCESS, wc.status);
@@ -542,7 +536,4 @@ static const struct vt_case cases[] = {
 	{ NULL, NULL },
 };
 
-int main(int argc, char **argv)
-{
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

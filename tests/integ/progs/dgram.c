@@ -152,15 +152,103 @@ static bool seen_before(struct rx *r, uint64_t n)
 	return false;
 }
 
+/* What the server's steps share. */
+static struct {
+	uint32_t rq;                       /* receives per QP */
+	size_t slot;                       /* bytes per receive */
+	uint64_t *count;                   /* per QP: messages sent (the client says) */
+	uint64_t sent, got, dups, bad;
+	struct rx *rx;
+	bool counts_known;
+	double last;                       /* when something last happened */
+} srv;
+
+/* One receive completion: a whole, intact message, in order on UC, a
+ * duplicate counted on UD; its receive is posted again.  Returns 1 after
+ * 10 wrong arrivals, else 0. */
+static int take_datagram(const struct ibv_wc *wc)
+{
+	uint32_t q = (uint32_t)(wc->wr_id >> 32), s = (uint32_t)wc->wr_id;
+	uint8_t *buf = area + ((size_t)q * (srv.rq + 1) + s) * srv.slot;
+	uint32_t off = qp_type() == IBV_QPT_UD ? GRH_BYTES : 0;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)srv.slot,
+			       .lkey = mr->lkey };
+	uint64_t i = ntohl(wc->imm_data);
+	long d;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		vt_fail("server: QP %u: a receive completed with %s", q,
+			ibv_wc_status_str(wc->status));
+		srv.bad++;
+	} else if (!(wc->wc_flags & IBV_WC_WITH_IMM) ||
+		   wc->byte_len != off + len_of(q, i) ||
+		   (d = vt_stream_diff(buf + off, len_of(q, i), key_of(q, i), 0)) >= 0) {
+		vt_fail("server: QP %u: message %llu arrived wrong (%u bytes, %u expected)",
+			q, (unsigned long long)i, wc->byte_len, off + len_of(q, i));
+		srv.bad++;
+	} else if (qp_type() == IBV_QPT_UC && srv.rx[q].got && i < srv.rx[q].last) {
+		vt_fail("server: QP %u: UC message %llu after %llu", q,
+			(unsigned long long)i, (unsigned long long)srv.rx[q].last - 1);
+		srv.bad++;
+	} else if (qp_type() == IBV_QPT_UD && seen_before(&srv.rx[q], i)) {
+		srv.rx[q].dups++;
+		srv.dups++;
+	} else {
+		srv.rx[q].got++;
+		srv.rx[q].last = i + 1;
+		srv.got++;
+	}
+	if (srv.bad >= 10) {
+		vt_fail("server: 10 wrong arrivals: giving up");
+		return 1;
+	}
+	if (vt_post_recv(&qps[q], wc->wr_id, &sge, 1))
+		die("ibv_post_recv");
+	return 0;
+}
+
+/* Receives and checks until the client has said how many it sent (over
+ * fd) and all came, or nothing more came for QUIET_SECONDS.  Returns 0
+ * then, else the exit code. */
+static int receive_until_quiet(int fd)
+{
+	srv.last = vt_now();
+	for (;;) {
+		struct ibv_wc wc[64];
+		int n = ibv_poll_cq(cq, 64, wc);
+		double now = vt_now();
+
+		for (int k = 0; k < n; k++)
+			if (take_datagram(&wc[k]))
+				return 1;
+		if (n > 0)
+			srv.last = now;
+		if (!srv.counts_known && !n) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 0) == 1) {
+				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+				srv.counts_known = true;
+				for (uint32_t q = 0; q < cfg.qps; q++)
+					srv.sent += srv.count[q];
+				srv.last = now;
+			}
+		}
+		if (srv.counts_known && (srv.got == srv.sent || now - srv.last > QUIET_SECONDS))
+			return 0;
+		if (now - srv.last > STALL_SECONDS) {
+			vt_fail("server: nothing arrived for %.0f s and the client said nothing",
+				STALL_SECONDS);
+			return 1;
+		}
+	}
+}
+
 static int serve(const char *port)
 {
 	int fd = vt_tcp_accept(port);
-	uint32_t rq, *qpn, *peer_qpn, fails;
-	size_t slot;
-	uint64_t *count, sent = 0, got = 0, dups = 0, bad = 0;
-	struct rx *rx;
-	bool counts_known = false;
-	double last;
+	uint32_t *qpn, *peer_qpn, fails;
+	int ret;
 
 	vt_xfer(fd, &cfg, sizeof(cfg), false);
 	if (cfg.magic != DGRAM_MAGIC || !cfg.qps || cfg.qps > MAX_QPS || !cfg.depth ||
@@ -168,22 +256,22 @@ static int serve(const char *port)
 		fprintf(stderr, "dgram: a client spoke nonsense\n");
 		return 2;
 	}
-	rq = 4 * cfg.depth;
-	slot = cfg.max_size + GRH_BYTES;
-	setup(1, rq, slot);
+	srv.rq = 4 * cfg.depth;
+	srv.slot = cfg.max_size + GRH_BYTES;
+	setup(1, srv.rq, srv.slot);
 	qpn = calloc(cfg.qps, sizeof(*qpn));
 	peer_qpn = calloc(cfg.qps, sizeof(*peer_qpn));
-	count = calloc(cfg.qps, sizeof(*count));
-	rx = calloc(cfg.qps, sizeof(*rx));
-	if (!qpn || !peer_qpn || !count || !rx)
+	srv.count = calloc(cfg.qps, sizeof(*srv.count));
+	srv.rx = calloc(cfg.qps, sizeof(*srv.rx));
+	if (!qpn || !peer_qpn || !srv.count || !srv.rx)
 		die("calloc");
 	vt_xfer(fd, peer_qpn, cfg.qps * sizeof(*peer_qpn), false);
 	connect_all(peer_qpn, &cfg.gid);
 	for (uint32_t q = 0; q < cfg.qps; q++) {
 		qpn[q] = qps[q].qp->qp_num;
-		for (uint32_t s = 0; s < rq; s++) {
-			struct ibv_sge sge = { .addr = (uintptr_t)(area + ((size_t)q * (rq + 1) + s) * slot),
-					       .length = (uint32_t)slot, .lkey = mr->lkey };
+		for (uint32_t s = 0; s < srv.rq; s++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)(area + ((size_t)q * (srv.rq + 1) + s) * srv.slot),
+					       .length = (uint32_t)srv.slot, .lkey = mr->lkey };
 
 			if (vt_post_recv(&qps[q], (uint64_t)q << 32 | s, &sge, 1))
 				die("ibv_post_recv");
@@ -192,117 +280,134 @@ static int serve(const char *port)
 	vt_xfer(fd, &dev.gid, sizeof(dev.gid), true);
 	vt_xfer(fd, qpn, cfg.qps * sizeof(*qpn), true);
 
-	last = vt_now();
-	for (;;) {
-		struct ibv_wc wc[64];
-		int n = ibv_poll_cq(cq, 64, wc);
-		double now = vt_now();
-
-		for (int k = 0; k < n; k++) {
-			uint32_t q = (uint32_t)(wc[k].wr_id >> 32), s = (uint32_t)wc[k].wr_id;
-			uint8_t *buf = area + ((size_t)q * (rq + 1) + s) * slot;
-			uint32_t off = qp_type() == IBV_QPT_UD ? GRH_BYTES : 0;
-			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)slot,
-					       .lkey = mr->lkey };
-			uint64_t i = ntohl(wc[k].imm_data);
-			long d;
-
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				vt_fail("server: QP %u: a receive completed with %s", q,
-					ibv_wc_status_str(wc[k].status));
-				bad++;
-			} else if (!(wc[k].wc_flags & IBV_WC_WITH_IMM) ||
-				   wc[k].byte_len != off + len_of(q, i) ||
-				   (d = vt_stream_diff(buf + off, len_of(q, i), key_of(q, i), 0)) >= 0) {
-				vt_fail("server: QP %u: message %llu arrived wrong (%u bytes, %u expected)",
-					q, (unsigned long long)i, wc[k].byte_len, off + len_of(q, i));
-				bad++;
-			} else if (qp_type() == IBV_QPT_UC && rx[q].got && i < rx[q].last) {
-				vt_fail("server: QP %u: UC message %llu after %llu", q,
-					(unsigned long long)i, (unsigned long long)rx[q].last - 1);
-				bad++;
-			} else if (qp_type() == IBV_QPT_UD && seen_before(&rx[q], i)) {
-				rx[q].dups++;
-				dups++;
-			} else {
-				rx[q].got++;
-				rx[q].last = i + 1;
-				got++;
-			}
-			if (bad >= 10) {
-				vt_fail("server: 10 wrong arrivals: giving up");
-				return 1;
-			}
-			if (vt_post_recv(&qps[q], wc[k].wr_id, &sge, 1))
-				die("ibv_post_recv");
-		}
-		if (n > 0)
-			last = now;
-		if (!counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, count, cfg.qps * sizeof(*count), false);
-				counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					sent += count[q];
-				last = now;
-			}
-		}
-		if (counts_known && (got == sent || now - last > QUIET_SECONDS))
-			break;
-		if (now - last > STALL_SECONDS) {
-			vt_fail("server: nothing arrived for %.0f s and the client said nothing",
-				STALL_SECONDS);
-			return 1;
-		}
-	}
+	ret = receive_until_quiet(fd);
+	if (ret)
+		return ret;
 	for (uint32_t q = 0; q < cfg.qps; q++) {
-		if (rx[q].last > count[q]) {
+		if (srv.rx[q].last > srv.count[q]) {
 			vt_fail("server: QP %u: message %llu arrived, but only %llu were sent", q,
-				(unsigned long long)rx[q].last - 1, (unsigned long long)count[q]);
-			bad++;
+				(unsigned long long)srv.rx[q].last - 1, (unsigned long long)srv.count[q]);
+			srv.bad++;
 		}
-		free(rx[q].seen);
+		free(srv.rx[q].seen);
 	}
-	vt_check(!bad && got <= sent, "server: %s: %llu messages sent, %llu arrived whole and intact, "
+	vt_check(!srv.bad && srv.got <= srv.sent,
+		 "server: %s: %llu messages sent, %llu arrived whole and intact, "
 		 "%llu lost (%.2f %%), %llu duplicates; none corrupted%s",
-		 qp_type() == IBV_QPT_UD ? "UD" : "UC", (unsigned long long)sent,
-		 (unsigned long long)got, (unsigned long long)(sent - got),
-		 sent ? 100.0 * (double)(sent - got) / (double)sent : 0.0,
-		 (unsigned long long)dups, qp_type() == IBV_QPT_UC ? ", duplicated or out of order" : "");
-	vt_check(got > 0, "server: messages arrived (%llu)", (unsigned long long)got);
+		 qp_type() == IBV_QPT_UD ? "UD" : "UC", (unsigned long long)srv.sent,
+		 (unsigned long long)srv.got, (unsigned long long)(srv.sent - srv.got),
+		 srv.sent ? 100.0 * (double)(srv.sent - srv.got) / (double)srv.sent : 0.0,
+		 (unsigned long long)srv.dups, qp_type() == IBV_QPT_UC ? ", duplicated or out of order" : "");
+	vt_check(srv.got > 0, "server: messages arrived (%llu)", (unsigned long long)srv.got);
 	fails = (uint32_t)vt_failures;
 	vt_xfer(fd, &fails, sizeof(fails), true);
 	close(fd);
 	teardown();
 	free(qpn);
 	free(peer_qpn);
-	free(count);
-	free(rx);
+	free(srv.count);
+	free(srv.rx);
 	return vt_failures ? 1 : 0;
 }
 
 /* ---- the client ------------------------------------------------------------ */
 
+/* What the client's steps share. */
+static struct {
+	uint32_t *peer_qpn, *out;          /* per QP: the server's QPN, sends in flight */
+	uint64_t *next;                    /* per QP: the next message's number */
+	uint64_t total, done, bytes;       /* sends posted, completed; bytes posted */
+	struct ibv_ah *ah;                 /* UD: to the server */
+	uint32_t first;                    /* the QP whose turn it is to post first */
+} cli;
+
+/* UD: the address handle to the server. */
+static struct ibv_ah *server_ah(const union ibv_gid *peer_gid)
+{
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = dev.port };
+	struct ibv_ah *ah;
+
+	a.grh.dgid = *peer_gid;
+	a.grh.sgid_index = (uint8_t)dev.gid_index;
+	a.grh.hop_limit = 64;
+	ah = ibv_create_ah(dev.pd, &a);
+	if (!ah)
+		die("ibv_create_ah");
+	return ah;
+}
+
+/* Posts on every QP, the QPs taking turns to go first, while it has room,
+ * messages are left and fewer than allowed were posted in all.  Returns 1
+ * if a post fails, else 0. */
+static int post_paced(uint64_t allowed, uint64_t messages)
+{
+	for (uint32_t k = 0; k < cfg.qps; k++) {
+		uint32_t q = (cli.first + k) % cfg.qps;
+
+		while (cli.out[q] < cfg.depth && (!messages || cli.next[q] < messages / cfg.qps) &&
+		       cli.total < allowed) {
+			uint64_t i = cli.next[q];
+			uint8_t *buf = area + ((size_t)q * (cfg.depth + 1) + i % cfg.depth) *
+					      cfg.max_size;
+			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len_of(q, i),
+					       .lkey = mr->lkey };
+			struct ibv_send_wr wr = vt_wr((uint64_t)q << 32 | (i & 0xffffffffu),
+						      IBV_WR_SEND_WITH_IMM, &sge);
+			int ret;
+
+			vt_stream_fill(buf, sge.length, key_of(q, i), 0);
+			wr.imm_data = htonl((uint32_t)i);
+			if (cli.ah) {
+				wr.wr.ud.ah = cli.ah;
+				wr.wr.ud.remote_qpn = cli.peer_qpn[q];
+				wr.wr.ud.remote_qkey = QKEY;
+			}
+			ret = vt_post_send(&qps[q], &wr);
+			if (ret) {
+				vt_fail("client: ibv_post_send: %s", strerror(ret));
+				return 1;
+			}
+			cli.next[q]++;
+			cli.out[q]++;
+			cli.total++;
+			cli.bytes += sge.length;
+		}
+	}
+	return 0;
+}
+
+/* Send completions: all must succeed.  Returns 1 if one did not, else 0. */
+static int take_sends(const struct ibv_wc *wc, int n)
+{
+	for (int k = 0; k < n; k++) {
+		uint32_t q = (uint32_t)(wc[k].wr_id >> 32);
+
+		if (wc[k].status != IBV_WC_SUCCESS) {
+			vt_fail("client: QP %u: a send completed with %s", q,
+				ibv_wc_status_str(wc[k].status));
+			return 1;
+		}
+		cli.out[q]--;
+		cli.done++;
+	}
+	return 0;
+}
+
 static int drive(const char *host, const char *port, uint64_t messages, double seconds,
 		 double rate)
 {
 	int fd = vt_tcp_connect(host, port);
-	uint32_t *qpn, *peer_qpn, server_fails, *out;
-	uint64_t *next, total = 0, done = 0, bytes = 0;
+	uint32_t *qpn, server_fails;
 	union ibv_gid peer_gid;
-	struct ibv_ah *ah = NULL;
 	double t0, stop, t, last;
 	bool posting = true, paced_out = false;
-	uint32_t first = 0;
 
 	setup(cfg.depth, 1, cfg.max_size);
 	qpn = calloc(cfg.qps, sizeof(*qpn));
-	peer_qpn = calloc(cfg.qps, sizeof(*peer_qpn));
-	next = calloc(cfg.qps, sizeof(*next));
-	out = calloc(cfg.qps, sizeof(*out));
-	if (!qpn || !peer_qpn || !next || !out)
+	cli.peer_qpn = calloc(cfg.qps, sizeof(*cli.peer_qpn));
+	cli.next = calloc(cfg.qps, sizeof(*cli.next));
+	cli.out = calloc(cfg.qps, sizeof(*cli.out));
+	if (!qpn || !cli.peer_qpn || !cli.next || !cli.out)
 		die("calloc");
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		qpn[q] = qps[q].qp->qp_num;
@@ -310,20 +415,12 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 	vt_xfer(fd, &cfg, sizeof(cfg), true);
 	vt_xfer(fd, qpn, cfg.qps * sizeof(*qpn), true);
 	vt_xfer(fd, &peer_gid, sizeof(peer_gid), false);
-	vt_xfer(fd, peer_qpn, cfg.qps * sizeof(*peer_qpn), false);
-	connect_all(peer_qpn, &peer_gid);
-	if (qp_type() == IBV_QPT_UD) {
-		struct ibv_ah_attr a = { .is_global = 1, .port_num = dev.port };
-
-		a.grh.dgid = peer_gid;
-		a.grh.sgid_index = (uint8_t)dev.gid_index;
-		a.grh.hop_limit = 64;
-		ah = ibv_create_ah(dev.pd, &a);
-		if (!ah)
-			die("ibv_create_ah");
-	}
+	vt_xfer(fd, cli.peer_qpn, cfg.qps * sizeof(*cli.peer_qpn), false);
+	connect_all(cli.peer_qpn, &peer_gid);
+	if (qp_type() == IBV_QPT_UD)
+		cli.ah = server_ah(&peer_gid);
 	vt_ok("client: %u %s QP%s; messages of 1 .. %u bytes, %u in flight per QP", cfg.qps,
-	      ah ? "UD" : "UC", cfg.qps > 1 ? "s" : "", cfg.max_size, cfg.depth);
+	      cli.ah ? "UD" : "UC", cfg.qps > 1 ? "s" : "", cfg.max_size, cfg.depth);
 
 	t0 = last = vt_now();
 	stop = seconds > 0 ? t0 + seconds : 0;
@@ -336,58 +433,19 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 			 * the QPs taking turns to go first. */
 			uint64_t allowed = rate > 0 ? (uint64_t)((vt_now() - t0) * rate) + 1 : UINT64_MAX;
 
-			for (uint32_t k = 0; k < cfg.qps; k++) {
-				uint32_t q = (first + k) % cfg.qps;
-
-				while (out[q] < cfg.depth && (!messages || next[q] < messages / cfg.qps) &&
-				       total < allowed) {
-					uint64_t i = next[q];
-					uint8_t *buf = area + ((size_t)q * (cfg.depth + 1) + i % cfg.depth) *
-							      cfg.max_size;
-					struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len_of(q, i),
-							       .lkey = mr->lkey };
-					struct ibv_send_wr wr = vt_wr((uint64_t)q << 32 | (i & 0xffffffffu),
-								      IBV_WR_SEND_WITH_IMM, &sge);
-					int ret;
-
-					vt_stream_fill(buf, sge.length, key_of(q, i), 0);
-					wr.imm_data = htonl((uint32_t)i);
-					if (ah) {
-						wr.wr.ud.ah = ah;
-						wr.wr.ud.remote_qpn = peer_qpn[q];
-						wr.wr.ud.remote_qkey = QKEY;
-					}
-					ret = vt_post_send(&qps[q], &wr);
-					if (ret) {
-						vt_fail("client: ibv_post_send: %s", strerror(ret));
-						return 1;
-					}
-					next[q]++;
-					out[q]++;
-					total++;
-					bytes += sge.length;
-				}
-			}
-			first = (first + 1) % cfg.qps;
-			paced_out = total >= allowed;
-			posting = stop ? vt_now() < stop : total < messages / cfg.qps * cfg.qps;
+			if (post_paced(allowed, messages))
+				return 1;
+			cli.first = (cli.first + 1) % cfg.qps;
+			paced_out = cli.total >= allowed;
+			posting = stop ? vt_now() < stop : cli.total < messages / cfg.qps * cfg.qps;
 		}
 		n = ibv_poll_cq(cq, 64, wc);
-		for (int k = 0; k < n; k++) {
-			uint32_t q = (uint32_t)(wc[k].wr_id >> 32);
-
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				vt_fail("client: QP %u: a send completed with %s", q,
-					ibv_wc_status_str(wc[k].status));
-				return 1;
-			}
-			out[q]--;
-			done++;
-		}
+		if (take_sends(wc, n))
+			return 1;
 		t = vt_now();
-		if (n || (paced_out && done == total))
+		if (n || (paced_out && cli.done == cli.total))
 			last = t;       /* waiting for the pace is no stall */
-		if (!posting && done == total)
+		if (!posting && cli.done == cli.total)
 			break;
 		if (paced_out && !n)
 			usleep(100);    /* leaves the cores to the receiver */
@@ -397,20 +455,21 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 		}
 	}
 	t = vt_now() - t0;
-	vt_ok("client: %llu sends completed successfully", (unsigned long long)done);
+	vt_ok("client: %llu sends completed successfully", (unsigned long long)cli.done);
 	printf("dgram: %llu messages on %u QPs, %.1f MB in %.2f s: %.3f Gb/s, %.0f messages/s\n",
-	       (unsigned long long)done, cfg.qps, bytes / 1e6, t, bytes * 8 / t / 1e9, done / t);
-	vt_xfer(fd, next, cfg.qps * sizeof(*next), true);
+	       (unsigned long long)cli.done, cfg.qps, cli.bytes / 1e6, t, cli.bytes * 8 / t / 1e9,
+	       cli.done / t);
+	vt_xfer(fd, cli.next, cfg.qps * sizeof(*cli.next), true);
 	vt_xfer(fd, &server_fails, sizeof(server_fails), false);
 	vt_check(!server_fails, "client: the server found %u failures", server_fails);
 	close(fd);
-	if (ah)
-		ibv_destroy_ah(ah);
+	if (cli.ah)
+		ibv_destroy_ah(cli.ah);
 	teardown();
 	free(qpn);
-	free(peer_qpn);
-	free(next);
-	free(out);
+	free(cli.peer_qpn);
+	free(cli.next);
+	free(cli.out);
 	return vt_failures ? 1 : 0;
 }
 

@@ -98,17 +98,55 @@ static int xpoll(struct ibv_cq_ex *cq, struct xwc *w, int n, double seconds)
 	return got;
 }
 
-static void case_cq_ex(struct vt_dev *d)
+/* UD through the extended CQs: src_qp and the GRH flag. */
+static void cq_ex_ud(struct vt_dev *d, struct ibv_cq_ex *scq, struct ibv_cq_ex *rcq,
+		     struct vt_buf *src, struct vt_buf *dst)
 {
-	struct ibv_cq_ex *scq = cqx_create(d), *rcq = cqx_create(d);
-	struct ibv_poll_cq_attr pa = { 0 };
-	struct vt_qp a, b, ua, ub;
-	struct vt_qp_opts o, uo;
-	struct vt_buf src, dst;
+	struct vt_qp ua, ub;
+	struct vt_qp_opts uo;
 	struct ibv_sge s, r;
 	struct ibv_send_wr wr;
 	struct xwc w[8];
 	struct ibv_ah *ah;
+
+	uo = (struct vt_qp_opts){ .type = IBV_QPT_UD, .send_cq = ibv_cq_ex_to_cq(scq),
+				  .recv_cq = ibv_cq_ex_to_cq(rcq) };
+	vt_qp_create(&ua, d, &uo);
+	vt_qp_create(&ub, d, &uo);
+	vt_qp_connect(&ua, &ub);
+	ah = vt_ah(d);
+	r = vt_sge(dst, 0, 40 + 300);
+	vt_post_recv(&ub, 0x30, &r, 1);
+	s = vt_sge(src, 0, 300);
+	wr = vt_wr(0x31, IBV_WR_SEND_WITH_IMM, &s);
+	wr.imm_data = htobe32(77);
+	vt_wr_ud(&wr, ah, ub.qp->qp_num, 0x11111111);
+	vt_post_send(&ua, &wr);
+	if (xpoll(rcq, w, 1, 10) == 1)
+		vt_check(w[0].status == IBV_WC_SUCCESS && w[0].qp_num == ub.qp->qp_num &&
+			 w[0].src_qp == ua.qp->qp_num && w[0].byte_len == 340 &&
+			 (w[0].flags & IBV_WC_GRH) && (w[0].flags & IBV_WC_WITH_IMM) && w[0].imm == 77,
+			 "UD receive: status %s qp_num 0x%x (want 0x%x) src_qp 0x%x (want 0x%x) byte_len %u "
+			 "(want 340) wc_flags 0x%x imm %u", ibv_wc_status_str(w[0].status), w[0].qp_num,
+			 ub.qp->qp_num, w[0].src_qp, ua.qp->qp_num, w[0].byte_len, w[0].flags, w[0].imm);
+	else
+		vt_fail("UD receive: no completion");
+	xpoll(scq, w, 1, 10);
+	ibv_destroy_ah(ah);
+	vt_qp_destroy(&ua);
+	vt_qp_destroy(&ub);
+}
+
+static void case_cq_ex(struct vt_dev *d)
+{
+	struct ibv_cq_ex *scq = cqx_create(d), *rcq = cqx_create(d);
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct vt_qp a, b;
+	struct vt_qp_opts o;
+	struct vt_buf src, dst;
+	struct ibv_sge s, r;
+	struct ibv_send_wr wr;
+	struct xwc w[8];
 	int n;
 
 	if (!scq || !rcq)
@@ -169,35 +207,7 @@ static void case_cq_ex(struct vt_dev *d)
 			 (unsigned long long)w[0].wr_id, (unsigned long long)w[1].wr_id,
 			 (unsigned long long)w[2].wr_id, w[0].opcode, w[1].opcode, w[2].opcode, w[0].qp_num);
 
-	/* UD: src_qp and the GRH flag. */
-	uo = (struct vt_qp_opts){ .type = IBV_QPT_UD, .send_cq = ibv_cq_ex_to_cq(scq),
-				  .recv_cq = ibv_cq_ex_to_cq(rcq) };
-	vt_qp_create(&ua, d, &uo);
-	vt_qp_create(&ub, d, &uo);
-	vt_qp_connect(&ua, &ub);
-	ah = vt_ah(d);
-	r = vt_sge(&dst, 0, 40 + 300);
-	vt_post_recv(&ub, 0x30, &r, 1);
-	s = vt_sge(&src, 0, 300);
-	wr = vt_wr(0x31, IBV_WR_SEND_WITH_IMM, &s);
-	wr.imm_data = htobe32(77);
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = ub.qp->qp_num;
-	wr.wr.ud.remote_qkey = 0x11111111;
-	vt_post_send(&ua, &wr);
-	if (xpoll(rcq, w, 1, 10) == 1)
-		vt_check(w[0].status == IBV_WC_SUCCESS && w[0].qp_num == ub.qp->qp_num &&
-			 w[0].src_qp == ua.qp->qp_num && w[0].byte_len == 340 &&
-			 (w[0].flags & IBV_WC_GRH) && (w[0].flags & IBV_WC_WITH_IMM) && w[0].imm == 77,
-			 "UD receive: status %s qp_num 0x%x (want 0x%x) src_qp 0x%x (want 0x%x) byte_len %u "
-			 "(want 340) wc_flags 0x%x imm %u", ibv_wc_status_str(w[0].status), w[0].qp_num,
-			 ub.qp->qp_num, w[0].src_qp, ua.qp->qp_num, w[0].byte_len, w[0].flags, w[0].imm);
-	else
-		vt_fail("UD receive: no completion");
-	xpoll(scq, w, 1, 10);
-	ibv_destroy_ah(ah);
-	vt_qp_destroy(&ua);
-	vt_qp_destroy(&ub);
+	cq_ex_ud(d, scq, rcq, &src, &dst);
 	vt_qp_destroy(&a);
 	vt_qp_destroy(&b);
 	vt_buf_free(&src);
@@ -243,56 +253,51 @@ static bool wc_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode op, cons
 			(unsigned long long)wr_id, wc.opcode, op);
 }
 
-static void case_wr_api(struct vt_dev *d)
+/* SEND with one SGE, SEND with immediate from a list of SGEs. */
+static void wr_api_sends(struct wrx *x)
 {
-	struct wrx x;
-	struct ibv_qp_ex *q;
-	struct ibv_sge r, sl[3];
-	struct ibv_data_buf db[2];
+	struct ibv_qp_ex *q = x->a.qpx;
+	struct ibv_sge sl[3];
 	struct ibv_wc wc;
-	uint8_t inl[100];
-	uint64_t before;
 	int ret;
 
-	wrx_setup(d, &x);
-	q = x.a.qpx;
-	r = vt_sge(&x.dst, 0, 3000);
-	vt_post_recv(&x.b, 0x100, &r, 1);
-	r = vt_sge(&x.dst, 3000, 2100);
-	vt_post_recv(&x.b, 0x101, &r, 1);
-	r = vt_sge(&x.dst, 0, 8192);
-	for (int i = 2; i < 6; i++)
-		vt_post_recv(&x.b, 0x100 + (uint64_t)i, &r, 1);
-
-	/* SEND with one SGE, SEND with immediate from a list of SGEs. */
 	ibv_wr_start(q);
 	q->wr_id = 1;
 	q->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(q);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p, 3000);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 3000);
 	q->wr_id = 2;
 	ibv_wr_send_imm(q, htobe32(0x600d));
-	sl[0] = vt_sge(&x.src, 100, 10);
-	sl[1] = vt_sge(&x.src, 5000, 2000);
-	sl[2] = vt_sge(&x.src, 9000, 90);
+	sl[0] = vt_sge(&x->src, 100, 10);
+	sl[1] = vt_sge(&x->src, 5000, 2000);
+	sl[2] = vt_sge(&x->src, 9000, 90);
 	ibv_wr_set_sge_list(q, 3, sl);
 	ret = ibv_wr_complete(q);
 	vt_check(!ret, "ibv_wr_complete of SEND + SEND with immediate: %s", strerror(ret));
-	wc_ok(x.a.scq, 1, IBV_WC_SEND, "ibv_wr_send + ibv_wr_set_sge");
-	wc_ok(x.a.scq, 2, IBV_WC_SEND, "ibv_wr_send_imm + ibv_wr_set_sge_list");
-	if (vt_poll_one(x.b.rcq, &wc, 10, "receive of the ibv_wr_send"))
-		vt_check(wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 && !memcmp(x.dst.p, x.src.p, 3000),
+	wc_ok(x->a.scq, 1, IBV_WC_SEND, "ibv_wr_send + ibv_wr_set_sge");
+	wc_ok(x->a.scq, 2, IBV_WC_SEND, "ibv_wr_send_imm + ibv_wr_set_sge_list");
+	if (vt_poll_one(x->b.rcq, &wc, 10, "receive of the ibv_wr_send"))
+		vt_check(wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 && !memcmp(x->dst.p, x->src.p, 3000),
 			 "ibv_wr_send: 3000 bytes arrived intact (status %s, byte_len %u)",
 			 ibv_wc_status_str(wc.status), wc.byte_len);
-	if (vt_poll_one(x.b.rcq, &wc, 10, "receive of the ibv_wr_send_imm"))
+	if (vt_poll_one(x->b.rcq, &wc, 10, "receive of the ibv_wr_send_imm"))
 		vt_check(wc.status == IBV_WC_SUCCESS && wc.byte_len == 2100 && be32toh(wc.imm_data) == 0x600d &&
-			 !memcmp(x.dst.p + 3000, x.src.p + 100, 10) &&
-			 !memcmp(x.dst.p + 3010, x.src.p + 5000, 2000) &&
-			 !memcmp(x.dst.p + 5010, x.src.p + 9000, 90),
+			 !memcmp(x->dst.p + 3000, x->src.p + 100, 10) &&
+			 !memcmp(x->dst.p + 3010, x->src.p + 5000, 2000) &&
+			 !memcmp(x->dst.p + 5010, x->src.p + 9000, 90),
 			 "ibv_wr_send_imm: 3 SGEs gathered, immediate 0x%x (status %s, byte_len %u)",
 			 be32toh(wc.imm_data), ibv_wc_status_str(wc.status), wc.byte_len);
+}
 
-	/* Inline data: one buffer and a list, changed right after complete. */
+/* Inline data: one buffer and a list, changed right after complete. */
+static void wr_api_inline(struct wrx *x)
+{
+	struct ibv_qp_ex *q = x->a.qpx;
+	struct ibv_data_buf db[2];
+	struct ibv_wc wc;
+	uint8_t inl[100];
+	int ret;
+
 	for (int i = 0; i < 100; i++)
 		inl[i] = (uint8_t)(200 - i);
 	ibv_wr_start(q);
@@ -301,7 +306,7 @@ static void case_wr_api(struct vt_dev *d)
 	ibv_wr_send(q);
 	ibv_wr_set_inline_data(q, inl, 100);
 	q->wr_id = 4;
-	ibv_wr_rdma_write(q, x.dst.mr->rkey, (uintptr_t)x.dst.p + 12000);
+	ibv_wr_rdma_write(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 12000);
 	db[0] = (struct ibv_data_buf){ inl, 30 };
 	db[1] = (struct ibv_data_buf){ inl + 60, 40 };
 	ibv_wr_set_inline_data_list(q, 2, db);
@@ -312,73 +317,108 @@ static void case_wr_api(struct vt_dev *d)
 
 		memcpy(keep, inl, 100);
 		memset(inl, 0, 100);
-		wc_ok(x.a.scq, 3, IBV_WC_SEND, "ibv_wr_set_inline_data");
-		wc_ok(x.a.scq, 4, IBV_WC_RDMA_WRITE, "ibv_wr_rdma_write + ibv_wr_set_inline_data_list");
-		if (vt_poll_one(x.b.rcq, &wc, 10, "receive of the inline SEND"))
-			vt_check(wc.byte_len == 100 && !memcmp(x.dst.p, keep, 100),
+		wc_ok(x->a.scq, 3, IBV_WC_SEND, "ibv_wr_set_inline_data");
+		wc_ok(x->a.scq, 4, IBV_WC_RDMA_WRITE, "ibv_wr_rdma_write + ibv_wr_set_inline_data_list");
+		if (vt_poll_one(x->b.rcq, &wc, 10, "receive of the inline SEND"))
+			vt_check(wc.byte_len == 100 && !memcmp(x->dst.p, keep, 100),
 				 "ibv_wr_set_inline_data: 100 bytes as they were at ibv_wr_complete");
-		vt_check(!memcmp(x.dst.p + 12000, keep, 30) && !memcmp(x.dst.p + 12030, keep + 60, 40),
+		vt_check(!memcmp(x->dst.p + 12000, keep, 30) && !memcmp(x->dst.p + 12030, keep + 60, 40),
 			 "ibv_wr_set_inline_data_list: the 2 pieces land one after the other");
 	}
+}
 
-	/* RDMA WRITE with immediate, READ, atomics in one batch. */
-	memcpy(&before, x.dst.p + 16376, 8);
+/* RDMA WRITE with immediate, READ, atomics in one batch. */
+static void wr_api_rdma_and_atomics(struct wrx *x)
+{
+	struct ibv_qp_ex *q = x->a.qpx;
+	struct ibv_wc wc;
+	uint64_t before;
+	int ret;
+
+	memcpy(&before, x->dst.p + 16376, 8);
 	ibv_wr_start(q);
 	q->wr_id = 5;
 	q->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_rdma_write_imm(q, x.dst.mr->rkey, (uintptr_t)x.dst.p + 4096, htobe32(0x1111));
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p + 4096, 4096);
+	ibv_wr_rdma_write_imm(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 4096, htobe32(0x1111));
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p + 4096, 4096);
 	q->wr_id = 6;
-	ibv_wr_rdma_read(q, x.dst.mr->rkey, (uintptr_t)x.dst.p + 8192);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p + 8192, 4096);
+	ibv_wr_rdma_read(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 8192);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p + 8192, 4096);
 	q->wr_id = 7;
-	ibv_wr_atomic_fetch_add(q, x.dst.mr->rkey, (uintptr_t)x.dst.p + 16376, 5);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p, 8);
+	ibv_wr_atomic_fetch_add(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 16376, 5);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 8);
 	q->wr_id = 8;
-	ibv_wr_atomic_cmp_swp(q, x.dst.mr->rkey, (uintptr_t)x.dst.p + 16376, before + 5, 42);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p + 8, 8);
+	ibv_wr_atomic_cmp_swp(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 16376, before + 5, 42);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p + 8, 8);
 	ret = ibv_wr_complete(q);
 	vt_check(!ret, "ibv_wr_complete of WRITE with immediate + READ + 2 atomics: %s", strerror(ret));
-	wc_ok(x.a.scq, 5, IBV_WC_RDMA_WRITE, "ibv_wr_rdma_write_imm");
-	wc_ok(x.a.scq, 6, IBV_WC_RDMA_READ, "ibv_wr_rdma_read");
-	wc_ok(x.a.scq, 7, IBV_WC_FETCH_ADD, "ibv_wr_atomic_fetch_add");
-	wc_ok(x.a.scq, 8, IBV_WC_COMP_SWAP, "ibv_wr_atomic_cmp_swp");
-	if (vt_poll_one(x.b.rcq, &wc, 10, "receive of the WRITE with immediate"))
+	wc_ok(x->a.scq, 5, IBV_WC_RDMA_WRITE, "ibv_wr_rdma_write_imm");
+	wc_ok(x->a.scq, 6, IBV_WC_RDMA_READ, "ibv_wr_rdma_read");
+	wc_ok(x->a.scq, 7, IBV_WC_FETCH_ADD, "ibv_wr_atomic_fetch_add");
+	wc_ok(x->a.scq, 8, IBV_WC_COMP_SWAP, "ibv_wr_atomic_cmp_swp");
+	if (vt_poll_one(x->b.rcq, &wc, 10, "receive of the WRITE with immediate"))
 		vt_check(wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && be32toh(wc.imm_data) == 0x1111 &&
-			 !memcmp(x.dst.p + 4096, x.src.p + 4096, 4096),
+			 !memcmp(x->dst.p + 4096, x->src.p + 4096, 4096),
 			 "ibv_wr_rdma_write_imm: data placed, immediate 0x%x", be32toh(wc.imm_data));
-	vt_check(!memcmp(x.src.p + 8192, x.dst.p + 8192, 4096), "ibv_wr_rdma_read: 4096 bytes read");
+	vt_check(!memcmp(x->src.p + 8192, x->dst.p + 8192, 4096), "ibv_wr_rdma_read: 4096 bytes read");
 	{
 		uint64_t fa, cs, now;
 
-		memcpy(&fa, x.src.p, 8);
-		memcpy(&cs, x.src.p + 8, 8);
-		memcpy(&now, x.dst.p + 16376, 8);
+		memcpy(&fa, x->src.p, 8);
+		memcpy(&cs, x->src.p + 8, 8);
+		memcpy(&now, x->dst.p + 16376, 8);
 		vt_check(fa == before && cs == before + 5 && now == 42,
 			 "atomics: fetch_add returned the original, cmp_swp saw it plus 5 and swapped in 42 "
 			 "(0x%llx 0x%llx -> 0x%llx)", (unsigned long long)fa, (unsigned long long)cs,
 			 (unsigned long long)now);
 	}
+}
 
-	/* ibv_wr_abort: nothing of the batch goes out. */
+/* ibv_wr_abort: nothing of the batch goes out, and the QP goes on. */
+static void wr_api_abort(struct wrx *x)
+{
+	struct ibv_qp_ex *q = x->a.qpx;
+	struct ibv_wc wc;
+	int ret;
+
 	ibv_wr_start(q);
 	q->wr_id = 9;
 	q->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(q);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p, 64);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 64);
 	ibv_wr_abort(q);
-	vt_poll_none(x.a.scq, 0.1, "ibv_wr_abort: the sender");
-	vt_poll_none(x.b.rcq, 0.01, "ibv_wr_abort: the receiver");
+	vt_poll_none(x->a.scq, 0.1, "ibv_wr_abort: the sender");
+	vt_poll_none(x->b.rcq, 0.01, "ibv_wr_abort: the receiver");
 	/* ... and the QP goes on. */
 	ibv_wr_start(q);
 	q->wr_id = 10;
 	ibv_wr_send(q);
-	ibv_wr_set_sge(q, x.src.mr->lkey, (uintptr_t)x.src.p, 64);
+	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 64);
 	ret = ibv_wr_complete(q);
 	vt_check(!ret, "ibv_wr_complete after an abort: %s", strerror(ret));
-	wc_ok(x.a.scq, 10, IBV_WC_SEND, "a SEND after ibv_wr_abort");
-	if (vt_poll_one(x.b.rcq, &wc, 10, "the receive after ibv_wr_abort"))
+	wc_ok(x->a.scq, 10, IBV_WC_SEND, "a SEND after ibv_wr_abort");
+	if (vt_poll_one(x->b.rcq, &wc, 10, "the receive after ibv_wr_abort"))
 		VT_EXPECT_EQ("the receive after ibv_wr_abort: byte_len (of the second SEND)", 64, wc.byte_len);
+}
+
+static void case_wr_api(struct vt_dev *d)
+{
+	struct wrx x;
+	struct ibv_sge r;
+
+	wrx_setup(d, &x);
+	r = vt_sge(&x.dst, 0, 3000);
+	vt_post_recv(&x.b, 0x100, &r, 1);
+	r = vt_sge(&x.dst, 3000, 2100);
+	vt_post_recv(&x.b, 0x101, &r, 1);
+	r = vt_sge(&x.dst, 0, 8192);
+	for (int i = 2; i < 6; i++)
+		vt_post_recv(&x.b, 0x100 + (uint64_t)i, &r, 1);
+
+	wr_api_sends(&x);
+	wr_api_inline(&x);
+	wr_api_rdma_and_atomics(&x);
+	wr_api_abort(&x);
 	wrx_free(&x);
 }
 
@@ -692,7 +732,4 @@ static const struct vt_case cases[] = {
 	{ NULL, NULL },
 };
 
-int main(int argc, char **argv)
-{
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

@@ -126,13 +126,10 @@ static void case_cq_srq(struct vt_dev *d)
 		ibv_destroy_srq(srq);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_case cases[] = {
-		{ "qp", case_qp },
-		{ "cq_srq", case_cq_srq },
-		{ NULL, NULL },
-	};
+static const struct vt_case cases[] = {
+	{ "qp", case_qp },
+	{ "cq_srq", case_cq_srq },
+	{ NULL, NULL },
+};
 
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

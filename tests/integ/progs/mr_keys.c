@@ -258,14 +258,11 @@ static void case_overflow(struct vt_dev *d)
 	free(buf);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_case cases[] = {
-		{ "regs", case_regs },
-		{ "mw1", case_mw1 },
-		{ "overflow", case_overflow },
-		{ NULL, NULL },
-	};
+static const struct vt_case cases[] = {
+	{ "regs", case_regs },
+	{ "mw1", case_mw1 },
+	{ "overflow", case_overflow },
+	{ NULL, NULL },
+};
 
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

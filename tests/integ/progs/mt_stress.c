@@ -738,6 +738,41 @@ struct churn {
 
 #define CHURN_LEN 6000
 
+/* Polls the shared send CQ (crediting the owners) and rcq until the
+ * round's 3 sends and its receive on q1 (qpn) completed.  False on an
+ * error, a stop or the time limit. */
+static bool churn_wait(struct churn *c, uint32_t r, struct ibv_cq *rcq, uint32_t qpn)
+{
+	struct ibv_wc wc;
+	int got = 0;
+
+	for (unsigned spins = 0; owner_done(&c->ow) < CHURN_OPS || got < 1; spins++) {
+		int n;
+
+		if (stopped() || poll_credit(c->shared_cq, "churn") < 0)
+			return false;
+		n = ibv_poll_cq(rcq, 1, &wc);
+		if (n < 0) {
+			mt_fail("churn round %u: ibv_poll_cq returned %d", r, n);
+			return false;
+		}
+		if (n == 1) {
+			got++;
+			if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 1 || wc.opcode != IBV_WC_RECV ||
+			    wc.byte_len != CHURN_LEN || wc.qp_num != qpn) {
+				mt_fail("churn round %u: receive: status %s wr_id %llu opcode %d byte_len %u qp 0x%06x; expected success, 1, RECV, %u, 0x%06x",
+					r, ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id,
+					wc.opcode, wc.byte_len, wc.qp_num, CHURN_LEN, qpn);
+				return false;
+			}
+		}
+		if (spins % 256 == 0 && late("churn round %u: %d of %d send completions, %d of 1 receive",
+					     r, owner_done(&c->ow), CHURN_OPS, got))
+			return false;
+	}
+	return true;
+}
+
 static bool churn_round(struct churn *c, uint32_t r, int id)
 {
 	struct vt_qp_opts o = { .sq = 8, .rq = 8, .send_cq = c->shared_cq };
@@ -748,7 +783,7 @@ static bool churn_round(struct churn *c, uint32_t r, int id)
 	struct ibv_wc wc;
 	uint8_t seed = (uint8_t)(r * 3u + 1u);
 	bool ok = false;
-	int ret, got = 0;
+	int ret;
 
 	rcq = ibv_create_cq(c->dev->ctx, 16, NULL, NULL, 0);
 	if (!rcq) {
@@ -795,30 +830,8 @@ static bool churn_round(struct churn *c, uint32_t r, int id)
 		mt_fail("churn round %u: ibv_post_send: %s", r, strerror(ret));
 		goto out;
 	}
-	for (unsigned spins = 0; owner_done(&c->ow) < CHURN_OPS || got < 1; spins++) {
-		int n;
-
-		if (stopped() || poll_credit(c->shared_cq, "churn") < 0)
-			goto out;
-		n = ibv_poll_cq(rcq, 1, &wc);
-		if (n < 0) {
-			mt_fail("churn round %u: ibv_poll_cq returned %d", r, n);
-			goto out;
-		}
-		if (n == 1) {
-			got++;
-			if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 1 || wc.opcode != IBV_WC_RECV ||
-			    wc.byte_len != CHURN_LEN || wc.qp_num != q1.qp->qp_num) {
-				mt_fail("churn round %u: receive: status %s wr_id %llu opcode %d byte_len %u qp 0x%06x; expected success, 1, RECV, %u, 0x%06x",
-					r, ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id,
-					wc.opcode, wc.byte_len, wc.qp_num, CHURN_LEN, q1.qp->qp_num);
-				goto out;
-			}
-		}
-		if (spins % 256 == 0 && late("churn round %u: %d of %d send completions, %d of 1 receive",
-					     r, owner_done(&c->ow), CHURN_OPS, got))
-			goto out;
-	}
+	if (!churn_wait(c, r, rcq, q1.qp->qp_num))
+		goto out;
 	for (uint32_t i = 0; i < CHURN_LEN; i++) {
 		if (c->b.p[i] != vt_pattern(seed, i) ||
 		    c->a.p[CHURN_LEN + i] != vt_pattern((uint8_t)(seed + 1), i) ||
@@ -1204,6 +1217,104 @@ static void start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name
 	pthread_setname_np(*t, name);
 }
 
+/* The shared send CQ of pairs 0 and 1 (returned) and each receiver's CQ
+ * and channel; receiver B's CQ is moderated. */
+static struct ibv_cq *make_cqs(struct vt_dev *da, struct vt_dev *db, struct recv_group *groups)
+{
+	struct ibv_modify_cq_attr mod = {
+		.attr_mask = IBV_CQ_ATTR_MODERATE, .moderate = { .cq_count = MOD_COUNT, .cq_period = MOD_PERIOD_US },
+	};
+	struct ibv_cq *shared_scq;
+	int ret;
+
+	shared_scq = ibv_create_cq(da->ctx, 128, NULL, NULL, 0);
+	if (!shared_scq)
+		die_setup("ibv_create_cq (shared send CQ)", errno);
+	for (int g = 0; g < 2; g++) {
+		struct vt_dev *d = g ? db : da;
+
+		groups[g].ch = ibv_create_comp_channel(d->ctx);
+		if (!groups[g].ch)
+			die_setup("ibv_create_comp_channel", errno);
+		groups[g].cq = ibv_create_cq(d->ctx, 2 * NRECV + 8, &groups[g], groups[g].ch, 0);
+		if (!groups[g].cq)
+			die_setup("ibv_create_cq (receive CQ)", errno);
+	}
+	ret = ibv_modify_cq(groups[1].cq, &mod);
+	vt_check(ret == 0, "ibv_modify_cq(IBV_CQ_ATTR_MODERATE, %d completions, %d us) on %s: %s",
+		 MOD_COUNT, MOD_PERIOD_US, groups[1].name, ret ? strerror(ret) : "ok");
+	return shared_scq;
+}
+
+/* Starts the threads and waits for each (a thread that does not end is
+ * fatal: see join). */
+static void run_threads(struct recv_group *groups, struct churn *churn, struct uc *uc)
+{
+	pthread_t poster;
+
+	start(&poster, poster_main, NULL, "mt-poster");
+	for (int g = 0; g < 2; g++)
+		start(&groups[g].thread, receiver_main, &groups[g], g ? "mt-recv-b" : "mt-recv-a");
+	for (int i = 0; i < NPAIRS; i++)
+		start(&pairs[i].thread, sender_main, &pairs[i], "mt-sender");
+	start(&churn->thread, churn_main, churn, "mt-churn");
+	start(&uc->waiter, uc_waiter_main, uc, "mt-uc-waiter");
+	start(&uc->sender, uc_sender_main, uc, "mt-uc-sender");
+
+	for (int i = 0; i < NPAIRS; i++)
+		join(pairs[i].thread, pairs[i].name);
+	join(churn->thread, "the churn thread");
+	join(uc->sender, "the UC sender");
+	join(uc->waiter, "the UC waiter");
+	join(poster, "the receive poster");
+	for (int g = 0; g < 2; g++)
+		join(groups[g].thread, groups[g].name);
+}
+
+/* What the threads did, against what they should have done. */
+static void verdict(const struct recv_group *groups, const struct churn *churn,
+		    const struct uc *uc, double t0)
+{
+	vt_case = "verdict";
+	for (int i = 0; i < NPAIRS; i++) {
+		struct pair *p = &pairs[i];
+
+		vt_check(p->batches_done == nbatches,
+			 "%s: %u of %u batches of 7 work requests completed, all successful, data and atomics checked",
+			 p->name, p->batches_done, nbatches);
+		vt_check(p->consumed == recvs_total(),
+			 "%s: %u of %u receives (SEND, SEND with immediate, WRITE with immediate) in order, with their length, immediate and payload",
+			 p->name, p->consumed, recvs_total());
+		vt_check(*(uint64_t *)(p->wreg.p + WREG_CAS) == nbatches,
+			 "%s: the CMP_AND_SWP word is %llu after %u swaps", p->name,
+			 (unsigned long long)*(uint64_t *)(p->wreg.p + WREG_CAS), nbatches);
+		if (p->wait == WAIT_EVENTS)
+			vt_check(p->send_events > 0, "%s: %llu completion events on its send CQ",
+				 p->name, (unsigned long long)p->send_events);
+	}
+	vt_check(*(uint64_t *)counters[0].p == 2ull * nbatches,
+		 "context A's FETCH_AND_ADD word: %llu after 2 x %u adds from pairs 0 and 1",
+		 (unsigned long long)*(uint64_t *)counters[0].p, nbatches);
+	vt_check(*(uint64_t *)counters[1].p == 2ull * nbatches,
+		 "context B's FETCH_AND_ADD word: %llu after 2 x %u adds from pairs 2 and 3",
+		 (unsigned long long)*(uint64_t *)counters[1].p, nbatches);
+	vt_check(churn->rounds_done == churn->rounds,
+		 "churn: %u of %u rounds of create, connect, SEND/WRITE/READ, destroy (2 QPs and a CQ each)",
+		 churn->rounds_done, churn->rounds);
+	for (int g = 0; g < 2; g++)
+		vt_check(groups[g].events > 0 && groups[g].events <= groups[g].completions,
+			 "%s: %llu completion events for %llu completions", groups[g].name,
+			 (unsigned long long)groups[g].events,
+			 (unsigned long long)groups[g].completions);
+	for (int i = 0; i < NUC; i++)
+		vt_check(uc->polled[i] == uc->total,
+			 "UC QP %d: %u of %u RDMA WRITE completions, successful and in order", i,
+			 uc->polled[i], uc->total);
+	vt_check(uc->events > 0, "UC: %llu completion events on the shared channel",
+		 (unsigned long long)uc->events);
+	vt_ok("%.1f s for %u batches per pair", vt_now() - t0, nbatches);
+}
+
 int main(int argc, char **argv)
 {
 	struct vt_dev da, db;
@@ -1212,12 +1323,8 @@ int main(int argc, char **argv)
 		{ .name = "receiver A (pairs 0, 1)" },
 		{ .name = "receiver B (pairs 2, 3, moderated)" },
 	};
-	struct ibv_modify_cq_attr mod = {
-		.attr_mask = IBV_CQ_ATTR_MODERATE, .moderate = { .cq_count = MOD_COUNT, .cq_period = MOD_PERIOD_US },
-	};
 	struct churn churn = { 0 };
 	static struct uc uc;
-	pthread_t poster;
 	double seconds = 60, t0;
 	int ret;
 
@@ -1243,22 +1350,7 @@ int main(int argc, char **argv)
 	*(uint64_t *)counters[0].p = 0;
 	*(uint64_t *)counters[1].p = 0;
 
-	shared_scq = ibv_create_cq(da.ctx, 128, NULL, NULL, 0);
-	if (!shared_scq)
-		die_setup("ibv_create_cq (shared send CQ)", errno);
-	for (int g = 0; g < 2; g++) {
-		struct vt_dev *d = g ? &db : &da;
-
-		groups[g].ch = ibv_create_comp_channel(d->ctx);
-		if (!groups[g].ch)
-			die_setup("ibv_create_comp_channel", errno);
-		groups[g].cq = ibv_create_cq(d->ctx, 2 * NRECV + 8, &groups[g], groups[g].ch, 0);
-		if (!groups[g].cq)
-			die_setup("ibv_create_cq (receive CQ)", errno);
-	}
-	ret = ibv_modify_cq(groups[1].cq, &mod);
-	vt_check(ret == 0, "ibv_modify_cq(IBV_CQ_ATTR_MODERATE, %d completions, %d us) on %s: %s",
-		 MOD_COUNT, MOD_PERIOD_US, groups[1].name, ret ? strerror(ret) : "ok");
+	shared_scq = make_cqs(&da, &db, groups);
 
 	pair_setup(&pairs[0], 0, &da, &da, WAIT_SHARED, shared_scq, groups[0].cq, &counters[0]);
 	pair_setup(&pairs[1], 1, &da, &da, WAIT_SHARED, shared_scq, groups[0].cq, &counters[0]);
@@ -1286,62 +1378,8 @@ int main(int argc, char **argv)
 	vt_case = "run";
 	t0 = vt_now();
 	deadline = t0 + seconds;
-	start(&poster, poster_main, NULL, "mt-poster");
-	for (int g = 0; g < 2; g++)
-		start(&groups[g].thread, receiver_main, &groups[g], g ? "mt-recv-b" : "mt-recv-a");
-	for (int i = 0; i < NPAIRS; i++)
-		start(&pairs[i].thread, sender_main, &pairs[i], "mt-sender");
-	start(&churn.thread, churn_main, &churn, "mt-churn");
-	start(&uc.waiter, uc_waiter_main, &uc, "mt-uc-waiter");
-	start(&uc.sender, uc_sender_main, &uc, "mt-uc-sender");
-
-	for (int i = 0; i < NPAIRS; i++)
-		join(pairs[i].thread, pairs[i].name);
-	join(churn.thread, "the churn thread");
-	join(uc.sender, "the UC sender");
-	join(uc.waiter, "the UC waiter");
-	join(poster, "the receive poster");
-	for (int g = 0; g < 2; g++)
-		join(groups[g].thread, groups[g].name);
-
-	vt_case = "verdict";
-	for (int i = 0; i < NPAIRS; i++) {
-		struct pair *p = &pairs[i];
-
-		vt_check(p->batches_done == nbatches,
-			 "%s: %u of %u batches of 7 work requests completed, all successful, data and atomics checked",
-			 p->name, p->batches_done, nbatches);
-		vt_check(p->consumed == recvs_total(),
-			 "%s: %u of %u receives (SEND, SEND with immediate, WRITE with immediate) in order, with their length, immediate and payload",
-			 p->name, p->consumed, recvs_total());
-		vt_check(*(uint64_t *)(p->wreg.p + WREG_CAS) == nbatches,
-			 "%s: the CMP_AND_SWP word is %llu after %u swaps", p->name,
-			 (unsigned long long)*(uint64_t *)(p->wreg.p + WREG_CAS), nbatches);
-		if (p->wait == WAIT_EVENTS)
-			vt_check(p->send_events > 0, "%s: %llu completion events on its send CQ",
-				 p->name, (unsigned long long)p->send_events);
-	}
-	vt_check(*(uint64_t *)counters[0].p == 2ull * nbatches,
-		 "context A's FETCH_AND_ADD word: %llu after 2 x %u adds from pairs 0 and 1",
-		 (unsigned long long)*(uint64_t *)counters[0].p, nbatches);
-	vt_check(*(uint64_t *)counters[1].p == 2ull * nbatches,
-		 "context B's FETCH_AND_ADD word: %llu after 2 x %u adds from pairs 2 and 3",
-		 (unsigned long long)*(uint64_t *)counters[1].p, nbatches);
-	vt_check(churn.rounds_done == churn.rounds,
-		 "churn: %u of %u rounds of create, connect, SEND/WRITE/READ, destroy (2 QPs and a CQ each)",
-		 churn.rounds_done, churn.rounds);
-	for (int g = 0; g < 2; g++)
-		vt_check(groups[g].events > 0 && groups[g].events <= groups[g].completions,
-			 "%s: %llu completion events for %llu completions", groups[g].name,
-			 (unsigned long long)groups[g].events,
-			 (unsigned long long)groups[g].completions);
-	for (int i = 0; i < NUC; i++)
-		vt_check(uc.polled[i] == uc.total,
-			 "UC QP %d: %u of %u RDMA WRITE completions, successful and in order", i,
-			 uc.polled[i], uc.total);
-	vt_check(uc.events > 0, "UC: %llu completion events on the shared channel",
-		 (unsigned long long)uc.events);
-	vt_ok("%.1f s for %u batches per pair", vt_now() - t0, nbatches);
+	run_threads(groups, &churn, &uc);
+	verdict(groups, &churn, &uc, t0);
 
 	vt_case = "teardown";
 	for (int i = 0; i < NPAIRS; i++)

@@ -353,7 +353,4 @@ static const struct vt_case cases[] = {
 	{ NULL, NULL },
 };
 
-int main(int argc, char **argv)
-{
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

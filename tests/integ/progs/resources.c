@@ -306,14 +306,11 @@ static void case_churn(struct vt_dev *d)
 	ibv_destroy_cq(o.send_cq);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_case cases[] = {
-		{ "counts", case_counts },
-		{ "full_queue", case_full_queue },
-		{ "churn", case_churn },
-		{ NULL, NULL },
-	};
+static const struct vt_case cases[] = {
+	{ "counts", case_counts },
+	{ "full_queue", case_full_queue },
+	{ "churn", case_churn },
+	{ NULL, NULL },
+};
 
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

@@ -215,6 +215,25 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
+/* Sends r->len bytes of pattern seed (written into src) through c in one
+ * rsend while a thread reads them from s into r->buf; checks they all
+ * came, unchanged: "<what> N, read M, same bytes". */
+static void send_through(int c, int s, uint8_t *src, struct reader *r, uint8_t seed,
+			 const char *what)
+{
+	pthread_t t;
+	ssize_t n;
+
+	for (size_t i = 0; i < r->len; i++)
+		src[i] = vt_pattern(seed, i);
+	r->s = s;
+	pthread_create(&t, NULL, read_all, r);
+	n = rsend(c, src, r->len, 0);
+	pthread_join(t, NULL);
+	vt_check(n == (ssize_t)r->len && r->got == r->len && !memcmp(src, r->buf, r->len),
+		 "%s %zd, read %zu, same bytes", what, n, r->got);
+}
+
 static void case_data(struct vt_dev *d)
 {
 	const size_t len = 4u << 20;
@@ -228,14 +247,7 @@ static void case_data(struct vt_dev *d)
 	(void)d;
 	if (pair(&c, &s))
 		goto out;
-	for (size_t i = 0; i < len; i++)
-		src[i] = vt_pattern(7, i);
-	r.s = s;
-	pthread_create(&t, NULL, read_all, &r);
-	n = rsend(c, src, len, 0);
-	pthread_join(t, NULL);
-	vt_check(n == (ssize_t)len && r.got == len && !memcmp(src, r.buf, len),
-		 "4 MiB in one rsend: sent %zd, read %zu, same bytes", n, r.got);
+	send_through(c, s, src, &r, 7, "4 MiB in one rsend: sent");
 
 	for (size_t i = 0; i < sizeof(small); i++)
 		small[i] = (uint8_t)i;
@@ -278,22 +290,13 @@ static void case_smallbuf(struct vt_dev *d)
 	const size_t len = 1u << 20;
 	uint8_t *src = malloc(len);
 	struct reader r = { .len = len, .buf = malloc(len) };
-	pthread_t t;
-	ssize_t n;
 	int c, s;
 
 	(void)d;
 	buf_size = 1024;
 	if (pair(&c, &s))
 		goto out;
-	for (size_t i = 0; i < len; i++)
-		src[i] = vt_pattern(9, i);
-	r.s = s;
-	pthread_create(&t, NULL, read_all, &r);
-	n = rsend(c, src, len, 0);
-	pthread_join(t, NULL);
-	vt_check(n == (ssize_t)len && r.got == len && !memcmp(src, r.buf, len),
-		 "1 KiB buffers: 1 MiB sent %zd, read %zu, same bytes", n, r.got);
+	send_through(c, s, src, &r, 9, "1 KiB buffers: 1 MiB sent");
 	rclose(c);
 	rclose(s);
 out:
@@ -523,8 +526,6 @@ static void case_config(struct vt_dev *d)
 	const size_t len = 1u << 20;
 	uint8_t *src = malloc(len);
 	struct reader r = { .len = len, .buf = malloc(len) };
-	pthread_t t;
-	ssize_t n;
 
 	(void)d;
 	VT_EXPECT_EQ("SO_RCVBUF from mem_default", 300000, get_int(s, SOL_SOCKET, SO_RCVBUF));
@@ -539,14 +540,7 @@ static void case_config(struct vt_dev *d)
 	rclose(s);
 	if (pair(&c, &srv))
 		goto out;
-	for (size_t i = 0; i < len; i++)
-		src[i] = vt_pattern(7, i);
-	r.s = srv;
-	pthread_create(&t, NULL, read_all, &r);
-	n = rsend(c, src, len, 0);
-	pthread_join(t, NULL);
-	vt_check(n == (ssize_t)len && r.got == len && !memcmp(src, r.buf, len),
-		 "with those defaults, 1 MiB sent %zd, read %zu, same bytes", n, r.got);
+	send_through(c, srv, src, &r, 7, "with those defaults, 1 MiB sent");
 	rclose(c);
 	rclose(srv);
 out:
@@ -661,7 +655,4 @@ static const struct vt_case cases[] = {
 	{ NULL, NULL },
 };
 
-int main(int argc, char **argv)
-{
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

@@ -238,17 +238,136 @@ static bool wait_event(int fd)
 	return true;
 }
 
+/* What the server's steps share. */
+static struct {
+	uint8_t *recv_area, *target;      /* the receive slots; the region WRITEs and atomics hit */
+	struct ibv_mr *rmr, *tmr;
+	size_t stride;                    /* one QP's part of target */
+	uint64_t *count, *next, *got;     /* per QP: messages sent (the client says), next, received */
+	uint64_t expect_total, got_total;
+	bool counts_known;
+	double last;                      /* when a receive last completed */
+} srv;
+
+/* One receive completion: it must be the next message its QP takes a
+ * receive for, with its length, immediate and bytes; its receive is
+ * posted again.  Returns 2 if that fails, else 0. */
+static int take_receive(const struct ibv_wc *wc)
+{
+	uint32_t q = (uint32_t)(wc->wr_id >> 32), s = (uint32_t)wc->wr_id;
+	uint8_t *buf = srv.recv_area + ((size_t)q * cfg.depth + s) * cfg.max_size;
+	struct plan p = plan_of(q, srv.next[q]);
+	bool imm = p.op != OP_SEND;
+	enum ibv_wc_opcode want = p.op == OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM
+						 : IBV_WC_RECV;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = cfg.max_size,
+			       .lkey = srv.rmr->lkey };
+	long d;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		mismatch("server: QP %u: receive for message %llu completed with %s", q,
+			 (unsigned long long)srv.next[q], ibv_wc_status_str(wc->status));
+		return 0;
+	}
+	if (wc->opcode != want || wc->byte_len != p.len ||
+	    !!(wc->wc_flags & IBV_WC_WITH_IMM) != imm ||
+	    (imm && ntohl(wc->imm_data) != (uint32_t)srv.next[q]))
+		mismatch("server: QP %u: expected message %llu (%s, %u bytes%s), got opcode "
+			 "%d, %u bytes, immediate %s %u", q, (unsigned long long)srv.next[q],
+			 op_name[p.op], p.len, imm ? ", immediate" : "", wc->opcode,
+			 wc->byte_len, wc->wc_flags & IBV_WC_WITH_IMM ? "" : "(none)",
+			 ntohl(wc->imm_data));
+	else if (p.op != OP_WRITE_IMM && (d = vt_stream_diff(buf, p.len, p.key, 0)) >= 0)
+		mismatch("server: QP %u: message %llu (%s, %u bytes): byte %ld differs", q,
+			 (unsigned long long)srv.next[q], op_name[p.op], p.len, d);
+	srv.got[q]++;
+	srv.got_total++;
+	do
+		srv.next[q]++;
+	while (!takes_receive(plan_of(q, srv.next[q]).op));
+	if (vt_post_recv(&qps[q], wc->wr_id, &sge, 1)) {
+		fprintf(stderr, "storm: ibv_post_recv: %s\n", strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
+/* Every QP's two atomic words count its atomics: none ran twice. */
+static void check_atomic_words(void)
+{
+	uint64_t faa_bad = 0, cas_bad = 0, faa_total = 0, cas_total = 0;
+
+	for (uint32_t q = 0; q < cfg.qps; q++) {
+		uint64_t faa = 0, cas = 0, wf, wc;
+
+		for (uint64_t i = 0; i < srv.count[q]; i++) {
+			enum op op = plan_of(q, i).op;
+
+			faa += op == OP_FAA;
+			cas += op == OP_CAS;
+		}
+		memcpy(&wf, srv.target + q * srv.stride + WSLOTS * (size_t)cfg.max_size, 8);
+		memcpy(&wc, srv.target + q * srv.stride + WSLOTS * (size_t)cfg.max_size + 8, 8);
+		faa_bad += wf != faa;
+		cas_bad += wc != cas;
+		faa_total += faa;
+		cas_total += cas;
+		if (wf != faa || wc != cas)
+			mismatch("server: QP %u: the atomic words are %llu (FAA) and %llu (CAS) after "
+				 "%llu and %llu of them", q, (unsigned long long)wf,
+				 (unsigned long long)wc, (unsigned long long)faa,
+				 (unsigned long long)cas);
+	}
+	vt_check(!faa_bad && !cas_bad, "server: every QP's atomic words equal the number of "
+		 "its atomics (%llu fetch-and-add, %llu compare-and-swap in all): none executed twice",
+		 (unsigned long long)faa_total, (unsigned long long)cas_total);
+}
+
+/* Receives and checks until the client has said how many it sent (over
+ * fd) and all of those that take a receive have come.  Returns 0 then,
+ * else the exit code. */
+static int receive_all(int fd)
+{
+	while (!srv.counts_known || srv.got_total < srv.expect_total) {
+		struct ibv_wc wc[64];
+		int n = ibv_poll_cq(cq, 64, wc);
+
+		for (int k = 0; k < n; k++)
+			if (take_receive(&wc[k]))
+				return 2;
+		if (n > 0)
+			srv.last = vt_now();
+		if (!n && channel && !wait_event(fd))
+			return 1;
+		if (!srv.counts_known && !n) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 0) == 1) {
+				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+				srv.counts_known = true;
+				for (uint32_t q = 0; q < cfg.qps; q++)
+					for (uint64_t i = 0; i < srv.count[q]; i++)
+						srv.expect_total += takes_receive(plan_of(q, i).op);
+			}
+		}
+		if (n < 0 || vt_now() - srv.last > STALL_SECONDS) {
+			vt_fail("server: no receive completion for %.0f s: %llu of %s%llu arrived",
+				STALL_SECONDS, (unsigned long long)srv.got_total,
+				srv.counts_known ? "" : "at least ", (unsigned long long)srv.expect_total);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int serve(const char *port)
 {
 	int fd = vt_tcp_accept(port);
 	uint32_t *qpn, *peer_qpn, fails;
-	uint64_t *count, *next, *got, expect_total = 0, got_total = 0;
-	struct ibv_mr *rmr, *tmr;
-	uint8_t *recv_area, *target;
 	struct layout lay = { 0 };
-	size_t stride;
-	bool counts_known = false;
-	double last = vt_now();
+	int ret;
+
+	srv.last = vt_now();
 
 	vt_xfer(fd, &cfg, sizeof(cfg), false);
 	if (cfg.magic != STORM_MAGIC || !cfg.qps || cfg.qps > MAX_QPS || !cfg.depth ||
@@ -257,12 +376,13 @@ static int serve(const char *port)
 			cfg.qps);
 		return 2;
 	}
-	stride = (size_t)WSLOTS * cfg.max_size + 64;
-	recv_area = reg_area((size_t)cfg.qps * cfg.depth * cfg.max_size, IBV_ACCESS_LOCAL_WRITE, &rmr);
-	target = reg_area(stride * cfg.qps + 2ull * cfg.max_size,
+	srv.stride = (size_t)WSLOTS * cfg.max_size + 64;
+	srv.recv_area = reg_area((size_t)cfg.qps * cfg.depth * cfg.max_size, IBV_ACCESS_LOCAL_WRITE,
+				 &srv.rmr);
+	srv.target = reg_area(srv.stride * cfg.qps + 2ull * cfg.max_size,
 			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			  IBV_ACCESS_REMOTE_ATOMIC, &tmr);
-	vt_stream_fill(target + stride * cfg.qps, 2ull * cfg.max_size, read_key, 0);
+			  IBV_ACCESS_REMOTE_ATOMIC, &srv.tmr);
+	vt_stream_fill(srv.target + srv.stride * cfg.qps, 2ull * cfg.max_size, read_key, 0);
 	if (cfg.flags & STORM_EVENTS) {
 		channel = ibv_create_comp_channel(dev.ctx);
 		if (!channel) {
@@ -274,132 +394,43 @@ static int serve(const char *port)
 
 	qpn = xcalloc(cfg.qps, sizeof(*qpn));
 	peer_qpn = xcalloc(cfg.qps, sizeof(*peer_qpn));
-	count = xcalloc(cfg.qps, sizeof(*count));
-	next = xcalloc(cfg.qps, sizeof(*next));
-	got = xcalloc(cfg.qps, sizeof(*got));
+	srv.count = xcalloc(cfg.qps, sizeof(*srv.count));
+	srv.next = xcalloc(cfg.qps, sizeof(*srv.next));
+	srv.got = xcalloc(cfg.qps, sizeof(*srv.got));
 	vt_xfer(fd, peer_qpn, cfg.qps * sizeof(*peer_qpn), false);
 	connect_qps(peer_qpn, &cfg.gid);
 	for (uint32_t q = 0; q < cfg.qps; q++) {
 		qpn[q] = qps[q].qp->qp_num;
 		for (uint32_t s = 0; s < cfg.depth; s++) {
 			struct ibv_sge sge = {
-				.addr = (uintptr_t)(recv_area + ((size_t)q * cfg.depth + s) * cfg.max_size),
-				.length = cfg.max_size, .lkey = rmr->lkey };
+				.addr = (uintptr_t)(srv.recv_area + ((size_t)q * cfg.depth + s) * cfg.max_size),
+				.length = cfg.max_size, .lkey = srv.rmr->lkey };
 
 			if (vt_post_recv(&qps[q], (uint64_t)q << 32 | s, &sge, 1)) {
 				fprintf(stderr, "storm: ibv_post_recv: %s\n", strerror(errno));
 				return 2;
 			}
 		}
-		while (!takes_receive(plan_of(q, next[q]).op))
-			next[q]++;
+		while (!takes_receive(plan_of(q, srv.next[q]).op))
+			srv.next[q]++;
 	}
 	lay.gid = dev.gid;
-	lay.target = (uintptr_t)target;
-	lay.stride = stride;
-	lay.read_area = (uintptr_t)(target + stride * cfg.qps);
-	lay.rkey = tmr->rkey;
+	lay.target = (uintptr_t)srv.target;
+	lay.stride = srv.stride;
+	lay.read_area = (uintptr_t)(srv.target + srv.stride * cfg.qps);
+	lay.rkey = srv.tmr->rkey;
 	vt_xfer(fd, &lay, sizeof(lay), true);
 	vt_xfer(fd, qpn, cfg.qps * sizeof(*qpn), true);
 
-	/* Receive and check until the client has said how many it sent and all
-	 * of those that take a receive have come. */
-	while (!counts_known || got_total < expect_total) {
-		struct ibv_wc wc[64];
-		int n = ibv_poll_cq(cq, 64, wc);
-
-		for (int k = 0; k < n; k++) {
-			uint32_t q = (uint32_t)(wc[k].wr_id >> 32), s = (uint32_t)wc[k].wr_id;
-			uint8_t *buf = recv_area + ((size_t)q * cfg.depth + s) * cfg.max_size;
-			struct plan p = plan_of(q, next[q]);
-			bool imm = p.op != OP_SEND;
-			enum ibv_wc_opcode want = p.op == OP_WRITE_IMM ? IBV_WC_RECV_RDMA_WITH_IMM
-								 : IBV_WC_RECV;
-			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = cfg.max_size,
-					       .lkey = rmr->lkey };
-			long d;
-
-			if (wc[k].status != IBV_WC_SUCCESS) {
-				mismatch("server: QP %u: receive for message %llu completed with %s", q,
-					 (unsigned long long)next[q], ibv_wc_status_str(wc[k].status));
-				continue;
-			}
-			if (wc[k].opcode != want || wc[k].byte_len != p.len ||
-			    !!(wc[k].wc_flags & IBV_WC_WITH_IMM) != imm ||
-			    (imm && ntohl(wc[k].imm_data) != (uint32_t)next[q]))
-				mismatch("server: QP %u: expected message %llu (%s, %u bytes%s), got opcode "
-					 "%d, %u bytes, immediate %s %u", q, (unsigned long long)next[q],
-					 op_name[p.op], p.len, imm ? ", immediate" : "", wc[k].opcode,
-					 wc[k].byte_len, wc[k].wc_flags & IBV_WC_WITH_IMM ? "" : "(none)",
-					 ntohl(wc[k].imm_data));
-			else if (p.op != OP_WRITE_IMM && (d = vt_stream_diff(buf, p.len, p.key, 0)) >= 0)
-				mismatch("server: QP %u: message %llu (%s, %u bytes): byte %ld differs", q,
-					 (unsigned long long)next[q], op_name[p.op], p.len, d);
-			got[q]++;
-			got_total++;
-			do
-				next[q]++;
-			while (!takes_receive(plan_of(q, next[q]).op));
-			if (vt_post_recv(&qps[q], wc[k].wr_id, &sge, 1)) {
-				fprintf(stderr, "storm: ibv_post_recv: %s\n", strerror(errno));
-				return 2;
-			}
-		}
-		if (n > 0)
-			last = vt_now();
-		if (!n && channel && !wait_event(fd))
-			return 1;
-		if (!counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, count, cfg.qps * sizeof(*count), false);
-				counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					for (uint64_t i = 0; i < count[q]; i++)
-						expect_total += takes_receive(plan_of(q, i).op);
-			}
-		}
-		if (n < 0 || vt_now() - last > STALL_SECONDS) {
-			vt_fail("server: no receive completion for %.0f s: %llu of %s%llu arrived",
-				STALL_SECONDS, (unsigned long long)got_total,
-				counts_known ? "" : "at least ", (unsigned long long)expect_total);
-			return 1;
-		}
-	}
-	vt_check(got_total == expect_total && !reports,
+	ret = receive_all(fd);
+	if (ret)
+		return ret;
+	vt_check(srv.got_total == srv.expect_total && !reports,
 		 "server: %llu receives (SEND, SEND with immediate, WRITE with immediate) on %u QP%s, "
 		 "each the next of its QP, exactly once, with its length, immediate and bytes",
-		 (unsigned long long)got_total, cfg.qps, cfg.qps > 1 ? "s" : "");
+		 (unsigned long long)srv.got_total, cfg.qps, cfg.qps > 1 ? "s" : "");
 	vt_poll_none(cq, 0.2, "server: nothing more arrives");
-	{
-		uint64_t faa_bad = 0, cas_bad = 0, faa_total = 0, cas_total = 0;
-
-		for (uint32_t q = 0; q < cfg.qps; q++) {
-			uint64_t faa = 0, cas = 0, wf, wc;
-
-			for (uint64_t i = 0; i < count[q]; i++) {
-				enum op op = plan_of(q, i).op;
-
-				faa += op == OP_FAA;
-				cas += op == OP_CAS;
-			}
-			memcpy(&wf, target + q * stride + WSLOTS * (size_t)cfg.max_size, 8);
-			memcpy(&wc, target + q * stride + WSLOTS * (size_t)cfg.max_size + 8, 8);
-			faa_bad += wf != faa;
-			cas_bad += wc != cas;
-			faa_total += faa;
-			cas_total += cas;
-			if (wf != faa || wc != cas)
-				mismatch("server: QP %u: the atomic words are %llu (FAA) and %llu (CAS) after "
-					 "%llu and %llu of them", q, (unsigned long long)wf,
-					 (unsigned long long)wc, (unsigned long long)faa,
-					 (unsigned long long)cas);
-		}
-		vt_check(!faa_bad && !cas_bad, "server: every QP's atomic words equal the number of "
-			 "its atomics (%llu fetch-and-add, %llu compare-and-swap in all): none executed twice",
-			 (unsigned long long)faa_total, (unsigned long long)cas_total);
-	}
+	check_atomic_words();
 	if (channel)
 		vt_check(events > 0, "server: slept on a completion channel: %llu events",
 			 (unsigned long long)events);
@@ -411,16 +442,16 @@ static int serve(const char *port)
 	ibv_destroy_cq(cq);
 	if (channel)
 		ibv_destroy_comp_channel(channel);
-	ibv_dereg_mr(rmr);
-	ibv_dereg_mr(tmr);
-	free(recv_area);
-	free(target);
+	ibv_dereg_mr(srv.rmr);
+	ibv_dereg_mr(srv.tmr);
+	free(srv.recv_area);
+	free(srv.target);
 	free(qps);
 	free(qpn);
 	free(peer_qpn);
-	free(count);
-	free(next);
-	free(got);
+	free(srv.count);
+	free(srv.next);
+	free(srv.got);
 	return vt_failures ? 1 : 0;
 }
 

@@ -301,14 +301,11 @@ static void case_rndv_bad_key(struct vt_dev *d)
 	rndv(d, true);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct vt_case cases[] = {
-		{ "eager", case_eager },
-		{ "rndv", case_rndv },
-		{ "rndv_bad_key", case_rndv_bad_key },
-		{ NULL, NULL },
-	};
+static const struct vt_case cases[] = {
+	{ "eager", case_eager },
+	{ "rndv", case_rndv },
+	{ "rndv_bad_key", case_rndv_bad_key },
+	{ NULL, NULL },
+};
 
-	return vt_main(argc, argv, cases);
-}
+VT_MAIN(cases)

@@ -456,6 +456,13 @@ struct ibv_send_wr vt_wr(uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *
 	return wr;
 }
 
+void vt_wr_ud(struct ibv_send_wr *wr, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = qkey;
+}
+
 struct ibv_sge vt_sge(const struct vt_buf *b, size_t off, uint32_t len)
 {
 	struct ibv_sge s = { .addr = (uintptr_t)(b->p + off), .length = len,

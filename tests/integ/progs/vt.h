@@ -144,6 +144,8 @@ int vt_post_recv(struct vt_qp *q, uint64_t wr_id, struct ibv_sge *sge, int nsge)
 int vt_post_send(struct vt_qp *q, struct ibv_send_wr *wr);
 /* A signaled one-SGE work request of opcode over [addr, addr+len) of mr. */
 struct ibv_send_wr vt_wr(uint64_t wr_id, enum ibv_wr_opcode op, struct ibv_sge *sge);
+/* Addresses a UD work request: to qpn through ah, with Q_Key qkey. */
+void vt_wr_ud(struct ibv_send_wr *wr, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey);
 struct ibv_sge vt_sge(const struct vt_buf *b, size_t off, uint32_t len);
 
 /* Polls cq until n completions or seconds elapse; returns how many. */
@@ -168,5 +170,11 @@ struct vt_case {
  * run by name only, by default), prints a summary; exit 0 if every check
  * passed. */
 int vt_main(int argc, char **argv, const struct vt_case *cases);
+/* The main of a program that is a table of cases: VT_MAIN(cases). */
+#define VT_MAIN(cases)                                   \
+	int main(int argc, char **argv)                  \
+	{                                                \
+		return vt_main(argc, argv, cases);       \
+	}
 
 #endif

@@ -102,6 +102,43 @@ void qpt_parse(int argc, char **argv, struct qpt_opts *o)
 	srand48(getpid() ^ (long)time(NULL));
 }
 
+/* ---- a program's main -------------------------------------------------- */
+
+static bool role_fits(const struct qpt_role *r, const struct qpt_opts *o)
+{
+	if (r->mode && strcmp(r->mode, o->mode))
+		return false;
+	return r->side == QPT_EITHER || (r->side == QPT_SERVER) == qpt_is_server(o);
+}
+
+/* "-m a|b|c": the modes the roles name, for the failure of no fit. */
+static __attribute__((noreturn)) void die_no_role(void)
+{
+	char modes[256] = "-m ";
+	const size_t start = strlen(modes);
+	size_t at = start;
+
+	for (const struct qpt_role *r = qpt_roles; r->run && at < sizeof(modes); r++)
+		if (r->mode)
+			at += (size_t)snprintf(modes + at, sizeof(modes) - at, "%s%s",
+					       at > start ? "|" : "", r->mode);
+	DIE("%s", modes);
+}
+
+int main(int argc, char **argv)
+{
+	const struct qpt_role *r;
+	struct qpt_opts o;
+
+	qpt_parse(argc, argv, &o);
+	for (r = qpt_roles; r->run && !role_fits(r, &o); r++)
+		;
+	if (!r->run)
+		die_no_role();
+	r->run(&o);
+	return qpt_finish();
+}
+
 /* ---- device ------------------------------------------------------------ */
 
 unsigned qpt_mtu_bytes(enum ibv_mtu m)
@@ -172,6 +209,23 @@ void qpt_buf_free(struct qpt_buf *b)
 		qpt_note("ibv_dereg_mr failed");
 	free(b->p);
 	memset(b, 0, sizeof(*b));
+}
+
+void qpt_teardown(int fd, const struct qpt_made *m)
+{
+	if (fd >= 0)
+		qpt_sync(fd, "done");
+	if (m->ah)
+		ibv_destroy_ah(m->ah);
+	for (int i = 0; i < m->nqp; i++)
+		ibv_destroy_qp(m->qp[i]);
+	for (size_t i = 0; i < sizeof(m->cq) / sizeof(m->cq[0]); i++)
+		if (m->cq[i])
+			ibv_destroy_cq(m->cq[i]);
+	if (m->buf)
+		qpt_buf_free(m->buf);
+	if (m->d)
+		qpt_close(m->d);
 }
 
 /* ---- out-of-band exchange --------------------------------------------- */
@@ -442,6 +496,17 @@ int qpt_connect(struct qpt_dev *d, struct ibv_qp *qp, const struct qpt_ep *mine,
 	int ret = qpt_connect_rtr(d, qp, remote, access, mtu);
 
 	return ret ? ret : qpt_modify_rts(qp, mine);
+}
+
+void qpt_connect_each(struct qpt_dev *d, int fd, struct ibv_qp *const *qp, struct qpt_ep *me,
+		      struct qpt_ep *peer, int n, int access)
+{
+	for (int i = 0; i < n; i++) {
+		qpt_ep_of(d, qp[i], &me[i]);
+		qpt_xchg_ep(fd, &me[i], &peer[i]);
+		if (qpt_connect(d, qp[i], &me[i], &peer[i], access, IBV_MTU_1024))
+			DIE("QP %d to RTS", i);
+	}
 }
 
 int qpt_ud_ready(struct ibv_qp *qp, uint32_t qkey)

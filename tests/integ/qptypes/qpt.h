@@ -43,6 +43,23 @@ struct qpt_opts {
 void qpt_parse(int argc, char **argv, struct qpt_opts *o);
 static inline bool qpt_is_server(const struct qpt_opts *o) { return !o->host; }
 
+/* ---- a program's main -------------------------------------------------- */
+
+enum qpt_side { QPT_EITHER, QPT_SERVER, QPT_CLIENT };
+
+/* One thing a program runs: for -m mode (NULL: any mode) on side. */
+struct qpt_role {
+	const char *mode;
+	enum qpt_side side;
+	void (*run)(const struct qpt_opts *o);
+};
+
+/* Each program defines its roles, ended by one with no run.  The shared
+ * main (qpt.c) parses the options, runs the first role that fits -m and
+ * the side and exits with qpt_finish(); with none that fits, it fails the
+ * setup, naming the modes. */
+extern const struct qpt_role qpt_roles[];
+
 /* ---- device ------------------------------------------------------------ */
 
 struct qpt_dev {
@@ -68,6 +85,21 @@ struct qpt_buf {
 /* A page-aligned zeroed buffer registered with access. */
 void qpt_buf(struct qpt_dev *d, struct qpt_buf *b, size_t len, int access);
 void qpt_buf_free(struct qpt_buf *b);
+
+/* What one side made, for qpt_teardown; members left unset are skipped. */
+struct qpt_made {
+	struct qpt_dev *d;
+	struct qpt_buf *buf;
+	struct ibv_ah *ah;
+	struct ibv_qp *const *qp;    /* nqp of them */
+	int nqp;
+	struct ibv_cq *cq[3];
+};
+
+/* The end of one side: both sides reach "done" (fd < 0: no peer to meet),
+ * then what it made goes: the AH, the QPs (a QP holds its CQs), the CQs,
+ * the region and the device. */
+void qpt_teardown(int fd, const struct qpt_made *m);
 
 /* ---- out-of-band exchange --------------------------------------------- */
 
@@ -104,6 +136,11 @@ void qpt_ep_of(struct qpt_dev *d, struct ibv_qp *qp, struct qpt_ep *ep);
 /* RESET -> INIT -> RTR -> RTS to the remote endpoint (RC, UC, XRC). */
 int qpt_connect(struct qpt_dev *d, struct ibv_qp *qp, const struct qpt_ep *mine,
 		const struct qpt_ep *remote, int access, enum ibv_mtu mtu);
+/* For each of the n QPs in turn: its endpoint (into me[i]) goes to the
+ * peer over fd, the peer's comes back (into peer[i]), and the QP is
+ * connected to it with access and a path MTU of 1024 (a failure is fatal). */
+void qpt_connect_each(struct qpt_dev *d, int fd, struct ibv_qp *const *qp, struct qpt_ep *me,
+		      struct qpt_ep *peer, int n, int access);
 /* The same, stopping in RTR (no send queue yet). */
 int qpt_connect_rtr(struct qpt_dev *d, struct ibv_qp *qp, const struct qpt_ep *remote,
 		    int access, enum ibv_mtu mtu);

@@ -193,14 +193,8 @@ static void port(const struct qpt_opts *o)
 	ibv_free_device_list(list);
 }
 
-int main(int argc, char **argv)
-{
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	if (!strcmp(o.mode, "port"))
-		port(&o);
-	else
-		local(&o);
-	return qpt_finish();
-}
+const struct qpt_role qpt_roles[] = {
+	{ "port", QPT_EITHER, port },
+	{ NULL, QPT_EITHER, local },
+	{ NULL, QPT_EITHER, NULL },
+};

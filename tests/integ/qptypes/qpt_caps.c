@@ -71,15 +71,13 @@ static void atomics(const struct ibv_device_attr *da)
 	qpt_buf_free(&buf);
 }
 
-int main(int argc, char **argv)
+static void caps(const struct qpt_opts *o)
 {
 	struct ibv_device_attr_ex dx;
 	struct ibv_device_attr *da = &dx.orig_attr;
-	struct qpt_opts o;
 	int ret;
 
-	qpt_parse(argc, argv, &o);
-	qpt_open(&d, o.dev, o.gidx);
+	qpt_open(&d, o->dev, o->gidx);
 	memset(&dx, 0, sizeof(dx));
 	if (ibv_query_device_ex(d.ctx, NULL, &dx))
 		DIE("ibv_query_device_ex");
@@ -160,5 +158,9 @@ int main(int argc, char **argv)
 		      "a RoCE port: Ethernet link layer, IP-based GIDs");
 	}
 	qpt_close(&d);
-	return qpt_finish();
 }
+
+const struct qpt_role qpt_roles[] = {
+	{ NULL, QPT_EITHER, caps },
+	{ NULL, QPT_EITHER, NULL },
+};

@@ -340,12 +340,9 @@ static void solicited(void)
 	ibv_destroy_comp_channel(ch);
 }
 
-int main(int argc, char **argv)
+static void all(const struct qpt_opts *o)
 {
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	qpt_open(&d, o.dev, o.gidx);
+	qpt_open(&d, o->dev, o->gidx);
 	qpt_buf(&d, &buf, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
 	caps();
 	timestamps();
@@ -355,5 +352,9 @@ int main(int argc, char **argv)
 	overrun();
 	qpt_buf_free(&buf);
 	qpt_close(&d);
-	return qpt_finish();
 }
+
+const struct qpt_role qpt_roles[] = {
+	{ NULL, QPT_EITHER, all },
+	{ NULL, QPT_EITHER, NULL },
+};

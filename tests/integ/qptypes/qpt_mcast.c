@@ -125,11 +125,8 @@ static void sender(const struct qpt_opts *o)
 		qpt_sync(fd[i], "done");
 		close(fd[i]);
 	}
-	ibv_destroy_ah(ah);
-	ibv_destroy_qp(qp);
-	ibv_destroy_cq(cq);
-	qpt_buf_free(&b);
-	qpt_close(&d);
+	qpt_teardown(-1, &(struct qpt_made){ .d = &d, .buf = &b, .ah = ah, .qp = &qp, .nqp = 1,
+					     .cq = { cq } });
 }
 
 /* ---- member ------------------------------------------------------------- */
@@ -274,6 +271,53 @@ static void member(const struct qpt_opts *o)
 
 /* ---- the advertised limits ------------------------------------------------ */
 
+/* The last group of the many works: a datagram to it from another QP
+ * (sender) arrives at a second QP attached to it in place of owner. */
+static void check_last_group_works(struct qpt_dev *d, struct ibv_cq *cq, struct ibv_qp *owner,
+				   struct ibv_qp *sender, union ibv_gid g, int ngrp)
+{
+	struct qpt_buf b;
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	struct ibv_cq *rcq = qpt_cq(d, 4);
+	struct ibv_qp *rq = qpt_qp(d, IBV_QPT_UD, cq, rcq, NULL, 4);
+	int ret;
+
+	if (qpt_ud_ready(rq, QKEY))
+		DIE("UD QP");
+	qpt_buf(d, &b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	g.raw[14] = (uint8_t)((ngrp - 1) >> 8);
+	g.raw[15] = (uint8_t)(ngrp - 1);
+	ibv_detach_mcast(owner, &g, 0);
+	ret = ibv_attach_mcast(rq, &g, 0);
+	CHECK(ret == 0, "a second QP attaches to group number %d (ret %d)", ngrp, ret);
+	qpt_post_recv1(rq, 1, b.p, 1024, b.mr->lkey);
+	aa.grh.dgid = g;
+	aa.grh.sgid_index = (uint8_t)d->gidx;
+	aa.grh.hop_limit = 1;
+	ah = ibv_create_ah(d->pd, &aa);
+	if (ah) {
+		struct ibv_sge sge = { (uintptr_t)b.p + 2048, 16, b.mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND },
+				   *bad;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = 0xffffff;
+		wr.wr.ud.remote_qkey = QKEY;
+		ibv_post_send(sender, &wr, &bad);
+	}
+	CHECK(ah && qpt_poll(rcq, &wc, 1, 10000) == 1 && wc.status == IBV_WC_SUCCESS,
+	      "a datagram to group number %d (joined after %d others) is received", ngrp,
+	      ngrp - 1);
+	ibv_detach_mcast(rq, &g, 0);
+	if (ah)
+		ibv_destroy_ah(ah);
+	ibv_destroy_qp(rq);
+	ibv_destroy_cq(rcq);
+	qpt_buf_free(&b);
+}
+
 static void limits(const struct qpt_opts *o)
 {
 	struct ibv_device_attr da;
@@ -314,48 +358,7 @@ static void limits(const struct qpt_opts *o)
 	}
 	CHECK(ok == ngrp, "one QP attaches to all max_mcast_grp = %d groups (%d did; the first refused was number %d: %s)",
 	      ngrp, ok, first_err, first_err ? strerror(first_errno) : "-");
-	/* The last group works: a datagram to it from another QP arrives. */
-	{
-		struct qpt_buf b;
-		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-		struct ibv_ah *ah;
-		struct ibv_wc wc;
-		struct ibv_cq *rcq = qpt_cq(&d, 4);
-		struct ibv_qp *rq = qpt_qp(&d, IBV_QPT_UD, cq, rcq, NULL, 4);
-
-		if (qpt_ud_ready(rq, QKEY))
-			DIE("UD QP");
-		qpt_buf(&d, &b, 4096, IBV_ACCESS_LOCAL_WRITE);
-		g.raw[14] = (uint8_t)((ngrp - 1) >> 8);
-		g.raw[15] = (uint8_t)(ngrp - 1);
-		ibv_detach_mcast(qps[0], &g, 0);
-		ret = ibv_attach_mcast(rq, &g, 0);
-		CHECK(ret == 0, "a second QP attaches to group number %d (ret %d)", ngrp, ret);
-		qpt_post_recv1(rq, 1, b.p, 1024, b.mr->lkey);
-		aa.grh.dgid = g;
-		aa.grh.sgid_index = (uint8_t)d.gidx;
-		aa.grh.hop_limit = 1;
-		ah = ibv_create_ah(d.pd, &aa);
-		if (ah) {
-			struct ibv_sge sge = { (uintptr_t)b.p + 2048, 16, b.mr->lkey };
-			struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND },
-					   *bad;
-
-			wr.wr.ud.ah = ah;
-			wr.wr.ud.remote_qpn = 0xffffff;
-			wr.wr.ud.remote_qkey = QKEY;
-			ibv_post_send(qps[1], &wr, &bad);
-		}
-		CHECK(ah && qpt_poll(rcq, &wc, 1, 10000) == 1 && wc.status == IBV_WC_SUCCESS,
-		      "a datagram to group number %d (joined after %d others) is received", ngrp,
-		      ngrp - 1);
-		ibv_detach_mcast(rq, &g, 0);
-		if (ah)
-			ibv_destroy_ah(ah);
-		ibv_destroy_qp(rq);
-		ibv_destroy_cq(rcq);
-		qpt_buf_free(&b);
-	}
+	check_last_group_works(&d, cq, qps[0], qps[1], g, ngrp);
 	for (int i = 0; i < ngrp - 1; i++) {
 		g.raw[14] = (uint8_t)(i >> 8);
 		g.raw[15] = (uint8_t)i;
@@ -380,18 +383,9 @@ static void limits(const struct qpt_opts *o)
 	qpt_close(&d);
 }
 
-int main(int argc, char **argv)
-{
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	if (!strcmp(o.mode, "sender"))
-		sender(&o);
-	else if (!strcmp(o.mode, "member"))
-		member(&o);
-	else if (!strcmp(o.mode, "limits"))
-		limits(&o);
-	else
-		DIE("-m sender|member|limits");
-	return qpt_finish();
-}
+const struct qpt_role qpt_roles[] = {
+	{ "sender", QPT_EITHER, sender },
+	{ "member", QPT_EITHER, member },
+	{ "limits", QPT_EITHER, limits },
+	{ NULL, QPT_EITHER, NULL },
+};

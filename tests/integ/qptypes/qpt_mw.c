@@ -118,6 +118,15 @@ static struct ibv_qp *loop_qp(struct qpt_dev *d, struct ibv_cq *cq, struct ibv_q
 	return a;
 }
 
+/* True if p[i] is still pat(i) for every i in [from, to). */
+static bool patterned(const uint8_t *p, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (p[i] != pat(i))
+			return false;
+	return true;
+}
+
 static bool untouched(const uint8_t *p, size_t len, uint8_t v)
 {
 	for (size_t i = 0; i < len; i++)
@@ -232,6 +241,62 @@ static void dereg_busy(struct qpt_dev *d)
 	ibv_destroy_cq(cq);
 }
 
+/* The device says it has memory windows, type 2B included. */
+static void check_mw_advertised(struct qpt_dev *d)
+{
+	struct ibv_device_attr da;
+
+	if (ibv_query_device(d->ctx, &da))
+		DIE("query_device");
+	CHECK(da.max_mw > 0 && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+	      (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
+	      "the device advertises memory windows: max_mw %d, MEM_WINDOW, MEM_WINDOW_TYPE_2B",
+	      da.max_mw);
+}
+
+/* What the client's accesses through the windows did to the region, and
+ * the invalidations: LOCAL_INV here, SEND_WITH_INV from the client. */
+static void server_check_window_writes(int fd, struct qpt_buf *mem, struct ibv_qp **qp,
+				       struct ibv_cq *scq, struct ibv_cq *rcq, const struct keys *k)
+{
+	struct ibv_wc wc;
+	enum ibv_wc_status st;
+	int n;
+
+	/* Type 1. */
+	qpt_sync(fd, "t1-done");
+	CHECK(untouched(mem->p + W1, 1024, 0xa1), "WRITE inside the type 1 window landed");
+	CHECK(patterned(mem->p + W1, 1024, WLEN - 8) && untouched(mem->p + W1 - 64, 64, FILL),
+	      "the rest of the window and the bytes before it are untouched");
+	CHECK(patterned(mem->p + W1, WLEN - 8, WLEN) && mem->p[W1R] == pat(0),
+	      "the WRITE across the window's end changed nothing, inside or past it");
+	qpt_sync(fd, "t1r-done");
+	CHECK(patterned(mem->p + W1R, 0, WLEN), "the WRITE through the read-only window changed nothing");
+
+	/* Type 2, then LOCAL_INV on its QP. */
+	qpt_sync(fd, "t2-done");
+	CHECK(untouched(mem->p + W2A, 512, 0xa2), "WRITE through the type 2 window on its QP landed");
+	st = local_inv(qp[2], scq, k->w2a.rkey);
+	CHECK(st == IBV_WC_SUCCESS, "IBV_WR_LOCAL_INV of the type 2 window (%s)", ibv_wc_status_str(st));
+	qpt_sync(fd, "invalidated");
+	qpt_sync(fd, "t2-after-inv");
+	CHECK(untouched(mem->p + W2A, 512, 0xa2) && mem->p[W2A + 512] == pat(512),
+	      "the WRITE after LOCAL_INV changed nothing");
+
+	/* Type 2 from another QP; SEND_WITH_INV. */
+	qpt_sync(fd, "t2-other-qp");
+	CHECK(patterned(mem->p + W2B, 0, WLEN),
+	      "the WRITE to the type 2 window through another QP changed nothing");
+	n = qpt_poll(rcq, &wc, 1, 20000);
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
+	      wc.invalidated_rkey == k->w2b.rkey && wc.qp_num == qp[3]->qp_num,
+	      "SEND_WITH_INV received: IBV_WC_WITH_INV, invalidated_rkey 0x%x (flags 0x%x, rkey 0x%x)",
+	      k->w2b.rkey, n ? wc.wc_flags : 0, n ? wc.invalidated_rkey : 0);
+	qpt_sync(fd, "send-inv-seen");
+	qpt_sync(fd, "t2b-after-inv");
+	CHECK(patterned(mem->p + W2B, 0, WLEN), "the WRITE after the remote invalidation changed nothing");
+}
+
 static void server(const struct qpt_opts *o)
 {
 	struct qpt_dev d;
@@ -241,23 +306,13 @@ static void server(const struct qpt_opts *o)
 	struct qpt_ep me[NP], peer[NP];
 	struct ibv_mw *w1, *w1r, *w2a, *w2b;
 	struct keys k;
-	struct ibv_wc wc;
 	enum ibv_wc_status st;
-	int fd, ret, n;
+	int fd, ret;
 	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			IBV_ACCESS_MW_BIND;
 
 	qpt_open(&d, o->dev, o->gidx);
-	{
-		struct ibv_device_attr da;
-
-		if (ibv_query_device(d.ctx, &da))
-			DIE("query_device");
-		CHECK(da.max_mw > 0 && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
-		      (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B),
-		      "the device advertises memory windows: max_mw %d, MEM_WINDOW, MEM_WINDOW_TYPE_2B",
-		      da.max_mw);
-	}
+	check_mw_advertised(&d);
 	qpt_buf(&d, &mem, MEM, acc);
 	qpt_buf(&d, &nobind, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	qpt_buf(&d, &rbuf, 4096, IBV_ACCESS_LOCAL_WRITE);
@@ -272,13 +327,7 @@ static void server(const struct qpt_opts *o)
 	for (int i = 0; i < NP; i++)
 		qp[i] = qpt_qp(&d, IBV_QPT_RC, scq, rcq, NULL, 8);
 	fd = qpt_oob(o);
-	for (int i = 0; i < NP; i++) {
-		qpt_ep_of(&d, qp[i], &me[i]);
-		qpt_xchg_ep(fd, &me[i], &peer[i]);
-		if (qpt_connect(&d, qp[i], &me[i], &peer[i],
-				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, IBV_MTU_1024))
-			DIE("QP %d to RTS", i);
-	}
+	qpt_connect_each(&d, fd, qp, me, peer, NP, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (qpt_post_recv1(qp[3], 0x5e, rbuf.p, 4096, rbuf.mr->lkey))
 		DIE("post_recv");
 	w1 = ibv_alloc_mw(d.pd, IBV_MW_TYPE_1);
@@ -317,75 +366,13 @@ static void server(const struct qpt_opts *o)
 	      mem.mr->rkey);
 	qpt_send(fd, &k, sizeof(k));
 
-	/* Type 1. */
-	qpt_sync(fd, "t1-done");
-	CHECK(untouched(mem.p + W1, 1024, 0xa1), "WRITE inside the type 1 window landed");
-	{
-		bool ok = true;
-
-		for (size_t i = 1024; i < WLEN - 8; i++)
-			ok &= mem.p[W1 + i] == pat(i);
-		CHECK(ok && untouched(mem.p + W1 - 64, 64, FILL),
-		      "the rest of the window and the bytes before it are untouched");
-		ok = true;
-		for (size_t i = WLEN - 8; i < WLEN; i++)
-			ok &= mem.p[W1 + i] == pat(i);
-		CHECK(ok && mem.p[W1R] == pat(0),
-		      "the WRITE across the window's end changed nothing, inside or past it");
-	}
-	qpt_sync(fd, "t1r-done");
-	{
-		bool ok = true;
-
-		for (size_t i = 0; i < WLEN; i++)
-			ok &= mem.p[W1R + i] == pat(i);
-		CHECK(ok, "the WRITE through the read-only window changed nothing");
-	}
-
-	/* Type 2, then LOCAL_INV on its QP. */
-	qpt_sync(fd, "t2-done");
-	CHECK(untouched(mem.p + W2A, 512, 0xa2), "WRITE through the type 2 window on its QP landed");
-	st = local_inv(qp[2], scq, k.w2a.rkey);
-	CHECK(st == IBV_WC_SUCCESS, "IBV_WR_LOCAL_INV of the type 2 window (%s)", ibv_wc_status_str(st));
-	qpt_sync(fd, "invalidated");
-	qpt_sync(fd, "t2-after-inv");
-	CHECK(untouched(mem.p + W2A, 512, 0xa2) && mem.p[W2A + 512] == pat(512),
-	      "the WRITE after LOCAL_INV changed nothing");
-
-	/* Type 2 from another QP; SEND_WITH_INV. */
-	qpt_sync(fd, "t2-other-qp");
-	{
-		bool ok = true;
-
-		for (size_t i = 0; i < WLEN; i++)
-			ok &= mem.p[W2B + i] == pat(i);
-		CHECK(ok, "the WRITE to the type 2 window through another QP changed nothing");
-	}
-	n = qpt_poll(rcq, &wc, 1, 20000);
-	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
-	      wc.invalidated_rkey == k.w2b.rkey && wc.qp_num == qp[3]->qp_num,
-	      "SEND_WITH_INV received: IBV_WC_WITH_INV, invalidated_rkey 0x%x (flags 0x%x, rkey 0x%x)",
-	      k.w2b.rkey, n ? wc.wc_flags : 0, n ? wc.invalidated_rkey : 0);
-	qpt_sync(fd, "send-inv-seen");
-	qpt_sync(fd, "t2b-after-inv");
-	{
-		bool ok = true;
-
-		for (size_t i = 0; i < WLEN; i++)
-			ok &= mem.p[W2B + i] == pat(i);
-		CHECK(ok, "the WRITE after the remote invalidation changed nothing");
-	}
-	qpt_sync(fd, "done");
-	for (int i = 0; i < NP; i++)
-		ibv_destroy_qp(qp[i]);
+	server_check_window_writes(fd, &mem, qp, scq, rcq, &k);
+	qpt_teardown(fd, &(struct qpt_made){ .qp = qp, .nqp = NP });
 	CHECK(ibv_dealloc_mw(w1) == 0 && ibv_dealloc_mw(w1r) == 0 && ibv_dealloc_mw(w2a) == 0 &&
 	      ibv_dealloc_mw(w2b) == 0, "ibv_dealloc_mw of the four windows");
-	ibv_destroy_cq(scq);
-	ibv_destroy_cq(rcq);
-	qpt_buf_free(&mem);
 	qpt_buf_free(&nobind);
 	qpt_buf_free(&rbuf);
-	qpt_close(&d);
+	qpt_teardown(-1, &(struct qpt_made){ .d = &d, .buf = &mem, .cq = { scq, rcq } });
 }
 
 /* ---- client -------------------------------------------------------------- */
@@ -425,12 +412,7 @@ static void client(const struct qpt_opts *o)
 	for (int i = 0; i < NP; i++)
 		qp[i] = qpt_qp(&d, IBV_QPT_RC, cq, cq, NULL, 8);
 	fd = qpt_oob(o);
-	for (int i = 0; i < NP; i++) {
-		qpt_ep_of(&d, qp[i], &me[i]);
-		qpt_xchg_ep(fd, &me[i], &peer[i]);
-		if (qpt_connect(&d, qp[i], &me[i], &peer[i], 0, IBV_MTU_1024))
-			DIE("QP %d to RTS", i);
-	}
+	qpt_connect_each(&d, fd, qp, me, peer, NP, 0);
 	qpt_recv(fd, &k, sizeof(k));
 
 	/* Type 1: inside, read, then across the end. */
@@ -494,22 +476,11 @@ static void client(const struct qpt_opts *o)
 	CHECK(st == IBV_WC_REM_ACCESS_ERR, "WRITE after SEND_WITH_INV: IBV_WC_REM_ACCESS_ERR (%s)",
 	      ibv_wc_status_str(st));
 	qpt_sync(fd, "t2b-after-inv");
-	qpt_sync(fd, "done");
-	for (int i = 0; i < NP; i++)
-		ibv_destroy_qp(qp[i]);
-	ibv_destroy_cq(cq);
-	qpt_buf_free(&b);
-	qpt_close(&d);
+	qpt_teardown(fd, &(struct qpt_made){ .d = &d, .buf = &b, .qp = qp, .nqp = NP, .cq = { cq } });
 }
 
-int main(int argc, char **argv)
-{
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	if (qpt_is_server(&o))
-		server(&o);
-	else
-		client(&o);
-	return qpt_finish();
-}
+const struct qpt_role qpt_roles[] = {
+	{ NULL, QPT_SERVER, server },
+	{ NULL, QPT_CLIENT, client },
+	{ NULL, QPT_EITHER, NULL },
+};

@@ -197,16 +197,118 @@ static void check_grh(struct side *s, const uint8_t *grh, uint32_t paylen)
 	}
 }
 
+/* 2: answer through AHs made from the first datagram's completion. */
+static void server_reply_through_wc_ahs(struct side *s, struct ibv_wc *first)
+{
+	struct ibv_ah_attr attr;
+	struct ibv_ah *ah_wc, *ah_init;
+	char g1[64];
+	int ret;
+
+	ah_wc = ibv_create_ah_from_wc(s->d.pd, first, (struct ibv_grh *)slot(s, (int)first->wr_id), 1);
+	CHECK(ah_wc != NULL, "ibv_create_ah_from_wc (errno %d)", ah_wc ? 0 : errno);
+	if (ah_wc)
+		CHECK(ud_send_ok(s, s->qp, ah_wc, first->src_qp, s->peer.v[0], 2, 64, false),
+		      "reply 1 sent through the AH from the completion");
+	memset(&attr, 0, sizeof(attr));
+	ret = ibv_init_ah_from_wc(s->d.ctx, 1, first, (struct ibv_grh *)slot(s, (int)first->wr_id),
+				  &attr);
+	CHECK(ret == 0, "ibv_init_ah_from_wc (ret %d)", ret);
+	CHECK(attr.is_global == 1 && !memcmp(&attr.grh.dgid, &s->peer.gid, 16) &&
+	      attr.grh.sgid_index == s->d.gidx && attr.port_num == 1,
+	      "ibv_init_ah_from_wc: global, dgid = the sender's GID (%s), sgid_index = ours (%u), port 1 (%u)",
+	      qpt_gid_str(&attr.grh.dgid, g1), attr.grh.sgid_index, attr.port_num);
+	ah_init = ret ? NULL : ibv_create_ah(s->d.pd, &attr);
+	CHECK(ah_init != NULL, "ibv_create_ah from those attributes");
+	if (ah_init)
+		CHECK(ud_send_ok(s, s->qp, ah_init, first->src_qp, s->peer.v[0], 3, 64, false),
+		      "reply 2 sent through the AH from ibv_init_ah_from_wc");
+	{
+		struct ibv_wc nogrh = *first;
+
+		nogrh.wc_flags &= ~(unsigned)IBV_WC_GRH;
+		errno = 0;
+		ret = ibv_init_ah_from_wc(s->d.ctx, 1, &nogrh, NULL, &attr);
+		CHECK(ret != 0, "ibv_init_ah_from_wc without a GRH fails on a RoCE port (errno %d)", errno);
+	}
+	qpt_sync(s->fd, "replied");
+	qpt_sync(s->fd, "replies-received");
+	if (ah_wc)
+		CHECK(ibv_destroy_ah(ah_wc) == 0, "ibv_destroy_ah (from wc)");
+	if (ah_init)
+		CHECK(ibv_destroy_ah(ah_init) == 0, "ibv_destroy_ah (init)");
+}
+
+/* 4: Q_Keys: a wrong one dropped and counted, the high bit both ways. */
+static void server_check_qkeys(struct side *s, uint32_t client_qpn, uint32_t client_qpn2)
+{
+	struct ibv_wc wc[4];
+	int64_t qv0, qv1;
+	int n, ret;
+
+	post_slots(s, 3, 2);
+	qv0 = qpt_counter_settle(s->d.ctx, "qkey_violations", 600);
+	CHECK(qv0 >= 0, "qkey_violations readable (%lld)", (long long)qv0);
+	qpt_sync(s->fd, "ready-qkey");
+	qpt_sync(s->fd, "sent-qkey");
+	n = qpt_poll(s->cq, wc, 2, 20000);
+	CHECK(n == 2, "2 of the 4 datagrams were received (got %d)", n);
+	if (n >= 1)
+		CHECK(marker_of(s, &wc[0]) == 11 && wc[0].src_qp == client_qpn,
+		      "the datagram with a wrong Q_Key was dropped; the next (right Q_Key) arrived (marker %u)",
+		      marker_of(s, &wc[0]));
+	if (n >= 2)
+		CHECK(marker_of(s, &wc[1]) == 12 && wc[1].src_qp == client_qpn2,
+		      "Q_Key 0x80000000 from a QP whose own Q_Key matches: accepted (marker %u, src_qp 0x%06x)",
+		      marker_of(s, &wc[1]), wc[1].src_qp);
+	CHECK(qpt_poll_none(s->cq, 300, wc), "nothing else arrived (the 0x80000000|Q_Key datagram from a QP with another Q_Key was dropped)");
+	qv1 = qpt_counter_wait(s->d.ctx, "qkey_violations", qv0 + 2, 5000);
+	qv1 = qpt_counter_settle(s->d.ctx, "qkey_violations", 800);
+	CHECK(qv1 - qv0 == 2, "qkey_violations grew by exactly 2 (by %lld)", (long long)(qv1 - qv0));
+	{
+		/* The port attribute counts the same (16 bits, saturating), as
+		 * rxe's ibv_query_port does. */
+		struct ibv_port_attr pa;
+
+		memset(&pa, 0, sizeof(pa));
+		ret = ibv_query_port(s->d.ctx, 1, &pa);
+		CHECK(ret == 0 && pa.qkey_viol_cntr == (qv1 > 0xffff ? 0xffff : qv1),
+		      "ibv_query_port: qkey_viol_cntr %u matches the counter (%lld)", pa.qkey_viol_cntr,
+		      (long long)qv1);
+	}
+}
+
+/* 5: datagrams of the full path MTU. */
+static void server_check_mtu_datagram(struct side *s)
+{
+	struct ibv_wc wc[4];
+	int n;
+
+	post_slots(s, 5, 1);
+	qpt_sync(s->fd, "ready-mtu");
+	n = qpt_poll(s->cq, wc, 1, 20000);
+	CHECK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 40 + s->d.mtu &&
+	      marker_of(s, &wc[0]) == 20,
+	      "a datagram of the path MTU (%u bytes) fills a %u-byte receive (n %d, len %u)",
+	      s->d.mtu, s->slot_len, n, n ? wc[0].byte_len : 0);
+	if (n == 1) {
+		uint8_t *p = slot(s, (int)wc[0].wr_id) + 40;
+		bool ok = true;
+
+		for (uint32_t i = 4; i < s->d.mtu; i++)
+			ok &= p[i] == (uint8_t)(20 + i);
+		CHECK(ok, "its payload is intact");
+	}
+	qpt_sync(s->fd, "mtu-done");
+}
+
 static void server(const struct qpt_opts *o)
 {
 	struct side s;
 	struct ibv_wc wc[4], first;
-	struct ibv_ah_attr attr;
-	struct ibv_ah *ah_wc, *ah_init;
-	int64_t qv0, qv1, noqp0, noqp1;
+	int64_t noqp0, noqp1;
 	uint32_t client_qpn, client_qpn2;
-	char g1[64], g2[64];
-	int n, ret;
+	int n;
 
 	setup(&s, o);
 	/* Exactly the receives each step needs: a leftover one would take
@@ -234,44 +336,11 @@ static void server(const struct qpt_opts *o)
 		      marker_of(&s, &wc[0]));
 		check_grh(&s, slot(&s, (int)wc[0].wr_id), 100);
 
-		/* 2: answer through an AH made from the completion. */
-		ah_wc = ibv_create_ah_from_wc(s.d.pd, &first, (struct ibv_grh *)slot(&s, (int)first.wr_id), 1);
-		CHECK(ah_wc != NULL, "ibv_create_ah_from_wc (errno %d)", ah_wc ? 0 : errno);
-		if (ah_wc)
-			CHECK(ud_send_ok(&s, s.qp, ah_wc, first.src_qp, s.peer.v[0], 2, 64, false),
-			      "reply 1 sent through the AH from the completion");
-		memset(&attr, 0, sizeof(attr));
-		ret = ibv_init_ah_from_wc(s.d.ctx, 1, &first, (struct ibv_grh *)slot(&s, (int)first.wr_id),
-					  &attr);
-		CHECK(ret == 0, "ibv_init_ah_from_wc (ret %d)", ret);
-		CHECK(attr.is_global == 1 && !memcmp(&attr.grh.dgid, &s.peer.gid, 16) &&
-		      attr.grh.sgid_index == s.d.gidx && attr.port_num == 1,
-		      "ibv_init_ah_from_wc: global, dgid = the sender's GID (%s), sgid_index = ours (%u), port 1 (%u)",
-		      qpt_gid_str(&attr.grh.dgid, g1), attr.grh.sgid_index, attr.port_num);
-		ah_init = ret ? NULL : ibv_create_ah(s.d.pd, &attr);
-		CHECK(ah_init != NULL, "ibv_create_ah from those attributes");
-		if (ah_init)
-			CHECK(ud_send_ok(&s, s.qp, ah_init, first.src_qp, s.peer.v[0], 3, 64, false),
-			      "reply 2 sent through the AH from ibv_init_ah_from_wc");
-		{
-			struct ibv_wc nogrh = first;
-
-			nogrh.wc_flags &= ~(unsigned)IBV_WC_GRH;
-			errno = 0;
-			ret = ibv_init_ah_from_wc(s.d.ctx, 1, &nogrh, NULL, &attr);
-			CHECK(ret != 0, "ibv_init_ah_from_wc without a GRH fails on a RoCE port (errno %d)", errno);
-		}
-		qpt_sync(s.fd, "replied");
-		qpt_sync(s.fd, "replies-received");
-		if (ah_wc)
-			CHECK(ibv_destroy_ah(ah_wc) == 0, "ibv_destroy_ah (from wc)");
-		if (ah_init)
-			CHECK(ibv_destroy_ah(ah_init) == 0, "ibv_destroy_ah (init)");
+		server_reply_through_wc_ahs(&s, &first);
 	} else {
 		qpt_sync(s.fd, "replied");
 		qpt_sync(s.fd, "replies-received");
 	}
-	(void)g2;
 
 	/* 3: immediate data. */
 	post_slots(&s, 2, 1);
@@ -283,55 +352,9 @@ static void server(const struct qpt_opts *o)
 	      "SEND_WITH_IMM: IBV_WC_WITH_IMM, immediate 0x%x, GRH, 72 bytes (n %d, imm 0x%x, flags 0x%x)",
 	      IMM, n, n ? be32toh(wc[0].imm_data) : 0, n ? wc[0].wc_flags : 0);
 
-	/* 4: Q_Keys. */
-	post_slots(&s, 3, 2);
-	qv0 = qpt_counter_settle(s.d.ctx, "qkey_violations", 600);
-	CHECK(qv0 >= 0, "qkey_violations readable (%lld)", (long long)qv0);
-	qpt_sync(s.fd, "ready-qkey");
-	qpt_sync(s.fd, "sent-qkey");
-	n = qpt_poll(s.cq, wc, 2, 20000);
-	CHECK(n == 2, "2 of the 4 datagrams were received (got %d)", n);
-	if (n >= 1)
-		CHECK(marker_of(&s, &wc[0]) == 11 && wc[0].src_qp == client_qpn,
-		      "the datagram with a wrong Q_Key was dropped; the next (right Q_Key) arrived (marker %u)",
-		      marker_of(&s, &wc[0]));
-	if (n >= 2)
-		CHECK(marker_of(&s, &wc[1]) == 12 && wc[1].src_qp == client_qpn2,
-		      "Q_Key 0x80000000 from a QP whose own Q_Key matches: accepted (marker %u, src_qp 0x%06x)",
-		      marker_of(&s, &wc[1]), wc[1].src_qp);
-	CHECK(qpt_poll_none(s.cq, 300, wc), "nothing else arrived (the 0x80000000|Q_Key datagram from a QP with another Q_Key was dropped)");
-	qv1 = qpt_counter_wait(s.d.ctx, "qkey_violations", qv0 + 2, 5000);
-	qv1 = qpt_counter_settle(s.d.ctx, "qkey_violations", 800);
-	CHECK(qv1 - qv0 == 2, "qkey_violations grew by exactly 2 (by %lld)", (long long)(qv1 - qv0));
-	{
-		/* The port attribute counts the same (16 bits, saturating), as
-		 * rxe's ibv_query_port does. */
-		struct ibv_port_attr pa;
+	server_check_qkeys(&s, client_qpn, client_qpn2);
 
-		memset(&pa, 0, sizeof(pa));
-		ret = ibv_query_port(s.d.ctx, 1, &pa);
-		CHECK(ret == 0 && pa.qkey_viol_cntr == (qv1 > 0xffff ? 0xffff : qv1),
-		      "ibv_query_port: qkey_viol_cntr %u matches the counter (%lld)", pa.qkey_viol_cntr,
-		      (long long)qv1);
-	}
-
-	/* 5: datagrams of the full path MTU. */
-	post_slots(&s, 5, 1);
-	qpt_sync(s.fd, "ready-mtu");
-	n = qpt_poll(s.cq, wc, 1, 20000);
-	CHECK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 40 + s.d.mtu &&
-	      marker_of(&s, &wc[0]) == 20,
-	      "a datagram of the path MTU (%u bytes) fills a %u-byte receive (n %d, len %u)",
-	      s.d.mtu, s.slot_len, n, n ? wc[0].byte_len : 0);
-	if (n == 1) {
-		uint8_t *p = slot(&s, (int)wc[0].wr_id) + 40;
-		bool ok = true;
-
-		for (uint32_t i = 4; i < s.d.mtu; i++)
-			ok &= p[i] == (uint8_t)(20 + i);
-		CHECK(ok, "its payload is intact");
-	}
-	qpt_sync(s.fd, "mtu-done");
+	server_check_mtu_datagram(&s);
 
 	/* 6: to a QPN that does not exist here. */
 	noqp0 = qpt_counter_settle(s.d.ctx, "no_qp", 600);
@@ -351,21 +374,68 @@ static void server(const struct qpt_opts *o)
 	      "a 100-byte datagram into a 90-byte receive: IBV_WC_LOC_LEN_ERR (n %d, status %s)", n,
 	      n ? ibv_wc_status_str(wc[0].status) : "-");
 	qpt_note("the UD QP is in state %d after the length error", qpt_qp_state(s.qp));
-	qpt_sync(s.fd, "done");
-	ibv_destroy_ah(s.ah);
-	ibv_destroy_qp(s.qp);
-	ibv_destroy_cq(s.cq);
-	ibv_destroy_cq(s.scq);
-	qpt_buf_free(&s.buf);
-	qpt_close(&s.d);
+	qpt_teardown(s.fd, &(struct qpt_made){ .d = &s.d, .buf = &s.buf, .ah = s.ah, .qp = &s.qp,
+					       .nqp = 1, .cq = { s.cq, s.scq } });
+}
+
+/* 6: address handles ibv_create_ah refuses. */
+static void client_bad_ahs(struct side *s)
+{
+	struct ibv_ah_attr aa;
+	struct ibv_ah *bad;
+
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.grh.dgid = s->peer.gid;
+	aa.grh.sgid_index = 200;
+	aa.port_num = 1;
+	errno = 0;
+	bad = ibv_create_ah(s->d.pd, &aa);
+	CHECK(!bad && errno == EINVAL, "ibv_create_ah with sgid_index 200 (beyond the table): NULL, EINVAL (errno %d)", errno);
+	aa.grh.sgid_index = (uint8_t)s->d.gidx;
+	aa.is_global = 0;
+	errno = 0;
+	bad = ibv_create_ah(s->d.pd, &aa);
+	CHECK(!bad && errno == EINVAL, "ibv_create_ah without a GRH on a RoCE port: NULL, EINVAL (errno %d)", errno);
+	aa.is_global = 1;
+	aa.port_num = 2;
+	errno = 0;
+	bad = ibv_create_ah(s->d.pd, &aa);
+	CHECK(!bad && errno == EINVAL, "ibv_create_ah on port 2 (there is one port): NULL, EINVAL (errno %d)", errno);
+	aa.port_num = 1;
+	if (is_v4(&s->me.gid)) {
+		aa.grh.dgid.raw[12] = 203, aa.grh.dgid.raw[13] = 0, aa.grh.dgid.raw[14] = 113,
+		aa.grh.dgid.raw[15] = 7;
+	} else {
+		memcpy(aa.grh.dgid.raw, "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x07", 16);
+	}
+	errno = 0;
+	bad = ibv_create_ah(s->d.pd, &aa);
+	CHECK(!bad && errno != 0, "ibv_create_ah to an address with no route: NULL (errno %d: %s)",
+	      errno, strerror(errno));
+	if (bad)
+		ibv_destroy_ah(bad);
+}
+
+/* 6: a UD send with no AH is refused at post. */
+static void client_send_without_ah(struct side *s, uint32_t server_qkey)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf.p, 8, s->buf.mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *badwr;
+	int ret;
+
+	wr.wr.ud.ah = NULL;
+	wr.wr.ud.remote_qpn = s->peer.qpn;
+	wr.wr.ud.remote_qkey = server_qkey;
+	ret = ibv_post_send(s->qp, &wr, &badwr);
+	CHECK(ret == EINVAL, "ibv_post_send on UD without an AH: EINVAL (ret %d)", ret);
 }
 
 static void client(const struct qpt_opts *o)
 {
 	struct side s;
 	struct ibv_wc wc[4];
-	struct ibv_ah_attr aa;
-	struct ibv_ah *bad;
 	uint32_t server_qkey;
 	int n, ret;
 
@@ -420,48 +490,8 @@ static void client(const struct qpt_opts *o)
 	qpt_sync(s.fd, "mtu-done");
 
 	/* 6: bad address handles, and a QPN nobody has. */
-	memset(&aa, 0, sizeof(aa));
-	aa.is_global = 1;
-	aa.grh.dgid = s.peer.gid;
-	aa.grh.sgid_index = 200;
-	aa.port_num = 1;
-	errno = 0;
-	bad = ibv_create_ah(s.d.pd, &aa);
-	CHECK(!bad && errno == EINVAL, "ibv_create_ah with sgid_index 200 (beyond the table): NULL, EINVAL (errno %d)", errno);
-	aa.grh.sgid_index = (uint8_t)s.d.gidx;
-	aa.is_global = 0;
-	errno = 0;
-	bad = ibv_create_ah(s.d.pd, &aa);
-	CHECK(!bad && errno == EINVAL, "ibv_create_ah without a GRH on a RoCE port: NULL, EINVAL (errno %d)", errno);
-	aa.is_global = 1;
-	aa.port_num = 2;
-	errno = 0;
-	bad = ibv_create_ah(s.d.pd, &aa);
-	CHECK(!bad && errno == EINVAL, "ibv_create_ah on port 2 (there is one port): NULL, EINVAL (errno %d)", errno);
-	aa.port_num = 1;
-	if (is_v4(&s.me.gid)) {
-		aa.grh.dgid.raw[12] = 203, aa.grh.dgid.raw[13] = 0, aa.grh.dgid.raw[14] = 113,
-		aa.grh.dgid.raw[15] = 7;
-	} else {
-		memcpy(aa.grh.dgid.raw, "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x07", 16);
-	}
-	errno = 0;
-	bad = ibv_create_ah(s.d.pd, &aa);
-	CHECK(!bad && errno != 0, "ibv_create_ah to an address with no route: NULL (errno %d: %s)",
-	      errno, strerror(errno));
-	if (bad)
-		ibv_destroy_ah(bad);
-	{
-		struct ibv_sge sge = { (uintptr_t)s.buf.p, 8, s.buf.mr->lkey };
-		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-					  .send_flags = IBV_SEND_SIGNALED }, *badwr;
-
-		wr.wr.ud.ah = NULL;
-		wr.wr.ud.remote_qpn = s.peer.qpn;
-		wr.wr.ud.remote_qkey = server_qkey;
-		ret = ibv_post_send(s.qp, &wr, &badwr);
-		CHECK(ret == EINVAL, "ibv_post_send on UD without an AH: EINVAL (ret %d)", ret);
-	}
+	client_bad_ahs(&s);
+	client_send_without_ah(&s, server_qkey);
 	qpt_sync(s.fd, "ready-noqp");
 	CHECK(ud_send_ok(&s, s.qp, s.ah, s.peer.qpn ^ 0x5a5a00, server_qkey, 30, 64, false),
 	      "a datagram to a QPN nobody owns completes at the sender");
@@ -471,24 +501,13 @@ static void client(const struct qpt_opts *o)
 	qpt_sync(s.fd, "ready-small");
 	CHECK(ud_send_ok(&s, s.qp, s.ah, s.peer.qpn, server_qkey, 40, 100, false),
 	      "a 100-byte datagram for a 90-byte receive is sent");
-	qpt_sync(s.fd, "done");
-	ibv_destroy_ah(s.ah);
-	ibv_destroy_qp(s.qp2);
-	ibv_destroy_qp(s.qp);
-	ibv_destroy_cq(s.cq);
-	ibv_destroy_cq(s.scq);
-	qpt_buf_free(&s.buf);
-	qpt_close(&s.d);
+	qpt_teardown(s.fd, &(struct qpt_made){ .d = &s.d, .buf = &s.buf, .ah = s.ah,
+					       .qp = (struct ibv_qp *[]){ s.qp2, s.qp }, .nqp = 2,
+					       .cq = { s.cq, s.scq } });
 }
 
-int main(int argc, char **argv)
-{
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	if (qpt_is_server(&o))
-		server(&o);
-	else
-		client(&o);
-	return qpt_finish();
-}
+const struct qpt_role qpt_roles[] = {
+	{ NULL, QPT_SERVER, server },
+	{ NULL, QPT_CLIENT, client },
+	{ NULL, QPT_EITHER, NULL },
+};

@@ -34,19 +34,14 @@
 
 static struct ibv_srq *xrc_srq(struct qpt_dev *d, struct ibv_xrcd *x, struct ibv_cq *cq, int wr)
 {
-	struct ibv_srq_init_attr_ex a;
-	struct ibv_srq *s;
+	struct ibv_srq_init_attr_ex a = {
+		.attr = { .max_wr = (uint32_t)wr, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+			     IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC, .xrcd = x, .cq = cq, .pd = d->pd,
+	};
+	struct ibv_srq *s = ibv_create_srq_ex(d->ctx, &a);
 
-	memset(&a, 0, sizeof(a));
-	a.attr.max_wr = (uint32_t)wr;
-	a.attr.max_sge = 1;
-	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
-		      IBV_SRQ_INIT_ATTR_PD;
-	a.srq_type = IBV_SRQT_XRC;
-	a.xrcd = x;
-	a.cq = cq;
-	a.pd = d->pd;
-	s = ibv_create_srq_ex(d->ctx, &a);
 	if (!s)
 		DIE("XRC SRQ");
 	return s;
@@ -54,14 +49,11 @@ static struct ibv_srq *xrc_srq(struct qpt_dev *d, struct ibv_xrcd *x, struct ibv
 
 static struct ibv_qp *xrc_target(struct qpt_dev *d, struct ibv_xrcd *x)
 {
-	struct ibv_qp_init_attr_ex a;
-	struct ibv_qp *qp;
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = x,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(d->ctx, &a);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_type = IBV_QPT_XRC_RECV;
-	a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
-	a.xrcd = x;
-	qp = ibv_create_qp_ex(d->ctx, &a);
 	if (!qp)
 		DIE("XRC target QP");
 	return qp;
@@ -69,17 +61,12 @@ static struct ibv_qp *xrc_target(struct qpt_dev *d, struct ibv_xrcd *x)
 
 static struct ibv_qp *xrc_initiator(struct qpt_dev *d, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr_ex a;
-	struct ibv_qp *qp;
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_XRC_SEND, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = d->pd,
+		.send_cq = cq, .cap = { .max_send_wr = 16, .max_send_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(d->ctx, &a);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_type = IBV_QPT_XRC_SEND;
-	a.comp_mask = IBV_QP_INIT_ATTR_PD;
-	a.pd = d->pd;
-	a.send_cq = cq;
-	a.cap.max_send_wr = 16;
-	a.cap.max_send_sge = 1;
-	qp = ibv_create_qp_ex(d->ctx, &a);
 	if (!qp)
 		DIE("XRC initiator QP");
 	return qp;
@@ -139,6 +126,65 @@ static void xrcd_errors(struct qpt_dev *d)
 	unlink(dom_path);
 }
 
+/* An XRC target QP has neither a receive queue nor a send queue. */
+static void check_target_has_no_queues(struct ibv_qp *t0)
+{
+	struct ibv_recv_wr rw = { 0 }, *bad;
+	struct ibv_send_wr sw = { 0 }, *sbad;
+
+	CHECK(ibv_post_recv(t0, &rw, &bad) != 0, "ibv_post_recv on an XRC target fails (no RQ)");
+	CHECK(ibv_post_send(t0, &sw, &sbad) != 0, "ibv_post_send on an XRC target fails (no SQ)");
+}
+
+/* SRQ A gets messages 1 and 3, SRQ B message 2, all through target 0,
+ * and the RDMA WRITE lands in the target's region. */
+static void server_check_valid_traffic(struct ibv_cq *cqa, struct ibv_cq *cqb, struct ibv_cq *cqc,
+				       struct ibv_qp *t0, const struct qpt_buf *buf,
+				       const struct qpt_buf *wbuf)
+{
+	struct ibv_wc wc[8];
+	bool ok = true;
+	int n;
+
+	n = qpt_poll(cqa, wc, 2, 20000);
+	CHECK(n == 2, "SRQ A's CQ: 2 completions (got %d)", n);
+	for (int i = 0; i < n; i++)
+		CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].qp_num == t0->qp_num &&
+		      wc[i].wr_id < 8 && wc[i].byte_len == MSG &&
+		      buf->p[wc[i].wr_id * MSG] == (uint8_t)(i ? 3 : 1),
+		      "SRQ A completion %d: message %d, qp_num = the target QP 0x%06x (0x%06x), a receive of SRQ A",
+		      i, i ? 3 : 1, t0->qp_num, wc[i].qp_num);
+	n = qpt_poll(cqb, wc, 1, 20000);
+	CHECK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].qp_num == t0->qp_num &&
+	      wc[0].wr_id >= 16 && wc[0].wr_id < 24 && buf->p[wc[0].wr_id * MSG] == 2,
+	      "SRQ B (created through the second open of the domain): message 2 on its own CQ (n %d)", n);
+	if (n == 1 && (wc[0].wc_flags & IBV_WC_WITH_IMM))
+		CHECK(be32toh(wc[0].imm_data) == 0x77, "with its immediate");
+	CHECK(qpt_poll_none(cqa, 200, wc) && qpt_poll_none(cqb, 200, wc) && qpt_poll_none(cqc, 200, wc),
+	      "nothing else on any SRQ's CQ");
+	for (int i = 0; i < 4096; i++)
+		ok &= wbuf->p[i] == (uint8_t)(i * 3);
+	CHECK(ok, "RDMA WRITE through XRC wrote 4 KiB into the target's region");
+}
+
+/* The refused messages completed on no SRQ's CQ (any completion is noted). */
+static void check_no_completion_of_refused(struct ibv_cq *cqa, struct ibv_cq *cqb,
+					   struct ibv_cq *cqc)
+{
+	struct ibv_cq *cqs[3] = { cqa, cqb, cqc };
+	struct ibv_wc wc[8];
+	int got = 0;
+
+	for (int i = 0; i < 3; i++)
+		while (qpt_poll(cqs[i], wc, 1, i ? 200 : 500) == 1) {
+			got++;
+			qpt_note("SRQ %c's CQ: completion wr_id %llu, %s, qp_num 0x%06x, opcode %d",
+				 'A' + i, (unsigned long long)wc[0].wr_id,
+				 ibv_wc_status_str(wc[0].status), wc[0].qp_num, wc[0].opcode);
+		}
+	CHECK(!got, "the refused messages completed on no SRQ, not even the other domain's (%d completions)", got);
+}
+
 static void server(const struct qpt_opts *o)
 {
 	struct qpt_dev d;
@@ -190,13 +236,7 @@ static void server(const struct qpt_opts *o)
 	}
 	for (int i = 0; i < NT; i++)
 		t[i] = xrc_target(&d, x1);
-	{
-		struct ibv_recv_wr rw = { 0 }, *bad;
-		struct ibv_send_wr sw = { 0 }, *sbad;
-
-		CHECK(ibv_post_recv(t[0], &rw, &bad) != 0, "ibv_post_recv on an XRC target fails (no RQ)");
-		CHECK(ibv_post_send(t[0], &sw, &sbad) != 0, "ibv_post_send on an XRC target fails (no SQ)");
-	}
+	check_target_has_no_queues(t[0]);
 	/* What the client's READ fetches: in place before the client learns
 	 * the address (it reads as soon as its QPs are connected). */
 	memset(wbuf.p + 4096, 0x5c, 4096);
@@ -216,29 +256,7 @@ static void server(const struct qpt_opts *o)
 
 	/* Valid traffic through target 0. */
 	qpt_sync(fd, "sent-valid");
-	n = qpt_poll(cqa, wc, 2, 20000);
-	CHECK(n == 2, "SRQ A's CQ: 2 completions (got %d)", n);
-	for (int i = 0; i < n; i++)
-		CHECK(wc[i].status == IBV_WC_SUCCESS && wc[i].qp_num == t[0]->qp_num &&
-		      wc[i].wr_id < 8 && wc[i].byte_len == MSG &&
-		      buf.p[wc[i].wr_id * MSG] == (uint8_t)(i ? 3 : 1),
-		      "SRQ A completion %d: message %d, qp_num = the target QP 0x%06x (0x%06x), a receive of SRQ A",
-		      i, i ? 3 : 1, t[0]->qp_num, wc[i].qp_num);
-	n = qpt_poll(cqb, wc, 1, 20000);
-	CHECK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].qp_num == t[0]->qp_num &&
-	      wc[0].wr_id >= 16 && wc[0].wr_id < 24 && buf.p[wc[0].wr_id * MSG] == 2,
-	      "SRQ B (created through the second open of the domain): message 2 on its own CQ (n %d)", n);
-	if (n == 1 && (wc[0].wc_flags & IBV_WC_WITH_IMM))
-		CHECK(be32toh(wc[0].imm_data) == 0x77, "with its immediate");
-	CHECK(qpt_poll_none(cqa, 200, wc) && qpt_poll_none(cqb, 200, wc) && qpt_poll_none(cqc, 200, wc),
-	      "nothing else on any SRQ's CQ");
-	{
-		bool ok = true;
-
-		for (int i = 0; i < 4096; i++)
-			ok &= wbuf.p[i] == (uint8_t)(i * 3);
-		CHECK(ok, "RDMA WRITE through XRC wrote 4 KiB into the target's region");
-	}
+	server_check_valid_traffic(cqa, cqb, cqc, t[0], &buf, &wbuf);
 	qpt_sync(fd, "checked-valid");
 
 	/* Refusals: an unknown SRQ number, an SRQ of another domain. */
@@ -246,19 +264,7 @@ static void server(const struct qpt_opts *o)
 	n = qpt_poll(cqa, wc, 1, 20000);
 	CHECK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].qp_num == t[1]->qp_num,
 	      "SRQ A: the valid SEND through target 1 (qp_num 0x%06x)", n ? wc[0].qp_num : 0);
-	{
-		struct ibv_cq *cqs[3] = { cqa, cqb, cqc };
-		int got = 0;
-
-		for (int i = 0; i < 3; i++)
-			while (qpt_poll(cqs[i], wc, 1, i ? 200 : 500) == 1) {
-				got++;
-				qpt_note("SRQ %c's CQ: completion wr_id %llu, %s, qp_num 0x%06x, opcode %d",
-					 'A' + i, (unsigned long long)wc[0].wr_id,
-					 ibv_wc_status_str(wc[0].status), wc[0].qp_num, wc[0].opcode);
-			}
-		CHECK(!got, "the refused messages completed on no SRQ, not even the other domain's (%d completions)", got);
-	}
+	check_no_completion_of_refused(cqa, cqb, cqc);
 	qpt_note("target 1 state %d, target 2 state %d after the refusals", qpt_qp_state(t[1]),
 		 qpt_qp_state(t[2]));
 
@@ -266,9 +272,7 @@ static void server(const struct qpt_opts *o)
 	CHECK(ibv_close_xrcd(x1b) == 0, "closing the second open of the domain");
 	ret = ibv_close_xrcd(x1);
 	CHECK(ret == EBUSY, "closing the last open while its SRQs and QPs exist: EBUSY (ret %d)", ret);
-	qpt_sync(fd, "done");
-	for (int i = 0; i < NT; i++)
-		ibv_destroy_qp(t[i]);
+	qpt_teardown(fd, &(struct qpt_made){ .qp = t, .nqp = NT });
 	ibv_destroy_srq(sa);
 	ibv_destroy_srq(sb);
 	ibv_destroy_srq(sc);
@@ -276,12 +280,8 @@ static void server(const struct qpt_opts *o)
 	ibv_close_xrcd(x2);
 	close(ofd);
 	unlink(dom_path);
-	ibv_destroy_cq(cqa);
-	ibv_destroy_cq(cqb);
-	ibv_destroy_cq(cqc);
-	qpt_buf_free(&buf);
 	qpt_buf_free(&wbuf);
-	qpt_close(&d);
+	qpt_teardown(-1, &(struct qpt_made){ .d = &d, .buf = &buf, .cq = { cqa, cqb, cqc } });
 }
 
 static int xsend(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id, struct qpt_buf *b,
@@ -366,12 +366,7 @@ static void client(const struct qpt_opts *o)
 	      "an SRQ of another domain: IBV_WC_REM_INV_REQ_ERR (n %d, %s)", n,
 	      n ? ibv_wc_status_str(wc[0].status) : "-");
 	qpt_sync(fd, "sent-bad");
-	qpt_sync(fd, "done");
-	for (int i = 0; i < NT; i++)
-		ibv_destroy_qp(ini[i]);
-	ibv_destroy_cq(cq);
-	qpt_buf_free(&b);
-	qpt_close(&d);
+	qpt_teardown(fd, &(struct qpt_made){ .d = &d, .buf = &b, .qp = ini, .nqp = NT, .cq = { cq } });
 }
 
 /* ---- -m shared: the SRQ in one process, the target QP in another ---------- */
@@ -499,11 +494,8 @@ static void shared_client(const struct qpt_opts *o)
 		CHECK(n == 1 && wc.status == IBV_WC_REM_INV_REQ_ERR,
 		      "it fails with IBV_WC_REM_INV_REQ_ERR, not a retry timeout (n %d, %s)", n,
 		      n ? ibv_wc_status_str(wc.status) : "-");
-		qpt_sync(ft, "done");
-		ibv_destroy_qp(ini);
-		ibv_destroy_cq(cq);
-		qpt_buf_free(&b);
-		qpt_close(&d);
+		qpt_teardown(ft, &(struct qpt_made){ .d = &d, .buf = &b, .qp = &ini, .nqp = 1,
+						     .cq = { cq } });
 		return;
 	}
 	CHECK(xsend(ini, IBV_WR_SEND, 1, &b, 0, 256, num, &peer, 0) == 0, "SEND to the owner's SRQ 0x%06x through the target process", num);
@@ -512,29 +504,22 @@ static void shared_client(const struct qpt_opts *o)
 	      "it completes successfully (n %d, %s)", n, n ? ibv_wc_status_str(wc.status) : "-");
 	qpt_sync(fo, "sent");
 	qpt_sync(fo, "done");
-	qpt_sync(ft, "done");
-	ibv_destroy_qp(ini);
-	ibv_destroy_cq(cq);
-	qpt_buf_free(&b);
-	qpt_close(&d);
+	qpt_teardown(ft, &(struct qpt_made){ .d = &d, .buf = &b, .qp = &ini, .nqp = 1, .cq = { cq } });
 }
 
-int main(int argc, char **argv)
+/* -m shared without a host: -a target:PATH is the target, else the owner. */
+static void shared_server(const struct qpt_opts *o)
 {
-	struct qpt_opts o;
-
-	qpt_parse(argc, argv, &o);
-	if (!strcmp(o.mode, "shared")) {
-		if (o.host)
-			shared_client(&o);
-		else if (o.arg && !strncmp(o.arg, "target", 6))
-			shared_target(&o);
-		else
-			shared_owner(&o);
-	} else if (qpt_is_server(&o)) {
-		server(&o);
-	} else {
-		client(&o);
-	}
-	return qpt_finish();
+	if (o->arg && !strncmp(o->arg, "target", 6))
+		shared_target(o);
+	else
+		shared_owner(o);
 }
+
+const struct qpt_role qpt_roles[] = {
+	{ "shared", QPT_CLIENT, shared_client },
+	{ "shared", QPT_SERVER, shared_server },
+	{ NULL, QPT_SERVER, server },
+	{ NULL, QPT_CLIENT, client },
+	{ NULL, QPT_EITHER, NULL },
+};
