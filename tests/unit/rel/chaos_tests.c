@@ -380,17 +380,15 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 	enum { N = 60, AREA = 2048 };
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xffffc0, .max_wr = 64 };
 	struct t_pair p;
-	struct t_mem src, tgt, rcv;
+	struct t_mem rcv;
 	uint32_t len[N];
 	bool is_send[N];
 	int last = -1, got = 0, before = ut_failures;
 	struct ibv_wc wc[16];
 
 	chaos_state = seed * 0x9e3779b97f4a7c15ull + 7;
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, N * AREA, N * AREA, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&src, &p.a, N * AREA, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tgt, &p.b, N * AREA, T_ALL_ACCESS, 2);
 	t_mem_reg(&rcv, &p.b, 64 * AREA, IBV_ACCESS_LOCAL_WRITE, 3);
 	for (int i = 0; i < 64; i++)
 		UT_EQ(t_post_recv(&p.b, (uint64_t)i, rcv.buf + i * AREA, AREA, rcv.mr->lkey), 0);
@@ -400,11 +398,11 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 
 		len[i] = chaos_rnd(AREA + 1);
 		is_send[i] = chaos_rnd(2);
-		sge = (struct ibv_sge){ (uintptr_t)src.buf + i * AREA, len[i], src.mr->lkey };
+		sge = (struct ibv_sge){ (uintptr_t)p.a.mem.buf + i * AREA, len[i], p.a.mem.mr->lkey };
 		wr.opcode = is_send[i] ? IBV_WR_SEND_WITH_IMM : IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl((uint32_t)i);
-		wr.wr.rdma.remote_addr = (uintptr_t)tgt.buf + i * AREA;
-		wr.wr.rdma.rkey = tgt.mr->rkey;
+		wr.wr.rdma.remote_addr = (uintptr_t)p.b.mem.buf + i * AREA;
+		wr.wr.rdma.rkey = p.b.mem.mr->rkey;
 		UT_EQ(t_post(p.a.qp, &wr), 0);
 		while (t_count()) {
 			uint32_t r = chaos_rnd(1000);
@@ -437,9 +435,9 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 			got++;
 			UT_EQ(wc[j].byte_len, len[id]);
 			if (is_send[id])
-				UT_MEMEQ(rcv.buf + wc[j].wr_id * AREA, src.buf + id * AREA, len[id]);
+				UT_MEMEQ(rcv.buf + wc[j].wr_id * AREA, p.a.mem.buf + id * AREA, len[id]);
 			else
-				UT_MEMEQ(tgt.buf + id * AREA, src.buf + id * AREA, len[id]);
+				UT_MEMEQ(p.b.mem.buf + id * AREA, p.a.mem.buf + id * AREA, len[id]);
 		}
 	}
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
@@ -448,8 +446,6 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 		UT_EQ(got, N);
 	if (ut_failures != before)
 		fprintf(stderr, "  (UC seed %llu: %d of %d arrived)\n", (unsigned long long)seed, got, N);
-	t_mem_free(&src);
-	t_mem_free(&tgt);
 	t_mem_free(&rcv);
 	t_pair_close(&p);
 }

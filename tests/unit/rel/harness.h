@@ -576,12 +576,24 @@ static inline struct ur_device *t_device(void)
 	return t_dev;
 }
 
+/* A buffer with guard bytes on both sides; only [buf, buf + len) is
+ * registered.  Guards and buffer start with a known pattern. */
+#define T_GUARD 64
+
+struct t_mem {
+	uint8_t *raw;                /* T_GUARD + len + T_GUARD */
+	uint8_t *buf;
+	size_t len;
+	struct ibv_mr *mr;
+};
+
 struct t_side {
 	struct ur_context *ctx;
 	struct ur_pd *pd;
 	struct ur_cq *scq, *rcq;
 	struct ur_srq *srq;
 	struct ur_qp *qp;
+	struct t_mem mem;            /* t_pair_open_mem's buffer, freed by t_pair_close */
 };
 
 struct t_opts {
@@ -766,57 +778,6 @@ static inline int t_connect(struct ur_qp *qp, uint32_t dqpn, uint32_t rq_psn, ui
 	return ur_qp_modify(qp, &a, mask);
 }
 
-struct t_pair {
-	struct t_side a, b;
-	struct t_opts o;
-};
-
-/* Two connected QPs: A -> B and B -> A, with o's settings. */
-static inline int t_pair_open(struct t_pair *p, const struct t_opts *o)
-{
-	int access = o->access < 0 ? 0 : (o->access ? o->access : T_ALL_ACCESS);
-	int ret;
-
-	memset(p, 0, sizeof(*p));
-	p->o = *o;
-	t_net_reset();
-	ret = t_side_open(&p->a, o, false);
-	if (!ret)
-		ret = t_side_open(&p->b, o, o->srq_b);
-	if (!ret)
-		ret = t_to_init(p->a.qp, access);
-	if (!ret)
-		ret = t_to_init(p->b.qp, access);
-	if (!ret)
-		ret = t_connect(p->a.qp, ur_qp_num(p->b.qp), o->b_psn, o->a_psn, o);
-	if (!ret) {
-		struct t_opts ob = *o;
-
-		ob.rtr_only = o->b_rtr;
-		ret = t_connect(p->b.qp, ur_qp_num(p->a.qp), o->a_psn, o->b_psn, &ob);
-	}
-	UT_EQ(ret, 0);
-	return ret;
-}
-
-static inline void t_pair_close(struct t_pair *p)
-{
-	t_side_close(&p->a);
-	t_side_close(&p->b);
-	t_net_reset();
-}
-
-/* A buffer with guard bytes on both sides; only [buf, buf + len) is
- * registered.  Guards and buffer start with a known pattern. */
-#define T_GUARD 64
-
-struct t_mem {
-	uint8_t *raw;                /* T_GUARD + len + T_GUARD */
-	uint8_t *buf;
-	size_t len;
-	struct ibv_mr *mr;
-};
-
 static inline void t_pattern(uint8_t *p, size_t n, uint8_t seed)
 {
 	for (size_t i = 0; i < n; i++)
@@ -871,6 +832,66 @@ static inline void t_mem_free(struct t_mem *m)
 		UT_EQ(ibv_dereg_mr(m->mr), 0);
 	free(m->raw);
 	memset(m, 0, sizeof(*m));
+}
+
+struct t_pair {
+	struct t_side a, b;
+	struct t_opts o;
+};
+
+/* Two connected QPs: A -> B and B -> A, with o's settings. */
+static inline int t_pair_open(struct t_pair *p, const struct t_opts *o)
+{
+	int access = o->access < 0 ? 0 : (o->access ? o->access : T_ALL_ACCESS);
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->o = *o;
+	t_net_reset();
+	ret = t_side_open(&p->a, o, false);
+	if (!ret)
+		ret = t_side_open(&p->b, o, o->srq_b);
+	if (!ret)
+		ret = t_to_init(p->a.qp, access);
+	if (!ret)
+		ret = t_to_init(p->b.qp, access);
+	if (!ret)
+		ret = t_connect(p->a.qp, ur_qp_num(p->b.qp), o->b_psn, o->a_psn, o);
+	if (!ret) {
+		struct t_opts ob = *o;
+
+		ob.rtr_only = o->b_rtr;
+		ret = t_connect(p->b.qp, ur_qp_num(p->a.qp), o->a_psn, o->b_psn, &ob);
+	}
+	UT_EQ(ret, 0);
+	return ret;
+}
+
+static inline void t_pair_close(struct t_pair *p)
+{
+	t_mem_free(&p->a.mem);
+	t_mem_free(&p->b.mem);
+	t_side_close(&p->a);
+	t_side_close(&p->b);
+	t_net_reset();
+}
+
+/* The scene most tests start from: a pair with a buffer on each side, A's
+ * (a_len bytes, seed 1) for A's own use, B's (b_len bytes, seed 2) with
+ * b_access; a length of 0 leaves that side without.  t_pair_close frees
+ * them. */
+static inline int t_pair_open_mem(struct t_pair *p, const struct t_opts *o, size_t a_len,
+				  size_t b_len, int b_access)
+{
+	int ret = t_pair_open(p, o);
+
+	if (!ret && a_len)
+		ret = t_mem_reg(&p->a.mem, &p->a, a_len, IBV_ACCESS_LOCAL_WRITE, 1);
+	if (!ret && b_len)
+		ret = t_mem_reg(&p->b.mem, &p->b, b_len, b_access, 2);
+	if (ret)
+		t_pair_close(p);
+	return ret;
 }
 
 /* Two pages registered as one region, the second then taken away (as UCX
@@ -960,6 +981,33 @@ static inline int t_post_atomic(struct t_side *s, uint64_t wr_id, enum ibv_wr_op
 	wr.wr.atomic.compare_add = cmp_add;
 	wr.wr.atomic.swap = swap;
 	return t_post(s->qp, &wr);
+}
+
+/* The same from and into the buffers of t_pair_open_mem: off, a_off and
+ * b_off count from the start of the side's, A's and B's buffer. */
+static inline int t_post_recv_mem(struct t_side *s, uint64_t wr_id, size_t off, uint32_t len)
+{
+	return t_post_recv(s, wr_id, s->mem.buf + off, len, s->mem.mr->lkey);
+}
+
+static inline int t_post_send_mem(struct t_side *s, uint64_t wr_id, enum ibv_wr_opcode op,
+				  size_t off, uint32_t len, unsigned flags)
+{
+	return t_post_send(s, wr_id, op, s->mem.buf + off, len, s->mem.mr->lkey, flags);
+}
+
+static inline int t_post_rdma_mem(struct t_pair *p, uint64_t wr_id, enum ibv_wr_opcode op,
+				  size_t a_off, uint32_t len, size_t b_off)
+{
+	return t_post_rdma(&p->a, wr_id, op, p->a.mem.buf + a_off, len, p->a.mem.mr->lkey,
+			   (uintptr_t)p->b.mem.buf + b_off, p->b.mem.mr->rkey);
+}
+
+static inline int t_post_atomic_mem(struct t_pair *p, uint64_t wr_id, enum ibv_wr_opcode op,
+				    size_t a_off, size_t b_off, uint64_t cmp_add, uint64_t swap)
+{
+	return t_post_atomic(&p->a, wr_id, op, p->a.mem.buf + a_off, p->a.mem.mr->lkey,
+			     (uintptr_t)p->b.mem.buf + b_off, p->b.mem.mr->rkey, cmp_add, swap);
 }
 
 static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)

@@ -141,16 +141,13 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	unsigned periods = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 4 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 4096), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 4 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);
 	*behind = true;
 	for (unsigned i = 0; i < grace; i++) {
@@ -163,10 +160,10 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	t_run();                          /* it reads: the first copies, then the resends */
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 4 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 4 * 256);
 
 	/* Behind for good: counted after the bound. */
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 256, IBV_SEND_SIGNALED), 0);
 	*behind = true;
 	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * bound) {
 		while (t_count())
@@ -178,8 +175,6 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	UT_CHECK(periods >= bound && periods <= bound + 3);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
 	*behind = false;
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
