@@ -1026,6 +1026,16 @@ static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 		}                                                            \
 	} while (0)
 
+/* The next receive at B (t_pair_open_mem) completes wr_id with len bytes:
+ * A's, from a_off, now at b_off in B's buffer.  A macro, as t_expect_wc,
+ * so a failure names the test's line. */
+#define t_expect_recv(p, wcp, id, len, b_off, a_off)                        \
+	do {                                                                 \
+		t_expect_wc((p)->b.rcq, (wcp), (id), IBV_WC_SUCCESS);        \
+		UT_EQ((wcp)->byte_len, (len));                               \
+		UT_MEMEQ((p)->b.mem.buf + (b_off), (p)->a.mem.buf + (a_off), (len)); \
+	} while (0)
+
 static inline bool t_cq_empty(struct ur_cq *cq)
 {
 	struct ibv_wc wc;

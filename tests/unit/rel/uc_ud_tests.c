@@ -50,9 +50,7 @@ static void test_uc_loss_drops_message(void)
 	UT_EQ(t_count(), 6);
 	t_drop(2);                    /* message 1, third packet */
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 512);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf + 1024, 512);
+	t_expect_recv(&p, &wc, 1, 512, 0, 1024);
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->resp.psn, 6);
@@ -61,30 +59,36 @@ static void test_uc_loss_drops_message(void)
 	/* The next message completes into the second receive. */
 	UT_EQ(t_post_send_mem(&p.a, 5, IBV_WR_SEND, 0, 300, 0), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 300);
-	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf, 300);
+	t_expect_recv(&p, &wc, 2, 300, 1024, 0);
 	t_pair_close(&p);
+}
+
+/* A UC pair (MTU 256), a receive of 1024 bytes at B, and two unsignaled
+ * SENDs from A: len1 bytes from the start of its buffer, len2 from 1024. */
+static int uc_open_two_sends(struct t_pair *p, uint32_t len1, uint32_t len2)
+{
+	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
+
+	if (t_pair_open_mem(p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
+		return -1;
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, len1, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, len2, 0), 0);
+	return 0;
 }
 
 /* The last packet of a message is lost and the next message is a single
  * packet: the first message must not complete with the second's data. */
 static void test_uc_loss_last_packet(void)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
+	if (uc_open_two_sends(&p, 512, 100))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 512, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 100, 0), 0);
 	t_drop(1);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 100);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf + 1024, 100);
+	t_expect_recv(&p, &wc, 1, 100, 0, 1024);
 	t_pair_close(&p);
 }
 
@@ -92,21 +96,15 @@ static void test_uc_loss_last_packet(void)
  * message, without an error; the next message is received cleanly. */
 static void test_uc_out_of_order(void)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
+	if (uc_open_two_sends(&p, 768, 700))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 768, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 700, 0), 0);
 	bth_set_opcode(t_pkt(0)->buf, UR_OP_UC_SEND_MIDDLE);
 	t_run();
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 700);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf + 1024, 700);
+	t_expect_recv(&p, &wc, 1, 700, 0, 1024);
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	t_pair_close(&p);
 }
