@@ -147,8 +147,7 @@ static void test_loss_atomic_duplicate(void)
 		return;
 	target = (uint64_t *)p.b.mem.buf;
 	*target = 40;
-	UT_EQ(t_post_atomic(&p.a, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)target, p.b.mem.mr->rkey, 2, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
 	t_deliver(0);
 	UT_EQ(*target, 42);
 	t_drop(0);                    /* the atomic ACK */
@@ -169,8 +168,7 @@ static void test_loss_atomic_duplicate(void)
 	/* The same with a CMP_SWP, whose second execution would fail the
 	 * compare and report the swapped value. */
 	*target = 7;
-	UT_EQ(t_post_atomic(&p.a, 7, IBV_WR_ATOMIC_CMP_AND_SWP, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)target, p.b.mem.mr->rkey, 7, 99), 0);
+	UT_EQ(t_post_atomic_mem(&p, 7, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 0, 7, 99), 0);
 	t_deliver(0);
 	UT_EQ(*target, 99);
 	t_drop(0);
@@ -724,10 +722,8 @@ static void test_loss_atomic_ack_then_next(void)
 		return;
 	target = (uint64_t *)p.b.mem.buf;
 	*target = 10;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)target, p.b.mem.mr->rkey, 1, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 8, p.a.mem.mr->lkey,
-			    (uintptr_t)target, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(*target, 12);

@@ -290,22 +290,18 @@ static void test_sel_resend_lost(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .access = T_ALL_ACCESS };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint64_t *word;
 	uint32_t lost;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 9 * 256, T_ALL_ACCESS))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 9 * 256, T_ALL_ACCESS, 2);
-	word = (uint64_t *)(tb.buf + 8 * 256);
+	word = (uint64_t *)(p.b.mem.buf + 8 * 256);
 	*word = 5;
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, sa.buf, sa.mr->lkey,
-			    (uintptr_t)word, tb.mr->rkey, 3, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
+			    (uintptr_t)word, p.b.mem.mr->rkey, 3, 0), 0);
 	UT_EQ(t_count(), 9);
 	lost = t_psn(2);
 	t_drop(2);
@@ -338,10 +334,8 @@ static void test_sel_resend_lost(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*word, 8u);             /* added once */
-	UT_EQ(*(uint64_t *)sa.buf, 5u);
-	UT_MEMEQ(tb.buf + 256, sa.buf + 256, 7 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_EQ(*(uint64_t *)p.a.mem.buf, 5u);
+	UT_MEMEQ(p.b.mem.buf + 256, p.a.mem.buf + 256, 7 * 256);
 	t_pair_close(&p);
 }
 
@@ -355,17 +349,13 @@ static void test_sel_nak_lost_probe(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t lost;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
 	UT_EQ(t_count(), 8);
 	lost = t_psn(2);
 	t_drop(2);
@@ -403,9 +393,7 @@ static void test_sel_nak_lost_probe(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
 	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
-	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	t_pair_close(&p);
 }
 
@@ -417,17 +405,13 @@ static void test_sel_probe_then_new_sends(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 4 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 4 * 256, 0), 0);
 	UT_EQ(t_count(), 4);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 4; i++)
@@ -440,8 +424,7 @@ static void test_sel_probe_then_new_sends(void)
 	t_deliver(0);                 /* a duplicate: answered with an ACK of all four */
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_psn(0), psn_add(psn0, 3));
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, sa.buf + 4 * 256, 4 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf + 4 * 256, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE, 4 * 256, 4 * 256, 4 * 256), 0);
 	UT_EQ(t_count(), 5);          /* the answer, then the new WRITE */
 	t_deliver(0);                 /* the answer: the new WRITE's packets are on their way */
 	UT_EQ(t_count(), 4);
@@ -450,10 +433,8 @@ static void test_sel_probe_then_new_sends(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -466,18 +447,14 @@ static void test_sel_tail_lost_probe(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0;
 	uint8_t retry_left;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 6 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 6 * 256, 0), 0);
 	UT_EQ(t_count(), 6);
 	psn0 = t_psn(0);
 	retry_left = p.a.qp->comp.retry_left;
@@ -507,12 +484,10 @@ static void test_sel_tail_lost_probe(void)
 	UT_EQ(t_psn(0), psn_add(psn0, 3));
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 6 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 6 * 256);
 	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);       /* one timer, not one per packet */
 	UT_EQ(p.a.qp->comp.retry_left, retry_left);         /* nothing counted */
 	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
