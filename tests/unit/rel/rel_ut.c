@@ -1,8 +1,9 @@
 /* Unit tests of the reliability protocol: requester, completer, responder,
  * memory-window operations, driven packet by packet through a fake
- * transport (harness.h).  One file per concern, included here so that the
- * module is one executable. */
+ * transport (harness.h) between pairs of QPs (pair.h).  One file per
+ * concern, included here so that the module is one executable. */
 #include "harness.h"
+#include "pair.h"
 
 #include "send_tests.c"
 #include "ack_batch_tests.c"
