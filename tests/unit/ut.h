@@ -47,6 +47,30 @@ static int ut_checks;
 			ut_failures == _before ? "ok" : "FAIL", #fn);       \
 	} while (0)
 
+/* A test in a table, named as UT_RUN names it: UT_CASE(test_x).  A long
+ * list of tests reads better as a table than as a main() of UT_RUNs. */
+struct ut_case {
+	const char *name;
+	void (*fn)(void);
+};
+
+#define UT_CASE(fn) { #fn, fn }
+
+/* Runs a table of tests in order, each as UT_RUN would. */
+static inline void ut_run_cases(const struct ut_case *c, size_t n)
+{
+	const char *only = getenv("UT_ONLY");
+
+	for (size_t i = 0; i < n; i++) {
+		int before = ut_failures;
+
+		if (only && strcmp(only, c[i].name))
+			continue;
+		c[i].fn();
+		fprintf(stderr, "%-6s %s\n", ut_failures == before ? "ok" : "FAIL", c[i].name);
+	}
+}
+
 #define UT_DONE()                                                           \
 	({                                                                  \
 		fprintf(stderr, "%d checks, %d failed\n", ut_checks,        \

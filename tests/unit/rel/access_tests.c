@@ -27,7 +27,6 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 	int mr_access = c == ACC_MR_PERM ? (T_ALL_ACCESS & ~need) : T_ALL_ACCESS;
 	struct t_opts o = { .access = qp_access, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ur_pd *other = NULL;
 	struct ibv_mr *other_mr = NULL;
 	struct ibv_wc wc;
@@ -37,12 +36,10 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 
 	if (op != IBV_WR_RDMA_WRITE)
 		len = op == IBV_WR_RDMA_READ ? len : 8;
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 1024, mr_access))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, mr_access, 2);
-	va = (uintptr_t)tb.buf;
-	rkey = tb.mr->rkey;
+	va = (uintptr_t)p.b.mem.buf;
+	rkey = p.b.mem.mr->rkey;
 	switch (c) {
 	case ACC_BAD_RKEY:
 		rkey ^= 0x80;             /* same index, another tag */
@@ -58,17 +55,18 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 		break;
 	case ACC_OTHER_PD:
 		other = ut_pd(p.b.ctx);
-		other_mr = ibv_reg_mr_iova2(&other->ibpd, tb.buf, 1024, (uintptr_t)tb.buf, T_ALL_ACCESS);
+		other_mr = ibv_reg_mr_iova2(&other->ibpd, p.b.mem.buf, 1024, (uintptr_t)p.b.mem.buf,
+					    T_ALL_ACCESS);
 		rkey = other_mr->rkey;
 		break;
 	default:
 		break;
 	}
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		UT_EQ(t_post_atomic(&p.a, 1, op, la.buf, la.mr->lkey, va, rkey, 1, 0), 0);
+		UT_EQ(t_post_atomic(&p.a, 1, op, p.a.mem.buf, p.a.mem.mr->lkey, va, rkey, 1, 0), 0);
 	else
-		UT_EQ(t_post_rdma(&p.a, 1, op, la.buf, len, la.mr->lkey, va, rkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf, 1, la.mr->lkey, 0), 0);
+		UT_EQ(t_post_rdma(&p.a, 1, op, p.a.mem.buf, len, p.a.mem.mr->lkey, va, rkey), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 1, 0), 0);
 	/* The request (its first packet for a WRITE) is refused at once: one
 	 * NAK, the rest of the message and the SEND behind it are dropped. */
 	t_deliver(0);
@@ -85,16 +83,14 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_CHECK(t_mem_intact(&tb, 2));
-	UT_CHECK(t_mem_intact(&la, 1));
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
+	UT_CHECK(t_mem_intact(&p.a.mem, 1));
 	if (ut_failures != before)
 		fprintf(stderr, "  (op %d, %s, len %u)\n", op, acc_name[c], len);
 	if (other_mr)
 		UT_EQ(ibv_dereg_mr(other_mr), 0);
 	if (other)
 		UT_EQ(ur_pd_dealloc(other), 0);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -121,31 +117,28 @@ static void check_unmapped(enum ibv_wr_opcode op, bool b_side, enum ibv_wc_statu
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	uint8_t *gone;
 	uint64_t va;
 	int before = ut_failures;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
 	mr = t_mem_reg_half_unmapped(b_side ? &p.b : &p.a, T_ALL_ACCESS, &gone);
 	if (!mr)
 		goto out;
 	va = (uintptr_t)gone + 64;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD)
-		UT_EQ(t_post_atomic(&p.a, 1, op, la.buf, la.mr->lkey, va, mr->rkey, 1, 0), 0);
+		UT_EQ(t_post_atomic(&p.a, 1, op, p.a.mem.buf, p.a.mem.mr->lkey, va, mr->rkey, 1, 0), 0);
 	else if (op != IBV_WR_SEND && b_side)
-		UT_EQ(t_post_rdma(&p.a, 1, op, la.buf, 600, la.mr->lkey, va, mr->rkey), 0);
+		UT_EQ(t_post_rdma(&p.a, 1, op, p.a.mem.buf, 600, p.a.mem.mr->lkey, va, mr->rkey), 0);
 	else if (op != IBV_WR_SEND)      /* into A's unmapped page, from B */
-		UT_EQ(t_post_rdma(&p.a, 1, op, gone, 600, mr->lkey, (uintptr_t)tb.buf,
-				  tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma(&p.a, 1, op, gone, 600, mr->lkey, (uintptr_t)p.b.mem.buf,
+				  p.b.mem.mr->rkey), 0);
 	else if (b_side) {
 		UT_EQ(t_post_recv(&p.b, 9, gone, 1024, mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, la.buf, 600, la.mr->lkey, 0), 0);
+		UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 600, 0), 0);
 	} else {
 		UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, gone, 600, mr->lkey, 0), 0);
 	}
@@ -154,14 +147,12 @@ static void check_unmapped(enum ibv_wr_opcode op, bool b_side, enum ibv_wc_statu
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	if (op == IBV_WR_SEND && b_side)
 		t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_LOC_PROT_ERR);
-	UT_CHECK(t_mem_intact(&la, 1));
-	UT_CHECK(t_mem_intact(&tb, 2));
+	UT_CHECK(t_mem_intact(&p.a.mem, 1));
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	if (ut_failures != before)
 		fprintf(stderr, "  (op %d, %s side)\n", op, b_side ? "responder" : "requester");
 	t_mem_free_half_unmapped(mr);
 out:
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -182,28 +173,21 @@ static void test_access_edges(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 100, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 100, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 10, la.mr->lkey,
-			  (uintptr_t)tb.buf + 90, tb.mr->rkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_READ, la.buf + 16, 100, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 10, 90), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 16, 100, 0), 0);
 	/* Atomic on the last 8 bytes (aligned: the region starts aligned). */
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 128, la.mr->lkey,
-			    (uintptr_t)tb.buf + 88, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 88, 1, 0), 0);
 	/* Zero-length WRITE with a key that names nothing. */
-	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, la.buf, 0, la.mr->lkey, 0x12345678, 0x99), 0);
+	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, p.a.mem.buf, 0, p.a.mem.mr->lkey, 0x12345678,
+			  0x99), 0);
 	t_run();
 	for (int i = 1; i <= 4; i++)
 		t_expect_wc(p.a.scq, &wc, i, IBV_WC_SUCCESS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -279,21 +263,15 @@ static void test_access_atomic_misaligned(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_CMP_AND_SWP, la.buf, la.mr->lkey,
-			    (uintptr_t)tb.buf + 4, tb.mr->rkey, 0, 1), 0);
+	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 4, 0, 1), 0);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
-	UT_CHECK(t_mem_intact(&tb, 2));
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 

@@ -62,6 +62,285 @@ struct ch_wqe {
 	uint32_t len;
 };
 
+/* One run: the pair, its memory, what was posted and what came back. */
+struct ch_run {
+	struct t_pair p;
+	struct t_mem src, dst, tgt, rdsrc, rcv;
+	uint64_t *counter;             /* the atomics' target, past the WRITEs' areas */
+	struct ibv_mw *mw;
+	struct ch_wqe w[CH_WQES];
+	enum ibv_wc_status wst[CH_WQES];
+	uint8_t seen_orig[CH_WQES];    /* each atomic's original value, seen once */
+	unsigned loss, dup, reorder;   /* per mille */
+	bool may_fail, failed;
+	unsigned nsend, nrecv_posted, ncomp, nrecv, steps, natomic;
+};
+
+static int ch_open(struct ch_run *r, const struct t_opts *o)
+{
+	static const int mwacc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+
+	if (t_pair_open(&r->p, o))
+		return -1;
+	ch_base_psn = o->a_psn;
+	ch_dqpn = ur_qp_num(r->p.b.qp);
+	memset(ch_op_at, 0, sizeof(ch_op_at));
+	ch_psn_changed = 0;
+	net.on_send = ch_on_send;
+	t_mem_reg(&r->src, &r->p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&r->dst, &r->p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 2);
+	t_mem_reg(&r->tgt, &r->p.b, (CH_WQES + 1) * ch_area, T_ALL_ACCESS, 3);
+	t_mem_reg(&r->rdsrc, &r->p.b, CH_WQES * ch_area, T_ALL_ACCESS, 4);
+	t_mem_reg(&r->rcv, &r->p.b, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 5);
+	r->counter = (uint64_t *)(r->tgt.buf + CH_WQES * ch_area);
+	/* A's own window, bound now and then in the middle of the stream: a
+	 * local operation the requester must step over when it goes back. */
+	if (ibv_rereg_mr(r->dst.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, mwacc))
+		UT_CHECK(!"rereg");
+	r->mw = ur_verbs_alloc_mw(&r->p.a.pd->ibpd, IBV_MW_TYPE_1);
+	*r->counter = 1000;
+	return 0;
+}
+
+static void ch_close(struct ch_run *r)
+{
+	UT_EQ(ur_verbs_dealloc_mw(r->mw), 0);
+	t_mem_free(&r->src);
+	t_mem_free(&r->dst);
+	t_mem_free(&r->tgt);
+	t_mem_free(&r->rdsrc);
+	t_mem_free(&r->rcv);
+	t_pair_close(&r->p);
+}
+
+static int ch_post_bind(struct ch_run *r, unsigned i, uint8_t *d)
+{
+	struct ibv_send_wr b = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED };
+
+	b.bind_mw.mw = r->mw;
+	b.bind_mw.rkey = ibv_inc_rkey(r->mw->rkey);
+	r->mw->rkey = b.bind_mw.rkey;
+	b.bind_mw.bind_info = (struct ibv_mw_bind_info){ r->dst.mr, (uintptr_t)d, 64,
+							 IBV_ACCESS_REMOTE_READ };
+	r->w[i].len = 0;
+	return t_post(r->p.a.qp, &b);
+}
+
+/* Draws WQE i (its operation, then its length) and posts it. */
+static int ch_post_wqe(struct ch_run *r, unsigned i)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+	struct ch_wqe *w = &r->w[i];
+	struct t_side *a = &r->p.a;
+	uint8_t *s = r->src.buf + i * ch_area, *d = r->dst.buf + i * ch_area;
+
+	w->op = chaos_rnd(12) ? ops[chaos_rnd(UR_ARRAY_SIZE(ops))] : IBV_WR_BIND_MW;
+	w->len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(ch_area);
+	switch (w->op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		r->nsend++;
+		return t_post_send(a, i, w->op, s, w->len, r->src.mr->lkey, IBV_SEND_SIGNALED);
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		r->nsend++;
+		/* fall through */
+	case IBV_WR_RDMA_WRITE:
+		return t_post_rdma(a, i, w->op, s, w->len, r->src.mr->lkey,
+				   (uintptr_t)r->tgt.buf + i * ch_area, r->tgt.mr->rkey);
+	case IBV_WR_RDMA_READ:
+		return t_post_rdma(a, i, w->op, d, w->len, r->dst.mr->lkey,
+				   (uintptr_t)r->rdsrc.buf + i * ch_area, r->rdsrc.mr->rkey);
+	case IBV_WR_BIND_MW:
+		return ch_post_bind(r, i, d);
+	default:
+		w->len = 8;
+		r->natomic++;
+		return t_post_atomic(a, i, w->op, d, r->dst.mr->lkey, (uintptr_t)r->counter,
+				     r->tgt.mr->rkey, 1, 0);
+	}
+}
+
+static void ch_post_recv(struct ch_run *r)
+{
+	UT_EQ(t_post_recv(&r->p.b, 1000 + r->nrecv_posted, r->rcv.buf + r->nrecv_posted * ch_area,
+			  ch_area, r->rcv.mr->lkey), 0);
+	r->nrecv_posted++;
+}
+
+/* The packet at the head of the queue is lost, duplicated, put back
+ * further down or delivered. */
+static void ch_pass_head(struct ch_run *r)
+{
+	uint32_t x = chaos_rnd(1000);
+
+	if (x < r->loss) {
+		if (getenv("T_TRACE"))
+			fprintf(stderr, "  DROP %s psn 0x%x\n", ur_opcode_name(t_op(0)), t_psn(0));
+		t_drop(0);
+	} else if (x < r->loss + r->dup) {
+		t_inject(t_copy(0));
+	} else if (x < r->loss + r->dup + r->reorder && t_count() > 1) {
+		struct t_pkt *k = t_take(0);
+		unsigned at = 1 + chaos_rnd(t_count());
+
+		if (net.n == net.cap) {
+			t_inject(k);
+		} else {
+			memmove(&net.q[at + 1], &net.q[at], (net.n - at) * sizeof(*net.q));
+			net.q[at] = k;
+			net.n++;
+		}
+	} else {
+		t_deliver(0);
+	}
+}
+
+/* A quiet network: the transport takes again (false: the step ends
+ * there), or a late receive is posted and every timer fires. */
+static bool ch_quiet(struct ch_run *r)
+{
+	if (net.eagain) {
+		net.eagain = false;
+		ur_progress_resume(t_stack());
+		return false;
+	}
+	if (r->nrecv_posted < r->nsend)
+		ch_post_recv(r);
+	if (getenv("T_TRACE"))
+		fprintf(stderr, "  -- advance 1 s (A comp.psn 0x%x req.psn 0x%x, B psn 0x%x)\n",
+			r->p.a.qp->comp.psn, r->p.a.qp->req.psn, r->p.b.qp->resp.psn);
+	t_advance(1000000000ull);   /* 1 s: every timer */
+	return true;
+}
+
+/* One step of the network and the host: the transport refusing or taking
+ * again, the clock jumping, then one packet's fate; false if it ended
+ * early, before the completions are polled. */
+static bool ch_step(struct ch_run *r)
+{
+	r->steps++;
+	if (net.eagain && chaos_rnd(8) == 0) {
+		net.eagain = false;
+		ur_progress_resume(t_stack());
+	} else if (!net.eagain && chaos_rnd(1000) < ch_eagain) {
+		net.eagain = true;
+	}
+	if (chaos_rnd(1000) < ch_early)
+		t_advance(chaos_rnd(4 * UR_MIN_RTO_NS));
+	if (!t_count())
+		return ch_quiet(r);
+	ch_pass_head(r);
+	return true;
+}
+
+/* A's completions in order (after a retry budget ran out, flushed), B's
+ * receives in order. */
+static void ch_poll(struct ch_run *r)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = t_poll(r->p.a.scq, wc, 16)) > 0) {
+		for (int j = 0; j < n; j++) {
+			UT_EQ(wc[j].wr_id, r->ncomp);
+			if (r->failed)
+				UT_EQ(wc[j].status, IBV_WC_WR_FLUSH_ERR);
+			else if (r->may_fail && (wc[j].status == IBV_WC_RETRY_EXC_ERR ||
+						 wc[j].status == IBV_WC_RNR_RETRY_EXC_ERR))
+				r->failed = true;
+			else
+				UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+			if (r->ncomp < CH_WQES)
+				r->wst[r->ncomp] = wc[j].status;
+			r->ncomp++;
+		}
+	}
+	while ((n = t_poll(r->p.b.rcq, wc, 16)) > 0) {
+		for (int j = 0; j < n; j++) {
+			UT_EQ(wc[j].wr_id, 1000 + r->nrecv);
+			UT_EQ(wc[j].status, IBV_WC_SUCCESS);
+			r->nrecv++;
+		}
+	}
+}
+
+static void ch_check_states(struct ch_run *r)
+{
+	UT_EQ(ch_psn_changed, 0);
+	UT_EQ(r->ncomp, CH_WQES);
+	if (!r->failed) {
+		UT_EQ(r->nrecv, r->nsend);
+		UT_EQ(r->p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(r->p.b.qp->state, IBV_QPS_RTS);
+		UT_EQ(*r->counter, 1000 + r->natomic);
+	} else {
+		UT_EQ(r->p.a.qp->state, IBV_QPS_ERR);
+		UT_CHECK(r->nrecv <= r->nsend);
+		UT_CHECK(*r->counter >= 1000 && *r->counter <= 1000 + r->natomic);
+	}
+}
+
+/* An atomic that completed fetched an original value no other did. */
+static void ch_check_atomic(struct ch_run *r, const uint8_t *d)
+{
+	uint64_t orig;
+
+	memcpy(&orig, d, 8);
+	UT_CHECK(orig >= 1000 && orig < 1000 + r->natomic);
+	if (orig >= 1000 && orig < 1000 + r->natomic) {
+		UT_EQ(r->seen_orig[orig - 1000], 0);
+		r->seen_orig[orig - 1000] = 1;
+	}
+}
+
+/* Every byte where it belongs, every atomic once: all of them, or what
+ * completed if the retry budget ran out.  The receives B completed are
+ * the first nrecv messages, in order. */
+static void ch_check_data(struct ch_run *r)
+{
+	unsigned recv_i = 0, ok_atomics = 0;
+
+	for (unsigned i = 0; i < CH_WQES; i++) {
+		uint8_t *s = r->src.buf + i * ch_area, *d = r->dst.buf + i * ch_area;
+		bool ok = r->wst[i] == IBV_WC_SUCCESS;
+		uint32_t len = r->w[i].len;
+
+		switch (r->w[i].op) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+			if (recv_i < r->nrecv)
+				UT_MEMEQ(r->rcv.buf + recv_i * ch_area, s, len);
+			recv_i++;
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			recv_i++;
+			/* fall through */
+		case IBV_WR_RDMA_WRITE:
+			if (ok)
+				UT_MEMEQ(r->tgt.buf + i * ch_area, s, len);
+			break;
+		case IBV_WR_RDMA_READ:
+			if (ok)
+				UT_MEMEQ(d, r->rdsrc.buf + i * ch_area, len);
+			break;
+		case IBV_WR_BIND_MW:
+			break;
+		default:
+			if (ok) {
+				ok_atomics++;
+				ch_check_atomic(r, d);
+			}
+			break;
+		}
+	}
+	UT_CHECK(*r->counter >= 1000 + ok_atomics);
+	UT_CHECK(t_mem_intact(&r->rdsrc, 4));
+}
+
 /* loss, dup, reorder: per mille.  may_fail: loss so heavy that the retry
  * budget may legitimately run out; then the first error must be a retry
  * budget exhausted, everything after it flushed, and what did complete
@@ -71,245 +350,29 @@ static void chaos_run(uint64_t seed, unsigned loss, unsigned dup, unsigned reord
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xffffe0 + (uint32_t)(seed % 32),
 			    .b_psn = 0x10, .timeout = 14, .rd_atomic = ch_rd_atomic,
 			    .min_rnr_timer = 1, .go_back = ch_go_back, .ooo = ch_ooo };
-	struct ch_wqe w[CH_WQES];
-	struct t_pair p;
-	struct t_mem src, dst, tgt, rdsrc, rcv;
-	uint64_t *counter;
-	struct ibv_mw *mw;
-	unsigned nsend = 0, nrecv_posted = 0, ncomp = 0, nrecv = 0, steps = 0, natomic = 0;
-	uint8_t seen_orig[CH_WQES] = { 0 };
-	enum ibv_wc_status wst[CH_WQES];
-	bool failed = false;
-	struct ibv_wc wc[16];
+	struct ch_run r = { .loss = loss, .dup = dup, .reorder = reorder, .may_fail = may_fail };
 	int before = ut_failures;
 
 	chaos_state = seed * 0x9e3779b97f4a7c15ull + 1;
-	if (t_pair_open(&p, &o))
+	if (ch_open(&r, &o))
 		return;
-	ch_base_psn = o.a_psn;
-	ch_dqpn = ur_qp_num(p.b.qp);
-	memset(ch_op_at, 0, sizeof(ch_op_at));
-	ch_psn_changed = 0;
-	net.on_send = ch_on_send;
-	t_mem_reg(&src, &p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&dst, &p.a, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 2);
-	t_mem_reg(&tgt, &p.b, (CH_WQES + 1) * ch_area, T_ALL_ACCESS, 3);
-	t_mem_reg(&rdsrc, &p.b, CH_WQES * ch_area, T_ALL_ACCESS, 4);
-	t_mem_reg(&rcv, &p.b, CH_WQES * ch_area, IBV_ACCESS_LOCAL_WRITE, 5);
-	counter = (uint64_t *)(tgt.buf + CH_WQES * ch_area);   /* past the WRITEs' areas */
-	/* A's own window, bound now and then in the middle of the stream: a
-	 * local operation the requester must step over when it goes back. */
-	{
-		static const int mwacc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
-
-		if (ibv_rereg_mr(dst.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, mwacc))
-			UT_CHECK(!"rereg");
-		mw = ur_verbs_alloc_mw(&p.a.pd->ibpd, IBV_MW_TYPE_1);
-	}
-	*counter = 1000;
-
-	for (unsigned i = 0; i < CH_WQES; i++) {
-		static const enum ibv_wr_opcode ops[] = {
-			IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
-			IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
-		};
-		uint8_t *s = src.buf + i * ch_area, *d = dst.buf + i * ch_area;
-		int ret;
-
-		w[i].op = chaos_rnd(12) ? ops[chaos_rnd(UR_ARRAY_SIZE(ops))] : IBV_WR_BIND_MW;
-		w[i].len = chaos_rnd(5) == 0 ? chaos_rnd(4) : 1 + chaos_rnd(ch_area);
-		switch (w[i].op) {
-		case IBV_WR_SEND:
-		case IBV_WR_SEND_WITH_IMM:
-			ret = t_post_send(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey, IBV_SEND_SIGNALED);
-			nsend++;
-			break;
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-			nsend++;
-			/* fall through */
-		case IBV_WR_RDMA_WRITE:
-			ret = t_post_rdma(&p.a, i, w[i].op, s, w[i].len, src.mr->lkey,
-					  (uintptr_t)tgt.buf + i * ch_area, tgt.mr->rkey);
-			break;
-		case IBV_WR_RDMA_READ:
-			ret = t_post_rdma(&p.a, i, w[i].op, d, w[i].len, dst.mr->lkey,
-					  (uintptr_t)rdsrc.buf + i * ch_area, rdsrc.mr->rkey);
-			break;
-		case IBV_WR_BIND_MW: {
-			struct ibv_send_wr b = { .wr_id = i, .opcode = IBV_WR_BIND_MW,
-						 .send_flags = IBV_SEND_SIGNALED };
-
-			b.bind_mw.mw = mw;
-			b.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
-			mw->rkey = b.bind_mw.rkey;
-			b.bind_mw.bind_info = (struct ibv_mw_bind_info){ dst.mr, (uintptr_t)d, 64,
-									 IBV_ACCESS_REMOTE_READ };
-			w[i].len = 0;
-			ret = t_post(p.a.qp, &b);
-			break;
-		}
-		default:
-			w[i].len = 8;
-			natomic++;
-			ret = t_post_atomic(&p.a, i, w[i].op, d, dst.mr->lkey, (uintptr_t)counter,
-					    tgt.mr->rkey, 1, 0);
-			break;
-		}
-		UT_EQ(ret, 0);
-	}
+	for (unsigned i = 0; i < CH_WQES; i++)
+		UT_EQ(ch_post_wqe(&r, i), 0);
 	/* Half the receives now, the rest one by one when the network is
 	 * quiet: RNR NAKs meanwhile. */
-	for (; nrecv_posted < nsend / 2; nrecv_posted++)
-		UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted, rcv.buf + nrecv_posted * ch_area,
-				  ch_area, rcv.mr->lkey), 0);
-
-	while (ncomp < CH_WQES && steps < 200000) {
-		int n;
-
-		steps++;
-		if (net.eagain && chaos_rnd(8) == 0) {
-			net.eagain = false;
-			ur_progress_resume(t_stack());
-		} else if (!net.eagain && chaos_rnd(1000) < ch_eagain) {
-			net.eagain = true;
-		}
-		if (chaos_rnd(1000) < ch_early)
-			t_advance(chaos_rnd(4 * UR_MIN_RTO_NS));
-		if (!t_count()) {
-			if (net.eagain) {
-				net.eagain = false;
-				ur_progress_resume(t_stack());
-				continue;
-			}
-			if (nrecv_posted < nsend) {
-				UT_EQ(t_post_recv(&p.b, 1000 + nrecv_posted,
-						  rcv.buf + nrecv_posted * ch_area, ch_area,
-						  rcv.mr->lkey), 0);
-				nrecv_posted++;
-			}
-			if (getenv("T_TRACE"))
-				fprintf(stderr, "  -- advance 1 s (A comp.psn 0x%x req.psn 0x%x, B psn 0x%x)\n",
-					p.a.qp->comp.psn, p.a.qp->req.psn, p.b.qp->resp.psn);
-			t_advance(1000000000ull);   /* 1 s: every timer */
-		} else {
-			uint32_t r = chaos_rnd(1000);
-
-			if (r < loss) {
-				if (getenv("T_TRACE"))
-					fprintf(stderr, "  DROP %s psn 0x%x\n", ur_opcode_name(t_op(0)), t_psn(0));
-				t_drop(0);
-			} else if (r < loss + dup) {
-				t_inject(t_copy(0));
-			} else if (r < loss + dup + reorder && t_count() > 1) {
-				struct t_pkt *k = t_take(0);
-				unsigned at = 1 + chaos_rnd(t_count());
-
-				/* Put it back further down the queue. */
-				if (net.n == net.cap)
-					t_inject(k);
-				else {
-					memmove(&net.q[at + 1], &net.q[at], (net.n - at) * sizeof(*net.q));
-					net.q[at] = k;
-					net.n++;
-				}
-			} else {
-				t_deliver(0);
-			}
-		}
-		while ((n = t_poll(p.a.scq, wc, 16)) > 0) {
-			for (int j = 0; j < n; j++) {
-				UT_EQ(wc[j].wr_id, ncomp);
-				if (failed)
-					UT_EQ(wc[j].status, IBV_WC_WR_FLUSH_ERR);
-				else if (may_fail && (wc[j].status == IBV_WC_RETRY_EXC_ERR ||
-						      wc[j].status == IBV_WC_RNR_RETRY_EXC_ERR))
-					failed = true;
-				else
-					UT_EQ(wc[j].status, IBV_WC_SUCCESS);
-				if (ncomp < CH_WQES)
-					wst[ncomp] = wc[j].status;
-				ncomp++;
-			}
-		}
-		while ((n = t_poll(p.b.rcq, wc, 16)) > 0) {
-			for (int j = 0; j < n; j++) {
-				UT_EQ(wc[j].wr_id, 1000 + nrecv);
-				UT_EQ(wc[j].status, IBV_WC_SUCCESS);
-				nrecv++;
-			}
-		}
-	}
+	while (r.nrecv_posted < r.nsend / 2)
+		ch_post_recv(&r);
+	while (r.ncomp < CH_WQES && r.steps < 200000)
+		if (ch_step(&r))
+			ch_poll(&r);
 	net.eagain = false;
-	UT_EQ(ch_psn_changed, 0);
-	UT_EQ(ncomp, CH_WQES);
-	if (!failed) {
-		UT_EQ(nrecv, nsend);
-		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-		UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-		UT_EQ(*counter, 1000 + natomic);
-	} else {
-		UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-		UT_CHECK(nrecv <= nsend);
-		UT_CHECK(*counter >= 1000 && *counter <= 1000 + natomic);
-	}
-	/* Every byte where it belongs, every atomic once: all of them, or
-	 * what completed if the retry budget ran out.  The receives B
-	 * completed are the first nrecv messages, in order. */
-	{
-		unsigned recv_i = 0, ok_atomics = 0;
-
-		for (unsigned i = 0; i < CH_WQES; i++) {
-			uint8_t *s = src.buf + i * ch_area, *d = dst.buf + i * ch_area;
-			bool ok = wst[i] == IBV_WC_SUCCESS;
-			uint64_t orig;
-
-			switch (w[i].op) {
-			case IBV_WR_SEND:
-			case IBV_WR_SEND_WITH_IMM:
-				if (recv_i < nrecv)
-					UT_MEMEQ(rcv.buf + recv_i * ch_area, s, w[i].len);
-				recv_i++;
-				break;
-			case IBV_WR_RDMA_WRITE_WITH_IMM:
-				recv_i++;
-				/* fall through */
-			case IBV_WR_RDMA_WRITE:
-				if (ok)
-					UT_MEMEQ(tgt.buf + i * ch_area, s, w[i].len);
-				break;
-			case IBV_WR_RDMA_READ:
-				if (ok)
-					UT_MEMEQ(d, rdsrc.buf + i * ch_area, w[i].len);
-				break;
-			case IBV_WR_BIND_MW:
-				break;
-			default:
-				if (!ok)
-					break;
-				ok_atomics++;
-				memcpy(&orig, d, 8);
-				UT_CHECK(orig >= 1000 && orig < 1000 + natomic);
-				if (orig >= 1000 && orig < 1000 + natomic) {
-					UT_EQ(seen_orig[orig - 1000], 0);
-					seen_orig[orig - 1000] = 1;
-				}
-				break;
-			}
-		}
-		UT_CHECK(*counter >= 1000 + ok_atomics);
-	}
-	UT_CHECK(t_mem_intact(&rdsrc, 4));
+	ch_check_states(&r);
+	ch_check_data(&r);
 	if (ut_failures != before)
 		fprintf(stderr, "  (seed %llu, loss %u, dup %u, reorder %u, early %u, eagain %u, "
 			"rd_atomic %u: %u steps, %u completed)\n", (unsigned long long)seed, loss, dup,
-			reorder, ch_early, ch_eagain, o.rd_atomic, steps, ncomp);
-	UT_EQ(ur_verbs_dealloc_mw(mw), 0);
-	t_mem_free(&src);
-	t_mem_free(&dst);
-	t_mem_free(&tgt);
-	t_mem_free(&rdsrc);
-	t_mem_free(&rcv);
-	t_pair_close(&p);
+			reorder, ch_early, ch_eagain, o.rd_atomic, r.steps, r.ncomp);
+	ch_close(&r);
 }
 
 static void test_chaos(void)
@@ -380,17 +443,15 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 	enum { N = 60, AREA = 2048 };
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xffffc0, .max_wr = 64 };
 	struct t_pair p;
-	struct t_mem src, tgt, rcv;
+	struct t_mem rcv;
 	uint32_t len[N];
 	bool is_send[N];
 	int last = -1, got = 0, before = ut_failures;
 	struct ibv_wc wc[16];
 
 	chaos_state = seed * 0x9e3779b97f4a7c15ull + 7;
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, N * AREA, N * AREA, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&src, &p.a, N * AREA, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tgt, &p.b, N * AREA, T_ALL_ACCESS, 2);
 	t_mem_reg(&rcv, &p.b, 64 * AREA, IBV_ACCESS_LOCAL_WRITE, 3);
 	for (int i = 0; i < 64; i++)
 		UT_EQ(t_post_recv(&p.b, (uint64_t)i, rcv.buf + i * AREA, AREA, rcv.mr->lkey), 0);
@@ -400,11 +461,11 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 
 		len[i] = chaos_rnd(AREA + 1);
 		is_send[i] = chaos_rnd(2);
-		sge = (struct ibv_sge){ (uintptr_t)src.buf + i * AREA, len[i], src.mr->lkey };
+		sge = (struct ibv_sge){ (uintptr_t)p.a.mem.buf + i * AREA, len[i], p.a.mem.mr->lkey };
 		wr.opcode = is_send[i] ? IBV_WR_SEND_WITH_IMM : IBV_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl((uint32_t)i);
-		wr.wr.rdma.remote_addr = (uintptr_t)tgt.buf + i * AREA;
-		wr.wr.rdma.rkey = tgt.mr->rkey;
+		wr.wr.rdma.remote_addr = (uintptr_t)p.b.mem.buf + i * AREA;
+		wr.wr.rdma.rkey = p.b.mem.mr->rkey;
 		UT_EQ(t_post(p.a.qp, &wr), 0);
 		while (t_count()) {
 			uint32_t r = chaos_rnd(1000);
@@ -437,9 +498,9 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 			got++;
 			UT_EQ(wc[j].byte_len, len[id]);
 			if (is_send[id])
-				UT_MEMEQ(rcv.buf + wc[j].wr_id * AREA, src.buf + id * AREA, len[id]);
+				UT_MEMEQ(rcv.buf + wc[j].wr_id * AREA, p.a.mem.buf + id * AREA, len[id]);
 			else
-				UT_MEMEQ(tgt.buf + id * AREA, src.buf + id * AREA, len[id]);
+				UT_MEMEQ(p.b.mem.buf + id * AREA, p.a.mem.buf + id * AREA, len[id]);
 		}
 	}
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
@@ -448,8 +509,6 @@ static void chaos_uc(uint64_t seed, unsigned loss, unsigned dup, unsigned reorde
 		UT_EQ(got, N);
 	if (ut_failures != before)
 		fprintf(stderr, "  (UC seed %llu: %d of %d arrived)\n", (unsigned long long)seed, got, N);
-	t_mem_free(&src);
-	t_mem_free(&tgt);
 	t_mem_free(&rcv);
 	t_pair_close(&p);
 }

@@ -15,17 +15,14 @@ static void test_congest_turns_do_not_count(void)
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };   /* 4.19 ms */
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	unsigned turns = 0;
 	uint64_t retries;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 4096), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 8);
 	while (t_count())
 		t_drop(0);                /* all lost */
@@ -51,9 +48,7 @@ static void test_congest_turns_do_not_count(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 8 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	t_pair_close(&p);
 }
 
@@ -66,18 +61,13 @@ static void test_congest_response_before_resend(void)
 	struct t_opts o = { .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct t_pkt *resp;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 100, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 1024, la.mr->lkey,
-			    (uintptr_t)tb.buf + 1024, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 100, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 1024, 1024, 1, 0), 0);
 	UT_EQ(t_count(), 2);
 	t_deliver(0);
 	t_deliver(0);
@@ -89,7 +79,7 @@ static void test_congest_response_before_resend(void)
 	UT_EQ(p.a.qp->req.psn, p.a.qp->comp.psn);
 	t_inject(resp);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, tb.buf, 100);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 100);
 	t_deliver(0);                     /* the atomic ACK, also before its resend */
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	net.eagain = false;
@@ -98,8 +88,6 @@ static void test_congest_response_before_resend(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);   /* nothing was resent */
 	UT_CHECK(t_cq_empty(p.a.scq));
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -112,17 +100,13 @@ static void test_congest_dup_reads_share_slots(void)
 {
 	struct t_opts o = { .rd_atomic = 4 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct t_pkt *r4, *dup[3];
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
 	for (int i = 0; i < 4; i++)
-		UT_EQ(t_post_rdma(&p.a, 1 + i, IBV_WR_RDMA_READ, la.buf + 1024 * i, 300 + i,
-				  la.mr->lkey, (uintptr_t)tb.buf + 1024 * i, tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, 1 + i, IBV_WR_RDMA_READ, 1024 * i, 300 + i, 1024 * i), 0);
 	UT_EQ(t_count(), 4);
 	r4 = t_take(3);
 	for (int i = 0; i < 3; i++)
@@ -141,10 +125,8 @@ static void test_congest_dup_reads_share_slots(void)
 	for (int i = 0; i < 4; i++)
 		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
 	for (int i = 0; i < 4; i++)
-		UT_MEMEQ(la.buf + 1024 * i, tb.buf + 1024 * i, 300 + i);
+		UT_MEMEQ(p.a.mem.buf + 1024 * i, p.b.mem.buf + 1024 * i, 300 + i);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -159,19 +141,15 @@ static void test_congest_repeat_gives_way(void)
 {
 	struct t_opts o = { .rd_atomic = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct t_pkt *dup, *a3;
 	struct ibv_wc wc;
 	uint64_t v;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	memset(tb.buf, 0, 8);
+	memset(p.b.mem.buf, 0, 8);
 	for (int i = 0; i < 2; i++)
-		UT_EQ(t_post_atomic(&p.a, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8 * i,
-				    la.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+		UT_EQ(t_post_atomic_mem(&p, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, 8 * i, 0, 1, 0), 0);
 	UT_EQ(t_count(), 2);
 	dup = t_copy(0);
 	t_deliver(0);
@@ -179,8 +157,7 @@ static void test_congest_repeat_gives_way(void)
 	UT_EQ(t_count(), 2);
 	t_deliver(0);                     /* the first answer */
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 16, la.mr->lkey,
-			    (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 16, 0, 1, 0), 0);
 	UT_EQ(t_count(), 2);              /* the second answer, the third request */
 	a3 = t_take(1);
 	net.eagain = true;
@@ -193,14 +170,12 @@ static void test_congest_repeat_gives_way(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	memcpy(&v, tb.buf, 8);
+	memcpy(&v, p.b.mem.buf, 8);
 	UT_EQ(v, 3);                      /* each executed once */
-	memcpy(&v, la.buf + 16, 8);
+	memcpy(&v, p.a.mem.buf + 16, 8);
 	UT_EQ(v, 2);                      /* the third saw the first two */
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -269,13 +244,11 @@ static void test_congest_wait_in_line(void)
 	struct t_opts o = { .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	net.eagain = true;
 	t_advance(qpt);                   /* counted; the resend waits in line */
@@ -298,7 +271,6 @@ static void test_congest_wait_in_line(void)
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	net.eagain = false;
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -309,14 +281,12 @@ static void test_congest_wait_in_line_bounded(void)
 	struct t_opts o = { .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 	unsigned periods = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	net.eagain = true;
 	t_advance(qpt);
@@ -329,7 +299,6 @@ static void test_congest_wait_in_line_bounded(void)
 	UT_CHECK(periods >= UR_MAX_TURN_WAIT - 1 && periods <= UR_MAX_TURN_WAIT + 2);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	net.eagain = false;
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -344,25 +313,22 @@ static void test_congest_ff_counts_reads(void)
 {
 	struct t_opts o = { .rd_atomic = 2, .timeout = 14 };
 	struct t_pair p;
-	struct t_mem la, lb, rb;
+	struct t_mem rb;
 	struct t_pkt *resp[2];
 	struct ibv_wc wc;
 	unsigned naks = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&lb, &p.b, 4096, T_ALL_ACCESS, 2);
 	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 3);
 	UT_EQ(t_post_recv(&p.b, 100, rb.buf, 4096, rb.mr->lkey), 0);
 	/* X, Y: READs; Z: a SEND; then four more READs. */
 	for (int i = 0; i < 2; i++)
-		UT_EQ(t_post_rdma(&p.a, 1 + i, IBV_WR_RDMA_READ, la.buf + 64 * i, 64, la.mr->lkey,
-				  (uintptr_t)lb.buf + 64 * i, lb.mr->rkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, la.buf + 1024, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_rdma_mem(&p, 1 + i, IBV_WR_RDMA_READ, 64 * i, 64, 64 * i), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 1024, 16, IBV_SEND_SIGNALED), 0);
 	for (int i = 0; i < 4; i++)
-		UT_EQ(t_post_rdma(&p.a, 4 + i, IBV_WR_RDMA_READ, la.buf + 128 + 64 * i, 64, la.mr->lkey,
-				  (uintptr_t)lb.buf + 128 + 64 * i, lb.mr->rkey), 0);
+		UT_EQ(t_post_rdma(&p.a, 4 + i, IBV_WR_RDMA_READ, p.a.mem.buf + 128 + 64 * i, 64, p.a.mem.mr->lkey,
+				  (uintptr_t)p.b.mem.buf + 128 + 64 * i, p.b.mem.mr->rkey), 0);
 	UT_EQ(t_count(), 3);              /* X, Y, Z: max_rd_atomic holds the rest */
 	for (int i = 0; i < 3; i++)
 		t_deliver(0);
@@ -403,12 +369,10 @@ static void test_congest_ff_counts_reads(void)
 	for (uint64_t id = 1; id <= 7; id++)
 		t_expect_wc(p.a.scq, &wc, id, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 100, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, lb.buf, 128);
-	UT_MEMEQ(la.buf + 128, lb.buf + 128, 256);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 128);
+	UT_MEMEQ(p.a.mem.buf + 128, p.b.mem.buf + 128, 256);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&lb);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
@@ -423,29 +387,23 @@ static void test_congest_late_dup_gives_way(void)
 {
 	struct t_opts o = { .rd_atomic = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct t_pkt *dup1;
 	struct ibv_wc wc;
 	uint64_t v;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	memset(tb.buf, 0, 8);
+	memset(p.b.mem.buf, 0, 8);
 	/* A READ (a late duplicate of it finds its slot reused and takes a
 	 * new one) and an atomic. */
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf + 64, 8, la.mr->lkey,
-			  (uintptr_t)tb.buf + 64, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8, la.mr->lkey,
-			    (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 64, 8, 64), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	dup1 = t_copy(0);                 /* the READ, arriving late */
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	for (int i = 2; i < 4; i++)
-		UT_EQ(t_post_atomic(&p.a, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8 * i,
-				    la.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey, 1, 0), 0);
+		UT_EQ(t_post_atomic_mem(&p, 1 + i, IBV_WR_ATOMIC_FETCH_AND_ADD, 8 * i, 0, 1, 0), 0);
 	UT_EQ(t_count(), 2);
 	net.eagain = true;
 	t_deliver(0);                     /* the third: executed, its answer held */
@@ -458,14 +416,12 @@ static void test_congest_late_dup_gives_way(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
-	memcpy(&v, tb.buf, 8);
+	memcpy(&v, p.b.mem.buf, 8);
 	UT_EQ(v, 3);                      /* each executed once */
-	memcpy(&v, la.buf + 24, 8);
+	memcpy(&v, p.a.mem.buf + 24, 8);
 	UT_EQ(v, 2);                      /* the fourth saw the two before it */
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -476,21 +432,15 @@ static void test_congest_stale_rd_count(void)
 {
 	struct t_opts o = { .rd_atomic = 2 };
 	struct t_pair p;
-	struct t_mem la, lb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&lb, &p.b, 4096, T_ALL_ACCESS, 2);
 	p.a.qp->req.rd_atomic = 2;        /* stale: nothing was ever sent */
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)lb.buf, lb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	UT_EQ(t_count(), 1);              /* the READ left */
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, lb.buf, 64);
-	t_mem_free(&la);
-	t_mem_free(&lb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
 	t_pair_close(&p);
 }

@@ -17,22 +17,18 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct t_pkt *resend[4], *ack;
 	struct ibv_wc wc;
 	uint64_t dups;
 	uint32_t msn;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 1024, T_ALL_ACCESS, 2);
 	if (op == IBV_WR_SEND) {
-		UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 2, op, sa.buf, 1024, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+		UT_EQ(t_post_send_mem(&p.a, 2, op, 0, 1024, IBV_SEND_SIGNALED), 0);
 	} else {
-		UT_EQ(t_post_rdma(&p.a, 2, op, sa.buf, 1024, sa.mr->lkey, (uintptr_t)rb.buf,
-				  rb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, 2, op, 0, 1024, 0), 0);
 	}
 	UT_EQ(t_count(), 4);
 	for (unsigned i = 0; i < 4; i++) {
@@ -41,7 +37,7 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 	}
 	for (unsigned i = 0; i < 4; i++)
 		t_deliver(0);
-	UT_MEMEQ(rb.buf, sa.buf, 1024);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 1024);
 	if (op == IBV_WR_SEND)
 		t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 1);                          /* the LAST's ACK */
@@ -52,7 +48,7 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 
 	/* The application overwrites its buffer: a second execution would
 	 * show. */
-	memset(rb.buf, 0xee, 1024);
+	memset(p.b.mem.buf, 0xee, 1024);
 	dups = p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST];
 	for (unsigned i = 0; i < 3; i++) {
 		t_inject(resend[i]);
@@ -66,8 +62,8 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 	UT_EQ(t_psn(0), 0x000001);
 	UT_EQ(aeth_msn(t_hdr(t_pkt(0), UR_HDR_AETH)), msn);
 	for (unsigned i = 0; i < 1024; i++)
-		if (rb.buf[i] != 0xee) {
-			UT_EQ(rb.buf[i], 0xee);
+		if (p.b.mem.buf[i] != 0xee) {
+			UT_EQ(p.b.mem.buf[i], 0xee);
 			break;
 		}
 	UT_CHECK(t_cq_empty(p.b.rcq));
@@ -76,13 +72,13 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 	{
 		struct t_pkt *k = t_build(op == IBV_WR_SEND ? UR_OP_RC_SEND_FIRST :
 					  UR_OP_RC_RDMA_WRITE_FIRST, ur_qp_num(p.b.qp), 0xfffffe, true,
-					  sa.buf, 256);
+					  p.a.mem.buf, 256);
 
 		if (op != IBV_WR_SEND) {
 			uint8_t *r = t_hdr(k, UR_HDR_RETH);
 
-			reth_set_va(r, (uintptr_t)rb.buf);
-			reth_set_rkey(r, rb.mr->rkey);
+			reth_set_va(r, (uintptr_t)p.b.mem.buf);
+			reth_set_rkey(r, p.b.mem.mr->rkey);
 			reth_set_len(r, 1024);
 		}
 		t_inject(k);
@@ -98,8 +94,6 @@ static void dup_ack_case(enum ibv_wr_opcode op)
 	UT_CHECK(t_cq_empty(p.a.scq));
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.a.qp->comp.psn, 0x000002);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 

@@ -21,24 +21,21 @@ static void test_eagain_mid_message(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffb };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 2560, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf + 2560, 1024, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 2560), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 2560, 1024), 0);
 	net.eagain_after = 3;
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 2560, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 2560, IBV_SEND_SIGNALED), 0);
 	expect_psn_run(0xfffffb, 3);
 	UT_CHECK(p.a.qp->req.blocked);
 	UT_EQ(p.a.qp->req.psn, psn_add(0xfffffb, 3));
 	UT_EQ(net.eagain_calls, 1);
 	/* Posting more while blocked sends nothing (and does not retry the
 	 * transport in a loop). */
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 2560, 1024, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 2560, 1024, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 3);
 	UT_CHECK(net.eagain_calls <= 2);
 	/* Still full when the engine tries: stays blocked, nothing lost. */
@@ -59,11 +56,9 @@ static void test_eagain_mid_message(void)
 	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 3584);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 3584);
 	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 0);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -115,24 +110,19 @@ static void test_eagain_responder(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 6 * 256, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, la.buf + 2048, 10, la.mr->lkey,
-			  (uintptr_t)tb.buf + 2048, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 6 * 256, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE, 2048, 10, 2048), 0);
 	UT_EQ(t_count(), 2);
 	net.eagain_after = (int)net.sent + 2;
 	t_deliver(0);                 /* READ: two responses get out */
 	UT_EQ(t_count(), 3);
 	UT_CHECK(p.b.qp->req.blocked);
 	t_deliver(0);                 /* the WRITE executes; its ACK waits */
-	UT_MEMEQ(tb.buf + 2048, la.buf + 2048, 10);
+	UT_MEMEQ(p.b.mem.buf + 2048, p.a.mem.buf + 2048, 10);
 	UT_EQ(t_count(), 2);
 	t_writable();
 	UT_EQ(t_count(), 2 + 4 + 1);
@@ -143,9 +133,7 @@ static void test_eagain_responder(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, tb.buf, 6 * 256);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 6 * 256);
 	t_pair_close(&p);
 }
 
@@ -156,15 +144,12 @@ static void test_eagain_nak_survives_error(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey ^ 0x10), 0);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, p.a.mem.buf, 8, p.a.mem.mr->lkey,
+			  (uintptr_t)p.b.mem.buf, p.b.mem.mr->rkey ^ 0x10), 0);
 	net.eagain_after = (int)net.sent;
 	t_deliver(0);
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
@@ -175,9 +160,7 @@ static void test_eagain_nak_survives_error(void)
 		UT_EQ(t_syn(0), UR_NAK_REM_ACCESS_ERR);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
-	UT_CHECK(t_mem_intact(&tb, 2));
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	t_pair_close(&p);
 }
 
@@ -187,16 +170,13 @@ static void test_xport_hard_error(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 64), 0);
 	net.fail_errno = EHOSTUNREACH;
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.a.qp->cnt[UR_CNT_DROPPED], 1);
 	UT_CHECK(!p.a.qp->req.blocked);
@@ -205,8 +185,6 @@ static void test_xport_hard_error(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 

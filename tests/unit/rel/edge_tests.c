@@ -8,15 +8,14 @@ static void test_edge_bad_read_response(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la;
 	struct ibv_wc wc;
 	uint8_t pl[256];
 	struct t_pkt *k;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 0, 0))
 		return;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 600, la.mr->lkey, 0x1000, 0x1234), 0);
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, p.a.mem.buf, 600, p.a.mem.mr->lkey, 0x1000,
+			  0x1234), 0);
 	t_drop(0);
 	/* FIRST of 100 bytes where a full MTU is due. */
 	memset(pl, 0xee, sizeof(pl));
@@ -25,8 +24,7 @@ static void test_edge_bad_read_response(void)
 	t_inject(k);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_BAD_RESP_ERR);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_CHECK(t_mem_intact(&la, 1));
-	t_mem_free(&la);
+	UT_CHECK(t_mem_intact(&p.a.mem, 1));
 	t_pair_close(&p);
 }
 
@@ -58,20 +56,18 @@ static void test_edge_write_target_vanishes(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 	uint8_t *target = malloc(1024);
 	struct ibv_mr *mr;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
 	memset(target, 0x11, 1024);
 	mr = ibv_reg_mr_iova2(&p.b.pd->ibpd, target, 1024, (uintptr_t)target, T_ALL_ACCESS);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 768, sa.mr->lkey,
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, p.a.mem.buf, 768, p.a.mem.mr->lkey,
 			  (uintptr_t)target, mr->rkey), 0);
 	t_deliver(0);
-	UT_MEMEQ(target, sa.buf, 256);
+	UT_MEMEQ(target, p.a.mem.buf, 256);
 	UT_EQ(ibv_dereg_mr(mr), 0);
 	t_deliver(0);
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
@@ -83,7 +79,6 @@ static void test_edge_write_target_vanishes(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
 	free(target);
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -94,17 +89,15 @@ static void test_edge_read_source_vanishes(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la;
 	struct ibv_wc wc;
 	uint8_t *source = malloc(2048);
 	struct ibv_mr *mr;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 2048, 0, 0))
 		return;
-	t_mem_reg(&la, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
 	memset(source, 0x22, 2048);
 	mr = ibv_reg_mr_iova2(&p.b.pd->ibpd, source, 2048, (uintptr_t)source, T_ALL_ACCESS);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 2048, la.mr->lkey,
+	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, p.a.mem.buf, 2048, p.a.mem.mr->lkey,
 			  (uintptr_t)source, mr->rkey), 0);
 	net.eagain_after = (int)net.sent + 3;
 	t_deliver(0);
@@ -122,7 +115,6 @@ static void test_edge_read_source_vanishes(void)
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
 	free(source);
-	t_mem_free(&la);
 	t_pair_close(&p);
 }
 
@@ -132,19 +124,14 @@ static void test_edge_rd_atomic_overflow(void)
 {
 	struct t_opts o = { .rd_atomic = 4, .dest_rd_atomic = 1 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 256, T_ALL_ACCESS, 2);
 	UT_EQ(p.b.qp->resp.nres, 1);
 	net.eagain_after = (int)net.sent + 2;   /* B's first response stalls */
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 8, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 64, la.mr->lkey,
-			    (uintptr_t)tb.buf + 64, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 8, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 64, 64, 1, 0), 0);
 	t_deliver(0);                 /* READ: its response cannot leave */
 	t_deliver(0);                 /* atomic: no slot left */
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
@@ -153,8 +140,6 @@ static void test_edge_rd_atomic_overflow(void)
 	ur_progress_resume(t_stack());
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -213,30 +198,25 @@ static void test_edge_mw_on_uc(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC };
 	struct t_pair p;
-	struct t_mem tb, sa;
 	struct ibv_mw *mw;
 	struct ibv_send_wr wr = { .wr_id = 5, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND))
 		return;
-	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, 2);
 	mw = ur_verbs_alloc_mw(&p.b.pd->ibpd, IBV_MW_TYPE_1);
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
-	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ tb.mr, (uintptr_t)tb.buf, 128,
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ p.b.mem.mr, (uintptr_t)p.b.mem.buf, 128,
 							  IBV_ACCESS_REMOTE_WRITE };
 	UT_EQ(t_post(p.b.qp, &wr), 0);
 	t_expect_wc(p.b.scq, &wc, 5, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_BIND_MW);
-	UT_EQ(t_post_rdma(&p.a, 6, IBV_WR_RDMA_WRITE, sa.buf, 64, sa.mr->lkey,
-			  (uintptr_t)tb.buf + 64, mw->rkey), 0);
+	UT_EQ(t_post_rdma(&p.a, 6, IBV_WR_RDMA_WRITE, p.a.mem.buf, 64, p.a.mem.mr->lkey,
+			  (uintptr_t)p.b.mem.buf + 64, mw->rkey), 0);
 	t_run();
-	UT_MEMEQ(tb.buf + 64, sa.buf, 64);
+	UT_MEMEQ(p.b.mem.buf + 64, p.a.mem.buf, 64);
 	UT_EQ(ur_verbs_dealloc_mw(mw), 0);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -332,23 +312,16 @@ static void test_edge_uc_too_big(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 300, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 600, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf + 600, 200, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 300), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 600, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 600, 200, 0), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 200);
-	UT_MEMEQ(rb.buf, sa.buf + 600, 200);
-	UT_CHECK(t_mem_intact_outside(&rb, 2, 0, 300));
+	t_expect_recv(&p, &wc, 1, 200, 0, 600);
+	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 300));
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }

@@ -13,17 +13,13 @@ static void test_err_flush_in_order(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
 	for (int i = 0; i < 4; i++) {
-		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + 1024 * i, 1024, rb.mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf, 600, sa.mr->lkey,
-				  i == 1 ? 0 : IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_recv_mem(&p.b, 100 + i, 1024 * i, 1024), 0);
+		UT_EQ(t_post_send_mem(&p.a, 200 + i, IBV_WR_SEND, 0, 600, i == 1 ? 0 : IBV_SEND_SIGNALED), 0);
 	}
 	/* The first message gets through; the second is half delivered. */
 	for (int i = 0; i < 4; i++)
@@ -49,9 +45,9 @@ static void test_err_flush_in_order(void)
 	}
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	/* Posting in ERROR completes at once with FLUSH_ERR. */
-	UT_EQ(t_post_send(&p.a, 300, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 300, IBV_WR_SEND, 0, 8, 0), 0);
 	t_expect_wc(p.a.scq, &wc, 300, IBV_WC_WR_FLUSH_ERR);
-	UT_EQ(t_post_recv(&p.b, 301, rb.buf, 8, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 301, 0, 8), 0);
 	t_expect_wc(p.b.rcq, &wc, 301, IBV_WC_WR_FLUSH_ERR);
 	UT_EQ(t_count(), 0);
 	/* Packets for a QP in ERROR are dropped, never answered. */
@@ -64,8 +60,6 @@ static void test_err_flush_in_order(void)
 	/* ERR -> ERR is allowed and changes nothing. */
 	UT_EQ(t_modify_state(p.a.qp, IBV_QPS_ERR), 0);
 	UT_CHECK(t_cq_empty(p.a.scq));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -76,16 +70,13 @@ static void test_err_srq_last_wqe(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .srq_b = true };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf + 1024, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 600, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 600, 0), 0);
 	t_deliver(0);                 /* FIRST: B takes receive 1 from the SRQ */
 	while (t_count())
 		t_drop(0);
@@ -97,8 +88,6 @@ static void test_err_srq_last_wqe(void)
 	UT_EQ(p.b.srq->rq.tail - p.b.srq->rq.head, 1);
 	UT_EQ(t_modify_state(p.b.qp, IBV_QPS_ERR), 0);
 	UT_EQ(t_async_count(p.b.ctx, IBV_EVENT_QP_LAST_WQE_REACHED, p.b.qp), 0);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -139,15 +128,12 @@ static void test_err_reset_reuse(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 32, rb.mr->lkey), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 8, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 32), 0);
 	UT_EQ(t_modify_state(p.a.qp, IBV_QPS_ERR), 0);
 	UT_EQ(t_modify_state(p.b.qp, IBV_QPS_ERR), 0);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_WR_FLUSH_ERR);
@@ -164,14 +150,12 @@ static void test_err_reset_reuse(void)
 	UT_EQ(t_connect(p.a.qp, ur_qp_num(p.b.qp), o.b_psn, o.a_psn, &o), 0);
 	UT_EQ(t_connect(p.b.qp, ur_qp_num(p.a.qp), o.a_psn, o.b_psn, &o), 0);
 	UT_CHECK(t_cq_empty(p.a.scq));
-	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 32, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 3, 0, 32), 0);
+	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 0, 8, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_psn(0), 0x777777);
 	t_run();
 	t_expect_wc(p.b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -180,23 +164,17 @@ static void test_err_late_responses(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 256, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	UT_EQ(t_modify_state(p.a.qp, IBV_QPS_ERR), 0);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_WR_FLUSH_ERR);
 	UT_CHECK(t_cq_empty(p.a.scq));
-	UT_CHECK(t_mem_intact(&la, 1));
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_CHECK(t_mem_intact(&p.a.mem, 1));
 	t_pair_close(&p);
 }
 

@@ -8,16 +8,13 @@ static void test_len_send_too_big(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 512, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 300, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 300, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 301, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 300), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 300), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 301, IBV_SEND_SIGNALED), 0);
 	t_deliver(0);                 /* 256 bytes fit */
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
 	t_deliver(0);                 /* 45 more do not */
@@ -32,9 +29,7 @@ static void test_len_send_too_big(void)
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	/* Not one byte past the buffer. */
-	UT_CHECK(t_mem_intact_outside(&rb, 2, 0, 300));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 300));
 	t_pair_close(&p);
 }
 

@@ -22,16 +22,13 @@ static void test_loss_middle_nak_once(void)
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1,
 			    .go_back = true };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	uint32_t psn0 = o.a_psn;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 6 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 6 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 6);
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
@@ -51,15 +48,11 @@ static void test_loss_middle_nak_once(void)
 	UT_EQ(t_op(4), UR_OP_RC_SEND_LAST);
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 6 * 256);
-	UT_MEMEQ(rb.buf, sa.buf, 6 * 256);
+	t_expect_recv(&p, &wc, 1, 6 * 256, 0, 0);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	/* The retry budget is whole again after progress. */
 	UT_EQ(p.a.qp->comp.retry_left, 1);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -68,30 +61,25 @@ static void test_loss_two_gaps(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 8 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 8 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
 	t_drop(1);                    /* psn 1 */
 	t_run();                      /* NAK, resend 1..7 */
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 8 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf, 8 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 3, 0, 8 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
 	t_drop(5);                    /* psn 13 */
 	t_run();
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 8 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	t_pair_close(&p);
 }
 
@@ -103,26 +91,22 @@ static void test_loss_ack_timer(void)
 {
 	struct t_opts o = { .a_psn = 0xffffff, .retry_cnt = 3 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint64_t deadline;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 512, 512, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 512, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 512, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 5, IBV_WR_RDMA_WRITE, sa.buf, 512, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 5, IBV_WR_RDMA_WRITE, 0, 512, 0), 0);
 	deadline = p.a.qp->comp.retrans_deadline;
 	UT_EQ(deadline, t_clock_ns + ur_rel_timeout_ns(20) / 4);
 	t_deliver(0);
-	UT_MEMEQ(tb.buf, sa.buf, 512);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 512);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	t_drop(0);
 	/* The application overwrites the target; a second execution would
 	 * show. */
-	memset(tb.buf, 0xee, 512);
+	memset(p.b.mem.buf, 0xee, 512);
 	/* Not yet: the timer has not expired. */
 	t_advance(ur_rel_timeout_ns(20) / 4 - 1);
 	UT_EQ(t_count(), 0);
@@ -135,8 +119,8 @@ static void test_loss_ack_timer(void)
 	t_deliver(0);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	for (int i = 0; i < 512; i++)
-		if (tb.buf[i] != 0xee) {
-			UT_EQ(tb.buf[i], 0xee);
+		if (p.b.mem.buf[i] != 0xee) {
+			UT_EQ(p.b.mem.buf[i], 0xee);
 			break;
 		}
 	UT_EQ(t_count(), 1);          /* the duplicate is acknowledged again */
@@ -148,8 +132,6 @@ static void test_loss_ack_timer(void)
 	UT_CHECK(t_cq_empty(p.a.scq));
 	UT_EQ(p.a.qp->comp.retrans_deadline, 0);    /* nothing outstanding: no timer */
 	UT_EQ(p.a.qp->comp.retry_left, 3);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -158,18 +140,14 @@ static void test_loss_atomic_duplicate(void)
 {
 	struct t_opts o = { .retry_cnt = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *target, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
-	target = (uint64_t *)tb.buf;
+	target = (uint64_t *)p.b.mem.buf;
 	*target = 40;
-	UT_EQ(t_post_atomic(&p.a, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 2, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
 	t_deliver(0);
 	UT_EQ(*target, 42);
 	t_drop(0);                    /* the atomic ACK */
@@ -184,25 +162,22 @@ static void test_loss_atomic_duplicate(void)
 	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
 	t_deliver(0);
 	t_expect_wc(p.a.scq, &wc, 6, IBV_WC_SUCCESS);
-	memcpy(&got, la.buf, 8);
+	memcpy(&got, p.a.mem.buf, 8);
 	UT_EQ(got, 40);
 
 	/* The same with a CMP_SWP, whose second execution would fail the
 	 * compare and report the swapped value. */
 	*target = 7;
-	UT_EQ(t_post_atomic(&p.a, 7, IBV_WR_ATOMIC_CMP_AND_SWP, la.buf, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 7, 99), 0);
+	UT_EQ(t_post_atomic_mem(&p, 7, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 0, 7, 99), 0);
 	t_deliver(0);
 	UT_EQ(*target, 99);
 	t_drop(0);
 	t_advance(T_TIMEOUT_NS);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
-	memcpy(&got, la.buf, 8);
+	memcpy(&got, p.a.mem.buf, 8);
 	UT_EQ(got, 7);
 	UT_EQ(*target, 99);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -212,16 +187,12 @@ static void test_loss_read_response(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffe, .retry_cnt = 1 };
 	struct t_pair p;
-	struct t_mem da, sb;
 	struct ibv_wc wc;
 	uint32_t psn0 = o.a_psn;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
 		return;
-	t_mem_reg(&da, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&sb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
-	UT_EQ(t_post_rdma(&p.a, 8, IBV_WR_RDMA_READ, da.buf, 8 * 256 - 10, da.mr->lkey,
-			  (uintptr_t)sb.buf + 10, sb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 8, IBV_WR_RDMA_READ, 0, 8 * 256 - 10, 10), 0);
 	t_deliver(0);
 	UT_EQ(t_count(), 8);
 	t_deliver(0);
@@ -236,17 +207,15 @@ static void test_loss_read_response(void)
 
 		UT_EQ(v.opcode, UR_OP_RC_RDMA_READ_REQUEST);
 		UT_EQ(v.psn, psn_add(psn0, 2));
-		UT_EQ(reth_va(r), (uintptr_t)sb.buf + 10 + 2 * 256);
+		UT_EQ(reth_va(r), (uintptr_t)p.b.mem.buf + 10 + 2 * 256);
 		UT_EQ(reth_len(r), 8 * 256 - 10 - 2 * 256);
 	}
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 8 * 256 - 10);
-	UT_MEMEQ(da.buf, sb.buf + 10, 8 * 256 - 10);
-	UT_CHECK(t_mem_intact_outside(&da, 1, 0, 8 * 256 - 10));
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf + 10, 8 * 256 - 10);
+	UT_CHECK(t_mem_intact_outside(&p.a.mem, 1, 0, 8 * 256 - 10));
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
-	t_mem_free(&da);
-	t_mem_free(&sb);
 	t_pair_close(&p);
 }
 
@@ -260,24 +229,19 @@ static void test_loss_answers_while_gone_back(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .access = T_ALL_ACCESS };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint64_t *word;
 	uint32_t psn0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4 * 256, 4 * 256, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&sa, &p.a, 4 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4 * 256, T_ALL_ACCESS, 2);
-	memset(tb.buf + 2 * 256, 0x5a, 256);
-	word = (uint64_t *)(tb.buf + 3 * 256);
+	memset(p.b.mem.buf + 2 * 256, 0x5a, 256);
+	word = (uint64_t *)(p.b.mem.buf + 3 * 256);
 	*word = 40;
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_READ, sa.buf + 256, 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf + 2 * 256, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, sa.buf + 2 * 256, sa.mr->lkey,
-			    (uintptr_t)word, tb.mr->rkey, 2, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
+	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2 * 256, p.a.mem.mr->lkey,
+			    (uintptr_t)word, p.b.mem.mr->rkey, 2, 0), 0);
 	UT_EQ(t_count(), 3);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 3; i++)
@@ -302,16 +266,14 @@ static void test_loss_answers_while_gone_back(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	UT_EQ(*(uint64_t *)(sa.buf + 2 * 256), 40u);
-	UT_MEMEQ(sa.buf + 256, tb.buf + 2 * 256, 256);
+	UT_EQ(*(uint64_t *)(p.a.mem.buf + 2 * 256), 40u);
+	UT_MEMEQ(p.a.mem.buf + 256, p.b.mem.buf + 2 * 256, 256);
 	net.eagain = false;
 	net.eagain_after = -1;
 	ur_progress_resume(t_stack());
 	UT_EQ(t_count(), 0);          /* nothing left to send again */
 	UT_EQ(*word, 42u);
 	UT_EQ(p.a.qp->comp.psn, p.a.qp->req.psn_max);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -322,15 +284,11 @@ static void test_loss_read_response_one_retry(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1 };
 	struct t_pair p;
-	struct t_mem da, sb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
 		return;
-	t_mem_reg(&da, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&sb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
-	UT_EQ(t_post_rdma(&p.a, 8, IBV_WR_RDMA_READ, da.buf, 8 * 256, da.mr->lkey,
-			  (uintptr_t)sb.buf, sb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 8, IBV_WR_RDMA_READ, 0, 8 * 256, 0), 0);
 	t_deliver(0);
 	t_deliver(0);                 /* psn 0 */
 	t_drop(0);                    /* psn 1 lost */
@@ -340,10 +298,8 @@ static void test_loss_read_response_one_retry(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
-	UT_MEMEQ(da.buf, sb.buf, 8 * 256);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 8 * 256);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	t_mem_free(&da);
-	t_mem_free(&sb);
 	t_pair_close(&p);
 }
 
@@ -354,18 +310,13 @@ static void test_loss_read_response_acks_behind(void)
 {
 	struct t_opts o = { .retry_cnt = 1 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_rdma(&p.a, 2 + i, IBV_WR_RDMA_WRITE, la.buf + 512, 64, la.mr->lkey,
-				  (uintptr_t)tb.buf + 512, tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, 2 + i, IBV_WR_RDMA_WRITE, 512, 64, 512), 0);
 	UT_EQ(t_count(), 4);
 	t_deliver(0);                 /* READ: B answers */
 	UT_EQ(t_op(3), UR_OP_RC_RDMA_READ_RESPONSE_ONLY);
@@ -381,9 +332,7 @@ static void test_loss_read_response_acks_behind(void)
 	t_run();
 	for (int i = 0; i < 4; i++)
 		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, tb.buf, 64);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
 	t_pair_close(&p);
 }
 
@@ -395,15 +344,11 @@ static void test_loss_read_chunked(void)
 	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 1, .retry_cnt = 2 };
 	uint32_t len = (UR_READ_CHUNK_PKTS + 8) * 256;
 	struct t_pair p;
-	struct t_mem da, sb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, len, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
 		return;
-	t_mem_reg(&da, &p.a, len, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&sb, &p.b, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
-	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_READ, da.buf, len, da.mr->lkey,
-			  (uintptr_t)sb.buf, sb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 9, IBV_WR_RDMA_READ, 0, len, 0), 0);
 	UT_EQ(t_count(), 1);          /* one chunk at a time */
 	t_deliver(0);
 	UT_EQ(t_count(), UR_READ_CHUNK_PKTS);
@@ -411,11 +356,9 @@ static void test_loss_read_chunked(void)
 	t_drop(0);                    /* psn 1 */
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(da.buf, sb.buf, len);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, len);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&da);
-	t_mem_free(&sb);
 	t_pair_close(&p);
 }
 
@@ -425,15 +368,13 @@ static void test_loss_retry_exhausted(void)
 {
 	struct t_opts o = { .retry_cnt = 2 };
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	for (int round = 0; round < 2; round++) {
 		UT_EQ(t_count(), 3);
 		while (t_count())
@@ -459,7 +400,6 @@ static void test_loss_retry_exhausted(void)
 	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
 	t_advance(2 * T_TIMEOUT_NS);
 	UT_EQ(t_count(), 0);
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -468,18 +408,15 @@ static void test_loss_retry_zero(void)
 {
 	struct t_opts o = { .retry_cnt = T_ZERO };
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	t_advance(T_TIMEOUT_NS);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -491,18 +428,15 @@ static void test_loss_window_halves_once(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .go_back = true };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	uint32_t psn0, cwnd0, target;
 	bool dropped_again = false;
 	unsigned steps = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 16 * 256, 16 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 16 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 16 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 16 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 16 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 16 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 16 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 16);
 	cwnd0 = p.a.qp->req.cwnd;
 	psn0 = t_psn(0);
@@ -524,9 +458,7 @@ static void test_loss_window_halves_once(void)
 	UT_CHECK(p.a.qp->req.cwnd >= cwnd0 / 2);     /* halved once, not twice */
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 16 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 16 * 256);
 	t_pair_close(&p);
 }
 
@@ -541,15 +473,12 @@ static void test_loss_first_message(void)
 	struct t_opts o = { .retry_cnt = T_ZERO, .timeout = 10 };   /* 4.19 ms */
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	t_advance(qpt / 4);
 	UT_EQ(t_count(), 1);              /* early, uncounted */
@@ -561,8 +490,6 @@ static void test_loss_first_message(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -576,16 +503,13 @@ static void test_loss_rtt_timer(void)
 	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };   /* 4.19 ms */
 	uint64_t qpt = ur_rel_timeout_ns(10), t0;
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
 	/* Nothing measured yet: a quarter of the QP's timeout. */
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + qpt / 4);
 	t_advance(50000);
 	t_run();
@@ -593,8 +517,8 @@ static void test_loss_rtt_timer(void)
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_EQ(p.a.qp->comp.srtt_ns, 50000);
 	/* A tail loss: resent after 1 ms, then after 2 ms, uncounted. */
-	UT_EQ(t_post_recv(&p.b, 10, rb.buf, 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 10, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + UR_MIN_RTO_NS);
 	t_drop(0);
 	t_advance(UR_MIN_RTO_NS - 1);
@@ -614,7 +538,7 @@ static void test_loss_rtt_timer(void)
 	UT_EQ(p.a.qp->comp.retry_left, 2);
 	/* The peer is gone: every packet lost.  RETRY_EXC_ERR no sooner than
 	 * three QP timeouts, and no later than four. */
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t0 = t_clock_ns;
 	while (p.a.qp->state == IBV_QPS_RTS && t_clock_ns - t0 < 10 * qpt) {
 		while (t_count())
@@ -626,8 +550,6 @@ static void test_loss_rtt_timer(void)
 	UT_CHECK(t_clock_ns - t0 <= 4 * qpt);
 	UT_EQ(p.a.qp->comp.retry_left, 0);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_RETRY_EXC_ERR);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -642,14 +564,12 @@ static void test_loss_peer_frozen(void)
 	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	while (t_count())
 		t_drop(0);
 	net.eagain = true;
@@ -667,7 +587,6 @@ static void test_loss_peer_frozen(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
 	UT_CHECK(t_cq_empty(p.a.scq));
 	net.eagain = false;
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -678,26 +597,20 @@ static void test_loss_gbn_across_wqes(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 3 * 1024, 3 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 3 * 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 3 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_rdma(&p.a, 10 + i, IBV_WR_RDMA_WRITE, sa.buf + 1024 * i, 1024,
-				  sa.mr->lkey, (uintptr_t)tb.buf + 1024 * i, tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, 10 + i, IBV_WR_RDMA_WRITE, 1024 * i, 1024, 1024 * i), 0);
 	UT_EQ(t_count(), 12);
 	t_drop(6);                    /* second WRITE, third packet (psn 6) */
 	t_run();
 	for (int i = 0; i < 3; i++)
 		t_expect_wc(p.a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 3 * 1024);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 3 * 1024);
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	UT_EQ(p.b.qp->resp.psn, 12);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -706,16 +619,13 @@ static void test_loss_duplicates_everywhere(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 1024, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, IBV_SEND_SIGNALED), 0);
 	for (int i = 0; i < 4; i++) {
 		struct t_pkt *dup = t_copy(0);
 
@@ -734,8 +644,6 @@ static void test_loss_duplicates_everywhere(void)
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_CHECK(t_cq_empty(p.a.scq));
 	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 1);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -746,17 +654,13 @@ static void test_loss_ack_before_read(void)
 {
 	struct t_opts o = { .retry_cnt = T_ZERO };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 512, 512), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(t_count(), 2);
@@ -769,9 +673,7 @@ static void test_loss_ack_before_read(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	UT_EQ(p.a.qp->comp.psn, 2);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(la.buf, tb.buf, 64);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
 	t_pair_close(&p);
 }
 
@@ -782,19 +684,14 @@ static void test_loss_ack_and_read_response(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_recv(&p.b, 1, tb.buf + 512, 512, tb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, la.buf + 256, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf + 256, tb.mr->rkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 512, 512), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_WRITE, 256, 64, 256), 0);
 	t_deliver(0);
 	t_deliver(0);
 	t_deliver(0);
@@ -805,10 +702,8 @@ static void test_loss_ack_and_read_response(void)
 	for (int i = 0; i < 3; i++)
 		t_expect_wc(p.a.scq, &wc, 2 + i, IBV_WC_SUCCESS);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(la.buf, tb.buf, 64);
-	UT_MEMEQ(tb.buf + 256, la.buf + 256, 64);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
+	UT_MEMEQ(p.b.mem.buf + 256, p.a.mem.buf + 256, 64);
 	t_pair_close(&p);
 }
 
@@ -820,20 +715,15 @@ static void test_loss_atomic_ack_then_next(void)
 {
 	struct t_opts o = { .rd_atomic = 4 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *target, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
-	target = (uint64_t *)tb.buf;
+	target = (uint64_t *)p.b.mem.buf;
 	*target = 10;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 8, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(*target, 12);
@@ -848,13 +738,11 @@ static void test_loss_atomic_ack_then_next(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	memcpy(&got, la.buf, 8);
+	memcpy(&got, p.a.mem.buf, 8);
 	UT_EQ(got, 10);
-	memcpy(&got, la.buf + 8, 8);
+	memcpy(&got, p.a.mem.buf + 8, 8);
 	UT_EQ(got, 11);
 	UT_EQ(*target, 12);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -867,20 +755,17 @@ static void test_loss_seq_nak_past_atomic(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *counter, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	counter = (uint64_t *)tb.buf;
+	counter = (uint64_t *)p.b.mem.buf;
 	*counter = 50;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
-			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
-	UT_EQ(t_post_recv(&p.b, 9, tb.buf + 1024, 1024, tb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 1024, 768, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
+			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
 	t_deliver(0);                 /* the atomic executes */
 	UT_EQ(*counter, 51);
@@ -913,12 +798,10 @@ static void test_loss_seq_nak_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 51);          /* added once */
-	memcpy(&got, la.buf, 8);
+	memcpy(&got, p.a.mem.buf, 8);
 	UT_EQ(got, 50);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf + 1024, la.buf + 1024, 768);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf + 1024, 768);
 	t_pair_close(&p);
 }
 
@@ -931,15 +814,12 @@ static void test_loss_ack_beyond_resend(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 3, .a_psn = 0xfffff0 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 40 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 40 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 40 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 40 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 40);
 	for (int i = 0; i < 40; i++)
 		t_deliver(0);
@@ -953,8 +833,6 @@ static void test_loss_ack_beyond_resend(void)
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.a.qp->comp.psn, psn_add(0xfffff0, 40));
 	UT_CHECK(t_cq_empty(p.b.rcq));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -967,20 +845,16 @@ static void test_loss_atomic_saved_after_read_dups(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *counter, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	counter = (uint64_t *)(tb.buf + 2048);
+	counter = (uint64_t *)(p.b.mem.buf + 2048);
 	*counter = 100;
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_READ, la.buf, 4 * 256, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
-			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
+			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
 	t_deliver(0);                 /* READ psn 0..3 */
 	t_deliver(0);                 /* atomic psn 4: executes */
 	UT_EQ(*counter, 101);
@@ -1011,11 +885,9 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 101);
-	memcpy(&got, la.buf + 2048, 8);
+	memcpy(&got, p.a.mem.buf + 2048, 8);
 	UT_EQ(got, 100);
-	UT_MEMEQ(la.buf, tb.buf, 4 * 256);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 4 * 256);
 	t_pair_close(&p);
 }
 
@@ -1027,22 +899,17 @@ static void test_loss_read_response_past_atomic(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *counter, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
-	counter = (uint64_t *)(tb.buf + 2048);
+	counter = (uint64_t *)(p.b.mem.buf + 2048);
 	*counter = 5;
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf + 512, 16, la.mr->lkey,
-			  (uintptr_t)tb.buf + 512, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf + 2048, la.mr->lkey,
-			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
+			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	t_deliver(0);
@@ -1060,9 +927,7 @@ static void test_loss_read_response_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 6);
-	memcpy(&got, la.buf + 2048, 8);
+	memcpy(&got, p.a.mem.buf + 2048, 8);
 	UT_EQ(got, 5);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }

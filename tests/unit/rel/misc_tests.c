@@ -8,16 +8,14 @@ static void test_dispatch_drops(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem rb;
 	uint64_t malformed = t_stack()->malformed, no_qp = t_stack()->no_qp;
 	uint8_t junk[5] = { 0 }, pl[8] = { 0 };
 	struct t_pkt *k;
 	struct ur_rx_meta m;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 0, 64, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 64), 0);
 	t_meta(&m);
 	/* Too short to parse. */
 	ur_recv_packet(t_stack(), junk, sizeof(junk), &m);
@@ -40,12 +38,11 @@ static void test_dispatch_drops(void)
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.b.qp->resp.psn, 0);
 	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_CHECK(t_mem_intact(&rb, 2));
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	/* The real thing goes through. */
 	t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8));
 	UT_EQ(p.b.qp->resp.psn, 1);
 	UT_EQ(t_count(), 1);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -186,24 +183,21 @@ static void test_srq_limit(void)
 {
 	struct t_opts o = { .srq_b = true };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_srq_attr sa_attr = { .srq_limit = 2 };
 	struct ibv_async_event ev;
 	int n = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_recv(&p.b, i, rb.buf + 64 * i, 64, rb.mr->lkey), 0);
+		UT_EQ(t_post_recv_mem(&p.b, i, 64 * i, 64), 0);
 	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_LIMIT), 0);
 	sa_attr.srq_limit = 100;
 	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_LIMIT), -EINVAL);
 	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_MAX_WR), -EOPNOTSUPP);
 	t_async_count(p.b.ctx, IBV_EVENT_COMM_EST, NULL);
 	for (int i = 0; i < 3; i++) {
-		UT_EQ(t_post_send(&p.a, 10 + i, IBV_WR_SEND, sa.buf, 8, sa.mr->lkey, 0), 0);
+		UT_EQ(t_post_send_mem(&p.a, 10 + i, IBV_WR_SEND, 0, 8, 0), 0);
 		t_run();
 		while (t_async(p.b.ctx, &ev))
 			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
@@ -214,8 +208,6 @@ static void test_srq_limit(void)
 	}
 	UT_EQ(n, 1);
 	UT_EQ(p.b.srq->limit, 0);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -334,18 +326,15 @@ static void test_post_validation(void)
 {
 	struct t_opts o = { .max_wr = 2, .max_sge = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_sge sge[3];
 	struct ibv_send_wr w[3], *bad = NULL;
 	struct ibv_recv_wr r[3], *rbad = NULL;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 256, T_ALL_ACCESS, 2);
 	for (int i = 0; i < 3; i++)
-		sge[i] = (struct ibv_sge){ (uintptr_t)la.buf, 8, la.mr->lkey };
+		sge[i] = (struct ibv_sge){ (uintptr_t)p.a.mem.buf, 8, p.a.mem.mr->lkey };
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < 3; i++) {
 		w[i].wr_id = (uint64_t)i;
@@ -353,8 +342,8 @@ static void test_post_validation(void)
 		w[i].num_sge = 1;
 		w[i].opcode = IBV_WR_RDMA_WRITE;
 		w[i].send_flags = IBV_SEND_SIGNALED;
-		w[i].wr.rdma.remote_addr = (uintptr_t)tb.buf;
-		w[i].wr.rdma.rkey = tb.mr->rkey;
+		w[i].wr.rdma.remote_addr = (uintptr_t)p.b.mem.buf;
+		w[i].wr.rdma.rkey = p.b.mem.mr->rkey;
 		w[i].next = i < 2 ? &w[i + 1] : NULL;
 	}
 	w[1].num_sge = 3;                         /* more than max_send_sge */
@@ -398,7 +387,5 @@ static void test_post_validation(void)
 	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), -ENOMEM);
 	UT_EQ(rbad, &r[2]);
 	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 2);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }

@@ -68,6 +68,19 @@ static uint32_t mw_bind_ok(struct t_mwenv *e, unsigned access)
 	return rkey;
 }
 
+/* A WRITE of len bytes from A's buffer to B's region at off, with key
+ * rkey, completes with status. */
+static void mw_write_expect(struct t_mwenv *e, uint64_t wr_id, uint32_t len, uint64_t off,
+			    uint32_t rkey, enum ibv_wc_status status)
+{
+	struct ibv_wc wc;
+
+	UT_EQ(t_post_rdma(&e->p.a, wr_id, IBV_WR_RDMA_WRITE, e->la.buf, len, e->la.mr->lkey,
+			  (uintptr_t)e->tb.buf + off, rkey), 0);
+	t_run();
+	t_expect_wc(e->p.a.scq, &wc, wr_id, status);
+}
+
 #define MW_RW (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 #define MR_MW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
 
@@ -93,20 +106,14 @@ static void check_mw_access(enum ibv_mw_type type)
 	UT_CHECK(t_mem_intact_outside(&e.tb, 2, MW_OFF, MW_LEN));
 	UT_MEMEQ(e.la.buf + 1024, e.la.buf + MW_LEN - 16, 16);
 	/* The region's own rkey grants nothing remote. */
-	UT_EQ(t_post_rdma(&e.p.a, 3, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, e.tb.mr->rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 3, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 3, 8, MW_OFF, e.tb.mr->rkey, IBV_WC_REM_ACCESS_ERR);
 	mw_close(&e);
 
 	/* One byte past the window (inside the region): refused. */
 	if (mw_open(&e, type, MR_MW))
 		return;
 	rkey = mw_bind_ok(&e, MW_RW);
-	UT_EQ(t_post_rdma(&e.p.a, 4, IBV_WR_RDMA_WRITE, e.la.buf, 16, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF + MW_LEN - 15, rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 4, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 4, 16, MW_OFF + MW_LEN - 15, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&e.tb, 2));
 	mw_close(&e);
 
@@ -125,10 +132,7 @@ static void check_mw_access(enum ibv_mw_type type)
 	if (mw_open(&e, type, MR_MW))
 		return;
 	rkey = mw_bind_ok(&e, IBV_ACCESS_REMOTE_READ);
-	UT_EQ(t_post_rdma(&e.p.a, 6, IBV_WR_RDMA_WRITE, e.la.buf, 16, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 6, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 6, 16, MW_OFF, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&e.tb, 2));
 	mw_close(&e);
 
@@ -164,14 +168,8 @@ static void test_mw_rebind_stale_key(void)
 	k2 = mw_bind_ok(&e, MW_RW);
 	UT_CHECK(k1 != k2);
 	UT_EQ(k1 >> 8, k2 >> 8);
-	UT_EQ(t_post_rdma(&e.p.a, 1, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, k2), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(t_post_rdma(&e.p.a, 2, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF + 8, k1), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 2, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 1, 8, MW_OFF, k2, IBV_WC_SUCCESS);
+	mw_write_expect(&e, 2, 8, MW_OFF + 8, k1, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact_outside(&e.tb, 2, MW_OFF, 8));
 	mw_close(&e);
 
@@ -187,10 +185,7 @@ static void test_mw_rebind_stale_key(void)
 	t_expect_wc(e.p.b.scq, &wc, 9, IBV_WC_SUCCESS);
 	UT_CHECK(!e.mw->bound);
 	UT_EQ(to_umr(e.tb.mr)->windows, 0);
-	UT_EQ(t_post_rdma(&e.p.a, 3, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, k2), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 3, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 3, 8, MW_OFF, k2, IBV_WC_REM_ACCESS_ERR);
 	mw_close(&e);
 }
 
@@ -212,10 +207,7 @@ static void test_mw_local_inv(void)
 	UT_EQ(wc.opcode, IBV_WC_LOCAL_INV);
 	UT_CHECK(!e.mw->bound);
 	UT_EQ(to_umr(e.tb.mr)->windows, 0);
-	UT_EQ(t_post_rdma(&e.p.a, 1, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 1, 8, MW_OFF, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&e.tb, 2));
 	mw_close(&e);
 
@@ -227,10 +219,7 @@ static void test_mw_local_inv(void)
 	UT_EQ(t_post(e.p.b.qp, &wr), 0);
 	t_expect_wc(e.p.b.scq, &wc, 0x1a, IBV_WC_SUCCESS);
 	rkey = mw_bind_ok(&e, MW_RW);
-	UT_EQ(t_post_rdma(&e.p.a, 2, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	mw_write_expect(&e, 2, 8, MW_OFF, rkey, IBV_WC_SUCCESS);
 	mw_close(&e);
 
 	/* LOCAL_INV of a type 1 window, or of an unknown key: an error. */
@@ -274,10 +263,7 @@ static void test_mw_send_with_inv(void)
 	UT_EQ(wc.invalidated_rkey, rkey);
 	t_expect_wc(e.p.a.scq, &wc, 0x51, IBV_WC_SUCCESS);
 	UT_CHECK(!e.mw->bound);
-	UT_EQ(t_post_rdma(&e.p.a, 1, IBV_WR_RDMA_WRITE, e.la.buf, 8, e.la.mr->lkey,
-			  (uintptr_t)e.tb.buf + MW_OFF, rkey), 0);
-	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	mw_write_expect(&e, 1, 8, MW_OFF, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact_outside(&e.tb, 2, 600, 300));
 	mw_close(&e);
 

@@ -7,27 +7,31 @@
  * under ThreadSanitizer, its batch parked while the peer read late, ended
  * in RETRY_EXC_ERR although nothing was ever lost. */
 
-static void park_post(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
+/* The scene of these tests: a pair (MTU 256, one retry, a 4 ms timeout)
+ * and a SEND of four packets, all parked by the transport. */
+static int park_open(struct t_pair *p)
 {
-	t_mem_reg(sa, &p->a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(rb, &p->b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p->b, 9, rb->buf, 4096, rb->mr->lkey), 0);
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+
+	if (t_pair_open_mem(p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
+		return -1;
+	UT_EQ(t_post_recv_mem(&p->b, 9, 0, 4096), 0);
 	net.park = true;
-	UT_EQ(t_post_send(&p->a, 1, IBV_WR_SEND, sa->buf, 4 * 256, sa->mr->lkey,
-			  IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 4 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 0);              /* nothing left */
 	UT_EQ(net.nkept, 4);
 	UT_CHECK(p->a.qp->req.blocked);
+	return 0;
 }
 
-static void park_expect_done(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
+static void park_expect_done(struct t_pair *p)
 {
 	struct ibv_wc wc;
 
 	t_run();
 	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb->buf, sa->buf, 4 * 256);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 4 * 256);
 	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);   /* nothing sent twice */
 	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 }
@@ -38,14 +42,11 @@ static void park_expect_done(struct t_pair *p, struct t_mem *sa, struct t_mem *r
  * packets again behind their first copies). */
 static void test_park_lost_wakeup(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 
-	if (t_pair_open(&p, &o))
+	if (park_open(&p))
 		return;
-	park_post(&p, &sa, &rb);
 	net.park = false;                 /* room, and no writable call */
 	t_advance(qpt);
 	UT_CHECK(net.flush_kept_calls > 0);
@@ -54,9 +55,7 @@ static void test_park_lost_wakeup(void)
 	UT_CHECK(!p.a.qp->req.blocked);
 	UT_EQ(p.a.qp->comp.retry_left, 1);
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
-	park_expect_done(&p, &sa, &rb);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	park_expect_done(&p);
 	t_pair_close(&p);
 }
 
@@ -66,14 +65,11 @@ static void test_park_lost_wakeup(void)
  * packets again the message completes. */
 static void test_park_late_wakeup(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 
-	if (t_pair_open(&p, &o))
+	if (park_open(&p))
 		return;
-	park_post(&p, &sa, &rb);
 	for (int i = 0; i < 5; i++) {
 		t_advance(qpt);
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
@@ -86,9 +82,7 @@ static void test_park_late_wakeup(void)
 	UT_EQ(t_release_kept(), 0);       /* the late wake-up: the socket drains */
 	ur_progress_resume(t_stack());
 	UT_EQ(t_count(), 4);
-	park_expect_done(&p, &sa, &rb);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	park_expect_done(&p);
 	t_pair_close(&p);
 }
 
@@ -98,15 +92,12 @@ static void test_park_late_wakeup(void)
  * left, the retry counts, and the next ends the QP in RETRY_EXC_ERR. */
 static void test_park_then_silence_counts(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (park_open(&p))
 		return;
-	park_post(&p, &sa, &rb);
 	t_advance(qpt);
 	t_advance(qpt);
 	UT_EQ(p.a.qp->comp.retry_left, 1);
@@ -126,8 +117,6 @@ static void test_park_then_silence_counts(void)
 	}
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -141,16 +130,13 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	unsigned periods = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 9, rb.buf, 4096, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 4 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 4096), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 4 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);
 	*behind = true;
 	for (unsigned i = 0; i < grace; i++) {
@@ -163,10 +149,10 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	t_run();                          /* it reads: the first copies, then the resends */
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 4 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 4 * 256);
 
 	/* Behind for good: counted after the bound. */
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 256, IBV_SEND_SIGNALED), 0);
 	*behind = true;
 	while (p.a.qp->state == IBV_QPS_RTS && periods < 4 * bound) {
 		while (t_count())
@@ -178,8 +164,6 @@ static void behind_case(bool *behind, unsigned grace, unsigned bound)
 	UT_CHECK(periods >= bound && periods <= bound + 3);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
 	*behind = false;
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -208,16 +192,13 @@ static void test_park_self_behind(void)
  * 100 % (integ.dc under ThreadSanitizer, 1024 initiators at once). */
 static void test_park_error_then_turn(void)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (park_open(&p))
 		return;
-	park_post(&p, &sa, &rb);
 	UT_EQ(ur_qp_modify(p.a.qp, &a, IBV_QP_STATE), 0);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_WR_FLUSH_ERR);
 	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
@@ -232,7 +213,5 @@ static void test_park_error_then_turn(void)
 		t_advance(qpt);
 	UT_EQ(p.a.qp->timer.deadline, 0);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }

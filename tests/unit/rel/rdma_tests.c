@@ -6,18 +6,16 @@ static void check_write(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm)
 	uint32_t mtub = ur_mtu_bytes(mtu), npkts = len ? (len + mtub - 1) / mtub : 1;
 	uint32_t off = 24;       /* not at the start of the region */
 	struct t_pair p;
-	struct t_mem sa, tb, rb;
+	struct t_mem rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, len + 8, len + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, len + 8, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, len + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	t_mem_reg(&rb, &p.b, 16, IBV_ACCESS_LOCAL_WRITE, 3);
 	if (imm)
 		UT_EQ(t_post_recv(&p.b, 0x77, rb.buf, 16, rb.mr->lkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 0x99, imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
-			  sa.buf, len, sa.mr->lkey, (uintptr_t)tb.buf + off, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 0x99, imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE, 0, len,
+			      off), 0);
 	UT_EQ(t_count(), npkts);
 	for (uint32_t i = 0; i < npkts && i < t_count(); i++) {
 		struct ur_pkt_view v = t_view(i);
@@ -35,16 +33,16 @@ static void check_write(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm)
 		if (first) {
 			const uint8_t *r = ur_pkt_hdr(&v, UR_HDR_RETH);
 
-			UT_EQ(reth_va(r), (uintptr_t)tb.buf + off);
-			UT_EQ(reth_rkey(r), tb.mr->rkey);
+			UT_EQ(reth_va(r), (uintptr_t)p.b.mem.buf + off);
+			UT_EQ(reth_rkey(r), p.b.mem.mr->rkey);
 			UT_EQ(reth_len(r), len);
 		} else {
 			UT_CHECK(!(v.mask & UR_OPF_RETH));
 		}
 	}
 	t_run();
-	UT_MEMEQ(tb.buf + off, sa.buf, len);
-	UT_CHECK(t_mem_intact_outside(&tb, 2, off, len));
+	UT_MEMEQ(p.b.mem.buf + off, p.a.mem.buf, len);
+	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, off, len));
 	if (imm) {
 		t_expect_wc(p.b.rcq, &wc, 0x77, IBV_WC_SUCCESS);
 		UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -59,8 +57,6 @@ static void check_write(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm)
 	t_expect_wc(p.a.scq, &wc, 0x99, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
 	UT_EQ(p.b.qp->resp.psn, psn_add(psn, npkts));
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
@@ -86,16 +82,12 @@ static void check_read(uint32_t len, enum ibv_mtu mtu, uint32_t psn, uint8_t rd_
 	uint32_t mtub = ur_mtu_bytes(mtu), npkts = len ? (len + mtub - 1) / mtub : 1;
 	uint32_t chunk = UR_READ_CHUNK_PKTS * mtub, nreq = len ? (len + chunk - 1) / chunk : 1;
 	struct t_pair p;
-	struct t_mem da, sb;
 	struct ibv_wc wc;
 	uint32_t seen_resp = 0, seen_req = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, len + 8, len + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
 		return;
-	t_mem_reg(&da, &p.a, len + 8, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&sb, &p.b, len + 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 2);
-	UT_EQ(t_post_rdma(&p.a, 0x4ead, IBV_WR_RDMA_READ, da.buf + 3, len, da.mr->lkey,
-			  (uintptr_t)sb.buf + 7, sb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 0x4ead, IBV_WR_RDMA_READ, 3, len, 7), 0);
 	/* Deliver packet by packet, checking each request and response. */
 	while (t_count()) {
 		struct ur_pkt_view v = t_view(0);
@@ -107,9 +99,9 @@ static void check_read(uint32_t len, enum ibv_mtu mtu, uint32_t psn, uint8_t rd_
 			UT_EQ(v.opcode, UR_OP_RC_RDMA_READ_REQUEST);
 			UT_EQ(v.psn, psn_add(psn, seen_req * UR_READ_CHUNK_PKTS));
 			UT_CHECK(bth_ackreq(v.bth));
-			UT_EQ(reth_va(r), (uintptr_t)sb.buf + 7 + seen_req * chunk);
+			UT_EQ(reth_va(r), (uintptr_t)p.b.mem.buf + 7 + seen_req * chunk);
 			UT_EQ(reth_len(r), want_len);
-			UT_EQ(reth_rkey(r), sb.mr->rkey);
+			UT_EQ(reth_rkey(r), p.b.mem.mr->rkey);
 			seen_req++;
 		} else {
 			uint32_t in_chunk = seen_resp % UR_READ_CHUNK_PKTS;
@@ -125,16 +117,16 @@ static void check_read(uint32_t len, enum ibv_mtu mtu, uint32_t psn, uint8_t rd_
 			UT_EQ(v.qpn, ur_qp_num(p.a.qp));
 			UT_EQ(!!(v.mask & UR_OPF_AETH), first || last);
 			UT_EQ(v.paylen, ur_min(len - seen_resp * mtub, mtub));
-			UT_MEMEQ(v.payload, sb.buf + 7 + seen_resp * mtub, v.paylen);
+			UT_MEMEQ(v.payload, p.b.mem.buf + 7 + seen_resp * mtub, v.paylen);
 			seen_resp++;
 		}
 		t_deliver(0);
 	}
 	UT_EQ(seen_req, nreq);
 	UT_EQ(seen_resp, npkts);
-	UT_MEMEQ(da.buf + 3, sb.buf + 7, len);
-	UT_CHECK(t_mem_intact_outside(&da, 1, 3, len));
-	UT_CHECK(t_mem_intact(&sb, 2));
+	UT_MEMEQ(p.a.mem.buf + 3, p.b.mem.buf + 7, len);
+	UT_CHECK(t_mem_intact_outside(&p.a.mem, 1, 3, len));
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	t_expect_wc(p.a.scq, &wc, 0x4ead, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RDMA_READ);
 	UT_EQ(wc.byte_len, len);
@@ -142,8 +134,6 @@ static void check_read(uint32_t len, enum ibv_mtu mtu, uint32_t psn, uint8_t rd_
 	UT_EQ(p.a.qp->req.rd_atomic, 0);
 	UT_EQ(p.a.qp->comp.psn, psn_add(psn, npkts));
 	UT_EQ(p.b.qp->resp.psn, psn_add(psn, npkts));
-	t_mem_free(&da);
-	t_mem_free(&sb);
 	t_pair_close(&p);
 }
 
@@ -166,21 +156,18 @@ static void check_atomic(uint32_t psn)
 {
 	struct t_opts o = { .a_psn = psn, .b_psn = psn };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *target, *orig;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 2);
-	target = (uint64_t *)(tb.buf + 16);
-	orig = (uint64_t *)(la.buf + 8);
+	target = (uint64_t *)(p.b.mem.buf + 16);
+	orig = (uint64_t *)(p.a.mem.buf + 8);
 	*target = 0x1111222233334444ull;
 
 	/* CMP_SWP that matches: swapped, original returned. */
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_CMP_AND_SWP, orig, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 0x1111222233334444ull, 0xabcdull), 0);
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_CMP_AND_SWP, orig, p.a.mem.mr->lkey,
+			    (uintptr_t)target, p.b.mem.mr->rkey, 0x1111222233334444ull, 0xabcdull), 0);
 	UT_EQ(t_count(), 1);
 	{
 		struct ur_pkt_view v = t_view(0);
@@ -190,7 +177,7 @@ static void check_atomic(uint32_t psn)
 		UT_EQ(v.psn, psn);
 		UT_CHECK(bth_ackreq(v.bth));
 		UT_EQ(atmeth_va(a), (uintptr_t)target);
-		UT_EQ(atmeth_rkey(a), tb.mr->rkey);
+		UT_EQ(atmeth_rkey(a), p.b.mem.mr->rkey);
 		UT_EQ(atmeth_swap_add(a), 0xabcdull);
 		UT_EQ(atmeth_comp(a), 0x1111222233334444ull);
 	}
@@ -206,8 +193,8 @@ static void check_atomic(uint32_t psn)
 	UT_EQ(wc.byte_len, 8);
 
 	/* CMP_SWP that does not match: unchanged, original returned. */
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_CMP_AND_SWP, orig, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 5, 6), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_CMP_AND_SWP, orig, p.a.mem.mr->lkey,
+			    (uintptr_t)target, p.b.mem.mr->rkey, 5, 6), 0);
 	t_run();
 	UT_EQ(*target, 0xabcdull);
 	UT_EQ(*orig, 0xabcdull);
@@ -215,8 +202,8 @@ static void check_atomic(uint32_t psn)
 
 	/* FETCH_ADD, wrapping at 2^64. */
 	*target = 0xfffffffffffffffeull;
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, orig, la.mr->lkey,
-			    (uintptr_t)target, tb.mr->rkey, 3, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, orig, p.a.mem.mr->lkey,
+			    (uintptr_t)target, p.b.mem.mr->rkey, 3, 0), 0);
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	UT_EQ(atmeth_swap_add(t_hdr(t_pkt(0), UR_HDR_ATMETH)), 3);
 	t_run();
@@ -229,7 +216,7 @@ static void check_atomic(uint32_t psn)
 	*target = 100;
 	for (int i = 0; i < 4; i++)
 		UT_EQ(t_post_atomic(&p.a, 10 + i, IBV_WR_ATOMIC_FETCH_AND_ADD,
-				    la.buf + 8 * i, la.mr->lkey, (uintptr_t)target, tb.mr->rkey,
+				    p.a.mem.buf + 8 * i, p.a.mem.mr->lkey, (uintptr_t)target, p.b.mem.mr->rkey,
 				    1, 0), 0);
 	UT_EQ(t_count(), 4);
 	t_run();
@@ -237,14 +224,12 @@ static void check_atomic(uint32_t psn)
 	for (int i = 0; i < 4; i++) {
 		uint64_t got;
 
-		memcpy(&got, la.buf + 8 * i, 8);
+		memcpy(&got, p.a.mem.buf + 8 * i, 8);
 		UT_EQ(got, 100 + i);
 		t_expect_wc(p.a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
 	}
 	UT_EQ(p.a.qp->req.rd_atomic, 0);
 	UT_EQ(p.b.qp->resp.psn, psn_add(psn, 7));
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -260,16 +245,12 @@ static void test_rd_atomic_limit(void)
 {
 	struct t_opts o = { .rd_atomic = 2 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 4096, T_ALL_ACCESS, 2);
 	for (int i = 0; i < 5; i++)
-		UT_EQ(t_post_rdma(&p.a, i, IBV_WR_RDMA_READ, la.buf + 100 * i, 100, la.mr->lkey,
-				  (uintptr_t)tb.buf + 100 * i, tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, i, IBV_WR_RDMA_READ, 100 * i, 100, 100 * i), 0);
 	UT_EQ(t_count(), 2);
 	UT_EQ(p.a.qp->req.rd_atomic, 2);
 	t_deliver(0);            /* B answers the first; A gets room for one more */
@@ -279,9 +260,7 @@ static void test_rd_atomic_limit(void)
 	t_run();
 	for (int i = 0; i < 5; i++)
 		t_expect_wc(p.a.scq, &wc, i, IBV_WC_SUCCESS);
-	UT_MEMEQ(la.buf, tb.buf, 500);
-	t_mem_free(&la);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 500);
 	t_pair_close(&p);
 }
 
@@ -290,22 +269,18 @@ static void test_fence(void)
 {
 	struct t_opts o = { 0 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_WRITE,
 				  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE };
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 256, T_ALL_ACCESS, 2);
-	UT_EQ(t_post_rdma(&p.a, 8, IBV_WR_RDMA_READ, la.buf, 64, la.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	sge = (struct ibv_sge){ (uintptr_t)la.buf + 128, 64, la.mr->lkey };
-	wr.wr.rdma.remote_addr = (uintptr_t)tb.buf;
-	wr.wr.rdma.rkey = tb.mr->rkey;
+	UT_EQ(t_post_rdma_mem(&p, 8, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	sge = (struct ibv_sge){ (uintptr_t)p.a.mem.buf + 128, 64, p.a.mem.mr->lkey };
+	wr.wr.rdma.remote_addr = (uintptr_t)p.b.mem.buf;
+	wr.wr.rdma.rkey = p.b.mem.mr->rkey;
 	UT_EQ(t_post(p.a.qp, &wr), 0);
 	UT_EQ(t_count(), 1);     /* the WRITE waits behind the READ */
 	t_deliver(0);
@@ -317,7 +292,5 @@ static void test_fence(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }

@@ -29,15 +29,12 @@ static void test_rnr_wait_and_retry(void)
 {
 	struct t_opts o = { .min_rnr_timer = 14, .rnr_retry = 3, .a_psn = 0xffffff };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 100, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-	rnr_once(&p, &sa, 1, 14);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 100, IBV_SEND_SIGNALED), 0);
+	rnr_once(&p, &p.a.mem, 1, 14);
 	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 1);
 	UT_EQ(p.a.qp->comp.rnr_retry_left, 2);
@@ -46,20 +43,16 @@ static void test_rnr_wait_and_retry(void)
 	UT_EQ(p.b.qp->resp.psn, 0xffffff);
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	/* A receive shows up; the timer expires; A resends the same PSN. */
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 256), 0);
 	t_advance(ur_rel_rnr_timer_ns(14) + 1000000);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_psn(0), 0xffffff);
 	UT_CHECK(!p.a.qp->req.rnr_wait);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 100);
-	UT_MEMEQ(rb.buf, sa.buf, 100);
+	t_expect_recv(&p, &wc, 2, 100, 0, 0);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	/* Progress refills the RNR budget. */
 	UT_EQ(p.a.qp->comp.rnr_retry_left, 3);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -84,17 +77,15 @@ static void test_rnr_exhausted(void)
 {
 	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 2 };
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, 0), 0);
 	t_drop(1);                    /* only the first matters here */
 	for (int i = 0; i < 2; i++) {
-		rnr_once(&p, &sa, 1, 1);
+		rnr_once(&p, &p.a.mem, 1, 1);
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 		t_advance(ur_rel_rnr_timer_ns(1) + 1000000);
 		UT_CHECK(t_count() >= 1);
@@ -110,7 +101,6 @@ static void test_rnr_exhausted(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -119,17 +109,14 @@ static void test_rnr_zero(void)
 {
 	struct t_opts o = { .rnr_retry = T_ZERO };
 	struct t_pair p;
-	struct t_mem sa;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 0, 0))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RNR_RETRY_EXC_ERR);
 	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	t_mem_free(&sa);
 	t_pair_close(&p);
 }
 
@@ -138,26 +125,21 @@ static void test_rnr_infinite(void)
 {
 	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 7 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	for (int i = 0; i < 50; i++) {
-		rnr_once(&p, &sa, 1, 1);
+		rnr_once(&p, &p.a.mem, 1, 1);
 		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 		t_advance(ur_rel_rnr_timer_ns(1) + 1000000);
 	}
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR], 50);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 256), 0);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -170,14 +152,11 @@ static void test_rnr_slow_naks(void)
 	struct t_opts o = { .min_rnr_timer = 1, .rnr_retry = 7, .retry_cnt = 2, .timeout = 14 };
 	uint64_t qpt = ur_rel_timeout_ns(14);
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	/* Ten timeouts' worth of rounds: the SEND(s) reach B, the clock runs
 	 * past the RTO before B's RNR NAKs reach A. */
 	for (uint64_t spent = 0; spent < 10 * qpt; spent += qpt / 3) {
@@ -190,13 +169,11 @@ static void test_rnr_slow_naks(void)
 		t_advance(ur_rel_rnr_timer_ns(1));
 	}
 	UT_CHECK(p.a.qp->cnt[UR_CNT_RCVD_RNR_ERR] >= 10);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 256, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 256), 0);
 	t_advance(ur_rel_rnr_timer_ns(1));
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -206,17 +183,13 @@ static void test_rnr_second_message(void)
 {
 	struct t_opts o = { .min_rnr_timer = 3, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 10, rb.buf, 600, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 10, 0, 600), 0);
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_send(&p.a, 20 + i, IBV_WR_SEND, sa.buf + 600 * i, 600, sa.mr->lkey,
-				  IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_send_mem(&p.a, 20 + i, IBV_WR_SEND, 600 * i, 600, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 9);
 	t_run();                      /* message 2 meets RNR, 3 is dropped */
 	t_expect_wc(p.b.rcq, &wc, 10, IBV_WC_SUCCESS);
@@ -224,8 +197,8 @@ static void test_rnr_second_message(void)
 	UT_CHECK(t_cq_empty(p.a.scq));
 	UT_CHECK(p.a.qp->req.rnr_wait);
 	UT_EQ(p.a.qp->comp.psn, 3);
-	UT_EQ(t_post_recv(&p.b, 11, rb.buf + 600, 600, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 12, rb.buf + 1200, 600, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 11, 600, 600), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 12, 1200, 600), 0);
 	t_advance(ur_rel_rnr_timer_ns(3) + 1000000);
 	UT_EQ(t_count(), 6);
 	UT_EQ(t_psn(0), 3);
@@ -234,9 +207,7 @@ static void test_rnr_second_message(void)
 	t_expect_wc(p.b.rcq, &wc, 12, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 21, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 22, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 1800);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 1800);
 	t_pair_close(&p);
 }
 
@@ -247,21 +218,18 @@ static void test_rnr_write_imm(void)
 {
 	struct t_opts o = { .min_rnr_timer = 2, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb, rb;
+	struct t_mem rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	t_mem_reg(&rb, &p.b, 16, IBV_ACCESS_LOCAL_WRITE, 3);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, 1000, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 1000, 0), 0);
 	UT_EQ(t_count(), 4);
 	t_run();
 	UT_CHECK(p.a.qp->req.rnr_wait);
 	UT_EQ(p.a.qp->comp.psn, 3);   /* the first three packets are placed */
-	UT_MEMEQ(tb.buf, sa.buf, 768);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 768);
 	UT_EQ(t_post_recv(&p.b, 2, rb.buf, 16, rb.mr->lkey), 0);
 	t_advance(ur_rel_rnr_timer_ns(2) + 1000000);
 	UT_EQ(t_count(), 1);
@@ -271,9 +239,7 @@ static void test_rnr_write_imm(void)
 	UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	UT_EQ(wc.byte_len, 1000);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 1000);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 1000);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
@@ -288,17 +254,14 @@ static void test_rnr_with_packets_behind(void)
 {
 	struct t_opts o = { .min_rnr_timer = 0, .rnr_retry = 7, .retry_cnt = 1, .timeout = 14 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 256, IBV_ACCESS_LOCAL_WRITE, 2);
 	for (int round = 0; round < 5; round++) {
 		if (round == 0) {
-			UT_EQ(t_post_send(&p.a, 1, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-			UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 10, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+			UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+			UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 		} else {
 			/* The RNR timer expires: both are sent again. */
 			t_advance(ur_rel_rnr_timer_ns(0) + 1000000);
@@ -318,14 +281,12 @@ static void test_rnr_with_packets_behind(void)
 		UT_EQ(p.a.qp->comp.retrans_deadline, 0);
 		UT_EQ(p.a.qp->comp.retry_left, 1);
 	}
-	UT_EQ(t_post_recv(&p.b, 3, rb.buf, 128, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 4, rb.buf + 128, 128, rb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 3, 0, 128), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 4, 128, 128), 0);
 	t_advance(ur_rel_rnr_timer_ns(0) + 1000000);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -336,19 +297,16 @@ static void test_rnr_past_atomic(void)
 {
 	struct t_opts o = { .min_rnr_timer = 1 };
 	struct t_pair p;
-	struct t_mem la, tb;
 	struct ibv_wc wc;
 	uint64_t *counter, got;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
-	counter = (uint64_t *)tb.buf;
+	counter = (uint64_t *)p.b.mem.buf;
 	*counter = 7;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, la.buf, la.mr->lkey,
-			    (uintptr_t)counter, tb.mr->rkey, 1, 0), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, la.buf + 512, 16, la.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
+			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(*counter, 8);
@@ -356,7 +314,7 @@ static void test_rnr_past_atomic(void)
 	t_drop(0);                    /* the atomic ACK */
 	UT_EQ(t_syn(0), UR_AETH_RNR_NAK | 1);
 	t_deliver(0);
-	UT_EQ(t_post_recv(&p.b, 3, tb.buf + 512, 64, tb.mr->lkey), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 3, 512, 64), 0);
 	t_advance(ur_rel_rnr_timer_ns(1) + 1000);
 	UT_CHECK(t_count() >= 1);
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
@@ -365,9 +323,7 @@ static void test_rnr_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 8);
-	memcpy(&got, la.buf, 8);
+	memcpy(&got, p.a.mem.buf, 8);
 	UT_EQ(got, 7);
-	t_mem_free(&la);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }

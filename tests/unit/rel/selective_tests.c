@@ -28,16 +28,13 @@ static void test_sel_middle_one_resend(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	uint32_t psn0 = o.a_psn;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 6 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 6 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 6);
 	UT_CHECK(bth_selective(t_pkt(0)->buf));     /* RC packets carry the mark */
 	t_deliver(0);                 /* FIRST */
@@ -59,9 +56,7 @@ static void test_sel_middle_one_resend(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	t_deliver(0);
 	/* The held packets ran after it: the message is whole. */
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 6 * 256);
-	UT_MEMEQ(rb.buf, sa.buf, 6 * 256);
+	t_expect_recv(&p, &wc, 1, 6 * 256, 0, 0);
 	UT_EQ(t_count(), 1);          /* one ACK, of the newest PSN */
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_ACK);
@@ -71,8 +66,6 @@ static void test_sel_middle_one_resend(void)
 	UT_EQ(p.a.qp->comp.peer_holds, UR_PEER_HOLDS_YES);   /* learnt from that ACK */
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_CHECK(p.b.qp->held == NULL || !ur_held_any(p.b.qp->held));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -84,16 +77,12 @@ static void test_sel_two_gaps(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0, sent[20] = { 0 };
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 20 * 256, 20 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 20 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 20 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 7, IBV_WR_RDMA_WRITE, sa.buf, 20 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 7, IBV_WR_RDMA_WRITE, 0, 20 * 256, 0), 0);
 	UT_EQ(t_count(), 20);
 	psn0 = t_psn(0);
 	for (unsigned i = 0; i < 20; i++)
@@ -118,9 +107,7 @@ static void test_sel_two_gaps(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 20 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 20 * 256);
 	t_pair_close(&p);
 }
 
@@ -134,17 +121,13 @@ static void test_sel_gap_reports(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0, sent[40] = { 0 };
 	unsigned steps = 0, reports = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 9, IBV_WR_RDMA_WRITE, 0, 40 * 256, 0), 0);
 	UT_EQ(t_count(), 40);
 	psn0 = t_psn(0);
 	for (unsigned i = 0; i < 40; i++)
@@ -166,7 +149,7 @@ static void test_sel_gap_reports(void)
 		t_deliver(0);
 	}
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 40 * 256);
 	for (unsigned i = 0; i < 40; i++)
 		UT_EQ(sent[i], 2u);   /* posted once, delivered once (the lost: resent) */
 	UT_EQ(reports, 4u);
@@ -178,8 +161,6 @@ static void test_sel_gap_reports(void)
 	for (unsigned i = 0; i < 128; i++)
 		UT_EQ(p.a.qp->comp.rs_stamp[i], 0);   /* forgotten once acknowledged */
 	UT_CHECK(!p.a.qp->comp.rs_any);               /* and the ACK path stops clearing */
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -192,18 +173,14 @@ static void test_sel_gap_resend_lost(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0, sent[40] = { 0 };
 	unsigned steps = 0, again = 0;
 	bool dropped_resend = false;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 9, IBV_WR_RDMA_WRITE, 0, 40 * 256, 0), 0);
 	UT_EQ(t_count(), 40);
 	psn0 = t_psn(0);
 	t_drop(4);                    /* psn0 + 4: NAKed */
@@ -232,7 +209,7 @@ static void test_sel_gap_resend_lost(void)
 		t_deliver(0);
 	}
 	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 40 * 256);
 	UT_CHECK(dropped_resend);
 	UT_EQ(again, 2u);
 	UT_EQ(sent[12], 2u);          /* resent twice (the first lost), not three times */
@@ -241,8 +218,6 @@ static void test_sel_gap_resend_lost(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_GAP_RESENDS], 3);         /* 12, 20, then 12 again */
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -269,16 +244,12 @@ static void test_sel_dense_goes_back(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	unsigned steps = 0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 40 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 40 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 9, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 9, IBV_WR_RDMA_WRITE, 0, 40 * 256, 0), 0);
 	UT_EQ(t_count(), 40);
 	for (unsigned gap = 0; gap < 5; gap++)
 		t_drop(4 + 7 * gap);  /* psn0 + 4, 12, 20, 28, 36 */
@@ -289,18 +260,17 @@ static void test_sel_dense_goes_back(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 1);
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	UT_CHECK(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST] > 0);   /* the held tail, again */
-	UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 40 * 256);
 	for (int flight = 0; flight < 2; flight++) {
-		memset(sa.buf, 0x41 + flight, 40 * 256);
-		UT_EQ(t_post_rdma(&p.a, 10 + flight, IBV_WR_RDMA_WRITE, sa.buf, 40 * 256,
-				  sa.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey), 0);
+		memset(p.a.mem.buf, 0x41 + flight, 40 * 256);
+		UT_EQ(t_post_rdma_mem(&p, 10 + flight, IBV_WR_RDMA_WRITE, 0, 40 * 256, 0), 0);
 		UT_CHECK(t_count() > 11);      /* the window, halved by going back */
 		t_drop(10);
 		steps = 0;
 		while (t_count() && steps++ < 1000)
 			t_deliver_no_reports();
 		t_expect_wc(p.a.scq, &wc, 10 + flight, IBV_WC_SUCCESS);
-		UT_MEMEQ(tb.buf, sa.buf, 40 * 256);
+		UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 40 * 256);
 	}
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_DENSE], 2);      /* the second flight: at once */
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
@@ -309,8 +279,6 @@ static void test_sel_dense_goes_back(void)
 	 * behind, they would be ahead again once the PSNs wrap). */
 	UT_CHECK(!p.a.qp->comp.sel_gone_back);
 	UT_EQ(p.a.qp->comp.sel_flight_end, p.a.qp->comp.psn);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -322,22 +290,18 @@ static void test_sel_resend_lost(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .access = T_ALL_ACCESS };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint64_t *word;
 	uint32_t lost;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 9 * 256, T_ALL_ACCESS))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 9 * 256, T_ALL_ACCESS, 2);
-	word = (uint64_t *)(tb.buf + 8 * 256);
+	word = (uint64_t *)(p.b.mem.buf + 8 * 256);
 	*word = 5;
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, sa.buf, sa.mr->lkey,
-			    (uintptr_t)word, tb.mr->rkey, 3, 0), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
+	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
+			    (uintptr_t)word, p.b.mem.mr->rkey, 3, 0), 0);
 	UT_EQ(t_count(), 9);
 	lost = t_psn(2);
 	t_drop(2);
@@ -370,10 +334,8 @@ static void test_sel_resend_lost(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*word, 8u);             /* added once */
-	UT_EQ(*(uint64_t *)sa.buf, 5u);
-	UT_MEMEQ(tb.buf + 256, sa.buf + 256, 7 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_EQ(*(uint64_t *)p.a.mem.buf, 5u);
+	UT_MEMEQ(p.b.mem.buf + 256, p.a.mem.buf + 256, 7 * 256);
 	t_pair_close(&p);
 }
 
@@ -387,17 +349,13 @@ static void test_sel_nak_lost_probe(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t lost;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
 	UT_EQ(t_count(), 8);
 	lost = t_psn(2);
 	t_drop(2);
@@ -435,9 +393,7 @@ static void test_sel_nak_lost_probe(void)
 	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
 	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
-	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	t_pair_close(&p);
 }
 
@@ -449,17 +405,13 @@ static void test_sel_probe_then_new_sends(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 4 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 4 * 256, 0), 0);
 	UT_EQ(t_count(), 4);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 4; i++)
@@ -472,8 +424,7 @@ static void test_sel_probe_then_new_sends(void)
 	t_deliver(0);                 /* a duplicate: answered with an ACK of all four */
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_psn(0), psn_add(psn0, 3));
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE, sa.buf + 4 * 256, 4 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf + 4 * 256, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE, 4 * 256, 4 * 256, 4 * 256), 0);
 	UT_EQ(t_count(), 5);          /* the answer, then the new WRITE */
 	t_deliver(0);                 /* the answer: the new WRITE's packets are on their way */
 	UT_EQ(t_count(), 4);
@@ -482,10 +433,8 @@ static void test_sel_probe_then_new_sends(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -498,18 +447,14 @@ static void test_sel_tail_lost_probe(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 	uint32_t psn0;
 	uint8_t retry_left;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
 	t_learnt(&p.a);
-	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, sa.buf, 6 * 256, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 6 * 256, 0), 0);
 	UT_EQ(t_count(), 6);
 	psn0 = t_psn(0);
 	retry_left = p.a.qp->comp.retry_left;
@@ -539,12 +484,10 @@ static void test_sel_tail_lost_probe(void)
 	UT_EQ(t_psn(0), psn_add(psn0, 3));
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(tb.buf, sa.buf, 6 * 256);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 6 * 256);
 	UT_EQ(p.a.qp->cnt[UR_CNT_TIMER_RESENDS], 1);       /* one timer, not one per packet */
 	UT_EQ(p.a.qp->comp.retry_left, retry_left);         /* nothing counted */
 	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
 	t_pair_close(&p);
 }
 
@@ -555,16 +498,13 @@ static void test_sel_unmarked_requester(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .go_back = true };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	uint32_t psn0;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 6 * 256, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 6 * 256, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 6 * 256, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
 	UT_CHECK(!bth_selective(t_pkt(0)->buf));
 	psn0 = t_psn(0);
 	t_deliver(0);                 /* FIRST */
@@ -578,9 +518,7 @@ static void test_sel_unmarked_requester(void)
 	t_run();
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_MEMEQ(rb.buf, sa.buf, 6 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 6 * 256);
 	t_pair_close(&p);
 }
 
@@ -592,18 +530,14 @@ static void test_sel_learns_go_back(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 8 * 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	for (int round = 0; round < 4; round++) {
 		unsigned steps = 0;
 
-		UT_EQ(t_post_rdma(&p.a, 10 + round, IBV_WR_RDMA_WRITE, sa.buf, 8 * 256,
-				  sa.mr->lkey, (uintptr_t)tb.buf, tb.mr->rkey), 0);
+		UT_EQ(t_post_rdma_mem(&p, 10 + round, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
 		UT_EQ(t_count(), 8);
 		t_drop(3);
 		while (t_count() && steps++ < 1000) {
@@ -617,8 +551,6 @@ static void test_sel_learns_go_back(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_HELD_OUT_OF_SEQ], 0);
 	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 3);    /* the first three losses */
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 4);  /* one go-back each */
-	UT_MEMEQ(tb.buf, sa.buf, 8 * 256);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
 	t_pair_close(&p);
 }

@@ -8,17 +8,14 @@ static void check_send(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm, b
 	struct t_opts o = { .mtu = mtu, .a_psn = psn, .b_psn = psn };
 	uint32_t mtub = ur_mtu_bytes(mtu), npkts = len ? (len + mtub - 1) / mtub : 1;
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .wr_id = 0x5e5d, .sg_list = &sge, .num_sge = 1 };
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, len + 16, len + 16, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, len + 16, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, len + 16, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 0x4ec, rb.buf, (uint32_t)rb.len, rb.mr->lkey), 0);
-	sge = (struct ibv_sge){ (uintptr_t)sa.buf, len, sa.mr->lkey };
+	UT_EQ(t_post_recv_mem(&p.b, 0x4ec, 0, (uint32_t)p.b.mem.len), 0);
+	sge = (struct ibv_sge){ (uintptr_t)p.a.mem.buf, len, p.a.mem.mr->lkey };
 	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 	wr.imm_data = htonl(0xfeedbeef);
 	wr.send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0);
@@ -43,7 +40,7 @@ static void check_send(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm, b
 		UT_EQ(bth_ackreq(v.bth), want_ackreq);
 		UT_EQ(bth_se(v.bth), solicited && last);
 		UT_EQ(bth_pkey(v.bth), 0xffff);
-		UT_MEMEQ(v.payload, sa.buf + i * mtub, want_len);
+		UT_MEMEQ(v.payload, p.a.mem.buf + i * mtub, want_len);
 		if (v.mask & UR_OPF_IMMDT)
 			UT_EQ(immdt_get(ur_pkt_hdr(&v, UR_HDR_IMMDT)), htonl(0xfeedbeef));
 	}
@@ -59,9 +56,9 @@ static void check_send(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm, b
 	UT_EQ(wc.wc_flags, imm ? IBV_WC_WITH_IMM : 0);
 	if (imm)
 		UT_EQ(wc.imm_data, htonl(0xfeedbeef));
-	UT_MEMEQ(rb.buf, sa.buf, len);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, len);
 	/* Past the message the receive buffer and its guards are untouched. */
-	UT_CHECK(t_mem_intact_outside(&rb, 2, 0, len));
+	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, len));
 	t_expect_wc(p.a.scq, &wc, 0x5e5d, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_SEND);
 	UT_EQ(wc.qp_num, ur_qp_num(p.a.qp));
@@ -74,8 +71,6 @@ static void check_send(uint32_t len, enum ibv_mtu mtu, uint32_t psn, bool imm, b
 	UT_EQ(p.b.qp->resp.msn, 1);
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 

@@ -5,15 +5,12 @@ static void test_uc_send(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND_WITH_IMM, sa.buf, 600, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND_WITH_IMM, 0, 600, IBV_SEND_SIGNALED), 0);
 	/* Complete at once: nothing will acknowledge it. */
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 3);
@@ -30,11 +27,9 @@ static void test_uc_send(void)
 	UT_EQ(wc.byte_len, 600);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
 	UT_EQ(wc.src_qp, ur_qp_num(p.a.qp));
-	UT_MEMEQ(rb.buf, sa.buf, 600);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 600);
 	/* Read and atomics do not exist on UC. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, sa.buf, 8, sa.mr->lkey, 0, 0), -EINVAL);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, p.a.mem.buf, 8, p.a.mem.mr->lkey, 0, 0), -EINVAL);
 	t_pair_close(&p);
 }
 
@@ -44,62 +39,56 @@ static void test_uc_loss_drops_message(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&p.b, 2, rb.buf + 1024, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 1024, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 1024, 512, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 2, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 512, 0), 0);
 	UT_EQ(t_count(), 6);
 	t_drop(2);                    /* message 1, third packet */
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 512);
-	UT_MEMEQ(rb.buf, sa.buf + 1024, 512);
+	t_expect_recv(&p, &wc, 1, 512, 0, 1024);
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->resp.psn, 6);
 	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
 
 	/* The next message completes into the second receive. */
-	UT_EQ(t_post_send(&p.a, 5, IBV_WR_SEND, sa.buf, 300, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 5, IBV_WR_SEND, 0, 300, 0), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 300);
-	UT_MEMEQ(rb.buf + 1024, sa.buf, 300);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	t_expect_recv(&p, &wc, 2, 300, 1024, 0);
 	t_pair_close(&p);
+}
+
+/* A UC pair (MTU 256), a receive of 1024 bytes at B, and two unsignaled
+ * SENDs from A: len1 bytes from the start of its buffer, len2 from 1024. */
+static int uc_open_two_sends(struct t_pair *p, uint32_t len1, uint32_t len2)
+{
+	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
+
+	if (t_pair_open_mem(p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
+		return -1;
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, len1, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, len2, 0), 0);
+	return 0;
 }
 
 /* The last packet of a message is lost and the next message is a single
  * packet: the first message must not complete with the second's data. */
 static void test_uc_loss_last_packet(void)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (uc_open_two_sends(&p, 512, 100))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 512, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 1024, 100, sa.mr->lkey, 0), 0);
 	t_drop(1);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 100);
-	UT_MEMEQ(rb.buf, sa.buf + 1024, 100);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	t_expect_recv(&p, &wc, 1, 100, 0, 1024);
 	t_pair_close(&p);
 }
 
@@ -107,27 +96,16 @@ static void test_uc_loss_last_packet(void)
  * message, without an error; the next message is received cleanly. */
 static void test_uc_out_of_order(void)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (uc_open_two_sends(&p, 768, 700))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 768, sa.mr->lkey, 0), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 1024, 700, sa.mr->lkey, 0), 0);
 	bth_set_opcode(t_pkt(0)->buf, UR_OP_UC_SEND_MIDDLE);
 	t_run();
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(wc.byte_len, 700);
-	UT_MEMEQ(rb.buf, sa.buf + 1024, 700);
+	t_expect_recv(&p, &wc, 1, 700, 0, 1024);
 	UT_CHECK(t_cq_empty(p.b.rcq));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -136,25 +114,20 @@ static void test_uc_no_receive(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_send(&p.a, 3, IBV_WR_SEND, sa.buf, 600, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 600, 0), 0);
 	t_run();
 	UT_EQ(t_count(), 0);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
 	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 4, IBV_WR_SEND, sa.buf + 1024, 10, sa.mr->lkey, 0), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 10, 0), 0);
 	t_run();
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 10);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_pair_close(&p);
 }
 
@@ -164,38 +137,32 @@ static void test_uc_write(void)
 {
 	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, tb, rb;
+	struct t_mem rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 2048, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 2);
 	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 3);
 	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
-	UT_EQ(t_post_rdma(&p.a, 2, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, 768, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 768, 0), 0);
 	t_drop(1);
 	t_run();
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	/* A bad rkey: dropped, the QP carries on. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, 100, sa.mr->lkey,
-			  (uintptr_t)tb.buf, tb.mr->rkey + 1), 0);
+	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, p.a.mem.buf, 100, p.a.mem.mr->lkey,
+			  (uintptr_t)p.b.mem.buf, p.b.mem.mr->rkey + 1), 0);
 	t_run();
 	UT_CHECK(t_cq_empty(p.b.rcq));
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(tb.buf, sa.buf, 256);         /* the first packet had landed */
-	UT_CHECK(t_mem_intact_outside(&tb, 2, 0, 256));
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 256);         /* the first packet had landed */
+	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 256));
 	/* A good one now completes into the receive still posted. */
-	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE_WITH_IMM, sa.buf, 300, sa.mr->lkey,
-			  (uintptr_t)tb.buf + 1024, tb.mr->rkey), 0);
+	UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 300, 1024), 0);
 	t_run();
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	UT_EQ(wc.byte_len, 300);
-	UT_MEMEQ(tb.buf + 1024, sa.buf, 300);
-	t_mem_free(&sa);
-	t_mem_free(&tb);
+	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf, 300);
 	t_mem_free(&rb);
 	t_pair_close(&p);
 }
