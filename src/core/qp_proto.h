@@ -164,6 +164,10 @@ struct ur_resp_state {
 	uint32_t msn;            /* messages completed */
 	int opcode;              /* last request opcode mid-message, -1 between */
 	bool nak_sent;           /* one sequence NAK per gap, not a storm */
+	bool rnr_sent;           /* the expected PSN was RNR NAKed: what
+				  * follows it is dropped unanswered until
+				  * it comes again (the requester goes back
+				  * to it and sends all after it anew) */
 	bool drop_msg;           /* UC: drop packets until the next FIRST/ONLY */
 	bool peer_selective;     /* the requester marks its requests: hold what
 				  * arrives past a gap (rel/held.h) */

@@ -286,6 +286,7 @@ static void restart_half(struct ur_qp *h, uint32_t conn, uint32_t start)
 	r->msn = 0;
 	r->opcode = -1;
 	r->nak_sent = false;
+	r->rnr_sent = false;
 	r->recv_active = false;
 	r->ack_pending = false;
 	r->res_next = r->res_tx = 0;

@@ -55,6 +55,7 @@ static void enter_rtr(struct ur_qp *qp)
 	ur_held_clear(&qp->held);
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
+	qp->resp.rnr_sent = false;
 	qp->resp.drop_msg = false;
 	ur_rel_expose(qp, true);
 }

@@ -124,6 +124,7 @@ static enum resp_state check_psn(struct resp_ctx *c)
 	if (c->d > 0)
 		return RESP_OUT_OF_SEQ;
 	qp->resp.nak_sent = false;
+	qp->resp.rnr_sent = false;
 	if (qp->type == IBV_QPT_UC && qp->resp.drop_msg)
 		return RESP_UC_DROPPING;
 	return RESP_CHECK_OP_SEQ;
@@ -215,6 +216,8 @@ static enum resp_state out_of_seq(struct resp_ctx *c)
 	bool filler = !first && psn_lt(c->pkt->psn, r->seen_end);
 
 	UR_QP_COUNT(qp, UR_CNT_OUT_OF_SEQ_REQUEST);
+	if (r->rnr_sent)
+		return RESP_DONE;
 	/* A requester that resends selectively will send only the gap, and
 	 * a reordered packet fills it by itself: keep this to execute after
 	 * it. */
@@ -343,6 +346,16 @@ static enum resp_state rnr(struct resp_ctx *c)
 		return RESP_UC_CONSUME;
 	}
 	ur_resp_answer(qp, UR_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 0x1f), c->pkt->psn);
+	/* After its RNR wait the requester goes back to this PSN and sends
+	 * everything after it again: what is held goes, and what follows now
+	 * is dropped unanswered, as rxe drops what follows a sequence NAK.
+	 * Answered one by one (a sequence NAK, then a GAP_AGAIN for each
+	 * packet held before), a window of 20 drew 21 answers a round, every
+	 * millisecond for as long as the application left its receive queue
+	 * empty: on a loaded host the storm kept the application from
+	 * posting, and the requester ended in RETRY_EXC_ERR (integ.rxctx). */
+	ur_held_clear(&qp->held);
+	qp->resp.rnr_sent = true;
 	return RESP_DONE;
 }
 

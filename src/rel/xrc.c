@@ -310,6 +310,7 @@ bool ur_xrc_on_reply(struct ur_qp *qp, const struct ur_xrc_msg *m)
 		if (end)
 			r->msn++;
 		r->nak_sent = false;
+		r->rnr_sent = false;
 		ur_resp_answer(qp, UR_AETH_ACK_UNLIMITED, m->psn);
 		return true;
 	case UR_XRC_RNR:

@@ -107,6 +107,7 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_rnr_second_message),
 	UT_CASE(test_rnr_write_imm),
 	UT_CASE(test_rnr_with_packets_behind),
+	UT_CASE(test_rnr_quiet_after),
 	UT_CASE(test_rnr_past_atomic),
 
 	UT_CASE(test_access_errors),
