@@ -198,14 +198,16 @@ UR_EXPORT int raccept(int s, struct sockaddr *addr, socklen_t *len)
 		rs_free(rs);
 		return fail(-ECONNABORTED);
 	}
+	copy_addr(rdma_get_peer_addr(rs->id), addr, len);
+	pthread_mutex_unlock(&rs->lock);
+	/* Published once unlocked: the table's lock comes before an
+	 * rsocket's (docs/design.md), as the datagram service holds it while
+	 * it runs a socket's input. */
 	ret = rs_table_add(rs);
 	if (ret) {
-		pthread_mutex_unlock(&rs->lock);
 		rs_free(rs);
 		return fail(ret);
 	}
-	copy_addr(rdma_get_peer_addr(rs->id), addr, len);
-	pthread_mutex_unlock(&rs->lock);
 	return rs->fd;
 }
 
