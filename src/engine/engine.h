@@ -21,8 +21,10 @@
  * thread or by a polling application thread, concurrently with the other
  * contexts.  Timers, pollers and ENGINE-class fds stay with context 0.
  *
- * Nothing here allocates after a timer is initialised, and no lock of the
- * engine is held while a callback runs.
+ * Nothing here allocates after a timer is initialised.  While a callback
+ * runs, its context's dispatch lock is held (it is what serialises them:
+ * a callback may take any lock that docs/design.md's table puts after it)
+ * and no other lock of the engine.
  */
 #ifndef UROCE_ENGINE_ENGINE_H
 #define UROCE_ENGINE_ENGINE_H
@@ -40,7 +42,8 @@ enum ur_watch_class {
 typedef void (*ur_fd_handler)(void *arg, uint32_t events);
 
 /* A one-shot timer, embedded in its owner.  fire runs on the engine thread
- * (or in ur_engine_run_timers) with no lock of the engine held. */
+ * (or in ur_engine_run_timers) under context 0's dispatch lock, and no
+ * other lock of the engine. */
 struct ur_timer {
 	uint64_t deadline;             /* ns, CLOCK_MONOTONIC; 0 = not armed */
 	unsigned heap_pos;             /* engine's: 1-based place in its heap, 0 = none */

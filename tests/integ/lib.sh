@@ -242,6 +242,11 @@ ur_cmd() {
 		*) env+=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so)") ;;
 		esac
 	fi
+	# integ.lockorder: the lock-order recorder in every program it runs.
+	if [ -n "${UROCE_LOCKORDER_LIB:-}" ] && ! ur_is_asan && ! ur_is_tsan; then
+		env+=("LD_PRELOAD=$UROCE_LOCKORDER_LIB" "UROCE_LOCKORDER_DIR=$UROCE_LOCKORDER_DIR"
+		      "UROCE_LOCKORDER_LIBDIR=$UR_BUILD/lib")
+	fi
 	ur_ns_prefix "$UR_NS"
 	UR_CMD=("${UR_NS_PREFIX[@]}")
 	UR_CMD+=(env "${env[@]}" "${UR_ENV[@]}" "$path")
