@@ -236,16 +236,10 @@ UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 {
 	int ret;
 
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!event)
+		return cma_abi_ret(-EINVAL);
 	ret = get_event(container_of(channel, struct cma_channel, ch), event);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 /* An event's count against its id (and a request's against its
@@ -261,10 +255,8 @@ static void uncount(struct rdma_cm_event *event)
 
 UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!event)
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	uncount(event);
 	pthread_mutex_unlock(&cma.lock);

@@ -10,6 +10,7 @@
 #ifndef UROCE_RDMACM_CMA_H
 #define UROCE_RDMACM_CMA_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -109,6 +110,28 @@ static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 {
 	return (struct cma_id *)id;
 }
+
+/* The exported functions' convention for a 0 or -errno result: 0, or -1
+ * with errno set. */
+static inline int cma_abi_ret(int ret)
+{
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* An exported function that only runs CALL (0 or -errno) under cma.lock. */
+#define cma_locked_abi_call(call)                                          \
+	({                                                                  \
+		int ret_;                                                   \
+									    \
+		pthread_mutex_lock(&cma.lock);                              \
+		ret_ = (call);                                              \
+		pthread_mutex_unlock(&cma.lock);                            \
+		cma_abi_ret(ret_);                                          \
+	})
 
 /* cma.c */
 int cma_init(void);                 /* takes no lock; idempotent */

@@ -127,20 +127,10 @@ UR_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_
 				     void *context)
 {
 	uint32_t need = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
-	int ret;
 
-	if (!attr || (attr->comp_mask & need) != need || !attr->addr) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&cma.lock);
-	ret = join(to_cid(id), attr->addr, attr->join_flags, context);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	if (!attr || (attr->comp_mask & need) != need || !attr->addr)
+		return cma_abi_ret(-EINVAL);
+	return cma_locked_abi_call(join(to_cid(id), attr->addr, attr->join_flags, context));
 }
 
 UR_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
@@ -161,10 +151,8 @@ UR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 	union ibv_gid mgid;
 	int ret;
 
-	if (!addr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!addr)
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	ret = group_gid(addr, &mgid);
 	mc = ret ? NULL : find_mc(c, &mgid);
