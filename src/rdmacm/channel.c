@@ -253,6 +253,22 @@ static void uncount(struct rdma_cm_event *event)
 	pthread_cond_broadcast(&cma.acked);
 }
 
+void cma_event_set_ud(struct cma_event *e, const struct cma_id *c, const union ibv_gid *dgid,
+		      uint8_t hop_limit, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_ah_attr *ah = &e->ev.param.ud.ah_attr;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->port_num = c->id.port_num ? c->id.port_num : 1;
+	ah->grh.dgid = *dgid;
+	ah->grh.sgid_index = (uint8_t)c->gid_index;
+	ah->grh.hop_limit = hop_limit;
+	ah->grh.traffic_class = c->tos;
+	e->ev.param.ud.qp_num = qpn;
+	e->ev.param.ud.qkey = qkey;
+}
+
 UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
 	if (!event)

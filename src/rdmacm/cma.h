@@ -164,6 +164,10 @@ void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct c
 /* Queues an event for c's channel; priv (len bytes) is copied. */
 int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
 	      size_t len, struct cma_event **out);
+/* A UD answer (SIDR's ESTABLISHED, MULTICAST_JOIN) names where to send: to
+ * dgid through c's GID, as ibv_create_ah takes it, QP qpn with Q_Key qkey. */
+void cma_event_set_ud(struct cma_event *e, const struct cma_id *c, const union ibv_gid *dgid,
+		      uint8_t hop_limit, uint32_t qpn, uint32_t qkey);
 /* A synchronous id keeps the last event it waited for in id->event, as
  * rdma-core's does (rdma_xclient reads the REP's private data there): it
  * counts as acked at once and is freed when the next one replaces it or

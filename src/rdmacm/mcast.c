@@ -70,22 +70,13 @@ static void leave(struct cma_id *c, struct cma_mc *mc)
 /* The MULTICAST_JOIN event: where and how a member sends to the group. */
 static int joined(struct cma_id *c, const struct cma_mc *mc, void *context)
 {
-	struct ibv_ah_attr *ah;
 	struct cma_event *e;
 	int ret = cma_event(c, RDMA_CM_EVENT_MULTICAST_JOIN, 0, NULL, 0, &e);
 
 	if (ret)
 		return ret;
 	e->ev.param.ud.private_data = context;   /* as rdma-core's librdmacm */
-	ah = &e->ev.param.ud.ah_attr;
-	ah->is_global = 1;
-	ah->port_num = c->id.port_num ? c->id.port_num : 1;
-	ah->grh.dgid = mc->mgid;
-	ah->grh.sgid_index = (uint8_t)c->gid_index;
-	ah->grh.hop_limit = CMA_MC_HOP_LIMIT;
-	ah->grh.traffic_class = c->tos;
-	e->ev.param.ud.qp_num = CMA_MC_QPN;
-	e->ev.param.ud.qkey = CMA_UDP_QKEY;
+	cma_event_set_ud(e, c, &mc->mgid, CMA_MC_HOP_LIMIT, CMA_MC_QPN, CMA_UDP_QKEY);
 	return 0;
 }
 
