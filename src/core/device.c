@@ -11,6 +11,7 @@
 #include "util/compiler.h"
 #include "util/clock.h"
 #include "util/config_path.h"
+#include "util/lock.h"
 #include "util/log.h"
 
 #define UR_MAX_DEVICES 64
@@ -264,12 +265,7 @@ bool ur_device_is_ours(const struct ibv_device *ibdev)
 
 bool ur_device_snapshot_present(struct ur_device *dev)
 {
-	bool present;
-
-	pthread_mutex_lock(&dev->lock);
-	present = dev->present;
-	pthread_mutex_unlock(&dev->lock);
-	return present;
+	return ur_read_locked(mutex, &dev->lock, dev->present);
 }
 
 bool ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
