@@ -333,6 +333,18 @@ void ur_device_obj_put(struct ur_device *dev, enum ur_obj_kind kind)
 	__atomic_sub_fetch(&dev->objs[kind], 1, __ATOMIC_RELAXED);
 }
 
+void *ur_device_obj_alloc(struct ur_device *dev, enum ur_obj_kind kind, size_t size)
+{
+	void *obj;
+
+	if (ur_device_obj_get(dev, kind))
+		return NULL;
+	obj = calloc(1, size);
+	if (!obj)
+		ur_device_obj_put(dev, kind);
+	return obj;
+}
+
 void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
