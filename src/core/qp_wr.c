@@ -201,36 +201,41 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 	wr_set_inline_data_list(qpx, 1, &b);
 }
 
+/* The current WQE addressed to QP qpn through ah, if the QP is of a kind
+ * that takes an address (valid) and ah is given; else NULL, and the batch
+ * fails with EINVAL at ibv_wr_complete. */
+static struct ur_send_wqe *set_addr(struct ur_qp *qp, bool valid, struct ibv_ah *ah,
+				    uint32_t qpn)
+{
+	struct ur_send_wqe *w = cur_wqe(qp);
+
+	if (!w)
+		return NULL;
+	if (!valid || !ah) {
+		qp->wr_err = -EINVAL;
+		return NULL;
+	}
+	w->ah = to_uah(ah);
+	w->remote_qpn = qpn & 0xffffff;
+	return w;
+}
+
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 			   uint32_t remote_qkey)
 {
 	struct ur_qp *qp = from_qpx(qpx);
-	struct ur_send_wqe *w = cur_wqe(qp);
+	struct ur_send_wqe *w = set_addr(qp, qp->type == IBV_QPT_UD, ah, remote_qpn);
 
-	if (!w)
-		return;
-	if (qp->type != IBV_QPT_UD || !ah) {
-		qp->wr_err = -EINVAL;
-		return;
-	}
-	w->ah = to_uah(ah);
-	w->remote_qpn = remote_qpn & 0xffffff;
-	w->remote_qkey = remote_qkey;
+	if (w)
+		w->remote_qkey = remote_qkey;
 }
 
 void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint64_t key)
 {
-	struct ur_send_wqe *w = cur_wqe(qp);
+	struct ur_send_wqe *w = set_addr(qp, qp->dc == UR_DC_INI, ah, dctn);
 
-	if (!w)
-		return;
-	if (qp->dc != UR_DC_INI || !ah) {
-		qp->wr_err = -EINVAL;
-		return;
-	}
-	w->ah = to_uah(ah);
-	w->remote_qpn = dctn & 0xffffff;
-	w->dc_key = key;
+	if (w)
+		w->dc_key = key;
 }
 
 /* Operations uroce does not offer through this interface yet: the batch
