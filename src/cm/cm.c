@@ -64,26 +64,40 @@ static void answer(struct ur_cm_conn *c, uint16_t attr, uint16_t reason, const u
 	c->ops->send(c, a);
 }
 
-int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
+/* The first message of an exchange (a REQ or a SIDR_REQ) from an idle
+ * connection: a new transaction, no peer known yet. */
+static int send_first(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now, enum ur_cm_attr attr,
+		      enum ur_cm_state sent)
 {
 	if (c->state != UR_CM_IDLE)
 		return -EINVAL;
-	m->attr = UR_CM_REQ;
+	m->attr = attr;
 	c->tid = ((uint64_t)c->local_id << 32) | 1;
 	c->remote_id = 0;
 	start(c, m, now);
 	c->req_sent_ns = now;
 	c->await_listener = false;
-	c->state = UR_CM_REQ_SENT;
+	c->state = sent;
 	return 0;
+}
+
+int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
+{
+	return send_first(c, m, now, UR_CM_REQ, UR_CM_REQ_SENT);
+}
+
+/* The first message of an exchange received: its peer and transaction. */
+static void first_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req, enum ur_cm_state rcvd)
+{
+	c->remote_id = req->local_comm_id;
+	c->tid = req->tid;
+	c->state = rcvd;
 }
 
 void ur_cm_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req)
 {
-	c->remote_id = req->local_comm_id;
 	c->remote_qpn = req->qpn;
-	c->tid = req->tid;
-	c->state = UR_CM_REQ_RCVD;
+	first_rcvd(c, req, UR_CM_REQ_RCVD);
 }
 
 int ur_cm_send_rep(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
@@ -142,23 +156,12 @@ int ur_cm_send_dreq(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len, uint
 
 int ur_cm_send_sidr_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
 {
-	if (c->state != UR_CM_IDLE)
-		return -EINVAL;
-	m->attr = UR_CM_SIDR_REQ;
-	c->tid = ((uint64_t)c->local_id << 32) | 1;
-	c->remote_id = 0;
-	start(c, m, now);
-	c->req_sent_ns = now;
-	c->await_listener = false;
-	c->state = UR_CM_SIDR_REQ_SENT;
-	return 0;
+	return send_first(c, m, now, UR_CM_SIDR_REQ, UR_CM_SIDR_REQ_SENT);
 }
 
 void ur_cm_sidr_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req)
 {
-	c->remote_id = req->local_comm_id;
-	c->tid = req->tid;
-	c->state = UR_CM_SIDR_REQ_RCVD;
+	first_rcvd(c, req, UR_CM_SIDR_REQ_RCVD);
 }
 
 int ur_cm_send_sidr_rep(struct ur_cm_conn *c, uint8_t status, uint32_t qpn, uint32_t qkey,
