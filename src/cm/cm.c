@@ -215,6 +215,23 @@ void ur_cm_peer_gone(struct ur_cm_conn *c)
 	c->state = UR_CM_TIMEWAIT;
 }
 
+/* What was awaited came: no deadline now, the next state, the upcall. */
+static enum ur_cm_up settle(struct ur_cm_conn *c, enum ur_cm_state state, enum ur_cm_up up)
+{
+	c->deadline_ns = 0;
+	c->state = state;
+	return up;
+}
+
+/* A request turned away perhaps only because nobody listens yet: sent
+ * again, as a new transaction, shortly (ur_cm_tick). */
+static enum ur_cm_up await_listener(struct ur_cm_conn *c, uint64_t now)
+{
+	c->await_listener = true;
+	c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
+	return UR_CM_UP_NONE;
+}
+
 enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now)
 {
 	switch (m->attr) {
@@ -222,9 +239,7 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (c->state == UR_CM_REQ_SENT) {
 			c->remote_id = m->local_comm_id;
 			c->remote_qpn = m->qpn;
-			c->deadline_ns = 0;
-			c->state = UR_CM_REP_RCVD;
-			return UR_CM_UP_REP;
+			return settle(c, UR_CM_REP_RCVD, UR_CM_UP_REP);
 		}
 		/* Our RTU was lost: say it again. */
 		if (c->state == UR_CM_ESTABLISHED && c->have_answer && c->answer.attr == UR_CM_RTU)
@@ -238,9 +253,7 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 	case UR_CM_RTU:
 		if (c->state != UR_CM_REP_SENT)
 			return UR_CM_UP_NONE;
-		c->deadline_ns = 0;
-		c->state = UR_CM_ESTABLISHED;
-		return UR_CM_UP_RTU;
+		return settle(c, UR_CM_ESTABLISHED, UR_CM_UP_RTU);
 	case UR_CM_MRA:
 		/* The peer needs longer: wait its service timeout, at least ours. */
 		if (c->deadline_ns) {
@@ -253,18 +266,14 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (c->state == UR_CM_REQ_SENT && m->reason == UR_REJ_INVALID_SERVICE_ID &&
 		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
 			/* Maybe not listening yet: ask again shortly (cm.h). */
-			c->await_listener = true;
-			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
-			return UR_CM_UP_NONE;
+			return await_listener(c, now);
 		}
 		switch (c->state) {
 		case UR_CM_REQ_SENT:
 		case UR_CM_REP_SENT:
 		case UR_CM_REP_RCVD:
 		case UR_CM_REQ_RCVD:
-			c->deadline_ns = 0;
-			c->state = UR_CM_TIMEWAIT;
-			return UR_CM_UP_REJ;
+			return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_REJ);
 		default:
 			return UR_CM_UP_NONE;
 		}
@@ -281,19 +290,13 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (m->sidr_status == UR_SIDR_UNSUPPORTED &&
 		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
 			/* Maybe not listening yet, as for a REQ (cm.h). */
-			c->await_listener = true;
-			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
-			return UR_CM_UP_NONE;
+			return await_listener(c, now);
 		}
-		c->deadline_ns = 0;
-		c->state = UR_CM_TIMEWAIT;
-		return UR_CM_UP_SIDR_REP;
+		return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_SIDR_REP);
 	case UR_CM_DREP:
 		if (c->state != UR_CM_DREQ_SENT)
 			return UR_CM_UP_NONE;
-		c->deadline_ns = 0;
-		c->state = UR_CM_TIMEWAIT;
-		return UR_CM_UP_DREP;
+		return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_DREP);
 	default:
 		return UR_CM_UP_NONE;
 	}
