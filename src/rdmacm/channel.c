@@ -10,6 +10,7 @@
 
 #include "rdmacm/cma.h"
 #include "util/compiler.h"
+#include "util/wakeup.h"
 
 static void count_one(struct cma_channel *ch)
 {
@@ -166,14 +167,9 @@ static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 	fd = ch->ch.fd;
 	pthread_mutex_unlock(&cma.lock);
 	for (;;) {
-		ssize_t n = read(fd, &b, sizeof(b));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
+		ret = ur_wakeup_read(fd, &b, sizeof(b));
+		if (ret)
 			break;
-		}
 		pthread_mutex_lock(&cma.lock);
 		/* A destroyed channel delivers nothing more. */
 		e = ch->closed ? NULL : take(ch);
