@@ -1,6 +1,8 @@
 /* The one way uroce writes an exported entry point it does not implement:
- * libibverbs' provider interface (verbs/private_compat.c), librdmacm's ECE
- * calls (rdmacm/unsupported.c) and the mlx5 features a uroce device has no
+ * libibverbs' provider interface (verbs/private_compat.c) and the verbs
+ * that need a kernel (importing objects, dma-buf, layer-2 resolution:
+ * verbs/mr.c, device.c, gid.c), librdmacm's ECE calls
+ * (rdmacm/unsupported.c) and the mlx5 features a uroce device has no
  * counterpart of (mlx5dv/unsupported.c).
  *
  * UR_STUB() defines NAME, exported, with the return TYPE and parameter list
