@@ -64,26 +64,40 @@ static void answer(struct ur_cm_conn *c, uint16_t attr, uint16_t reason, const u
 	c->ops->send(c, a);
 }
 
-int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
+/* The first message of an exchange (a REQ or a SIDR_REQ) from an idle
+ * connection: a new transaction, no peer known yet. */
+static int send_first(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now, enum ur_cm_attr attr,
+		      enum ur_cm_state sent)
 {
 	if (c->state != UR_CM_IDLE)
 		return -EINVAL;
-	m->attr = UR_CM_REQ;
+	m->attr = attr;
 	c->tid = ((uint64_t)c->local_id << 32) | 1;
 	c->remote_id = 0;
 	start(c, m, now);
 	c->req_sent_ns = now;
 	c->await_listener = false;
-	c->state = UR_CM_REQ_SENT;
+	c->state = sent;
 	return 0;
+}
+
+int ur_cm_send_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
+{
+	return send_first(c, m, now, UR_CM_REQ, UR_CM_REQ_SENT);
+}
+
+/* The first message of an exchange received: its peer and transaction. */
+static void first_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req, enum ur_cm_state rcvd)
+{
+	c->remote_id = req->local_comm_id;
+	c->tid = req->tid;
+	c->state = rcvd;
 }
 
 void ur_cm_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req)
 {
-	c->remote_id = req->local_comm_id;
 	c->remote_qpn = req->qpn;
-	c->tid = req->tid;
-	c->state = UR_CM_REQ_RCVD;
+	first_rcvd(c, req, UR_CM_REQ_RCVD);
 }
 
 int ur_cm_send_rep(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
@@ -142,23 +156,12 @@ int ur_cm_send_dreq(struct ur_cm_conn *c, const uint8_t *priv, uint8_t len, uint
 
 int ur_cm_send_sidr_req(struct ur_cm_conn *c, struct ur_cm_msg *m, uint64_t now)
 {
-	if (c->state != UR_CM_IDLE)
-		return -EINVAL;
-	m->attr = UR_CM_SIDR_REQ;
-	c->tid = ((uint64_t)c->local_id << 32) | 1;
-	c->remote_id = 0;
-	start(c, m, now);
-	c->req_sent_ns = now;
-	c->await_listener = false;
-	c->state = UR_CM_SIDR_REQ_SENT;
-	return 0;
+	return send_first(c, m, now, UR_CM_SIDR_REQ, UR_CM_SIDR_REQ_SENT);
 }
 
 void ur_cm_sidr_req_rcvd(struct ur_cm_conn *c, const struct ur_cm_msg *req)
 {
-	c->remote_id = req->local_comm_id;
-	c->tid = req->tid;
-	c->state = UR_CM_SIDR_REQ_RCVD;
+	first_rcvd(c, req, UR_CM_SIDR_REQ_RCVD);
 }
 
 int ur_cm_send_sidr_rep(struct ur_cm_conn *c, uint8_t status, uint32_t qpn, uint32_t qkey,
@@ -212,6 +215,23 @@ void ur_cm_peer_gone(struct ur_cm_conn *c)
 	c->state = UR_CM_TIMEWAIT;
 }
 
+/* What was awaited came: no deadline now, the next state, the upcall. */
+static enum ur_cm_up settle(struct ur_cm_conn *c, enum ur_cm_state state, enum ur_cm_up up)
+{
+	c->deadline_ns = 0;
+	c->state = state;
+	return up;
+}
+
+/* A request turned away perhaps only because nobody listens yet: sent
+ * again, as a new transaction, shortly (ur_cm_tick). */
+static enum ur_cm_up await_listener(struct ur_cm_conn *c, uint64_t now)
+{
+	c->await_listener = true;
+	c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
+	return UR_CM_UP_NONE;
+}
+
 enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t now)
 {
 	switch (m->attr) {
@@ -219,9 +239,7 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (c->state == UR_CM_REQ_SENT) {
 			c->remote_id = m->local_comm_id;
 			c->remote_qpn = m->qpn;
-			c->deadline_ns = 0;
-			c->state = UR_CM_REP_RCVD;
-			return UR_CM_UP_REP;
+			return settle(c, UR_CM_REP_RCVD, UR_CM_UP_REP);
 		}
 		/* Our RTU was lost: say it again. */
 		if (c->state == UR_CM_ESTABLISHED && c->have_answer && c->answer.attr == UR_CM_RTU)
@@ -235,9 +253,7 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 	case UR_CM_RTU:
 		if (c->state != UR_CM_REP_SENT)
 			return UR_CM_UP_NONE;
-		c->deadline_ns = 0;
-		c->state = UR_CM_ESTABLISHED;
-		return UR_CM_UP_RTU;
+		return settle(c, UR_CM_ESTABLISHED, UR_CM_UP_RTU);
 	case UR_CM_MRA:
 		/* The peer needs longer: wait its service timeout, at least ours. */
 		if (c->deadline_ns) {
@@ -250,18 +266,14 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (c->state == UR_CM_REQ_SENT && m->reason == UR_REJ_INVALID_SERVICE_ID &&
 		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
 			/* Maybe not listening yet: ask again shortly (cm.h). */
-			c->await_listener = true;
-			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
-			return UR_CM_UP_NONE;
+			return await_listener(c, now);
 		}
 		switch (c->state) {
 		case UR_CM_REQ_SENT:
 		case UR_CM_REP_SENT:
 		case UR_CM_REP_RCVD:
 		case UR_CM_REQ_RCVD:
-			c->deadline_ns = 0;
-			c->state = UR_CM_TIMEWAIT;
-			return UR_CM_UP_REJ;
+			return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_REJ);
 		default:
 			return UR_CM_UP_NONE;
 		}
@@ -278,19 +290,13 @@ enum ur_cm_up ur_cm_rx(struct ur_cm_conn *c, const struct ur_cm_msg *m, uint64_t
 		if (m->sidr_status == UR_SIDR_UNSUPPORTED &&
 		    now - c->req_sent_ns < UR_CM_LISTEN_GRACE_NS) {
 			/* Maybe not listening yet, as for a REQ (cm.h). */
-			c->await_listener = true;
-			c->deadline_ns = now + UR_CM_LISTEN_RETRY_NS;
-			return UR_CM_UP_NONE;
+			return await_listener(c, now);
 		}
-		c->deadline_ns = 0;
-		c->state = UR_CM_TIMEWAIT;
-		return UR_CM_UP_SIDR_REP;
+		return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_SIDR_REP);
 	case UR_CM_DREP:
 		if (c->state != UR_CM_DREQ_SENT)
 			return UR_CM_UP_NONE;
-		c->deadline_ns = 0;
-		c->state = UR_CM_TIMEWAIT;
-		return UR_CM_UP_DREP;
+		return settle(c, UR_CM_TIMEWAIT, UR_CM_UP_DREP);
 	default:
 		return UR_CM_UP_NONE;
 	}

@@ -14,13 +14,9 @@ int ur_ah_create(struct ur_pd *pd, struct ibv_ah_attr *attr, struct ur_ah **out)
 	char why[256];
 	int ret;
 
-	if (ur_device_obj_get(pd->ctx->dev, UR_OBJ_AH))
+	ah = ur_device_obj_alloc(pd->ctx->dev, UR_OBJ_AH, sizeof(*ah));
+	if (!ah)
 		return -ENOMEM;
-	ah = calloc(1, sizeof(*ah));
-	if (!ah) {
-		ur_device_obj_put(pd->ctx->dev, UR_OBJ_AH);
-		return -ENOMEM;
-	}
 	ret = ur_route_resolve(pd->ctx, attr, 0, &ah->path, why, sizeof(why));
 	if (ret) {
 		ur_err(pd->ctx->dev->ibdev.name, "cannot create address handle: %s", why);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/wakeup.h"
 
 struct async_item {
 	struct ur_list link;
@@ -65,12 +66,10 @@ int ur_async_get(struct ur_async_queue *q, struct ibv_async_event *ev)
 	char b;
 
 	while (!it) {
-		ssize_t n = read(q->rfd, &b, 1);
+		int ret = ur_wakeup_read(q->rfd, &b, 1);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 1)
-			return n < 0 ? -errno : -EIO;
+		if (ret)
+			return ret;
 		pthread_mutex_lock(&q->lock);
 		/* An empty list means the event was about an object destroyed
 		 * since: skip its byte and wait for the next one. */

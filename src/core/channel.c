@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "util/log.h"
+#include "util/wakeup.h"
 
 struct ur_chan_event {
 	struct ur_list link;
@@ -82,14 +83,11 @@ int ur_channel_get(struct ur_comp_channel *ch, void (*taken)(void *owner), void 
 {
 	for (;;) {
 		struct ur_chan_event *ev = NULL;
-		ssize_t n;
 		char b;
+		int ret = ur_wakeup_read(ch->ibch.fd, &b, 1);
 
-		do
-			n = read(ch->ibch.fd, &b, 1);
-		while (n < 0 && errno == EINTR);
-		if (n != 1)
-			return n < 0 ? -errno : -EIO;
+		if (ret)
+			return ret;
 		pthread_mutex_lock(&ch->lock);
 		if (!ur_list_empty(&ch->events)) {
 			ev = ur_list_entry(ch->events.next, struct ur_chan_event, link);

@@ -11,6 +11,7 @@
 #include "core/context.h"
 #include "core/limits.h"
 #include "util/clock.h"
+#include "util/lock.h"
 #include "util/log.h"
 
 /* What a completion (or the moderation timer) asks for, done unlocked. */
@@ -300,12 +301,7 @@ int ur_cq_req_notify(struct ur_cq *cq, int solicited_only)
 
 bool ur_cq_armed(struct ur_cq *cq)
 {
-	bool armed;
-
-	pthread_spin_lock(&cq->lock);
-	armed = cq->armed;
-	pthread_spin_unlock(&cq->lock);
-	return armed;
+	return ur_read_locked(spin, &cq->lock, cq->armed);
 }
 
 static void overrun(struct ur_cq *cq)

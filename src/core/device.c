@@ -11,6 +11,7 @@
 #include "util/compiler.h"
 #include "util/clock.h"
 #include "util/config_path.h"
+#include "util/lock.h"
 #include "util/log.h"
 
 #define UR_MAX_DEVICES 64
@@ -264,12 +265,7 @@ bool ur_device_is_ours(const struct ibv_device *ibdev)
 
 bool ur_device_snapshot_present(struct ur_device *dev)
 {
-	bool present;
-
-	pthread_mutex_lock(&dev->lock);
-	present = dev->present;
-	pthread_mutex_unlock(&dev->lock);
-	return present;
+	return ur_read_locked(mutex, &dev->lock, dev->present);
 }
 
 bool ur_device_snapshot(struct ur_device *dev, struct ur_netdev *out)
@@ -335,6 +331,18 @@ int ur_device_obj_get(struct ur_device *dev, enum ur_obj_kind kind)
 void ur_device_obj_put(struct ur_device *dev, enum ur_obj_kind kind)
 {
 	__atomic_sub_fetch(&dev->objs[kind], 1, __ATOMIC_RELAXED);
+}
+
+void *ur_device_obj_alloc(struct ur_device *dev, enum ur_obj_kind kind, size_t size)
+{
+	void *obj;
+
+	if (ur_device_obj_get(dev, kind))
+		return NULL;
+	obj = calloc(1, size);
+	if (!obj)
+		ur_device_obj_put(dev, kind);
+	return obj;
 }
 
 void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)

@@ -68,6 +68,9 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *attr);
  * Every successful get is paired with a put when the object goes. */
 int ur_device_obj_get(struct ur_device *dev, enum ur_obj_kind kind);
 void ur_device_obj_put(struct ur_device *dev, enum ur_obj_kind kind);
+/* A zeroed object of size bytes counted as one of kind (ur_device_obj_get);
+ * NULL past the limit or out of memory (then not counted). */
+void *ur_device_obj_alloc(struct ur_device *dev, enum ur_obj_kind kind, size_t size);
 /* Fills the full ibv_port_attr; callers with the 48-byte compat struct
  * copy only its prefix. */
 void ur_port_attr(struct ur_device *dev, struct ibv_port_attr *attr);

@@ -11,13 +11,9 @@ int ur_pd_alloc(struct ur_context *ctx, struct ur_pd **out)
 	static atomic_uint next_handle = 1;
 	struct ur_pd *pd;
 
-	if (ur_device_obj_get(ctx->dev, UR_OBJ_PD))
+	pd = ur_device_obj_alloc(ctx->dev, UR_OBJ_PD, sizeof(*pd));
+	if (!pd)
 		return -ENOMEM;
-	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		ur_device_obj_put(ctx->dev, UR_OBJ_PD);
-		return -ENOMEM;
-	}
 	pd->ctx = ctx;
 	pd->ibpd.context = &ctx->vctx.context;
 	pd->ibpd.handle = atomic_fetch_add(&next_handle, 1);

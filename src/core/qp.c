@@ -184,13 +184,9 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	ret = check_init_attr(ctx, a);
 	if (ret)
 		return ret;
-	if (ur_device_obj_get(ctx->dev, UR_OBJ_QP))
+	qp = ur_device_obj_alloc(ctx->dev, UR_OBJ_QP, sizeof(*qp));
+	if (!qp)
 		return -ENOMEM;
-	qp = calloc(1, sizeof(*qp));
-	if (!qp) {
-		ur_device_obj_put(ctx->dev, UR_OBJ_QP);
-		return -ENOMEM;
-	}
 	qp->ctx = ctx;
 	qp->pd = a->pd ? to_upd(a->pd) : NULL;
 	qp->scq = a->send_cq ? to_ucq(a->send_cq) : NULL;

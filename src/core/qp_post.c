@@ -37,6 +37,41 @@ static bool is_atomic(uint32_t op)
 	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* The WQE's data, len bytes: copied into it now if the WR is inline (a
+ * READ's or an atomic's SGE is where the answer goes, so never those),
+ * else its SGEs. */
+static int fill_send_data(struct ur_qp *qp, struct ur_send_wqe *w, const struct ibv_send_wr *wr,
+			  uint64_t len)
+{
+	if ((wr->send_flags & IBV_SEND_INLINE) && !is_atomic(wr->opcode) &&
+	    wr->opcode != IBV_WR_RDMA_READ) {
+		uint8_t *dst = w->inline_data;
+
+		if (len > qp->cap.max_inline_data) {
+			ur_err(ur_qp_dev(qp), "QP 0x%06x: %llu inline bytes, the QP allows %u",
+			       ur_qp_num(qp), (unsigned long long)len, qp->cap.max_inline_data);
+			return -EINVAL;
+		}
+		/* An empty SGE may have address 0 (UCX posts one): no copy,
+		 * since memcpy from NULL is undefined even for 0 bytes. */
+		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		w->is_inline = true;
+		w->num_sge = 0;
+	} else {
+		/* A zero-length message may come with sg_list NULL. */
+		if (wr->num_sge)
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		w->num_sge = (uint32_t)wr->num_sge;
+	}
+	return 0;
+}
+
 static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct ibv_send_wr *wr)
 {
 	const char *dev = ur_qp_dev(qp);
@@ -120,33 +155,7 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 		}
 	}
 	w->length = (uint32_t)len;
-	if ((wr->send_flags & IBV_SEND_INLINE) && !is_atomic(wr->opcode) &&
-	    wr->opcode != IBV_WR_RDMA_READ) {
-		uint8_t *dst = w->inline_data;
-
-		if (len > qp->cap.max_inline_data) {
-			ur_err(dev, "QP 0x%06x: %llu inline bytes, the QP allows %u",
-			       ur_qp_num(qp), (unsigned long long)len, qp->cap.max_inline_data);
-			return -EINVAL;
-		}
-		/* An empty SGE may have address 0 (UCX posts one): no copy,
-		 * since memcpy from NULL is undefined even for 0 bytes. */
-		for (int i = 0; i < wr->num_sge; i++) {
-			if (!wr->sg_list[i].length)
-				continue;
-			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			dst += wr->sg_list[i].length;
-		}
-		w->is_inline = true;
-		w->num_sge = 0;
-	} else {
-		/* A zero-length message may come with sg_list NULL. */
-		if (wr->num_sge)
-			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
-		w->num_sge = (uint32_t)wr->num_sge;
-	}
-	return 0;
+	return fill_send_data(qp, w, wr, len);
 }
 
 int ur_sq_post(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)

@@ -44,6 +44,19 @@ static struct ur_send_wqe *new_wqe(struct ibv_qp_ex *qpx, uint32_t opcode)
 	return w;
 }
 
+/* new_wqe for an operation only RC and XRC QPs have: on another QP the
+ * batch fails with EINVAL at ibv_wr_complete. */
+static struct ur_send_wqe *new_rc_wqe(struct ibv_qp_ex *qpx, uint32_t opcode)
+{
+	enum ibv_qp_type t = from_qpx(qpx)->type;
+
+	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
+		from_qpx(qpx)->wr_err = -EINVAL;
+		return NULL;
+	}
+	return new_wqe(qpx, opcode);
+}
+
 static void wr_send(struct ibv_qp_ex *qpx)
 {
 	new_wqe(qpx, IBV_WR_SEND);
@@ -94,15 +107,9 @@ static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr)
 static void atomic(struct ibv_qp_ex *qpx, uint32_t op, uint32_t rkey, uint64_t addr,
 		   uint64_t cmp_add, uint64_t swap)
 {
-	struct ur_send_wqe *w;
-	enum ibv_qp_type t = from_qpx(qpx)->type;
-
 	/* RC and XRC have atomics (XRC opcodes 0xB3, 0xB4), as post_send allows. */
-	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
-		from_qpx(qpx)->wr_err = -EINVAL;
-		return;
-	}
-	w = new_wqe(qpx, op);
+	struct ur_send_wqe *w = new_rc_wqe(qpx, op);
+
 	if (!w)
 		return;
 	w->rkey = rkey;
@@ -185,7 +192,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 	dst = w->inline_data;
 	for (size_t i = 0; i < n; i++) {
 		if (!buf[i].length)
-			continue;    /* addr may be NULL: see fill_send_wqe */
+			continue;    /* addr may be NULL: see fill_send_data */
 		memcpy(dst, buf[i].addr, buf[i].length);
 		dst += buf[i].length;
 	}
@@ -201,36 +208,41 @@ static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
 	wr_set_inline_data_list(qpx, 1, &b);
 }
 
+/* The current WQE addressed to QP qpn through ah, if the QP is of a kind
+ * that takes an address (valid) and ah is given; else NULL, and the batch
+ * fails with EINVAL at ibv_wr_complete. */
+static struct ur_send_wqe *set_addr(struct ur_qp *qp, bool valid, struct ibv_ah *ah,
+				    uint32_t qpn)
+{
+	struct ur_send_wqe *w = cur_wqe(qp);
+
+	if (!w)
+		return NULL;
+	if (!valid || !ah) {
+		qp->wr_err = -EINVAL;
+		return NULL;
+	}
+	w->ah = to_uah(ah);
+	w->remote_qpn = qpn & 0xffffff;
+	return w;
+}
+
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 			   uint32_t remote_qkey)
 {
 	struct ur_qp *qp = from_qpx(qpx);
-	struct ur_send_wqe *w = cur_wqe(qp);
+	struct ur_send_wqe *w = set_addr(qp, qp->type == IBV_QPT_UD, ah, remote_qpn);
 
-	if (!w)
-		return;
-	if (qp->type != IBV_QPT_UD || !ah) {
-		qp->wr_err = -EINVAL;
-		return;
-	}
-	w->ah = to_uah(ah);
-	w->remote_qpn = remote_qpn & 0xffffff;
-	w->remote_qkey = remote_qkey;
+	if (w)
+		w->remote_qkey = remote_qkey;
 }
 
 void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint64_t key)
 {
-	struct ur_send_wqe *w = cur_wqe(qp);
+	struct ur_send_wqe *w = set_addr(qp, qp->dc == UR_DC_INI, ah, dctn);
 
-	if (!w)
-		return;
-	if (qp->dc != UR_DC_INI || !ah) {
-		qp->wr_err = -EINVAL;
-		return;
-	}
-	w->ah = to_uah(ah);
-	w->remote_qpn = dctn & 0xffffff;
-	w->dc_key = key;
+	if (w)
+		w->dc_key = key;
 }
 
 /* Operations uroce does not offer through this interface yet: the batch
@@ -267,14 +279,8 @@ static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 
 static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	struct ur_send_wqe *w;
-	enum ibv_qp_type t = from_qpx(qpx)->type;
+	struct ur_send_wqe *w = new_rc_wqe(qpx, IBV_WR_SEND_WITH_INV);
 
-	if (t != IBV_QPT_RC && t != IBV_QPT_XRC_SEND) {
-		from_qpx(qpx)->wr_err = -EINVAL;
-		return;
-	}
-	w = new_wqe(qpx, IBV_WR_SEND_WITH_INV);
 	if (w)
 		w->imm = rkey;
 }

@@ -9,6 +9,7 @@
 
 #include "engine/engine_priv.h"
 #include "util/clock.h"
+#include "util/lock.h"
 #include "util/log.h"
 
 /* A polling thread's count of its polls while rings are active. */
@@ -146,12 +147,7 @@ static void waiter_leave(void *arg)
 
 unsigned ur_engine_waiting(struct ur_engine *e)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&e->waiters_lock);
-	n = e->waiters;
-	pthread_mutex_unlock(&e->waiters_lock);
-	return n;
+	return ur_read_locked(mutex, &e->waiters_lock, e->waiters);
 }
 
 /* What woke a blocked waiter: the inline set and the pollers, as the

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "engine/engine_priv.h"
+#include "util/lock.h"
 #include "util/log.h"
 
 /* ---- timers: a binary heap on deadline ----------------------------------- */
@@ -153,12 +154,7 @@ void ur_engine_timer_fini(struct ur_engine *e, struct ur_timer *t)
 
 unsigned ur_engine_timers_armed(struct ur_engine *e)
 {
-	unsigned n;
-
-	pthread_mutex_lock(&e->timer_lock);
-	n = e->nheap;
-	pthread_mutex_unlock(&e->timer_lock);
-	return n;
+	return ur_read_locked(mutex, &e->timer_lock, e->nheap);
 }
 
 void ur_engine_run_timers(struct ur_engine *e, uint64_t now)

@@ -17,15 +17,13 @@
 #include <infiniband/mlx5dv.h>
 
 #include "util/compiler.h"
+#include "verbs/stub.h"
 
-#define DV_ERRNO(name, params) \
-	UR_EXPORT int name params { errno = EOPNOTSUPP; return EOPNOTSUPP; }
-#define DV_NULL(type, name, params) \
-	UR_EXPORT type name params { errno = EOPNOTSUPP; return NULL; }
-#define DV_MINUS1(type, name, params) \
-	UR_EXPORT type name params { errno = EOPNOTSUPP; return -1; }
-#define DV_NOTHING(name, params) \
-	UR_EXPORT void name params { }
+/* Its conventions, as verbs/stub.h writes every unsupported entry point. */
+#define DV_ERRNO(name, params) UR_STUB(UR_STUB_QUIET, int, name, params, EOPNOTSUPP)
+#define DV_NULL(type, name, params) UR_STUB(UR_STUB_QUIET, type, name, params, NULL)
+#define DV_MINUS1(type, name, params) UR_STUB(UR_STUB_QUIET, type, name, params, -1)
+#define DV_NOTHING(name, params) UR_STUB_VOID(UR_STUB_QUIET, name, params)
 
 /* ---- device, context, memory ----------------------------------------------- */
 DV_ERRNO(_mlx5dv_query_port, (struct ibv_context *context, uint32_t port_num,

@@ -138,11 +138,7 @@ UR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		if (ev)
 			cma_keep_event(c, ev);
 		pthread_mutex_unlock(&cma.lock);
-		if (ret) {
-			errno = -ret;
-			return -1;
-		}
-		return 0;
+		return cma_abi_ret(ret);
 	}
 	pthread_mutex_unlock(&cma.lock);
 	return 0;
@@ -167,11 +163,7 @@ UR_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 			cma_keep_event(c, ev);
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 static int copy_addr(struct sockaddr **to, socklen_t *len, const struct sockaddr *from,
@@ -217,10 +209,8 @@ UR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *r;
 	int ret;
 
-	if (!res || (!node && !service && !hints)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!res || (!node && !service && !hints))
+		return cma_abi_ret(-EINVAL);
 	if (hints) {
 		if (hints->ai_flags & RAI_PASSIVE)
 			ai_hints.ai_flags |= AI_PASSIVE;

@@ -10,6 +10,7 @@
 
 #include "rdmacm/cma.h"
 #include "util/compiler.h"
+#include "util/wakeup.h"
 
 static void count_one(struct cma_channel *ch)
 {
@@ -166,14 +167,9 @@ static int get_event(struct cma_channel *ch, struct rdma_cm_event **out)
 	fd = ch->ch.fd;
 	pthread_mutex_unlock(&cma.lock);
 	for (;;) {
-		ssize_t n = read(fd, &b, sizeof(b));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
+		ret = ur_wakeup_read(fd, &b, sizeof(b));
+		if (ret)
 			break;
-		}
 		pthread_mutex_lock(&cma.lock);
 		/* A destroyed channel delivers nothing more. */
 		e = ch->closed ? NULL : take(ch);
@@ -236,16 +232,10 @@ UR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 {
 	int ret;
 
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!event)
+		return cma_abi_ret(-EINVAL);
 	ret = get_event(container_of(channel, struct cma_channel, ch), event);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 /* An event's count against its id (and a request's against its
@@ -259,12 +249,26 @@ static void uncount(struct rdma_cm_event *event)
 	pthread_cond_broadcast(&cma.acked);
 }
 
+void cma_event_set_ud(struct cma_event *e, const struct cma_id *c, const union ibv_gid *dgid,
+		      uint8_t hop_limit, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_ah_attr *ah = &e->ev.param.ud.ah_attr;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	ah->port_num = c->id.port_num ? c->id.port_num : 1;
+	ah->grh.dgid = *dgid;
+	ah->grh.sgid_index = (uint8_t)c->gid_index;
+	ah->grh.hop_limit = hop_limit;
+	ah->grh.traffic_class = c->tos;
+	e->ev.param.ud.qp_num = qpn;
+	e->ev.param.ud.qkey = qkey;
+}
+
 UR_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
-	if (!event) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!event)
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	uncount(event);
 	pthread_mutex_unlock(&cma.lock);

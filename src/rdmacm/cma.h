@@ -10,6 +10,7 @@
 #ifndef UROCE_RDMACM_CMA_H
 #define UROCE_RDMACM_CMA_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -110,6 +111,28 @@ static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 	return (struct cma_id *)id;
 }
 
+/* The exported functions' convention for a 0 or -errno result: 0, or -1
+ * with errno set. */
+static inline int cma_abi_ret(int ret)
+{
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
+/* An exported function that only runs CALL (0 or -errno) under cma.lock. */
+#define cma_locked_abi_call(call)                                          \
+	({                                                                  \
+		int ret_;                                                   \
+									    \
+		pthread_mutex_lock(&cma.lock);                              \
+		ret_ = (call);                                              \
+		pthread_mutex_unlock(&cma.lock);                            \
+		cma_abi_ret(ret_);                                          \
+	})
+
 /* cma.c */
 int cma_init(void);                 /* takes no lock; idempotent */
 /* What the CM thread hands up, under cma.lock: each parsed MAD (with the
@@ -141,6 +164,10 @@ void cma_channel_move(struct cma_channel *from, struct cma_channel *to, struct c
 /* Queues an event for c's channel; priv (len bytes) is copied. */
 int cma_event(struct cma_id *c, enum rdma_cm_event_type type, int status, const void *priv,
 	      size_t len, struct cma_event **out);
+/* A UD answer (SIDR's ESTABLISHED, MULTICAST_JOIN) names where to send: to
+ * dgid through c's GID, as ibv_create_ah takes it, QP qpn with Q_Key qkey. */
+void cma_event_set_ud(struct cma_event *e, const struct cma_id *c, const union ibv_gid *dgid,
+		      uint8_t hop_limit, uint32_t qpn, uint32_t qkey);
 /* A synchronous id keeps the last event it waited for in id->event, as
  * rdma-core's does (rdma_xclient reads the REP's private data there): it
  * counts as acked at once and is freed when the next one replaces it or

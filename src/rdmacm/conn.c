@@ -428,16 +428,7 @@ static int do_connect(struct cma_id *c, struct rdma_conn_param *p)
 
 UR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
-	int ret;
-
-	pthread_mutex_lock(&cma.lock);
-	ret = do_connect(to_cid(id), conn_param);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_locked_abi_call(do_connect(to_cid(id), conn_param));
 }
 
 static int do_accept(struct cma_id *c, struct rdma_conn_param *p)
@@ -491,16 +482,7 @@ static int do_accept(struct cma_id *c, struct rdma_conn_param *p)
 
 UR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
-	int ret;
-
-	pthread_mutex_lock(&cma.lock);
-	ret = do_accept(to_cid(id), conn_param);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_locked_abi_call(do_accept(to_cid(id), conn_param));
 }
 
 UR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
@@ -509,10 +491,8 @@ UR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	struct cma_id *c = to_cid(id);
 	int ret;
 
-	if (private_data_len > UR_CM_REJ_PRIV || (private_data_len && !private_data)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (private_data_len > UR_CM_REJ_PRIV || (private_data_len && !private_data))
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	if (c->conn.state == UR_CM_SIDR_REQ_RCVD)
 		ret = cma_sidr_reject(c, private_data, private_data_len);
@@ -523,11 +503,7 @@ UR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		c->listener = NULL;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 UR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
@@ -546,26 +522,12 @@ UR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		ret = -EINVAL;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 UR_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
-	struct cma_id *c = to_cid(id);
-	int ret;
-
-	pthread_mutex_lock(&cma.lock);
-	ret = ur_cm_send_rtu(&c->conn, NULL, 0);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_locked_abi_call(ur_cm_send_rtu(&to_cid(id)->conn, NULL, 0));
 }
 
 UR_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)

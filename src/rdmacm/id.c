@@ -247,20 +247,9 @@ static int bind_addr(struct cma_id *c, const struct sockaddr *addr)
 
 UR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-	int ret;
-
-	if (!addr) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&cma.lock);
-	ret = bind_addr(to_cid(id), addr);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	if (!addr)
+		return cma_abi_ret(-EINVAL);
+	return cma_locked_abi_call(bind_addr(to_cid(id), addr));
 }
 
 int cma_bind_any(struct cma_id *c, int family);
@@ -294,11 +283,7 @@ UR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 			c->listening = false;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 UR_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
@@ -333,10 +318,8 @@ UR_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 	struct cma_id *c = to_cid(id);
 	int ret = 0;
 
-	if (!optval) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!optval)
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == sizeof(uint8_t)) {
 		c->tos = *(uint8_t *)optval;
@@ -354,11 +337,7 @@ UR_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, voi
 		ret = level == RDMA_OPTION_ID || level == RDMA_OPTION_IB ? -ENOSYS : -EINVAL;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 UR_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)

@@ -70,22 +70,13 @@ static void leave(struct cma_id *c, struct cma_mc *mc)
 /* The MULTICAST_JOIN event: where and how a member sends to the group. */
 static int joined(struct cma_id *c, const struct cma_mc *mc, void *context)
 {
-	struct ibv_ah_attr *ah;
 	struct cma_event *e;
 	int ret = cma_event(c, RDMA_CM_EVENT_MULTICAST_JOIN, 0, NULL, 0, &e);
 
 	if (ret)
 		return ret;
 	e->ev.param.ud.private_data = context;   /* as rdma-core's librdmacm */
-	ah = &e->ev.param.ud.ah_attr;
-	ah->is_global = 1;
-	ah->port_num = c->id.port_num ? c->id.port_num : 1;
-	ah->grh.dgid = mc->mgid;
-	ah->grh.sgid_index = (uint8_t)c->gid_index;
-	ah->grh.hop_limit = CMA_MC_HOP_LIMIT;
-	ah->grh.traffic_class = c->tos;
-	e->ev.param.ud.qp_num = CMA_MC_QPN;
-	e->ev.param.ud.qkey = CMA_UDP_QKEY;
+	cma_event_set_ud(e, c, &mc->mgid, CMA_MC_HOP_LIMIT, CMA_MC_QPN, CMA_UDP_QKEY);
 	return 0;
 }
 
@@ -127,20 +118,10 @@ UR_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_
 				     void *context)
 {
 	uint32_t need = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
-	int ret;
 
-	if (!attr || (attr->comp_mask & need) != need || !attr->addr) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&cma.lock);
-	ret = join(to_cid(id), attr->addr, attr->join_flags, context);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	if (!attr || (attr->comp_mask & need) != need || !attr->addr)
+		return cma_abi_ret(-EINVAL);
+	return cma_locked_abi_call(join(to_cid(id), attr->addr, attr->join_flags, context));
 }
 
 UR_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
@@ -161,10 +142,8 @@ UR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 	union ibv_gid mgid;
 	int ret;
 
-	if (!addr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!addr)
+		return cma_abi_ret(-EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	ret = group_gid(addr, &mgid);
 	mc = ret ? NULL : find_mc(c, &mgid);

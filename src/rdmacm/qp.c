@@ -139,20 +139,9 @@ fail:
 
 UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
-	int ret;
-
-	if (!attr) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&cma.lock);
-	ret = create_qp(to_cid(id), attr);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	if (!attr)
+		return cma_abi_ret(-EINVAL);
+	return cma_locked_abi_call(create_qp(to_cid(id), attr));
 }
 
 UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -161,10 +150,8 @@ UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	struct ibv_qp_init_attr_ex a;
 	int ret;
 
-	if (!qp_init_attr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!qp_init_attr)
+		return cma_abi_ret(-EINVAL);
 	memset(&a, 0, sizeof(a));
 	memcpy(&a, qp_init_attr, sizeof(*qp_init_attr));
 	a.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -203,21 +190,15 @@ UR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 	enum ibv_qp_state state;
 	int ret;
 
-	if (!id || !qp_attr || !qp_attr_mask) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !qp_attr || !qp_attr_mask)
+		return cma_abi_ret(-EINVAL);
 	state = qp_attr->qp_state;   /* the one asked for */
 	pthread_mutex_lock(&cma.lock);
 	memset(qp_attr, 0, sizeof(*qp_attr));
 	qp_attr->qp_state = state;
 	ret = cma_qp_attr(to_cid(id), qp_attr, qp_attr_mask);
 	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return cma_abi_ret(ret);
 }
 
 /* ---- endpoints ------------------------------------------------------------ */
@@ -229,10 +210,8 @@ UR_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	struct cma_id *c;
 	int ret;
 
-	if (!id || !res) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!id || !res)
+		return cma_abi_ret(-EINVAL);
 	if (rdma_create_id(NULL, &cm_id, NULL, res->ai_port_space))
 		return -1;
 	c = to_cid(cm_id);
@@ -283,10 +262,8 @@ UR_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id
 	struct ibv_qp_init_attr a;
 	int ret;
 
-	if (!l->chan->sync || !l->listening) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!l->chan->sync || !l->listening)
+		return cma_abi_ret(-EINVAL);
 	if (rdma_get_cm_event(listen->channel, &ev))
 		return -1;
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -360,20 +337,9 @@ static int create_srq(struct cma_id *c, struct ibv_srq_init_attr_ex *a)
 
 UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
-	int ret;
-
-	if (!attr) {
-		errno = EINVAL;
-		return -1;
-	}
-	pthread_mutex_lock(&cma.lock);
-	ret = create_srq(to_cid(id), attr);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	if (!attr)
+		return cma_abi_ret(-EINVAL);
+	return cma_locked_abi_call(create_srq(to_cid(id), attr));
 }
 
 /* An XRC SRQ for an XRC_RECV id, a basic one otherwise, as rdma-core's. */
@@ -382,10 +348,8 @@ UR_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 {
 	struct ibv_srq_init_attr_ex a;
 
-	if (!attr) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!attr)
+		return cma_abi_ret(-EINVAL);
 	memset(&a, 0, sizeof(a));
 	memcpy(&a, attr, sizeof(*attr));
 	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | (pd ? IBV_SRQ_INIT_ATTR_PD : 0);

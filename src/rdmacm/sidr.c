@@ -126,7 +126,6 @@ int cma_sidr_reject(struct cma_id *c, const void *priv, uint8_t len)
 
 void cma_sidr_answered(struct cma_id *c, const struct ur_cm_msg *m)
 {
-	struct ibv_ah_attr *ah;
 	struct cma_event *e;
 
 	if (m->sidr_status != UR_SIDR_OK || !m->qpn) {
@@ -136,15 +135,5 @@ void cma_sidr_answered(struct cma_id *c, const struct ur_cm_msg *m)
 	}
 	if (cma_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, m->priv, UR_CM_SIDR_REP_PRIV, &e))
 		return;
-	/* Where to send: the peer's GID through ours, as ibv_create_ah takes it. */
-	ah = &e->ev.param.ud.ah_attr;
-	memset(ah, 0, sizeof(*ah));
-	ah->is_global = 1;
-	ah->port_num = c->id.port_num ? c->id.port_num : 1;
-	ah->grh.dgid = c->dgid;
-	ah->grh.sgid_index = (uint8_t)c->gid_index;
-	ah->grh.hop_limit = CMA_SIDR_TTL;
-	ah->grh.traffic_class = c->tos;
-	e->ev.param.ud.qp_num = m->qpn;
-	e->ev.param.ud.qkey = m->qkey;
+	cma_event_set_ud(e, c, &c->dgid, CMA_SIDR_TTL, m->qpn, m->qkey);
 }

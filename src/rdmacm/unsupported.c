@@ -7,26 +7,10 @@
 #include <errno.h>
 #include <rdma/rdma_cma.h>
 
-#include "util/compiler.h"
+#include "verbs/stub.h"
 
-/* Not supported (for ECE, as ibv_query_ece says on uroce). */
-#define UNSUPPORTED_RET(val) do { errno = EOPNOTSUPP; return (val); } while (0)
-
-UR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
-{
-	(void)id; (void)ece;
-	UNSUPPORTED_RET(-1);
-}
-
-UR_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
-{
-	(void)id; (void)ece;
-	UNSUPPORTED_RET(-1);
-}
-
-UR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
-			      uint8_t private_data_len)
-{
-	(void)id; (void)private_data; (void)private_data_len;
-	UNSUPPORTED_RET(-1);
-}
+/* Not supported (for ECE, as ibv_query_ece says on uroce): -1, errno set. */
+UR_STUB(UR_STUB_QUIET, int, rdma_set_local_ece, (struct rdma_cm_id *id, struct ibv_ece *ece), -1)
+UR_STUB(UR_STUB_QUIET, int, rdma_get_remote_ece, (struct rdma_cm_id *id, struct ibv_ece *ece), -1)
+UR_STUB(UR_STUB_QUIET, int, rdma_reject_ece, (struct rdma_cm_id *id, const void *private_data,
+					      uint8_t private_data_len), -1)

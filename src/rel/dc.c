@@ -367,13 +367,7 @@ static void dct_destroy(struct ur_qp *dct)
 		while (h) {
 			struct ur_qp *next = h->dc_next;
 
-			pthread_mutex_lock(&h->lock);
-			h->dying = true;
-			ur_rel_abort(h);
-			pthread_mutex_unlock(&h->lock);
-			pthread_mutex_lock(&s->waiting_lock);
-			ur_list_del(&h->wait_link);
-			pthread_mutex_unlock(&s->waiting_lock);
+			ur_rel_stop(s, h);
 			ur_engine_quiesce(s->engine);
 			ur_engine_timer_fini(s->engine, &h->timer);
 			ur_qp_free(h);

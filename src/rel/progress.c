@@ -9,16 +9,12 @@
 #include "rel/stack.h"
 #include "rel/timers.h"
 #include "util/clock.h"
+#include "util/lock.h"
 
 /* Whether qp is on the stack's list of QPs a full transport stopped. */
 static bool waits_for_room(struct ur_stack *s, struct ur_qp *qp)
 {
-	bool linked;
-
-	pthread_mutex_lock(&s->waiting_lock);
-	linked = ur_list_linked(&qp->wait_link);
-	pthread_mutex_unlock(&s->waiting_lock);
-	return linked;
+	return ur_read_locked(mutex, &s->waiting_lock, ur_list_linked(&qp->wait_link));
 }
 
 void ur_progress_timer(struct ur_timer *t)

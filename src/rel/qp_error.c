@@ -37,6 +37,17 @@ void ur_rel_abort(struct ur_qp *qp)
 	ur_timers_update(qp);
 }
 
+void ur_rel_stop(struct ur_stack *s, struct ur_qp *qp)
+{
+	pthread_mutex_lock(&qp->lock);
+	qp->dying = true;
+	ur_rel_abort(qp);
+	pthread_mutex_unlock(&qp->lock);
+	pthread_mutex_lock(&s->waiting_lock);
+	ur_list_del(&qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+}
+
 void ur_qp_to_error(struct ur_qp *qp, bool fatal)
 {
 	bool was_err = qp->state == IBV_QPS_ERR;

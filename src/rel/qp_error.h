@@ -6,10 +6,15 @@
 #include <stdbool.h>
 
 struct ur_qp;
+struct ur_stack;
 
 /* Drops the protocol state that refers to queued WQEs and stops the
  * timers (entering ERROR, RESET, or being destroyed). */
 void ur_rel_abort(struct ur_qp *qp);
+/* A QP being destroyed: marks it dying and aborts it (taking qp->lock,
+ * which the caller does not hold), then takes it off the stack's list of
+ * QPs a full transport stopped, so that nothing re-arms or re-queues it. */
+void ur_rel_stop(struct ur_stack *s, struct ur_qp *qp);
 /* Publishes an RC or UC QP (with its PD and access flags) to the
  * transports that copy into this process directly, at RTR and when its
  * access flags change; ur_rel_abort takes it back, so that nothing is

@@ -210,13 +210,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 	linger_for_ack(qp);
 	ur_mcast_forget(qp);
 	/* Nothing re-arms or re-queues a dying QP. */
-	pthread_mutex_lock(&qp->lock);
-	qp->dying = true;
-	ur_rel_abort(qp);
-	pthread_mutex_unlock(&qp->lock);
-	pthread_mutex_lock(&s->waiting_lock);
-	ur_list_del(&qp->wait_link);
-	pthread_mutex_unlock(&s->waiting_lock);
+	ur_rel_stop(s, qp);
 	pthread_rwlock_wrlock(&s->qps_lock);
 	ur_qp_table_remove(&s->qps, ur_qp_num(qp));
 	pthread_rwlock_unlock(&s->qps_lock);

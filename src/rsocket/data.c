@@ -10,6 +10,7 @@
 
 #include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
+#include "util/clock.h"
 
 #define RS_WR_RECV   (1ull << 63)
 #define RS_POLL_BATCH 16
@@ -27,14 +28,6 @@ const char *const rs_state_names[RS_NSTATES] = {
 	[RS_DISCONNECTED] = "disconnected",
 	[RS_ERROR] = "error",
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 bool rs_have_rdata(const struct rsock *rs)
 {
@@ -60,37 +53,36 @@ bool rs_all_sends_done(const struct rsock *rs)
 		rs->ctrl_seqno == rs->ctrl_max_seqno - RS_QP_CTRL_SIZE);
 }
 
-int rs_post_write(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t wr_msg, int flags,
-		  uint64_t addr, uint32_t rkey)
+/* A signalled RDMA WRITE of sgl to addr/rkey, inline if flags say so; with
+ * msg as its immediate data when opcode is IBV_WR_RDMA_WRITE_WITH_IMM. */
+static int post_write(struct rsock *rs, enum ibv_wr_opcode opcode, struct ibv_sge *sgl,
+		      int nsge, uint32_t wr_id, int flags, uint64_t addr, uint32_t rkey)
 {
 	struct ibv_send_wr wr, *bad;
 
 	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_msg;
+	wr.wr_id = wr_id;
 	wr.sg_list = sgl;
 	wr.num_sge = nsge;
-	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.opcode = opcode;
 	wr.send_flags = IBV_SEND_SIGNALED | (flags & IBV_SEND_INLINE);
+	if (opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wr.imm_data = htobe32(wr_id);
 	wr.wr.rdma.remote_addr = addr;
 	wr.wr.rdma.rkey = rkey;
 	return -ibv_post_send(rs->id->qp, &wr, &bad);
 }
 
+int rs_post_write(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t wr_msg, int flags,
+		  uint64_t addr, uint32_t rkey)
+{
+	return post_write(rs, IBV_WR_RDMA_WRITE, sgl, nsge, wr_msg, flags, addr, rkey);
+}
+
 int rs_post_write_msg(struct rsock *rs, struct ibv_sge *sgl, int nsge, uint32_t msg, int flags,
 		      uint64_t addr, uint32_t rkey)
 {
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = msg;
-	wr.sg_list = sgl;
-	wr.num_sge = nsge;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.send_flags = IBV_SEND_SIGNALED | (flags & IBV_SEND_INLINE);
-	wr.imm_data = htobe32(msg);
-	wr.wr.rdma.remote_addr = addr;
-	wr.wr.rdma.rkey = rkey;
-	return -ibv_post_send(rs->id->qp, &wr, &bad);
+	return post_write(rs, IBV_WR_RDMA_WRITE_WITH_IMM, sgl, nsge, msg, flags, addr, rkey);
 }
 
 int rs_post_ctrl(struct rsock *rs, enum rs_ctrl ctrl)
@@ -314,43 +306,25 @@ static bool arm(struct rsock *rs)
 	return false;
 }
 
-static int wait_spinning(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock,
-			 bool learn)
+static void sleep_until_news(struct rsock *rs)
 {
-	uint64_t start = 0, spin_end = 0;
-	bool slept = false;
-
-	for (;;) {
-		rs_progress(rs);
-		if (done(rs)) {
-			if (start && learn)
-				rs->spin_ns = rs_spin_next(rs->spin_ns, now_ns() - start, slept);
-			return 0;
-		}
-		if (nonblock)
-			return -EAGAIN;
-		if (!spin_end) {
-			start = now_ns();
-			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns
-								 : rs_config()->polling_ns);
-		}
-		if (now_ns() < spin_end)
-			continue;
-		if (arm(rs))
-			continue;   /* what completed before the arming */
-		rs_sleep(rs, -1);
-		slept = true;
-	}
+	rs_sleep(rs, -1);
 }
+
+static const struct rs_wait_ops wait_ops = {
+	.progress = rs_progress,
+	.arm = arm,
+	.sleep = sleep_until_news,
+};
 
 int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
 {
-	return wait_spinning(rs, done, nonblock, false);
+	return rs_wait_loop(rs, &wait_ops, done, nonblock, false);
 }
 
 int rs_wait_recv(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
 {
-	return wait_spinning(rs, done, nonblock, true);
+	return rs_wait_loop(rs, &wait_ops, done, nonblock, true);
 }
 
 short rs_poll_events(struct rsock *rs)

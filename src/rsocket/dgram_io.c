@@ -29,37 +29,18 @@ static bool have_data(const struct rsock *rs)
 	return rs->dg->ring && rs->dg->head != rs->dg->tail;
 }
 
-/* rs_wait's loop (data.c) for a datagram socket: progress, a spin (learnt
- * for a reader: rs_spin_next), the CQs armed, then sleeps until done(rs);
- * -EAGAIN at once if nonblock. */
-static int wait_for(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock,
-		    bool learn)
+/* A datagram socket sleeps at most nap_ms (rs_config) at a time. */
+static void nap(struct rsock *rs)
 {
-	uint64_t start = 0, spin_end = 0;
-	bool slept = false;
-
-	for (;;) {
-		rs_ds_progress(rs);
-		if (done(rs)) {
-			if (start && learn)
-				rs->spin_ns = rs_spin_next(rs->spin_ns, ur_now_ns() - start, slept);
-			return 0;
-		}
-		if (nonblock)
-			return -EAGAIN;
-		if (!spin_end) {
-			start = ur_now_ns();
-			spin_end = start + (learn && rs->spin_ns ? rs->spin_ns
-								 : rs_config()->polling_ns);
-		}
-		if (ur_now_ns() < spin_end)
-			continue;
-		if (rs_ds_arm(rs))
-			continue;   /* what completed before the arming */
-		rs_ds_sleep(rs, rs_config()->nap_ms);
-		slept = true;
-	}
+	rs_ds_sleep(rs, rs_config()->nap_ms);
 }
+
+/* rs_wait's loop (wait.c) for a datagram socket. */
+static const struct rs_wait_ops wait_ops = {
+	.progress = rs_ds_progress,
+	.arm = rs_ds_arm,
+	.sleep = nap,
+};
 
 static size_t iov_len(const struct iovec *iov, int cnt)
 {
@@ -148,7 +129,7 @@ ssize_t rs_ds_send(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 		gather(buf, iov, iovcnt);
 		return send_udp(rs, d, RS_OP_DATA, buf, n, nonblock);
 	}
-	ret = wait_for(rs, can_send, nonblock, false);
+	ret = rs_wait_loop(rs, &wait_ops, can_send, nonblock, false);
 	if (ret)
 		return ret;
 	i = dg->free_slots[--dg->sqe_avail];
@@ -260,7 +241,7 @@ ssize_t rs_ds_recv(struct rsock *rs, const struct iovec *iov, int iovcnt, int fl
 	ret = rs_ds_ready(rs);
 	if (ret)
 		return ret;
-	ret = wait_for(rs, have_data, rs->nonblock || (flags & MSG_DONTWAIT), true);
+	ret = rs_wait_loop(rs, &wait_ops, have_data, rs->nonblock || (flags & MSG_DONTWAIT), true);
 	if (ret)
 		return ret;
 	m = &dg->ring[dg->head];

@@ -7,20 +7,13 @@
 #include <unistd.h>
 
 #include "rsocket/rsocket.h"
+#include "util/clock.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void rs_keepalive_send(struct rsock *rs)
 {
-	uint64_t now = now_ns();
+	uint64_t now = ur_now_ns();
 
 	if (!rs->keepalive || rs->state != RS_CONNECTED || !rs_ctrl_avail(rs))
 		return;

@@ -7,15 +7,8 @@
 #include <rdma/rsocket.h>
 
 #include "rsocket/rsocket.h"
+#include "util/clock.h"
 #include "util/compiler.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int64_t now_ms(void)
 {
@@ -142,7 +135,7 @@ static bool reading_only(const struct pollfd *fds, nfds_t nfds)
 UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	bool learn = reading_only(fds, nfds);
-	uint64_t start = now_ns();
+	uint64_t start = ur_now_ns();
 	uint64_t spin_end = start + (learn && poll_spin_ns ? poll_spin_ns
 							   : rs_config()->polling_ns);
 	int ready;
@@ -153,13 +146,13 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		ready = peek_rsockets(fds, nfds);
 		if (ready) {
 			if (learn)
-				poll_spin_ns = rs_spin_next(poll_spin_ns, now_ns() - start, false);
+				poll_spin_ns = rs_spin_next(poll_spin_ns, ur_now_ns() - start, false);
 			return ready;
 		}
-	} while (timeout != 0 && now_ns() < spin_end);
+	} while (timeout != 0 && ur_now_ns() < spin_end);
 	ready = poll_sleeping(fds, nfds, timeout);
 	if (ready > 0 && learn)
-		poll_spin_ns = rs_spin_next(poll_spin_ns, now_ns() - start, true);
+		poll_spin_ns = rs_spin_next(poll_spin_ns, ur_now_ns() - start, true);
 	return ready;
 }
 

@@ -200,6 +200,17 @@ int rs_wait(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock)
  * A writer waiting for credits keeps the short spin: spinning there takes
  * the core the peer's reader and the engine threads need to free them. */
 int rs_wait_recv(struct rsock *rs, bool (*done)(const struct rsock *), bool nonblock);
+/* wait.c: the loop of rs_wait and rs_wait_recv, and of the datagram
+ * path's: progress(rs), then done(rs)? 0; nonblock? -EAGAIN; else spin
+ * (learn: the learnt spin, rs_spin_next), arm (true: it armed something,
+ * so look again) and sleep. */
+struct rs_wait_ops {
+	void (*progress)(struct rsock *rs);
+	bool (*arm)(struct rsock *rs);
+	void (*sleep)(struct rsock *rs);
+};
+int rs_wait_loop(struct rsock *rs, const struct rs_wait_ops *ops,
+		 bool (*done)(const struct rsock *), bool nonblock, bool learn);
 /* After progress: the socket's poll(2) events. */
 short rs_poll_events(struct rsock *rs);
 /* rpoll: arms rs and names the fds that wake a poll(2) for it; after the

@@ -24,41 +24,46 @@ static size_t iov_total(const struct iovec *iov, int cnt)
 	return n;
 }
 
+/* Takes the next at most *n bytes of the iovecs at cursor c: where they
+ * are, their count in *n, and c moved past them. */
+static uint8_t *iov_take(struct iov_cur *c, size_t *n)
+{
+	uint8_t *at = (uint8_t *)c->iov->iov_base + c->off;
+	size_t k = c->iov->iov_len - c->off;
+
+	if (k > *n)
+		k = *n;
+	*n = k;
+	c->off += k;
+	if (c->off == c->iov->iov_len) {
+		c->iov++;
+		c->cnt--;
+		c->off = 0;
+	}
+	return at;
+}
+
+/* Copies n bytes from the iovecs at c to dst, moving c. */
 static void iov_copy_out(struct iov_cur *c, uint8_t *dst, size_t n)
 {
-	while (n) {
-		size_t k = c->iov->iov_len - c->off;
+	for (size_t k; n; dst += k, n -= k) {
+		const uint8_t *from;
 
-		if (k > n)
-			k = n;
-		memcpy(dst, (const uint8_t *)c->iov->iov_base + c->off, k);
-		dst += k;
-		n -= k;
-		c->off += k;
-		if (c->off == c->iov->iov_len) {
-			c->iov++;
-			c->cnt--;
-			c->off = 0;
-		}
+		k = n;
+		from = iov_take(c, &k);
+		memcpy(dst, from, k);
 	}
 }
 
+/* Copies n bytes from src into the iovecs at c, moving c. */
 static void iov_copy_in(struct iov_cur *c, const uint8_t *src, size_t n)
 {
-	while (n) {
-		size_t k = c->iov->iov_len - c->off;
+	for (size_t k; n; src += k, n -= k) {
+		uint8_t *to;
 
-		if (k > n)
-			k = n;
-		memcpy((uint8_t *)c->iov->iov_base + c->off, src, k);
-		src += k;
-		n -= k;
-		c->off += k;
-		if (c->off == c->iov->iov_len) {
-			c->iov++;
-			c->cnt--;
-			c->off = 0;
-		}
+		k = n;
+		to = iov_take(c, &k);
+		memcpy(to, src, k);
 	}
 }
 

@@ -9,6 +9,7 @@
 #include "core/mr.h"
 #include "rel/stack_open.h"
 #include "util/log.h"
+#include "verbs/stub.h"
 #include "verbs/verbs_priv.h"
 
 #undef ibv_query_port
@@ -79,12 +80,8 @@ UR_EXPORT int ibv_close_device(struct ibv_context *context)
 	return ur_context_close(ctx);
 }
 
-UR_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	/* Importing needs a kernel uverbs file: a software device has none. */
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+/* Importing needs a kernel uverbs file: a software device has none. */
+UR_STUB(UR_STUB_QUIET, struct ibv_context *, ibv_import_device, (int cmd_fd), NULL)
 
 UR_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {

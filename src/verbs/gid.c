@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "verbs/stub.h"
 #include "verbs/verbs_priv.h"
 
 /* From rdma-core's infiniband/driver.h, which Debian does not install:
@@ -108,10 +109,7 @@ UR_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port,
 	return 0;
 }
 
-UR_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
-					  uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
-{
-	/* uroce rides on UDP sockets: the kernel resolves layer 2 itself. */
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
-}
+/* uroce rides on UDP sockets: the kernel resolves layer 2 itself. */
+UR_STUB(UR_STUB_QUIET, int, ibv_resolve_eth_l2_from_gid,
+	(struct ibv_context *context, struct ibv_ah_attr *attr,
+	 uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid), EOPNOTSUPP)

@@ -8,6 +8,7 @@
 #include "core/mr.h"
 #include "core/pd.h"
 #include "util/log.h"
+#include "verbs/stub.h"
 #include "verbs/verbs_priv.h"
 
 #undef ibv_reg_mr
@@ -152,14 +153,11 @@ UR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 	return ur_verbs_reg_range(pd, addr, length, iova, access);
 }
 
-UR_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
-					   uint64_t iova, int fd, int access)
-{
-	/* A dma-buf is device memory the kernel maps for DMA: nothing a
-	 * user-space device can reach. */
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+/* A dma-buf is device memory the kernel maps for DMA: nothing a user-space
+ * device can reach. */
+UR_STUB(UR_STUB_QUIET, struct ibv_mr *, ibv_reg_dmabuf_mr,
+	(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access),
+	NULL)
 
 UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
@@ -227,35 +225,15 @@ UR_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, 
 }
 
 /* Sharing objects between processes through a kernel uverbs file. */
-UR_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-UR_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
-
-UR_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-UR_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
-
-UR_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-UR_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
-}
+UR_STUB(UR_STUB_QUIET, struct ibv_pd *, ibv_import_pd,
+	(struct ibv_context *context, uint32_t pd_handle), NULL)
+UR_STUB_VOID(UR_STUB_QUIET, ibv_unimport_pd, (struct ibv_pd *pd))
+UR_STUB(UR_STUB_QUIET, struct ibv_mr *, ibv_import_mr, (struct ibv_pd *pd, uint32_t mr_handle),
+	NULL)
+UR_STUB_VOID(UR_STUB_QUIET, ibv_unimport_mr, (struct ibv_mr *mr))
+UR_STUB(UR_STUB_QUIET, struct ibv_dm *, ibv_import_dm,
+	(struct ibv_context *context, uint32_t dm_handle), NULL)
+UR_STUB_VOID(UR_STUB_QUIET, ibv_unimport_dm, (struct ibv_dm *dm))
 
 /* ---- memory windows ----------------------------------------------------- */
 

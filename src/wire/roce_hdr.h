@@ -39,61 +39,26 @@
 
 /* ---- alignment-safe big/little-endian loads and stores ---- */
 
-static inline uint16_t ur_get_be16(const void *p)
-{
-	uint16_t v;
+/* ur_get_<order><bits>(p) loads the field at p, ur_put_<order><bits>(p, v)
+ * stores v there, in that byte order, at any alignment. */
+#define UR_FIELD_ACCESSORS(order, bits)                                    \
+	static inline uint##bits##_t ur_get_##order##bits(const void *p)   \
+	{                                                                   \
+		uint##bits##_t v;                                           \
+									    \
+		memcpy(&v, p, sizeof(v));                                   \
+		return order##bits##toh(v);                                 \
+	}                                                                   \
+	static inline void ur_put_##order##bits(void *p, uint##bits##_t v) \
+	{                                                                   \
+		v = hto##order##bits(v);                                    \
+		memcpy(p, &v, sizeof(v));                                   \
+	}
 
-	memcpy(&v, p, sizeof(v));
-	return be16toh(v);
-}
-
-static inline uint32_t ur_get_be32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be32toh(v);
-}
-
-static inline uint64_t ur_get_be64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return be64toh(v);
-}
-
-static inline uint32_t ur_get_le32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static inline void ur_put_be16(void *p, uint16_t v)
-{
-	v = htobe16(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void ur_put_be32(void *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void ur_put_be64(void *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, sizeof(v));
-}
-
-static inline void ur_put_le32(void *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, sizeof(v));
-}
+UR_FIELD_ACCESSORS(be, 16)
+UR_FIELD_ACCESSORS(be, 32)
+UR_FIELD_ACCESSORS(be, 64)
+UR_FIELD_ACCESSORS(le, 32)
 
 /* A 24-bit field in the low three bytes of a big-endian word whose top byte
  * holds something else (flags or reserved bits). */

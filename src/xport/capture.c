@@ -167,6 +167,20 @@ static void emit(int fd, struct ur_cap_rec *r, const struct iovec *iov, int niov
 		__atomic_store_n(&conn_ok, false, __ATOMIC_RELEASE);
 }
 
+/* The connection to the capture when capturing is switched on, else -1;
+ * one switched on that cannot be had counts the record as dropped. */
+static int capture_fd(void)
+{
+	int fd;
+
+	if (!switch_file())
+		return -1;
+	fd = conn_get();
+	if (fd < 0)
+		dropped();
+	return fd;
+}
+
 void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 		     const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop, uint32_t placed,
 		     const struct iovec *iov, int niov, size_t len, bool with_icrc)
@@ -182,14 +196,10 @@ void ur_capture_roce(enum ur_cap_dir dir, enum ur_cap_via via, pid_t peer_pid,
 	uint8_t icrc[UR_ICRC_BYTES];
 	int fd;
 
-	if (!switch_file())
-		return;
 	/* Before any work: a capture that died switched on costs little. */
-	fd = conn_get();
-	if (fd < 0) {
-		dropped();
+	fd = capture_fd();
+	if (fd < 0)
 		return;
-	}
 	if (ip->family == AF_INET) {
 		memcpy(r.saddr, &ip->v4.saddr, 4);
 		memcpy(r.daddr, &ip->v4.daddr, 4);
@@ -240,13 +250,9 @@ void ur_capture_msg(pid_t to, const struct iovec *iov, int niov)
 	size_t len = 0;
 	int fd;
 
-	if (!switch_file())
+	fd = capture_fd();
+	if (fd < 0)
 		return;
-	fd = conn_get();
-	if (fd < 0) {
-		dropped();
-		return;
-	}
 	for (int i = 0; i < niov; i++)
 		len += iov[i].iov_len;
 	r.saddr[0] = r.daddr[0] = 127;

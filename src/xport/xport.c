@@ -47,24 +47,30 @@ int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned i
 	return ret == -ENOENT ? -ENETUNREACH : ret;
 }
 
-int ur_xports_flush(struct ur_xports *s)
+/* Runs every transport's flush, or flush_kept, where it has one: -EAGAIN
+ * when one of them could not send all it had. */
+static int flush_each(struct ur_xports *s, bool kept)
 {
 	int ret = 0;
 
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->x[i]->ops->flush && s->x[i]->ops->flush(s->x[i]) == -EAGAIN)
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct ur_xport_ops *o = s->x[i]->ops;
+		int (*flush)(struct ur_xport *x) = kept ? o->flush_kept : o->flush;
+
+		if (flush && flush(s->x[i]) == -EAGAIN)
 			ret = -EAGAIN;
+	}
 	return ret;
+}
+
+int ur_xports_flush(struct ur_xports *s)
+{
+	return flush_each(s, false);
 }
 
 int ur_xports_flush_kept(struct ur_xports *s)
 {
-	int ret = 0;
-
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->x[i]->ops->flush_kept && s->x[i]->ops->flush_kept(s->x[i]) == -EAGAIN)
-			ret = -EAGAIN;
-	return ret;
+	return flush_each(s, true);
 }
 
 enum ur_behind ur_xports_peer_behind(struct ur_xports *s)

@@ -86,6 +86,19 @@ static int transmit_local(struct ur_udp *u, const struct tx_batch *b)
 	return 0;
 }
 
+/* Writes a control message of len bytes of data at at (aligned, zeroed);
+ * returns the room it takes. */
+static size_t put_cmsg(char *at, int level, int type, const void *data, size_t len)
+{
+	struct cmsghdr *cm = (struct cmsghdr *)at;
+
+	cm->cmsg_level = level;
+	cm->cmsg_type = type;
+	cm->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(cm), data, len);
+	return CMSG_SPACE(len);
+}
+
 int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b)
 {
 	union {
@@ -94,43 +107,28 @@ int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b)
 	} ctrl;
 	struct iovec iov = { (void *)b->buf, b->len };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf };
-	struct cmsghdr *cm;
-	size_t clen = 0;
+	size_t clen;
 
 	if (b->d.sock->family == AF_UNIX)
 		return transmit_local(u, b);
 	memset(ctrl.buf, 0, sizeof(ctrl.buf));
-	cm = (struct cmsghdr *)ctrl.buf;
 	if (b->d.family == AF_INET) {
 		struct in_pktinfo pi = { .ipi_spec_dst = b->d.src.v4, .ipi_ifindex = (int)b->d.ifindex };
 
 		msg.msg_name = (void *)&b->d.dst.v4;
 		msg.msg_namelen = sizeof(b->d.dst.v4);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		clen = CMSG_SPACE(sizeof(pi));
+		clen = put_cmsg(ctrl.buf, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	} else {
 		struct in6_pktinfo pi = { .ipi6_addr = b->d.src.v6, .ipi6_ifindex = b->d.ifindex };
 
 		msg.msg_name = (void *)&b->d.dst.v6;
 		msg.msg_namelen = sizeof(b->d.dst.v6);
-		cm->cmsg_level = IPPROTO_IPV6;
-		cm->cmsg_type = IPV6_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-		clen = CMSG_SPACE(sizeof(pi));
+		clen = put_cmsg(ctrl.buf, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 	}
 	if (b->nseg > 1) {
 		uint16_t seg = (uint16_t)b->seg;
 
-		cm = (struct cmsghdr *)(ctrl.buf + clen);
-		cm->cmsg_level = SOL_UDP;
-		cm->cmsg_type = UDP_SEGMENT;
-		cm->cmsg_len = CMSG_LEN(sizeof(seg));
-		memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
-		clen += CMSG_SPACE(sizeof(seg));
+		clen += put_cmsg(ctrl.buf + clen, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 	}
 	msg.msg_controllen = clen;
 	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
