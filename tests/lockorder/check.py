@@ -21,8 +21,11 @@ import subprocess
 import sys
 from collections import defaultdict
 
-LOCK_CALL = re.compile(r'pthread_(?:mutex|spin|rwlock)_(?:lock|trylock|timedlock|'
-                       r'rdlock|wrlock|tryrdlock|trywrlock)\s*\(\s*([^,)]+)')
+# A lock call, or util/lock.h's ur_read_locked(KIND, LOCK, EXPR) (a macro:
+# its lines are the caller's).
+LOCK_CALL = re.compile(r'(?:pthread_(?:mutex|spin|rwlock)_(?:lock|trylock|timedlock|'
+                       r'rdlock|wrlock|tryrdlock|trywrlock)\s*\(|'
+                       r'ur_read_locked\s*\(\s*\w+\s*,)\s*([^,)]+)')
 
 
 def read_table(design):
