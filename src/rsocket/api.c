@@ -295,10 +295,14 @@ UR_EXPORT int rclose(int s)
 		rs_free(rs);
 		return 0;
 	}
-	rs = lookup_locked(s);
-	if (!rs)
+	if (!rs) {
+		errno = EBADF;
 		return -1;
+	}
+	/* Out of the table before its lock is taken: the table's lock comes
+	 * before an rsocket's (docs/design.md). */
 	rs_table_del(s);
+	pthread_mutex_lock(&rs->lock);
 	rs_iomap_free(rs);
 	if (rs->state == RS_CONNECTED)
 		rs_shutdown(rs, SHUT_RDWR);

@@ -73,21 +73,31 @@ def resolve(sites):
 
 
 def lock_expr(src, path, line):
+    """(the lock call's expression or None, the lines around the site)."""
     try:
         text = open(path, encoding='utf-8').read().splitlines()
     except OSError:
-        return None
-    for ln in range(line - 1, min(line + 2, len(text))):
-        m = LOCK_CALL.search(text[ln]) if ln >= 0 else None
+        return None, ''
+    # The site's own line first, then the two after it (a call written
+    # over several lines is recorded at its first).
+    window = text[line - 1:line + 2] if line > 0 else []
+    for ln in window:
+        m = LOCK_CALL.search(ln)
         if m:
-            return m.group(1).strip().lstrip('&').strip()
-    return None
+            return m.group(1).strip().lstrip('&').strip(), window[0]
+    return None, window[0] if window else ''
 
 
-def classify(rows, relpath, expr):
+def classify(rows, relpath, expr, text):
+    """The rank of the row naming the site: by the lock call's expression,
+    or, for a form written `name()`, by a call of that macro or function
+    that takes the lock inside (rdmacm's cma_locked_abi_call)."""
     for rank, name, forms, _ in rows:
         for where, e in forms:
-            if fnmatch.fnmatch(relpath, 'src/' + where) and e == expr:
+            if not fnmatch.fnmatch(relpath, 'src/' + where):
+                continue
+            if e == expr or (expr is None and e.endswith('()') and
+                             re.search(r'\b' + re.escape(e[:-2]) + r'\s*\(', text)):
                 return rank
     return None
 
@@ -115,13 +125,13 @@ def main():
     def site(s):
         f, ln = locs[s]
         rel = os.path.relpath(os.path.realpath(f), src_real) if f.startswith('/') else f
-        expr = lock_expr(src, os.path.join(src_real, rel), ln)
-        return rel, ln, expr
+        expr, text = lock_expr(src, os.path.join(src_real, rel), ln)
+        return rel, ln, expr, text
 
     bad, unknown, pairs = 0, {}, {}
     for outer, inner in sorted(edges):
         o, i = site(outer), site(inner)
-        ro, ri = classify(rows, o[0], o[2]), classify(rows, i[0], i[2])
+        ro, ri = classify(rows, o[0], o[2], o[3]), classify(rows, i[0], i[2], i[3])
         for s, r in ((o, ro), (i, ri)):
             if r is None:
                 unknown[(s[0], s[2])] = s
