@@ -1,4 +1,4 @@
-#include "host/registry.h"
+#include "host/registry_priv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,73 +18,7 @@
 #include "util/host_uid.h"
 #include "util/log.h"
 
-struct ur_reg_slot {
-	_Atomic uint32_t pid;         /* 0: free */
-	uint32_t gen;
-	uint64_t start_time;          /* /proc/<pid>/stat field 22 */
-	_Atomic uint16_t port4;
-	_Atomic uint16_t port6;
-	uint32_t reserved[3];
-};
-
-struct ur_reg_devcnt {
-	_Atomic uint32_t ifindex;     /* 0: unused */
-	uint32_t reserved;
-	_Atomic uint64_t cnt[UR_REG_COUNTERS];
-};
-
-struct ur_reg_mcast {
-	uint8_t gid[16];
-	uint32_t ifindex;
-	uint32_t reserved;
-	_Atomic uint64_t members[UR_REG_SLOTS / 64];   /* bit = slot */
-};
-
-/* Offsets, not pointers: every process maps it at its own address. */
-struct ur_reg_shm {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t layout_size;
-	uint32_t nslots;
-	uint32_t nblocks;
-	uint32_t next_block;          /* claim cursor (under the file lock) */
-	uint32_t reserved[2];
-	struct ur_reg_slot slot[UR_REG_SLOTS];
-	_Atomic uint16_t block_owner[UR_REG_BLOCKS];   /* slot + 1; 0: free */
-	struct ur_reg_mcast mcast[UR_REG_MCAST_GROUPS];
-	struct ur_reg_devcnt slot_cnt[UR_REG_SLOTS][UR_REG_SLOT_DEVS];
-	struct ur_reg_devcnt retired[UR_REG_RETIRED_DEVS];
-};
-
-_Static_assert(sizeof(struct ur_reg_slot) == 32, "slot layout");
-_Static_assert(offsetof(struct ur_reg_shm, slot) == 32, "header layout");
-_Static_assert(offsetof(struct ur_reg_shm, block_owner) == 32 + 32 * UR_REG_SLOTS,
-	       "block table layout");
-_Static_assert(sizeof(struct ur_reg_mcast) == 24 + UR_REG_SLOTS / 8, "multicast entry layout");
-_Static_assert(sizeof(struct ur_reg_devcnt) == 8 + 8 * UR_REG_COUNTERS, "counter block layout");
-/* Any change of layout must come with a new UR_REG_VERSION (the file name
- * carries it), then this size is updated to match. */
-_Static_assert(UR_REG_VERSION == 7 && sizeof(struct ur_reg_shm) == 2910752,
-	       "registry layout changed: bump UR_REG_VERSION");
-_Static_assert(offsetof(struct ur_reg_shm, mcast) ==
-	       32 + 32 * UR_REG_SLOTS + 2 * UR_REG_BLOCKS, "multicast table layout");
-
-struct owned_block {
-	uint32_t block;
-	uint32_t next;                /* round-robin cursor: delays QPN reuse */
-	uint64_t used[UR_REG_BLOCK_QPNS / 64];
-};
-
-static struct {
-	pthread_mutex_t lock;
-	int fd;
-	struct ur_reg_shm *shm;
-	int slot;
-	char path[128];
-	struct owned_block *blocks;
-	unsigned nblocks;
-	pid_t pid;                    /* whose mapping, file and slot these are */
-} reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
+struct ur_reg_local reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
 
 /* A child of fork() inherits its parent's mapping, file (with its lock:
  * flock belongs to the open file, which they share), slot and QPN blocks.
@@ -153,17 +87,6 @@ static bool slot_alive(const struct ur_reg_slot *s)
 	return proc_start_time(pid) == s->start_time;
 }
 
-static void lock_file(void)
-{
-	while (flock(reg.fd, LOCK_EX) && errno == EINTR)
-		;
-}
-
-static void unlock_file(void)
-{
-	flock(reg.fd, LOCK_UN);
-}
-
 /* File lock held: a slot's published counters join the retired totals. */
 static void retire_counters(int slot)
 {
@@ -230,9 +153,9 @@ int ur_registry_reclaim_dead(void)
 		pthread_mutex_unlock(&reg.lock);
 		return -ENODEV;
 	}
-	lock_file();
+	ur_reg_lock_file();
 	n = reclaim_dead_locked();
-	unlock_file();
+	ur_reg_unlock_file();
 	pthread_mutex_unlock(&reg.lock);
 	return n;
 }
@@ -291,14 +214,14 @@ again:
 		return fd;
 	}
 	reg.fd = fd;
-	lock_file();
+	ur_reg_lock_file();
 	if (fstat(fd, &st))
 		goto err_errno;
 	/* Removed between our open and our lock, by a process that took this
 	 * namespace for a dead one (sweep_netns_registry): not the file our
 	 * namespace's next process would find.  Open it anew. */
 	if (st.st_nlink == 0) {
-		unlock_file();
+		ur_reg_unlock_file();
 		close(fd);
 		reg.fd = -1;
 		goto again;
@@ -332,7 +255,7 @@ again:
 	return 0;
 
 err_layout:
-	unlock_file();
+	ur_reg_unlock_file();
 	ur_err(NULL, "the host registry %s was written by another uroce version; "
 	       "stop the programs using it and remove the file", reg.path);
 	close(fd);
@@ -342,7 +265,7 @@ err_errno:
 	{
 		int err = errno;
 
-		unlock_file();
+		ur_reg_unlock_file();
 		ur_err(NULL, "host registry %s: %s", reg.path, strerror(err));
 		close(fd);
 		reg.fd = -1;
@@ -570,7 +493,7 @@ int ur_registry_attach(void)
 			break;
 		}
 	}
-	unlock_file();
+	ur_reg_unlock_file();
 	if (reg.slot < 0) {
 		ur_err(NULL, "the host registry %s has no free slot: %u processes use uroce",
 		       reg.path, UR_REG_SLOTS);
@@ -594,12 +517,12 @@ void ur_registry_detach(void)
 	pthread_mutex_lock(&reg.lock);
 	if (reg.shm && reg.slot >= 0 &&
 	    atomic_load(&reg.shm->slot[reg.slot].pid) == (uint32_t)getpid()) {
-		lock_file();
+		ur_reg_lock_file();
 		release_slot_blocks(reg.slot);
 		atomic_store(&reg.shm->slot[reg.slot].port4, 0);
 		atomic_store(&reg.shm->slot[reg.slot].port6, 0);
 		atomic_store(&reg.shm->slot[reg.slot].pid, 0);
-		unlock_file();
+		ur_reg_unlock_file();
 	}
 	pthread_mutex_unlock(&reg.lock);
 }
@@ -665,9 +588,9 @@ int ur_registry_alloc_qpn(uint32_t *qpn)
 		return -ENOMEM;
 	}
 	reg.blocks = ob;
-	lock_file();
+	ur_reg_lock_file();
 	ret = claim_block(&block);
-	unlock_file();
+	ur_reg_unlock_file();
 	if (ret) {
 		pthread_mutex_unlock(&reg.lock);
 		ur_err(NULL, "no QP numbers left on this host (registry %s)", reg.path);
@@ -777,13 +700,13 @@ int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex)
 
 	if (!reg.shm || reg.slot < 0)
 		return -ENODEV;
-	lock_file();
+	ur_reg_lock_file();
 	m = find_group(gid, ifindex, true);
 	if (m)
 		atomic_fetch_or(&m->members[reg.slot / 64], 1ull << (reg.slot % 64));
 	else
 		ret = -ENOSPC;
-	unlock_file();
+	ur_reg_unlock_file();
 	return ret;
 }
 
@@ -793,11 +716,11 @@ void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex)
 
 	if (!reg.shm || reg.slot < 0)
 		return;
-	lock_file();
+	ur_reg_lock_file();
 	m = find_group(gid, ifindex, false);
 	if (m)
 		atomic_fetch_and(&m->members[reg.slot / 64], ~(1ull << (reg.slot % 64)));
-	unlock_file();
+	ur_reg_unlock_file();
 }
 
 int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max)
