@@ -18,8 +18,6 @@
 #include "util/host_uid.h"
 #include "util/log.h"
 
-struct ur_reg_local reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
-
 /* A child of fork() inherits its parent's mapping, file (with its lock:
  * flock belongs to the open file, which they share), slot and QPN blocks.
  * They stay the parent's; the child lets its copies go and attaches as a
@@ -35,56 +33,6 @@ static void forget_parent(void)
 	free(reg.blocks);
 	reg.blocks = NULL;
 	reg.nblocks = 0;
-}
-
-static unsigned long netns_id(void)
-{
-	struct stat st;
-
-	return stat("/proc/self/ns/net", &st) ? 0 : (unsigned long)st.st_ino;
-}
-
-static uint64_t proc_start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may contain spaces; fields resume after ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* After ") " come fields 3..: field 22 is the 20th of those. */
-	p += 2;
-	for (int field = 3; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (p)
-		sscanf(p, "%llu", &start);
-	return start;
-}
-
-static bool slot_alive(const struct ur_reg_slot *s)
-{
-	pid_t pid = (pid_t)atomic_load(&s->pid);
-
-	if (!pid)
-		return false;
-	if (kill(pid, 0) && errno == ESRCH)
-		return false;
-	return proc_start_time(pid) == s->start_time;
 }
 
 /* File lock held: a slot's published counters join the retired totals. */
@@ -133,7 +81,7 @@ static int reclaim_dead_locked(void)
 	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
 		struct ur_reg_slot *s = &reg.shm->slot[i];
 
-		if ((int)i == reg.slot || !atomic_load(&s->pid) || slot_alive(s))
+		if ((int)i == reg.slot || !atomic_load(&s->pid) || ur_reg_slot_alive(s))
 			continue;
 		release_slot_blocks((int)i);
 		atomic_store(&s->port4, 0);
@@ -158,119 +106,6 @@ int ur_registry_reclaim_dead(void)
 	ur_reg_unlock_file();
 	pthread_mutex_unlock(&reg.lock);
 	return n;
-}
-
-int ur_registry_open_private(const char *path)
-{
-	struct stat st;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	/* /dev/shm is open to everyone: a file someone else created there
-	 * first, under our name, would be theirs to read and change. */
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
-/* Every process using a registry holds a read lock (an open file
- * description's, fcntl F_OFD_SETLK) on its first byte for as long as it
- * has the file open: the kernel drops it when the process ends, however it
- * ends, and whoever can get a write lock there knows nobody uses the file,
- * whatever pid namespace its users run in.  Independent of the flock that
- * serialises changes. */
-static int hold_use_lock(int fd)
-{
-	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-
-	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
-}
-
-static int map_file(void)
-{
-	struct stat st;
-	void *p;
-	int fd;
-
-	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
-		 (unsigned)ur_host_uid(), netns_id(), UR_REG_VERSION);
-again:
-	fd = ur_registry_open_private(reg.path);
-	if (fd < 0) {
-		if (fd == -EPERM)
-			ur_err(NULL, "the host registry %s is not this user's alone (another user "
-			       "created it, or may read or write it): not used; remove it", reg.path);
-		else
-			ur_err(NULL, "cannot open the host registry %s: %s", reg.path, strerror(-fd));
-		return fd;
-	}
-	reg.fd = fd;
-	ur_reg_lock_file();
-	if (fstat(fd, &st))
-		goto err_errno;
-	/* Removed between our open and our lock, by a process that took this
-	 * namespace for a dead one (sweep_netns_registry): not the file our
-	 * namespace's next process would find.  Open it anew. */
-	if (st.st_nlink == 0) {
-		ur_reg_unlock_file();
-		close(fd);
-		reg.fd = -1;
-		goto again;
-	}
-	if (hold_use_lock(fd))
-		goto err_errno;
-	if (st.st_size == 0) {
-		if (ftruncate(fd, sizeof(struct ur_reg_shm)))
-			goto err_errno;
-	} else if ((size_t)st.st_size != sizeof(struct ur_reg_shm)) {
-		goto err_layout;
-	}
-	p = mmap(NULL, sizeof(struct ur_reg_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		goto err_errno;
-	reg.shm = p;
-	if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) == 0) {
-		reg.shm->version = UR_REG_VERSION;
-		reg.shm->layout_size = sizeof(struct ur_reg_shm);
-		reg.shm->nslots = UR_REG_SLOTS;
-		reg.shm->nblocks = UR_REG_BLOCKS;
-		/* The fields above are seen by whoever sees the magic. */
-		__atomic_store_n(&reg.shm->magic, UR_REG_MAGIC, __ATOMIC_RELEASE);
-	} else if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) != UR_REG_MAGIC ||
-		   reg.shm->version != UR_REG_VERSION ||
-		   reg.shm->layout_size != sizeof(struct ur_reg_shm)) {
-		munmap(p, sizeof(struct ur_reg_shm));
-		reg.shm = NULL;
-		goto err_layout;
-	}
-	return 0;
-
-err_layout:
-	ur_reg_unlock_file();
-	ur_err(NULL, "the host registry %s was written by another uroce version; "
-	       "stop the programs using it and remove the file", reg.path);
-	close(fd);
-	reg.fd = -1;
-	return -EPROTO;
-err_errno:
-	{
-		int err = errno;
-
-		ur_reg_unlock_file();
-		ur_err(NULL, "host registry %s: %s", reg.path, strerror(err));
-		close(fd);
-		reg.fd = -1;
-		return -err;
-	}
 }
 
 /* ---- registries of network namespaces that are gone --------------------- */
@@ -333,7 +168,7 @@ static bool registry_in_use(int fd, const struct stat *st)
 		return true;
 	if (__atomic_load_n(&shm->magic, __ATOMIC_ACQUIRE) == UR_REG_MAGIC)
 		for (unsigned i = 0; i < UR_REG_SLOTS && !used; i++)
-			used = slot_alive(&shm->slot[i]);
+			used = ur_reg_slot_alive(&shm->slot[i]);
 	munmap((void *)shm, sizeof(*shm));
 	return used;
 }
@@ -417,7 +252,7 @@ static void sweep_capture_orphan(const char *name, unsigned uid, unsigned long i
 static int sweep_dead_netns(void)
 {
 	DIR *dir = opendir("/dev/shm");
-	unsigned long mine = netns_id();
+	unsigned long mine = ur_reg_netns_id();
 	struct dirent *d;
 	int n = 0;
 
@@ -463,7 +298,7 @@ int ur_registry_attach(void)
 		return 0;
 	}
 	reg.pid = me;
-	ret = map_file();   /* returns with the file lock held on success */
+	ret = ur_reg_map_file();   /* returns with the file lock held on success */
 	if (ret)
 		goto out;
 	/* What dead processes left (QPN blocks, multicast memberships) goes
@@ -473,7 +308,7 @@ int ur_registry_attach(void)
 		for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
 			struct ur_reg_slot *s = &reg.shm->slot[i];
 
-			if (atomic_load(&s->pid) && (pass == 0 || slot_alive(s)))
+			if (atomic_load(&s->pid) && (pass == 0 || ur_reg_slot_alive(s)))
 				continue;
 			if (atomic_load(&s->pid))
 				release_slot_blocks((int)i);
@@ -485,7 +320,7 @@ int ur_registry_attach(void)
 				atomic_store(&reg.shm->slot_cnt[i][d].ifindex, 0);
 			}
 			s->gen++;
-			s->start_time = proc_start_time(me);
+			s->start_time = ur_reg_proc_start_time(me);
 			atomic_store(&s->port4, 0);
 			atomic_store(&s->port6, 0);
 			atomic_store(&s->pid, (uint32_t)me);
@@ -646,17 +481,6 @@ int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out)
 	out->port6 = atomic_load(&s->port6);
 	out->self = (int)(owner - 1) == reg.slot;
 	return 0;
-}
-
-int ur_registry_router_lock_path(char *buf, size_t len)
-{
-	snprintf(buf, len, "/dev/shm/uroce-%u-net%lu.router", (unsigned)ur_host_uid(), netns_id());
-	return 0;
-}
-
-const char *ur_registry_path(void)
-{
-	return reg.path;
 }
 
 /* ---- multicast membership ----------------------------------------------- */

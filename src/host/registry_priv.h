@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/file.h>
@@ -105,5 +106,20 @@ static inline void ur_reg_unlock_file(void)
 {
 	flock(reg.fd, LOCK_UN);
 }
+
+/* registry_file.c */
+/* The inode of this process's network namespace (0 if unknown): part of
+ * the registry's name. */
+unsigned long ur_reg_netns_id(void);
+/* Opens and maps this namespace's registry into reg (fd, shm, path),
+ * creating it if new.  0 with the file lock held, or -errno with it
+ * released. */
+int ur_reg_map_file(void);
+
+/* registry_liveness.c */
+/* Field 22 of /proc/PID/stat, 0 if the process is not there. */
+uint64_t ur_reg_proc_start_time(pid_t pid);
+/* The slot names a process that lives and is the one that took it. */
+bool ur_reg_slot_alive(const struct ur_reg_slot *s);
 
 #endif
