@@ -18,6 +18,7 @@
 #include "host/registry.c"
 #include "host/registry_file.c"
 #include "host/registry_liveness.c"
+#include "host/registry_sweep.c"
 
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)
