@@ -35,79 +35,6 @@ static void forget_parent(void)
 	reg.nblocks = 0;
 }
 
-/* File lock held: a slot's published counters join the retired totals. */
-static void retire_counters(int slot)
-{
-	for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
-		struct ur_reg_devcnt *c = &reg.shm->slot_cnt[slot][d];
-		uint32_t ifindex = atomic_load(&c->ifindex);
-		struct ur_reg_devcnt *r = NULL;
-
-		if (!ifindex)
-			continue;
-		for (unsigned k = 0; k < UR_REG_RETIRED_DEVS && !r; k++) {
-			uint32_t expect = 0;
-
-			if (atomic_load(&reg.shm->retired[k].ifindex) == ifindex ||
-			    atomic_compare_exchange_strong(&reg.shm->retired[k].ifindex, &expect, ifindex))
-				r = &reg.shm->retired[k];
-		}
-		for (unsigned i = 0; i < UR_REG_COUNTERS; i++) {
-			if (r)
-				atomic_fetch_add(&r->cnt[i], atomic_load(&c->cnt[i]));
-			atomic_store(&c->cnt[i], 0);
-		}
-		atomic_store(&c->ifindex, 0);
-	}
-}
-
-/* File lock held: everything a slot owned goes back. */
-static void release_slot_blocks(int slot)
-{
-	uint64_t bit = 1ull << (slot % 64);
-
-	retire_counters(slot);
-	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
-		if (atomic_load(&reg.shm->block_owner[b]) == (uint16_t)(slot + 1))
-			atomic_store(&reg.shm->block_owner[b], 0);
-	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++)
-		atomic_fetch_and(&reg.shm->mcast[g].members[slot / 64], ~bit);
-}
-
-static int reclaim_dead_locked(void)
-{
-	int n = 0;
-
-	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
-		struct ur_reg_slot *s = &reg.shm->slot[i];
-
-		if ((int)i == reg.slot || !atomic_load(&s->pid) || ur_reg_slot_alive(s))
-			continue;
-		release_slot_blocks((int)i);
-		atomic_store(&s->port4, 0);
-		atomic_store(&s->port6, 0);
-		atomic_store(&s->pid, 0);
-		n++;
-	}
-	return n;
-}
-
-int ur_registry_reclaim_dead(void)
-{
-	int n;
-
-	pthread_mutex_lock(&reg.lock);
-	if (!reg.shm) {
-		pthread_mutex_unlock(&reg.lock);
-		return -ENODEV;
-	}
-	ur_reg_lock_file();
-	n = reclaim_dead_locked();
-	ur_reg_unlock_file();
-	pthread_mutex_unlock(&reg.lock);
-	return n;
-}
-
 int ur_registry_attach(void)
 {
 	pid_t me = getpid();
@@ -126,7 +53,7 @@ int ur_registry_attach(void)
 		goto out;
 	/* What dead processes left (QPN blocks, multicast memberships) goes
 	 * now, not when room runs out: a crash never outlives the next start. */
-	reclaim_dead_locked();
+	ur_reg_reclaim_dead_locked();
 	for (int pass = 0; pass < 2 && reg.slot < 0; pass++) {
 		for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
 			struct ur_reg_slot *s = &reg.shm->slot[i];
@@ -134,7 +61,7 @@ int ur_registry_attach(void)
 			if (atomic_load(&s->pid) && (pass == 0 || ur_reg_slot_alive(s)))
 				continue;
 			if (atomic_load(&s->pid))
-				release_slot_blocks((int)i);
+				ur_reg_release_slot((int)i);
 			/* Counters a free slot still shows were retired with
 			 * their owner (or came after it detached): not ours. */
 			for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
@@ -176,7 +103,7 @@ void ur_registry_detach(void)
 	if (reg.shm && reg.slot >= 0 &&
 	    atomic_load(&reg.shm->slot[reg.slot].pid) == (uint32_t)getpid()) {
 		ur_reg_lock_file();
-		release_slot_blocks(reg.slot);
+		ur_reg_release_slot(reg.slot);
 		atomic_store(&reg.shm->slot[reg.slot].port4, 0);
 		atomic_store(&reg.shm->slot[reg.slot].port6, 0);
 		atomic_store(&reg.shm->slot[reg.slot].pid, 0);
@@ -209,7 +136,7 @@ static int claim_block(uint32_t *block)
 				return 0;
 			}
 		}
-		if (pass == 0 && reclaim_dead_locked() == 0)
+		if (pass == 0 && ur_reg_reclaim_dead_locked() == 0)
 			break;
 	}
 	return -ENOSPC;

@@ -122,4 +122,10 @@ uint64_t ur_reg_proc_start_time(pid_t pid);
 /* The slot names a process that lives and is the one that took it. */
 bool ur_reg_slot_alive(const struct ur_reg_slot *s);
 
+/* registry_reclaim.c, the file lock held */
+/* Everything the slot owned goes back (it stays taken: the caller frees it). */
+void ur_reg_release_slot(int slot);
+/* Releases and frees the slots of dead processes; returns how many. */
+int ur_reg_reclaim_dead_locked(void);
+
 #endif

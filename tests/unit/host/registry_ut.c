@@ -19,6 +19,7 @@
 #include "host/registry_file.c"
 #include "host/registry_liveness.c"
 #include "host/registry_sweep.c"
+#include "host/registry_reclaim.c"
 
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)
