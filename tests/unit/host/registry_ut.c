@@ -20,6 +20,10 @@
 #include "host/registry_liveness.c"
 #include "host/registry_sweep.c"
 #include "host/registry_reclaim.c"
+#include "host/registry_qpn.c"
+#include "host/registry_mcast.c"
+#include "host/registry_listen.c"
+#include "host/registry_counters.c"
 
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)
