@@ -2,6 +2,15 @@
  * shared file, this process's view of it (`reg`), and the file lock that
  * serialises changes to the table.
  *
+ * The files, one job each, call each other one way, from the top:
+ * registry_counters.c (publish, sum; a reader with no slot attaches) ->
+ * registry_slots.c (attach, detach) -> registry_sweep.c (gone network
+ * namespaces' files) -> registry_file.c (name, open, map);
+ * registry_slots.c and registry_qpn.c (QPN blocks) -> registry_reclaim.c
+ * (what a slot held goes back; dead slots) -> registry_liveness.c (is a
+ * slot's process alive), which the sweep asks too; registry_listen.c (the
+ * CM's listeners) -> registry_mcast.c (group memberships).
+ *
  * Locks: `reg.lock` (a mutex) guards this process's view; the file lock
  * (flock on the registry file) guards changes other processes could race
  * with, and is taken under `reg.lock` where both are held. */

@@ -1,4 +1,4 @@
-/* Unit tests of the host registry (registry.c), white-box, in a private
+/* Unit tests of the host registry (registry_*.c), white-box, in a private
  * network namespace (its own registry file): QPN uniqueness across many
  * allocations and frees and across processes, block claiming, a dead
  * process's slot, blocks and multicast memberships reclaimed, pid reuse
@@ -15,7 +15,7 @@
 #include "ut.h"
 #include "ut_env.h"
 
-#include "host/registry.c"
+#include "host/registry_slots.c"
 #include "host/registry_file.c"
 #include "host/registry_liveness.c"
 #include "host/registry_sweep.c"

@@ -1,21 +1,14 @@
+/* This process's slot in the registry: attach maps the file (after a
+ * fork, anew: the parent's mapping and slot stay the parent's), reclaims
+ * what dead processes left, takes a free slot and sweeps what gone network
+ * namespaces left; detach gives the slot and all it held back.  And the
+ * slot's direct UDP ports, which senders on this host read. */
 #include "host/registry_priv.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/host_uid.h"
 #include "util/log.h"
 
 /* A child of fork() inherits its parent's mapping, file (with its lock:
