@@ -18,7 +18,7 @@
  * the range calls have nothing to do.  (As with any verbs library, the child
  * must not use the parent's verbs objects: it inherits none of the device's
  * threads.  A child that opens the device anew gets a stack, registry slot
- * and CM of its own: rel/stack_open.c, host/registry.c, rdmacm/cma.c.)  This holds as long as no transport hands application memory to
+ * and CM of its own: rel/stack_open.c, host/registry_slots.c, rdmacm/cma.c.)  This holds as long as no transport hands application memory to
  * the kernel for later use (io_uring fixed buffers, AF_XDP umem, vmsplice):
  * a transport that does must revisit this file.  Shared regions
  * (util/vm_share.h) are memory a peer maps: their own pthread_atfork child

@@ -1,6 +1,6 @@
 /* libFuzzer target: the host registry as another process left it.
  *
- * The registry (src/host/registry.c) is a table in /dev/shm that every uroce
+ * The registry (src/host/registry_*.c) is a table in /dev/shm that every uroce
  * process of a user writes.  Only that user can open it, but a process of
  * that user may be an older build, buggy, or killed halfway through an
  * update: whatever it left, the others must read it without crashing, without

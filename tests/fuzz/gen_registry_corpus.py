@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz_registry (tests/fuzz/corpus/registry):
-patches to the host registry (src/host/registry.c, layout version 4) of
+patches to the host registry (src/host/registry_priv.h, layout version 4) of
 the kinds a dead, older or buggy process of the same user could leave.
 Each record: a 3-byte word index past the 32-byte header, a 4-byte value.
 

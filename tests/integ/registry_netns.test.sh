@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest-timeout: 120
 # The host registry of a network namespace that is gone does not stay in
-# /dev/shm (src/host/registry.c, sweep_dead_netns), and one that lives is
+# /dev/shm (src/host/registry_sweep.c), and one that lives is
 # never taken away:
 #  - gone: ibv_devinfo runs in namespace A (its registry and router lock
 #    file appear), A is deleted, ibv_devinfo runs here: both files are gone;

@@ -1,4 +1,4 @@
-/* Unit tests of the host registry (registry.c), white-box, in a private
+/* Unit tests of the host registry (registry_*.c), white-box, in a private
  * network namespace (its own registry file): QPN uniqueness across many
  * allocations and frees and across processes, block claiming, a dead
  * process's slot, blocks and multicast memberships reclaimed, pid reuse
@@ -15,7 +15,15 @@
 #include "ut.h"
 #include "ut_env.h"
 
-#include "host/registry.c"
+#include "host/registry_slots.c"
+#include "host/registry_file.c"
+#include "host/registry_liveness.c"
+#include "host/registry_sweep.c"
+#include "host/registry_reclaim.c"
+#include "host/registry_qpn.c"
+#include "host/registry_mcast.c"
+#include "host/registry_listen.c"
+#include "host/registry_counters.c"
 
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)
@@ -301,17 +309,17 @@ static void test_pid_reuse(void)
 		return;
 	s = &reg.shm->slot[k];
 	/* Our own pid, our own start time: alive. */
-	s->start_time = proc_start_time(getpid());
+	s->start_time = ur_reg_proc_start_time(getpid());
 	UT_CHECK(s->start_time != 0);
 	atomic_store(&s->pid, (uint32_t)getpid());
 	atomic_store(&reg.shm->block_owner[blk], (uint16_t)(k + 1));
-	UT_CHECK(slot_alive(s));
+	UT_CHECK(ur_reg_slot_alive(s));
 	UT_EQ(ur_registry_reclaim_dead(), 0);
 	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), k + 1);
 	/* Same pid, another start time: the process that registered it is
 	 * gone and the pid belongs to someone else now. */
 	s->start_time += 1;
-	UT_CHECK(!slot_alive(s));
+	UT_CHECK(!ur_reg_slot_alive(s));
 	UT_EQ(ur_registry_reclaim_dead(), 1);
 	UT_EQ(atomic_load(&s->pid), 0);
 	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), 0);
@@ -324,7 +332,7 @@ static void test_pid_reuse(void)
 		waitpid(gone, NULL, 0);
 		s->start_time = 12345;
 		atomic_store(&s->pid, (uint32_t)gone);
-		UT_CHECK(!slot_alive(s));
+		UT_CHECK(!ur_reg_slot_alive(s));
 		UT_EQ(ur_registry_reclaim_dead(), 1);
 	}
 	/* Our own slot is never reclaimed, whatever it says. */
@@ -337,8 +345,8 @@ static void test_pid_reuse(void)
 		reg.shm->slot[reg.slot].start_time = saved;
 	}
 	/* The start time parser: a command name with spaces and parentheses. */
-	UT_CHECK(proc_start_time(1) != 0 || kill(1, 0) != 0);
-	UT_EQ(proc_start_time(0x7ffffff0), 0);
+	UT_CHECK(ur_reg_proc_start_time(1) != 0 || kill(1, 0) != 0);
+	UT_EQ(ur_reg_proc_start_time(0x7ffffff0), 0);
 }
 
 static void test_mcast_members(void)
@@ -437,7 +445,7 @@ static void test_blocks_exhausted(void)
 /* All slots held by live processes: a new process cannot attach. */
 static void test_slots_exhausted(void)
 {
-	uint64_t me = proc_start_time(getpid());
+	uint64_t me = ur_reg_proc_start_time(getpid());
 	pid_t c;
 	int st = -1;
 
