@@ -481,3 +481,20 @@ ur_netns_pair() {
 	echo "netns pair: $UR_IF_A/$UR_IF_B did not come up" >&2
 	return 1
 }
+
+# ur_netns_server_client MTU: ur_netns_pair MTU with the server in UR_NS_B
+# and the client in UR_NS_A (UR_SNS, UR_CNS, exported); sdev and cdev, each
+# side's uroce device of its veth, and gs and gc, its GID index of its IPv4
+# address, each expected (uroce1, index 1).  Ends the test (ur_done) when a
+# device is missing; the caller checks the indexes it needs.
+ur_netns_server_client() {
+	ur_netns_pair "$1"
+	export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
+	sdev=$(UR_NS=$UR_NS_B ur_dev_of "$UR_IP_B")
+	cdev=$(UR_NS=$UR_NS_A ur_dev_of "$UR_IP_A")
+	ur_expect_eq "device of the server's veth" uroce1 "$sdev"
+	ur_expect_eq "device of the client's veth" uroce1 "$cdev"
+	[ -n "$sdev" ] && [ -n "$cdev" ] || ur_done
+	gs=$(UR_NS=$UR_NS_B ur_gid_index "$sdev" "::ffff:$UR_IP_B")
+	gc=$(UR_NS=$UR_NS_A ur_gid_index "$cdev" "::ffff:$UR_IP_A")
+}
