@@ -280,6 +280,25 @@ ur_prog_pid() {
 	return 1
 }
 
+# ur_prog_signal NAME SIG [VERB]: SIG to the program of run NAME (not its
+# timeout wrapper); a FAIL: line "NAME: no process to VERB" (default
+# signal) when there is none.
+ur_prog_signal() {
+	local p
+	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to ${3:-signal}"; return 1; }
+	kill "-$2" "$p"
+}
+
+# ur_ends_within NAME SECONDS: true once run NAME has ended (not reaped:
+# ur_wait does), false if it still runs SECONDS from now.
+ur_ends_within() {
+	for _ in $(seq $(($2 * 10))); do
+		kill -0 "${UR_PID[$1]}" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "${UR_PID[$1]}" 2>/dev/null
+}
+
 # ur_wait NAME: waits for the program; sets UR_RC[NAME] (124: killed by the
 # timeout) and UR_ELAPSED[NAME]; returns the exit code.
 ur_wait() {

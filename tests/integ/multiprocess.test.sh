@@ -91,9 +91,7 @@ mp_check_pairs() {
 
 # mp_kill9 NAME: SIGKILL the program of run NAME (not its timeout wrapper).
 mp_kill9() {
-	local p
-	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to kill"; return 1; }
-	kill -KILL "$p"
+	ur_prog_signal "$1" KILL kill
 }
 
 # mp_running NAME SECONDS: run NAME is still running SECONDS from now (its
