@@ -141,7 +141,7 @@ static void test_loss_atomic_duplicate(void)
 	struct t_opts o = { .retry_cnt = 2 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *target, got;
+	uint64_t *target;
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
@@ -162,8 +162,7 @@ static void test_loss_atomic_duplicate(void)
 	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
 	t_deliver(0);
 	t_expect_wc(p.a.scq, &wc, 6, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 40);
+	UT_EQ(t_word(p.a.mem.buf), 40);
 
 	/* The same with a CMP_SWP, whose second execution would fail the
 	 * compare and report the swapped value. */
@@ -175,8 +174,7 @@ static void test_loss_atomic_duplicate(void)
 	t_advance(T_TIMEOUT_NS);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 7);
+	UT_EQ(t_word(p.a.mem.buf), 7);
 	UT_EQ(*target, 99);
 	t_pair_close(&p);
 }
@@ -240,8 +238,7 @@ static void test_loss_answers_while_gone_back(void)
 	*word = 40;
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2 * 256, p.a.mem.mr->lkey,
-			    (uintptr_t)word, p.b.mem.mr->rkey, 2, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * 256, 3 * 256, 2, 0), 0);
 	UT_EQ(t_count(), 3);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 3; i++)
@@ -716,7 +713,7 @@ static void test_loss_atomic_ack_then_next(void)
 	struct t_opts o = { .rd_atomic = 4 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *target, got;
+	uint64_t *target;
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
@@ -738,10 +735,8 @@ static void test_loss_atomic_ack_then_next(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 10);
-	memcpy(&got, p.a.mem.buf + 8, 8);
-	UT_EQ(got, 11);
+	UT_EQ(t_word(p.a.mem.buf), 10);
+	UT_EQ(t_word(p.a.mem.buf + 8), 11);
 	UT_EQ(*target, 12);
 	t_pair_close(&p);
 }
@@ -756,14 +751,13 @@ static void test_loss_seq_nak_past_atomic(void)
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
 	counter = (uint64_t *)p.b.mem.buf;
 	*counter = 50;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_recv_mem(&p.b, 9, 1024, 1024), 0);
 	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
@@ -798,8 +792,7 @@ static void test_loss_seq_nak_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 51);          /* added once */
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 50);
+	UT_EQ(t_word(p.a.mem.buf), 50);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf + 1024, 768);
 	t_pair_close(&p);
@@ -846,15 +839,14 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
 	counter = (uint64_t *)(p.b.mem.buf + 2048);
 	*counter = 100;
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	t_deliver(0);                 /* READ psn 0..3 */
 	t_deliver(0);                 /* atomic psn 4: executes */
 	UT_EQ(*counter, 101);
@@ -885,8 +877,7 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 101);
-	memcpy(&got, p.a.mem.buf + 2048, 8);
-	UT_EQ(got, 100);
+	UT_EQ(t_word(p.a.mem.buf + 2048), 100);
 	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 4 * 256);
 	t_pair_close(&p);
 }
@@ -900,15 +891,14 @@ static void test_loss_read_response_past_atomic(void)
 	struct t_opts o = { 0 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
 	counter = (uint64_t *)(p.b.mem.buf + 2048);
 	*counter = 5;
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
@@ -927,7 +917,6 @@ static void test_loss_read_response_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 6);
-	memcpy(&got, p.a.mem.buf + 2048, 8);
-	UT_EQ(got, 5);
+	UT_EQ(t_word(p.a.mem.buf + 2048), 5);
 	t_pair_close(&p);
 }

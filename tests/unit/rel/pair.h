@@ -453,6 +453,15 @@ static inline int t_post_atomic_mem(struct t_pair *p, uint64_t wr_id, enum ibv_w
 			     (uintptr_t)p->b.mem.buf + b_off, p->b.mem.mr->rkey, cmp_add, swap);
 }
 
+/* The 64-bit word at p (an atomic's result in the requester's buffer). */
+static inline uint64_t t_word(const void *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
 static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 {
 	return ur_cq_poll(cq, n, wc);

@@ -300,8 +300,7 @@ static void test_sel_resend_lost(void)
 	word = (uint64_t *)(p.b.mem.buf + 8 * 256);
 	*word = 5;
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)word, p.b.mem.mr->rkey, 3, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8 * 256, 3, 0), 0);
 	UT_EQ(t_count(), 9);
 	lost = t_psn(2);
 	t_drop(2);
