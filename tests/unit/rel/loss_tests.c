@@ -27,8 +27,7 @@ static void test_loss_middle_nak_once(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
@@ -65,14 +64,12 @@ static void test_loss_two_gaps(void)
 
 	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 8 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 8 * 256);
 	t_drop(1);                    /* psn 1 */
 	t_run();                      /* NAK, resend 1..7 */
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(t_post_recv_mem(&p.b, 3, 0, 8 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 3, 4, 0, 8 * 256);
 	t_drop(5);                    /* psn 13 */
 	t_run();
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
@@ -432,8 +429,7 @@ static void test_loss_window_halves_once(void)
 
 	if (t_pair_open_mem(&p, &o, 16 * 256, 16 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 16 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 16 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 16 * 256);
 	UT_EQ(t_count(), 16);
 	cwnd0 = p.a.qp->req.cwnd;
 	psn0 = t_psn(0);
@@ -621,8 +617,7 @@ static void test_loss_duplicates_everywhere(void)
 	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
 	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 2, 3, 0, 1024);
 	for (int i = 0; i < 4; i++) {
 		struct t_pkt *dup = t_copy(0);
 
@@ -811,8 +806,7 @@ static void test_loss_ack_beyond_resend(void)
 
 	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 40 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 40 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 40 * 256);
 	UT_EQ(t_count(), 40);
 	for (int i = 0; i < 40; i++)
 		t_deliver(0);

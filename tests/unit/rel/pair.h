@@ -488,6 +488,15 @@ static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 		UT_MEMEQ((p)->b.mem.buf + (b_off), (p)->a.mem.buf + (a_off), (len)); \
 	} while (0)
 
+/* A receive of len bytes at off in B's buffer (t_pair_open_mem), and a
+ * signaled SEND of as many from off in A's. */
+#define t_send_mem(p, recv_id, send_id, off, len)                           \
+	do {                                                                 \
+		UT_EQ(t_post_recv_mem(&(p)->b, (recv_id), (off), (len)), 0); \
+		UT_EQ(t_post_send_mem(&(p)->a, (send_id), IBV_WR_SEND, (off), (len), \
+				      IBV_SEND_SIGNALED), 0);                \
+	} while (0)
+
 static inline bool t_cq_empty(struct ur_cq *cq)
 {
 	struct ibv_wc wc;

@@ -33,8 +33,7 @@ static void test_sel_middle_one_resend(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	UT_CHECK(bth_selective(t_pkt(0)->buf));     /* RC packets carry the mark */
 	t_deliver(0);                 /* FIRST */
@@ -502,8 +501,7 @@ static void test_sel_unmarked_requester(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_CHECK(!bth_selective(t_pkt(0)->buf));
 	psn0 = t_psn(0);
 	t_deliver(0);                 /* FIRST */
