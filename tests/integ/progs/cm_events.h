@@ -65,11 +65,11 @@ static inline bool cm_listen_and_route(struct rdma_event_channel *ch, enum rdma_
 	    !vt_check(!rdma_create_id(ch, listen, NULL, ps) &&
 		      !rdma_bind_addr(*listen, (struct sockaddr *)&l) &&
 		      !rdma_listen(*listen, backlog),
-		      udp ? "UDP listen on port %d" : "listen on port %d", port))
+		      "%slisten on port %d", udp ? "UDP " : "", port))
 		return false;
 	if (!vt_check(!rdma_create_id(ch, active, NULL, ps) &&
 		      !rdma_resolve_addr(*active, NULL, (struct sockaddr *)&d, 2000),
-		      udp ? "resolve 127.0.0.1 (UDP id)" : "resolve 127.0.0.1"))
+		      "resolve 127.0.0.1%s", udp ? " (UDP id)" : ""))
 		return false;
 	ev = cm_next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
 	cm_ack(ev);
