@@ -262,9 +262,7 @@ static void test_loss_answers_while_gone_back(void)
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(*(uint64_t *)(p.a.mem.buf + 2 * 256), 40u);
 	UT_MEMEQ(p.a.mem.buf + 256, p.b.mem.buf + 2 * 256, 256);
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
+	t_writable();
 	UT_EQ(t_count(), 0);          /* nothing left to send again */
 	UT_EQ(*word, 42u);
 	UT_EQ(p.a.qp->comp.psn, p.a.qp->req.psn_max);
