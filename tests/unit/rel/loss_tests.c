@@ -142,8 +142,7 @@ static void test_loss_atomic_duplicate(void)
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	target = (uint64_t *)p.b.mem.buf;
-	*target = 40;
+	target = t_target(&p, 0, 40);
 	UT_EQ(t_post_atomic_mem(&p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
 	t_deliver(0);
 	UT_EQ(*target, 42);
@@ -231,8 +230,7 @@ static void test_loss_answers_while_gone_back(void)
 	if (t_pair_open_mem(&p, &o, 4 * 256, 4 * 256, T_ALL_ACCESS))
 		return;
 	memset(p.b.mem.buf + 2 * 256, 0x5a, 256);
-	word = (uint64_t *)(p.b.mem.buf + 3 * 256);
-	*word = 40;
+	word = t_target(&p, 3 * 256, 40);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
 	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * 256, 3 * 256, 2, 0), 0);
@@ -710,8 +708,7 @@ static void test_loss_atomic_ack_then_next(void)
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	target = (uint64_t *)p.b.mem.buf;
-	*target = 10;
+	target = t_target(&p, 0, 10);
 	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	t_deliver(0);
@@ -748,8 +745,7 @@ static void test_loss_seq_nak_past_atomic(void)
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)p.b.mem.buf;
-	*counter = 50;
+	counter = t_target(&p, 0, 50);
 	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_recv_mem(&p.b, 9, 1024, 1024), 0);
 	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
@@ -835,8 +831,7 @@ static void test_loss_atomic_saved_after_read_dups(void)
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)(p.b.mem.buf + 2048);
-	*counter = 100;
+	counter = t_target(&p, 2048, 100);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
 	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	t_deliver(0);                 /* READ psn 0..3 */
@@ -887,8 +882,7 @@ static void test_loss_read_response_past_atomic(void)
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)(p.b.mem.buf + 2048);
-	*counter = 5;
+	counter = t_target(&p, 2048, 5);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
 	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);

@@ -453,6 +453,16 @@ static inline int t_post_atomic_mem(struct t_pair *p, uint64_t wr_id, enum ibv_w
 			     (uintptr_t)p->b.mem.buf + b_off, p->b.mem.mr->rkey, cmp_add, swap);
 }
 
+/* The 64-bit word at off in B's buffer (t_pair_open_mem), set to v: an
+ * atomic's target. */
+static inline uint64_t *t_target(struct t_pair *p, size_t off, uint64_t v)
+{
+	uint64_t *w = (uint64_t *)(p->b.mem.buf + off);
+
+	*w = v;
+	return w;
+}
+
 /* The 64-bit word at p (an atomic's result in the requester's buffer). */
 static inline uint64_t t_word(const void *p)
 {

@@ -368,8 +368,7 @@ static void test_rnr_past_atomic(void)
 
 	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)p.b.mem.buf;
-	*counter = 7;
+	counter = t_target(&p, 0, 7);
 	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
 	t_deliver(0);

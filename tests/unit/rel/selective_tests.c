@@ -296,8 +296,7 @@ static void test_sel_resend_lost(void)
 	if (t_pair_open_mem(&p, &o, 8 * 256, 9 * 256, T_ALL_ACCESS))
 		return;
 	t_learnt(&p.a);
-	word = (uint64_t *)(p.b.mem.buf + 8 * 256);
-	*word = 5;
+	word = t_target(&p, 8 * 256, 5);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
 	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8 * 256, 3, 0), 0);
 	UT_EQ(t_count(), 9);
