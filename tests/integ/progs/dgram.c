@@ -20,7 +20,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,16 +221,12 @@ static int receive_until_quiet(int fd)
 				return 1;
 		if (n > 0)
 			srv.last = now;
-		if (!srv.counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
-				srv.counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					srv.sent += srv.count[q];
-				srv.last = now;
-			}
+		if (!srv.counts_known && !n && vt_peer_spoke(fd)) {
+			vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+			srv.counts_known = true;
+			for (uint32_t q = 0; q < cfg.qps; q++)
+				srv.sent += srv.count[q];
+			srv.last = now;
 		}
 		if (srv.counts_known && (srv.got == srv.sent || now - srv.last > QUIET_SECONDS))
 			return 0;

@@ -338,16 +338,12 @@ static int receive_all(int fd)
 			srv.last = vt_now();
 		if (!n && channel && !wait_event(fd))
 			return 1;
-		if (!srv.counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
-				srv.counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					for (uint64_t i = 0; i < srv.count[q]; i++)
-						srv.expect_total += takes_receive(plan_of(q, i).op);
-			}
+		if (!srv.counts_known && !n && vt_peer_spoke(fd)) {
+			vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+			srv.counts_known = true;
+			for (uint32_t q = 0; q < cfg.qps; q++)
+				for (uint64_t i = 0; i < srv.count[q]; i++)
+					srv.expect_total += takes_receive(plan_of(q, i).op);
 		}
 		if (n < 0 || vt_now() - srv.last > STALL_SECONDS) {
 			vt_fail("server: no receive completion for %.0f s: %llu of %s%llu arrived",

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,13 @@ void vt_peer_hello(int fd, void *hello, size_t hello_len, uint32_t *qpn, void *a
 	vt_xfer(fd, qpn, n * sizeof(*qpn), true);
 	vt_xfer(fd, answer, answer_len, false);
 	vt_xfer(fd, peer_qpn, n * sizeof(*peer_qpn), false);
+}
+
+bool vt_peer_spoke(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
 }
 
 void vt_peer_verdict_send(int fd)

@@ -22,6 +22,8 @@ void vt_xfer(int fd, void *buf, size_t len, bool out);
  * bytes: its GID, or more) and the server's n QP numbers in. */
 void vt_peer_hello(int fd, void *hello, size_t hello_len, uint32_t *qpn, void *answer,
 		   size_t answer_len, uint32_t *peer_qpn, uint32_t n);
+/* Whether the peer has said something on fd (a read would not block). */
+bool vt_peer_spoke(int fd);
 /* The end of a run: the server sends how many of its checks failed, the
  * client receives it (one check: none); each then closes fd. */
 void vt_peer_verdict_send(int fd);
