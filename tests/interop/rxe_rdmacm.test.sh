@@ -123,39 +123,36 @@ fi
 # same is tried once more, and said so (as in uroce_rxe.test.sh).
 calibration_failed() { grep -q 'Correlation coefficient r^2' <<<"$1"; }
 
+# perftest_pair PROG WHERE RUN: RUN (a function making one run), once more
+# after a failed calibration; both sides exit 0 and the client prints the
+# 64 KiB row.
+perftest_pair() {
+	"$3"
+	if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
+		echo "note: $1: perftest could not calibrate the guest's clock; once more"
+		"$3"
+	fi
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
+		ok "$1, $2: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
+	else
+		bad "$1, $2: client exit $rc, server exit $srv_rc"
+		show_both "$out" "$srv"
+	fi
+}
+
 wbw_kernel_server() {
 	port=$((port + 1))
 	guest_serves wbw-srv 120 60 ib_write_bw -R -F -p "$port" -n 200 -- \
 		ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP"
 }
-wbw_kernel_server
-if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
-	echo "note: ib_write_bw -R: perftest could not calibrate the guest's clock; once more"
-	wbw_kernel_server
-fi
-if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
-	ok "ib_write_bw -R, kernel server, uroce client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
-else
-	bad "ib_write_bw -R, kernel server, uroce client: client exit $rc, server exit $srv_rc"
-	show_both "$out" "$srv"
-fi
+perftest_pair "ib_write_bw -R" "kernel server, uroce client" wbw_kernel_server
 
 sbw_uroce_server() {
 	port=$((port + 1))
 	host_serves sbw-host-srv 120 "ib_send_bw -R" ib_send_bw -R -p "$port" -n 200 -- \
 		ib_send_bw -R -F -p "$port" -n 200 "$VM_HOST_IP"
 }
-sbw_uroce_server
-if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
-	echo "note: ib_send_bw -R: perftest could not calibrate the guest's clock; once more"
-	sbw_uroce_server
-fi
-if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
-	ok "ib_send_bw -R, uroce server, kernel client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
-else
-	bad "ib_send_bw -R, uroce server, kernel client: client exit $rc, server exit $srv_rc"
-	show_both "$out" "$srv"
-fi
+perftest_pair "ib_send_bw -R" "uroce server, kernel client" sbw_uroce_server
 
 # Nobody listens on the guest's port: the kernel's CM rejects (invalid service ID).
 port=$((port + 1))
