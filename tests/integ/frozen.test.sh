@@ -63,10 +63,7 @@ fz_case() {
 		ur_wait "$tag.server"
 		ur_expect_eq "$tag: the killed server's exit" 137 "${UR_RC[$tag.server]}"
 	fi
-	port=$(ur_port)
-	ur_pair "$tag.fresh" "$port" ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 \
-		-- ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 "$addr"
-	ur_expect_pair_ok "$tag.fresh" "$tag: a fresh ibv_rc_pingpong pair right after"
+	ur_fresh_pair "$tag.fresh" "$dev" "$dev" "$addr" "$g" "$tag: a fresh ibv_rc_pingpong pair right after"
 }
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)

@@ -517,3 +517,14 @@ ur_netns_server_client() {
 	gs=$(UR_NS=$UR_NS_B ur_gid_index "$sdev" "::ffff:$UR_IP_B")
 	gc=$(UR_NS=$UR_NS_A ur_gid_index "$cdev" "::ffff:$UR_IP_A")
 }
+
+# ur_fresh_pair TAG SDEV CDEV ADDR GID WHAT: a new ibv_rc_pingpong pair
+# (500 iterations, server on SDEV in UR_SNS, client on CDEV in UR_CNS to
+# ADDR) works; WHAT names the check.
+ur_fresh_pair() {
+	local port
+	port=$(ur_port)
+	ur_pair "$1" "$port" ibv_rc_pingpong -d "$2" -p "$port" -g "$5" -n 500 \
+		-- ibv_rc_pingpong -d "$3" -p "$port" -g "$5" -n 500 "$4"
+	ur_expect_pair_ok "$1" "$6"
+}

@@ -103,11 +103,7 @@ mp_running() {
 
 # mp_fresh_pair TAG SDEV CDEV ADDR GID: a new ibv_rc_pingpong pair works.
 mp_fresh_pair() {
-	local port
-	port=$(ur_port)
-	ur_pair "$1" "$port" ibv_rc_pingpong -d "$2" -p "$port" -g "$5" -n 500 \
-		-- ibv_rc_pingpong -d "$3" -p "$port" -g "$5" -n 500 "$4"
-	ur_expect_pair_ok "$1" "$1: a fresh ibv_rc_pingpong pair after the kill"
+	ur_fresh_pair "$@" "$1: a fresh ibv_rc_pingpong pair after the kill"
 }
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
