@@ -64,7 +64,6 @@ static void setup_local(void)
 	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
 						      IBV_XRCD_INIT_ATTR_OFLAGS,
 					 .oflags = O_CREAT };
-	struct ibv_srq_init_attr_ex sa = { 0 };
 
 	fuzz_stack_setup();
 	s = to_uctx(fz.ctx)->stack;
@@ -79,16 +78,7 @@ static void setup_local(void)
 	FUZZ_ASSERT(l.xrcd && to_uxrcd(l.xrcd)->has_inode);
 	l.cq = ibv_create_cq(fz.ctx, 256, NULL, NULL, 0);
 	FUZZ_ASSERT(l.cq);
-	sa.attr.max_wr = 64;
-	sa.attr.max_sge = 2;
-	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
-		       IBV_SRQ_INIT_ATTR_PD;
-	sa.srq_type = IBV_SRQT_XRC;
-	sa.xrcd = l.xrcd;
-	sa.cq = l.cq;
-	sa.pd = fz.pd;
-	l.srq = ibv_create_srq_ex(fz.ctx, &sa);
-	FUZZ_ASSERT(l.srq);
+	l.srq = fuzz_xrc_srq(l.xrcd, l.cq, 2);
 	l.ready = 1;
 }
 

@@ -189,11 +189,28 @@ static void connect_qp(struct ibv_qp *qp)
 		post_requests(qp);
 }
 
+struct ibv_srq *fuzz_xrc_srq(struct ibv_xrcd *xrcd, struct ibv_cq *cq, uint32_t max_sge)
+{
+	struct ibv_srq_init_attr_ex sa = { 0 };
+	struct ibv_srq *srq;
+
+	sa.attr.max_wr = 64;
+	sa.attr.max_sge = max_sge;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+		       IBV_SRQ_INIT_ATTR_PD;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.xrcd = xrcd;
+	sa.cq = cq;
+	sa.pd = fz.pd;
+	srq = ibv_create_srq_ex(fz.ctx, &sa);
+	FUZZ_ASSERT(srq);
+	return srq;
+}
+
 void fuzz_stack_setup(void)
 {
 	struct ibv_device **list;
 	struct ibv_qp_init_attr_ex qa;
-	struct ibv_srq_init_attr_ex sa = { 0 };
 	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_OFLAGS, .oflags = O_CREAT };
 	static const enum ibv_qp_type types[FUZZ_NQP] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
 						     IBV_QPT_XRC_RECV };
@@ -228,16 +245,7 @@ void fuzz_stack_setup(void)
 	FUZZ_ASSERT(fz.pd && fz.cq && fz.xcq && fz.mr);
 	fz.xrcd = ibv_open_xrcd(fz.ctx, &xa);
 	FUZZ_ASSERT(fz.xrcd);
-	sa.attr.max_wr = 64;
-	sa.attr.max_sge = 1;
-	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
-		       IBV_SRQ_INIT_ATTR_PD;
-	sa.srq_type = IBV_SRQT_XRC;
-	sa.xrcd = fz.xrcd;
-	sa.cq = fz.xcq;
-	sa.pd = fz.pd;
-	fz.xsrq = ibv_create_srq_ex(fz.ctx, &sa);
-	FUZZ_ASSERT(fz.xsrq);
+	fz.xsrq = fuzz_xrc_srq(fz.xrcd, fz.xcq, 1);
 	for (int i = 0; i < FUZZ_DCT; i++) {
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_type = types[i];

@@ -43,6 +43,9 @@ extern struct fuzz_stack fz;
  * network namespace when it can (root), so that the stack's sockets and
  * host registry touch nothing else. */
 void fuzz_stack_setup(void);
+/* An XRC SRQ of domain xrcd (64 receives of max_sge pieces) completing on
+ * cq, in fz.pd. */
+struct ibv_srq *fuzz_xrc_srq(struct ibv_xrcd *xrcd, struct ibv_cq *cq, uint32_t max_sge);
 /* After each input: drains the CQs, fires the timers the input armed,
  * reconnects QPs that ended in ERROR or ran out of requests, and reposts
  * receives. */

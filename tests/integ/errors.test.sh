@@ -24,10 +24,7 @@
 . "$(dirname "$0")/progs_lib.sh"
 UR_TIMEOUT=240
 
-g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
-g6=$(ur_gid_index uroce0 ::1)
-ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
-ur_expect_eq "uroce0: GID index of ::1" 2 "$g6"
+prog_lo_gids
 
 # completion_errors of uroce0, summed over the host's processes.
 cerrs() {

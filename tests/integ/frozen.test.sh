@@ -15,13 +15,6 @@
 . "$(dirname "$0")/lib.sh"
 UR_TIMEOUT=120
 
-# fz_prog_signal NAME SIG: SIG to the program of run NAME.
-fz_prog_signal() {
-	local p
-	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to signal"; return 1; }
-	kill "-$2" "$p"
-}
-
 # fz_case TAG DEV GID ADDR SIG: an ib_write_bw pair (server in UR_SNS,
 # client in UR_CNS); 3 s into the run the server gets SIG; the client must
 # end with retry exceeded within 20 s; a stopped server is continued and
@@ -44,17 +37,13 @@ fz_case() {
 		ur_stop "$tag.server"
 		return 1
 	fi
-	fz_prog_signal "$tag.server" "$sig"
+	ur_prog_signal "$tag.server" "$sig"
 	t0=$(date +%s.%N)
-	for _ in $(seq 200); do
-		kill -0 "${UR_PID[$tag.client]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	t=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
-	if kill -0 "${UR_PID[$tag.client]}" 2>/dev/null; then
+	if ! ur_ends_within "$tag.client" 20; then
 		ur_fail "$tag: the client still runs 20 s after its server got SIG$sig"
 		ur_stop "$tag.client"
 	else
+		t=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.1f", $1 - $2}')
 		ur_wait "$tag.client"
 		ur_pass "$tag: the client ended ${t} s after its server got SIG$sig"
 		ur_expect_fail_fast "$tag.client" "$tag: the client of a server that got SIG$sig"
@@ -62,12 +51,8 @@ fz_case() {
 			"$tag: the client's writes end in retry exceeded"
 	fi
 	if [ "$sig" = STOP ]; then
-		fz_prog_signal "$tag.server" CONT
-		for _ in $(seq 200); do
-			kill -0 "${UR_PID[$tag.server]}" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "${UR_PID[$tag.server]}" 2>/dev/null; then
+		ur_prog_signal "$tag.server" CONT
+		if ! ur_ends_within "$tag.server" 20; then
 			ur_fail "$tag: the continued server still runs 20 s later"
 			ur_stop "$tag.server"
 		else
@@ -78,10 +63,7 @@ fz_case() {
 		ur_wait "$tag.server"
 		ur_expect_eq "$tag: the killed server's exit" 137 "${UR_RC[$tag.server]}"
 	fi
-	port=$(ur_port)
-	ur_pair "$tag.fresh" "$port" ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 \
-		-- ibv_rc_pingpong -d "$dev" -p "$port" -g "$g" -n 500 "$addr"
-	ur_expect_pair_ok "$tag.fresh" "$tag: a fresh ibv_rc_pingpong pair right after"
+	ur_fresh_pair "$tag.fresh" "$dev" "$dev" "$addr" "$g" "$tag: a fresh ibv_rc_pingpong pair right after"
 }
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)

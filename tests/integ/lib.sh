@@ -280,6 +280,25 @@ ur_prog_pid() {
 	return 1
 }
 
+# ur_prog_signal NAME SIG [VERB]: SIG to the program of run NAME (not its
+# timeout wrapper); a FAIL: line "NAME: no process to VERB" (default
+# signal) when there is none.
+ur_prog_signal() {
+	local p
+	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to ${3:-signal}"; return 1; }
+	kill "-$2" "$p"
+}
+
+# ur_ends_within NAME SECONDS: true once run NAME has ended (not reaped:
+# ur_wait does), false if it still runs SECONDS from now.
+ur_ends_within() {
+	for _ in $(seq $(($2 * 10))); do
+		kill -0 "${UR_PID[$1]}" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "${UR_PID[$1]}" 2>/dev/null
+}
+
 # ur_wait NAME: waits for the program; sets UR_RC[NAME] (124: killed by the
 # timeout) and UR_ELAPSED[NAME]; returns the exit code.
 ur_wait() {
@@ -480,4 +499,32 @@ ur_netns_pair() {
 	done
 	echo "netns pair: $UR_IF_A/$UR_IF_B did not come up" >&2
 	return 1
+}
+
+# ur_netns_server_client MTU: ur_netns_pair MTU with the server in UR_NS_B
+# and the client in UR_NS_A (UR_SNS, UR_CNS, exported); sdev and cdev, each
+# side's uroce device of its veth, and gs and gc, its GID index of its IPv4
+# address, each expected (uroce1, index 1).  Ends the test (ur_done) when a
+# device is missing; the caller checks the indexes it needs.
+ur_netns_server_client() {
+	ur_netns_pair "$1"
+	export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
+	sdev=$(UR_NS=$UR_NS_B ur_dev_of "$UR_IP_B")
+	cdev=$(UR_NS=$UR_NS_A ur_dev_of "$UR_IP_A")
+	ur_expect_eq "device of the server's veth" uroce1 "$sdev"
+	ur_expect_eq "device of the client's veth" uroce1 "$cdev"
+	[ -n "$sdev" ] && [ -n "$cdev" ] || ur_done
+	gs=$(UR_NS=$UR_NS_B ur_gid_index "$sdev" "::ffff:$UR_IP_B")
+	gc=$(UR_NS=$UR_NS_A ur_gid_index "$cdev" "::ffff:$UR_IP_A")
+}
+
+# ur_fresh_pair TAG SDEV CDEV ADDR GID WHAT: a new ibv_rc_pingpong pair
+# (500 iterations, server on SDEV in UR_SNS, client on CDEV in UR_CNS to
+# ADDR) works; WHAT names the check.
+ur_fresh_pair() {
+	local port
+	port=$(ur_port)
+	ur_pair "$1" "$port" ibv_rc_pingpong -d "$2" -p "$port" -g "$5" -n 500 \
+		-- ibv_rc_pingpong -d "$3" -p "$port" -g "$5" -n 500 "$4"
+	ur_expect_pair_ok "$1" "$6"
 }

@@ -91,9 +91,7 @@ mp_check_pairs() {
 
 # mp_kill9 NAME: SIGKILL the program of run NAME (not its timeout wrapper).
 mp_kill9() {
-	local p
-	p=$(ur_prog_pid "$1") || { ur_fail "$1: no process to kill"; return 1; }
-	kill -KILL "$p"
+	ur_prog_signal "$1" KILL kill
 }
 
 # mp_running NAME SECONDS: run NAME is still running SECONDS from now (its
@@ -105,11 +103,7 @@ mp_running() {
 
 # mp_fresh_pair TAG SDEV CDEV ADDR GID: a new ibv_rc_pingpong pair works.
 mp_fresh_pair() {
-	local port
-	port=$(ur_port)
-	ur_pair "$1" "$port" ibv_rc_pingpong -d "$2" -p "$port" -g "$5" -n 500 \
-		-- ibv_rc_pingpong -d "$3" -p "$port" -g "$5" -n 500 "$4"
-	ur_expect_pair_ok "$1" "$1: a fresh ibv_rc_pingpong pair after the kill"
+	ur_fresh_pair "$@" "$1: a fresh ibv_rc_pingpong pair after the kill"
 }
 
 g=$(ur_gid_index uroce0 ::ffff:127.0.0.1)

@@ -12,15 +12,7 @@
 . "$(dirname "$0")/perftest_cases.sh"
 UR_TIMEOUT=240
 
-ur_netns_pair 1500
-export UR_SNS=$UR_NS_B UR_CNS=$UR_NS_A
-sdev=$(UR_NS=$UR_NS_B ur_dev_of "$UR_IP_B")
-cdev=$(UR_NS=$UR_NS_A ur_dev_of "$UR_IP_A")
-ur_expect_eq "device of the server's veth" uroce1 "$sdev"
-ur_expect_eq "device of the client's veth" uroce1 "$cdev"
-[ -n "$sdev" ] && [ -n "$cdev" ] || ur_done
-gs=$(UR_NS=$UR_NS_B ur_gid_index "$sdev" "::ffff:$UR_IP_B")
-gc=$(UR_NS=$UR_NS_A ur_gid_index "$cdev" "::ffff:$UR_IP_A")
+ur_netns_server_client 1500
 ur_expect_eq "server: GID index of ::ffff:$UR_IP_B" 1 "$gs"
 ur_expect_eq "client: GID index of ::ffff:$UR_IP_A" 1 "$gc"
 [ -n "$gs" ] && [ "$gs" = "$gc" ] || ur_done   # one -x for both sides

@@ -16,3 +16,12 @@ prog_run() {
 	ur_expect_rc "$tag" 0 "$tag: integ_$name $dev $gid $*"
 	ur_sanitizer_clean "$tag"
 }
+
+# prog_lo_gids: g4 and g6, uroce0's GID indexes of ::ffff:127.0.0.1 and
+# ::1, each expected (1 and 2).
+prog_lo_gids() {
+	g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
+	g6=$(ur_gid_index uroce0 ::1)
+	ur_expect_eq "uroce0: GID index of ::ffff:127.0.0.1" 1 "$g4"
+	ur_expect_eq "uroce0: GID index of ::1" 2 "$g6"
+}

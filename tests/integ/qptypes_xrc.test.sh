@@ -18,16 +18,22 @@
 qt_topologies
 qt_prog_both xrc qpt_xrc
 
+# domain NAME SNS DEV GIDX OWNER: a fresh domain file, and in SNS the SRQ's
+# owner (qpt_xrc -a OWNER:FILE) and the target QP's process sharing it;
+# true once both listen (the owner on port p, set here, the target on p + 1).
+domain() {
+	local name=$1 sns=$2 dev=$3 gidx=$4 file=$UR_TMP/$1.domain
+	p=$(ur_port)
+	: > "$file"
+	UR_NS=$sns ur_start "$name.owner" qpt_xrc -m shared -a "$5:$file" -d "$dev" -g "$gidx" -p "$p"
+	UR_NS=$sns ur_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
+	UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.owner]}" &&
+		UR_NS=$sns ur_wait_listen "$((p + 1))" "${UR_PID[$name.target]}"
+}
 # shared NAME SNS CNS DEV GIDX IP
 shared() {
-	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
-	p=$(ur_port)
-	file=$UR_TMP/$name.domain
-	: > "$file"
-	UR_NS=$sns ur_start "$name.owner" qpt_xrc -m shared -a "owner:$file" -d "$dev" -g "$gidx" -p "$p"
-	UR_NS=$sns ur_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
-	if UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.owner]}" &&
-	   UR_NS=$sns ur_wait_listen "$((p + 1))" "${UR_PID[$name.target]}"; then
+	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p
+	if domain "$name" "$sns" "$dev" "$gidx" owner; then
 		UR_TIMEOUT=60 UR_NS=$cns ur_run "$name.client" qpt_xrc -m shared -d "$dev" -g "$gidx" -p "$p" "$ip"
 		qt_expect_prog "$name.client" "$name: initiator"
 	else
@@ -42,14 +48,8 @@ shared() {
 # the message comes; the target process refuses it (the client sees
 # IBV_WC_REM_INV_REQ_ERR, not a retry timeout) and is not wedged.
 gone() {
-	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p file
-	p=$(ur_port)
-	file=$UR_TMP/$name.domain
-	: > "$file"
-	UR_NS=$sns ur_start "$name.owner" qpt_xrc -m shared -a "owner-gone:$file" -d "$dev" -g "$gidx" -p "$p"
-	UR_NS=$sns ur_start "$name.target" qpt_xrc -m shared -a "target:$file" -d "$dev" -g "$gidx" -p "$p"
-	if UR_NS=$sns ur_wait_listen "$p" "${UR_PID[$name.owner]}" &&
-	   UR_NS=$sns ur_wait_listen "$((p + 1))" "${UR_PID[$name.target]}"; then
+	local name=$1 sns=$2 cns=$3 dev=$4 gidx=$5 ip=$6 p
+	if domain "$name" "$sns" "$dev" "$gidx" owner-gone; then
 		UR_TIMEOUT=60 UR_NS=$cns ur_run "$name.client" qpt_xrc -m shared -a gone -d "$dev" -g "$gidx" -p "$p" "$ip"
 		qt_expect_prog "$name.client" "$name: initiator, owner gone"
 	else

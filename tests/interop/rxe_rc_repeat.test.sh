@@ -14,40 +14,15 @@
 set -euo pipefail
 
 src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${UROCE_BUILD:-$src/build}
-export UROCE_BUILD=$build
-. "$src/tests/interop/lib/vm.sh"
-vm_need_root
+. "$src/tests/interop/lib/interop.sh"
 
 runs=${RUNS:-20}
 run_timeout=${RUN_TIMEOUT:-60}
-uroce=$build/bin/uroce
-fails=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
 
 vm_boot
 gidx=$VM_GID_INDEX
 
-dev=""
-hidx=""
-cur=""
-info=$("$uroce" run -- ibv_devinfo -v)
-while IFS= read -r line; do
-	case "$line" in
-	hca_id:*) cur=$(awk '{print $2}' <<<"$line") ;;
-	*"::ffff:$VM_HOST_IP,"*)
-		dev=$cur
-		hidx=$(sed -n 's/.*GID\[ *\([0-9]*\)\].*/\1/p' <<<"$line")
-		;;
-	esac
-done <<<"$info"
-if [ -z "$dev" ]; then
-	echo "$info" >&2
-	echo "FAIL: no uroce device has the GID ::ffff:$VM_HOST_IP of $VM_TAP" >&2
-	exit 1
-fi
-echo "host: $dev GID index $hidx ($VM_HOST_IP); guest: rxe0 GID index $gidx ($VM_GUEST_IP)"
+host_dev
 
 args=(-s 65536 -n 50)
 port=18700
@@ -75,10 +50,7 @@ one() {
 		timeout "$run_timeout" "$uroce" run -- ibv_rc_pingpong -d "$dev" -g "$hidx" "${args[@]}" \
 			-p "$port" > "$VM_DIR/srv$i.host" 2>&1 &
 		local spid=$!
-		for _ in $(seq 100); do
-			ss -ltn "sport = :$port" | grep -q LISTEN && break
-			sleep 0.1
-		done
+		host_wait_tcp "$port"
 		# The client in the background, so that its QP can be seen while
 		# it hangs (killed, it takes the QP with it).
 		vm_bg "cli$i" ibv_rc_pingpong -g "$gidx" "${args[@]}" -p "$port" "$VM_HOST_IP"
@@ -114,7 +86,7 @@ for gs in ${SIDES:-1 0}; do
 			passed=$((passed + 1))
 		else
 			bad "$side run $i of $runs: exit $RC after $SECS ms"
-			echo "--- client:"; echo "$OUT"; echo "--- server:"; echo "$SRV"
+			show_both "$OUT" "$SRV"
 		fi
 	done
 	if [ "$passed" = "$runs" ]; then

@@ -13,16 +13,8 @@
 set -euo pipefail
 
 src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${UROCE_BUILD:-$src/build}
-export UROCE_BUILD=$build
-. "$src/tests/interop/lib/vm.sh"
-vm_need_root
-
-uroce=$build/bin/uroce
+. "$src/tests/interop/lib/interop.sh"
 count=20
-fails=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
 
 # pings OUT: how many of rping's "ping data: rdma-ping-N: ..." lines, N = 0..count-1, OUT has.
 pings() {
@@ -37,7 +29,7 @@ check() {
 		ok "$1: both exit 0, $n of $count pings' data printed by the client"
 	else
 		bad "$1: client exit $2, server exit $3, $n of $count pings printed"
-		echo "--- client:"; echo "$4"; echo "--- server:"; echo "$5"
+		show_both "$4" "$5"
 	fi
 }
 
@@ -47,63 +39,39 @@ port=18700
 
 # The kernel's rdma_cm listens in the guest; uroce's connects from the host.
 port=$((port + 1))
-vm_bg rping-srv rping -s -a "$VM_GUEST_IP" -p "$port" -C "$count" -V
-sleep 1
-rc=0
-out=$(timeout 120 "$uroce" run -- rping -c -a "$VM_GUEST_IP" -p "$port" -C "$count" -v -V 2>&1) || rc=$?
-srv_rc=0
-srv=$(vm_wait rping-srv 60 2>&1) || srv_rc=$?
+guest_serves rping-srv 120 60 rping -s -a "$VM_GUEST_IP" -p "$port" -C "$count" -V -- \
+	rping -c -a "$VM_GUEST_IP" -p "$port" -C "$count" -v -V
 check "rping, kernel rdma_cm server, uroce client" "$rc" "${srv_rc:-0}" "$out" "$srv"
 
 # uroce's listens on the host; the kernel's connects from the guest.
 port=$((port + 1))
-timeout 120 "$uroce" run -- rping -s -a "$VM_HOST_IP" -p "$port" -C "$count" -V \
-	> "$VM_DIR/rping-host-srv" 2>&1 &
-spid=$!
-"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
-	bad "the host's rping server does not listen on rdma_cm port $port"
-rc=0
-out=$(vm_run -t 120 rping -c -a "$VM_HOST_IP" -p "$port" -C "$count" -v -V 2>&1) || rc=$?
-srv_rc=0
-wait "$spid" || srv_rc=$?
-check "rping, uroce server, kernel rdma_cm client" "$rc" "$srv_rc" "$out" "$(cat "$VM_DIR/rping-host-srv")"
+host_serves rping-host-srv 120 "rping server" rping -s -a "$VM_HOST_IP" -p "$port" -C "$count" -V -- \
+	rping -c -a "$VM_HOST_IP" -p "$port" -C "$count" -v -V
+check "rping, uroce server, kernel rdma_cm client" "$rc" "$srv_rc" "$out" "$srv"
 
 # pair NAME SERVER... -- CLIENT...: the server in the guest and the client
 # on the host, then the reverse; both sides exit 0 and print "test complete".
 pair() {
-	local name=$1 s=() c=() a seen=0 rc srv_rc out srv spid
+	local name=$1 s=() c=() a seen=0
 	shift
 	for a in "$@"; do
 		if [ $seen = 0 ] && [ "$a" = -- ]; then seen=1; continue; fi
 		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
 	done
-	vm_bg "$name-srv" "${s[@]}" -b "$VM_GUEST_IP"
-	sleep 1
-	rc=0
-	out=$(timeout 120 "$uroce" run -- "${c[@]}" -s "$VM_GUEST_IP" 2>&1) || rc=$?
-	srv_rc=0
-	srv=$(vm_wait "$name-srv" 60 2>&1) || srv_rc=$?
+	guest_serves "$name-srv" 120 60 "${s[@]}" -b "$VM_GUEST_IP" -- "${c[@]}" -s "$VM_GUEST_IP"
+	complete "$name, kernel rdma_cm server, uroce client"
+	host_serves "$name-host-srv" 120 "" "${s[@]}" -b "$VM_HOST_IP" -- "${c[@]}" -s "$VM_HOST_IP"
+	complete "$name, uroce server, kernel rdma_cm client"
+}
+
+# complete WHAT: pair's verdict on a run that guest_serves or host_serves made.
+complete() {
 	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^test complete' <<<"$out" &&
 	   grep -q '^test complete' <<<"$srv"; then
-		ok "$name, kernel rdma_cm server, uroce client: both complete"
+		ok "$1: both complete"
 	else
-		bad "$name, kernel rdma_cm server, uroce client: client exit $rc, server exit $srv_rc"
-		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
-	fi
-	timeout 120 "$uroce" run -- "${s[@]}" -b "$VM_HOST_IP" > "$VM_DIR/$name-host-srv" 2>&1 &
-	spid=$!
-	sleep 1
-	rc=0
-	out=$(vm_run -t 120 "${c[@]}" -s "$VM_HOST_IP" 2>&1) || rc=$?
-	srv_rc=0
-	wait "$spid" || srv_rc=$?
-	srv=$(cat "$VM_DIR/$name-host-srv")
-	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -q '^test complete' <<<"$out" &&
-	   grep -q '^test complete' <<<"$srv"; then
-		ok "$name, uroce server, kernel rdma_cm client: both complete"
-	else
-		bad "$name, uroce server, kernel rdma_cm client: client exit $rc, server exit $srv_rc"
-		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
+		bad "$1: client exit $rc, server exit $srv_rc"
+		show_both "$out" "$srv"
 	fi
 }
 
@@ -155,49 +123,36 @@ fi
 # same is tried once more, and said so (as in uroce_rxe.test.sh).
 calibration_failed() { grep -q 'Correlation coefficient r^2' <<<"$1"; }
 
+# perftest_pair PROG WHERE RUN: RUN (a function making one run), once more
+# after a failed calibration; both sides exit 0 and the client prints the
+# 64 KiB row.
+perftest_pair() {
+	"$3"
+	if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
+		echo "note: $1: perftest could not calibrate the guest's clock; once more"
+		"$3"
+	fi
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
+		ok "$1, $2: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
+	else
+		bad "$1, $2: client exit $rc, server exit $srv_rc"
+		show_both "$out" "$srv"
+	fi
+}
+
 wbw_kernel_server() {
 	port=$((port + 1))
-	vm_bg wbw-srv ib_write_bw -R -F -p "$port" -n 200
-	sleep 1
-	rc=0
-	out=$(timeout 120 "$uroce" run -- ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP" 2>&1) || rc=$?
-	srv_rc=0
-	srv=$(vm_wait wbw-srv 60 2>&1) || srv_rc=$?
+	guest_serves wbw-srv 120 60 ib_write_bw -R -F -p "$port" -n 200 -- \
+		ib_write_bw -R -p "$port" -n 200 "$VM_GUEST_IP"
 }
-wbw_kernel_server
-if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$srv"; then
-	echo "note: ib_write_bw -R: perftest could not calibrate the guest's clock; once more"
-	wbw_kernel_server
-fi
-if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
-	ok "ib_write_bw -R, kernel server, uroce client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
-else
-	bad "ib_write_bw -R, kernel server, uroce client: client exit $rc, server exit $srv_rc"
-	echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
-fi
+perftest_pair "ib_write_bw -R" "kernel server, uroce client" wbw_kernel_server
 
 sbw_uroce_server() {
 	port=$((port + 1))
-	timeout 120 "$uroce" run -- ib_send_bw -R -p "$port" -n 200 > "$VM_DIR/sbw-host-srv" 2>&1 &
-	spid=$!
-	"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
-		bad "the host's ib_send_bw -R does not listen on rdma_cm port $port"
-	rc=0
-	out=$(vm_run -t 120 ib_send_bw -R -F -p "$port" -n 200 "$VM_HOST_IP" 2>&1) || rc=$?
-	srv_rc=0
-	wait "$spid" || srv_rc=$?
+	host_serves sbw-host-srv 120 "ib_send_bw -R" ib_send_bw -R -p "$port" -n 200 -- \
+		ib_send_bw -R -F -p "$port" -n 200 "$VM_HOST_IP"
 }
-sbw_uroce_server
-if { [ "$rc" != 0 ] || [ "$srv_rc" != 0 ]; } && calibration_failed "$out$(cat "$VM_DIR/sbw-host-srv")"; then
-	echo "note: ib_send_bw -R: perftest could not calibrate the guest's clock; once more"
-	sbw_uroce_server
-fi
-if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && grep -Eq '^ 65536 +200 ' <<<"$out"; then
-	ok "ib_send_bw -R, uroce server, kernel client: $(grep -E '^ 65536 +200 ' <<<"$out" | tr -s ' ')"
-else
-	bad "ib_send_bw -R, uroce server, kernel client: client exit $rc, server exit $srv_rc"
-	echo "--- client:"; echo "$out"; echo "--- server:"; cat "$VM_DIR/sbw-host-srv"
-fi
+perftest_pair "ib_send_bw -R" "uroce server, kernel client" sbw_uroce_server
 
 # Nobody listens on the guest's port: the kernel's CM rejects (invalid service ID).
 port=$((port + 1))

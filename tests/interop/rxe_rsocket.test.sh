@@ -17,15 +17,7 @@
 set -euo pipefail
 
 src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${UROCE_BUILD:-$src/build}
-export UROCE_BUILD=$build
-. "$src/tests/interop/lib/vm.sh"
-vm_need_root
-
-uroce=$build/bin/uroce
-fails=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+. "$src/tests/interop/lib/interop.sh"
 port=18800
 
 # rows OUT: rstream's result lines in OUT.
@@ -34,43 +26,35 @@ rows() {
 		true; }
 }
 
+# judge OK BAD: rstream's verdict on a run that guest_serves or host_serves
+# made: both exit 0 and print the same number of results, at least one (ok
+# "OK: ...", else bad BAD).
+judge() {
+	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && [ "$(rows "$out")" -ge 1 ] &&
+	   [ "$(rows "$out")" = "$(rows "$srv")" ]; then
+		ok "$1: both exit 0, $(rows "$out") results"
+	else
+		bad "$2"
+		show_both "$out" "$srv"
+	fi
+}
+
 # both_ways NAME PROG ARGS...: PROG's server in the guest and its client on
 # the host, then the reverse.
 both_ways() {
-	local name=$1 prog=$2 rc srv_rc out srv spid
+	local name=$1 prog=$2
 	shift 2
 	port=$((port + 1))
-	vm_bg "$name-srv" "$prog" -p "$port" "$@"
-	sleep 1
-	rc=0
-	out=$(timeout 180 "$uroce" run -- "$prog" -s "$VM_GUEST_IP" -p "$port" "$@" 2>&1) || rc=$?
-	srv_rc=0
-	srv=$(vm_wait "$name-srv" 120 2>&1) || srv_rc=$?
-	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && [ "$(rows "$out")" -ge 1 ] &&
-	   [ "$(rows "$out")" = "$(rows "$srv")" ]; then
-		ok "$name $*: rdma-core's server in the guest, uroce's client: both exit 0, $(rows "$out") results"
-	else
-		bad "$name $*: guest server exit $srv_rc, host client exit $rc"
-		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
-	fi
+	guest_serves "$name-srv" 180 120 "$prog" -p "$port" "$@" -- \
+		"$prog" -s "$VM_GUEST_IP" -p "$port" "$@"
+	judge "$name $*: rdma-core's server in the guest, uroce's client" \
+		"$name $*: guest server exit $srv_rc, host client exit $rc"
 
 	port=$((port + 1))
-	timeout 180 "$uroce" run -- "$prog" -p "$port" "$@" > "$VM_DIR/$name-host-srv" 2>&1 &
-	spid=$!
-	"$uroce" run -- "$build/bin/integ_cm_listening" "$port" 30 >/dev/null 2>&1 ||
-		bad "the host's $prog server does not listen on rdma_cm port $port"
-	rc=0
-	out=$(vm_run -t 180 "$prog" -s "$VM_HOST_IP" -p "$port" "$@" 2>&1) || rc=$?
-	srv_rc=0
-	wait "$spid" || srv_rc=$?
-	srv=$(cat "$VM_DIR/$name-host-srv")
-	if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ] && [ "$(rows "$out")" -ge 1 ] &&
-	   [ "$(rows "$out")" = "$(rows "$srv")" ]; then
-		ok "$name $*: uroce's server on the host, rdma-core's client: both exit 0, $(rows "$out") results"
-	else
-		bad "$name $*: host server exit $srv_rc, guest client exit $rc"
-		echo "--- client:"; echo "$out"; echo "--- server:"; echo "$srv"
-	fi
+	host_serves "$name-host-srv" 180 "$prog server" "$prog" -p "$port" "$@" -- \
+		"$prog" -s "$VM_HOST_IP" -p "$port" "$@"
+	judge "$name $*: uroce's server on the host, rdma-core's client" \
+		"$name $*: host server exit $srv_rc, guest client exit $rc"
 }
 
 vm_boot

@@ -12,39 +12,11 @@
 set -euo pipefail
 
 src=${UROCE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${UROCE_BUILD:-$src/build}
-export UROCE_BUILD=$build
-. "$src/tests/interop/lib/vm.sh"
-vm_need_root
-
-uroce=$build/bin/uroce
-fails=0
-bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
+. "$src/tests/interop/lib/interop.sh"
 
 vm_boot
 gidx=$VM_GID_INDEX
-
-# The uroce device on the tap, and its GID index for the host's IPv4 address.
-dev=""
-hidx=""
-info=$("$uroce" run -- ibv_devinfo -v)
-cur=""
-while IFS= read -r line; do
-	case "$line" in
-	hca_id:*) cur=$(awk '{print $2}' <<<"$line") ;;
-	*"::ffff:$VM_HOST_IP,"*)
-		dev=$cur
-		hidx=$(sed -n 's/.*GID\[ *\([0-9]*\)\].*/\1/p' <<<"$line")
-		;;
-	esac
-done <<<"$info"
-if [ -z "$dev" ]; then
-	echo "$info" >&2
-	echo "FAIL: no uroce device has the GID ::ffff:$VM_HOST_IP of $VM_TAP" >&2
-	exit 1
-fi
-echo "host: $dev GID index $hidx ($VM_HOST_IP); guest: rxe0 GID index $gidx ($VM_GUEST_IP)"
+host_dev   # the uroce device on the tap (dev), its GID index of the host's IPv4 address (hidx)
 
 port=18600
 # pair NAME GUEST_SERVER(0|1) PROG ARGS...: run PROG as server on one side
@@ -68,7 +40,7 @@ pair() {
 		ok "$1: $(grep -E 'usec/iter|^ [0-9]+ +[0-9]+ ' <<<"$TRY_OUT" | tail -n 1)"
 	else
 		bad "$1 (exit $TRY_RC)"
-		echo "--- client:"; echo "$TRY_OUT"; echo "--- server:"; echo "$TRY_SRV"
+		show_both "$TRY_OUT" "$TRY_SRV"
 	fi
 }
 
@@ -89,10 +61,7 @@ try_pair() {
 		timeout 300 "$uroce" run -- "$prog" -d "$dev" "${args[@]//@G@/$hidx}" -p "$port" \
 			> "$VM_DIR/$name.host" 2>&1 &
 		local spid=$!
-		for _ in $(seq 100); do
-			ss -ltn "sport = :$port" | grep -q LISTEN && break
-			sleep 0.1
-		done
+		host_wait_tcp "$port"
 		out=$(vm_run -t 300 "$prog" "${args[@]//@G@/$gidx}" "${guest_extra[@]}" -p "$port" \
 			"$VM_HOST_IP" 2>&1) || rc=$?
 		wait "$spid" || rc=$((rc ? rc : $?))

@@ -1,11 +1,13 @@
 /* Helpers of the rdma_cm test programs (header only: every .c here is a
- * program): the next event of a channel, checked, and an IPv4 address. */
+ * program): the next event of a channel, checked, an IPv4 address, an
+ * active id routed to a listener, and a main. */
 #ifndef UROCE_INTEG_CM_EVENTS_H
 #define UROCE_INTEG_CM_EVENTS_H
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <rdma/rdma_cma.h>
 
@@ -46,6 +48,48 @@ static inline struct sockaddr_in cm_addr(const char *ip, int port)
 
 	inet_pton(AF_INET, ip, &a.sin_addr);
 	return a;
+}
+
+/* A listener on 127.0.0.1:port in port space ps (backlog deep; none when
+ * listen is NULL), and an active id of ps on ch, resolved and routed to
+ * it.  False, after a FAIL: line, when a step fails. */
+static inline bool cm_listen_and_route(struct rdma_event_channel *ch, enum rdma_port_space ps,
+				       int port, int backlog, struct rdma_cm_id **listen,
+				       struct rdma_cm_id **active)
+{
+	bool udp = ps == RDMA_PS_UDP;
+	struct sockaddr_in l = cm_addr("127.0.0.1", port), d = l;
+	struct rdma_cm_event *ev;
+
+	if (listen &&
+	    !vt_check(!rdma_create_id(ch, listen, NULL, ps) &&
+		      !rdma_bind_addr(*listen, (struct sockaddr *)&l) &&
+		      !rdma_listen(*listen, backlog),
+		      "%slisten on port %d", udp ? "UDP " : "", port))
+		return false;
+	if (!vt_check(!rdma_create_id(ch, active, NULL, ps) &&
+		      !rdma_resolve_addr(*active, NULL, (struct sockaddr *)&d, 2000),
+		      "resolve 127.0.0.1%s", udp ? " (UDP id)" : ""))
+		return false;
+	ev = cm_next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
+	cm_ack(ev);
+	if (!ev || !vt_check(!rdma_resolve_route(*active, 2000), "resolve_route"))
+		return false;
+	ev = cm_next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve_route");
+	cm_ack(ev);
+	return ev != NULL;
+}
+
+/* The main of a program of cases that share one event channel, *ch. */
+static inline int cm_main(int argc, char **argv, const struct vt_case *cases,
+			  struct rdma_event_channel **ch)
+{
+	*ch = rdma_create_event_channel();
+	if (!*ch) {
+		perror("rdma_create_event_channel");
+		return 2;
+	}
+	return vt_main(argc, argv, cases);
 }
 
 #endif

@@ -20,7 +20,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,13 +113,12 @@ static void teardown(void)
 /* UC: connected to the peer's QP; UD: ready to send to anyone. */
 static void connect_all(const uint32_t *peer_qpn, const union ibv_gid *gid)
 {
-	for (uint32_t q = 0; q < cfg.qps; q++) {
-		int ret = vt_qp_connect_remote(&qps[q], peer_qpn[q], gid);
+	uint32_t bad;
+	int ret = vt_qps_connect_remote(qps, cfg.qps, peer_qpn, gid, &bad);
 
-		if (ret) {
-			errno = ret;
-			die("connecting a QP");
-		}
+	if (ret) {
+		errno = ret;
+		die("connecting a QP");
 	}
 }
 
@@ -223,16 +221,12 @@ static int receive_until_quiet(int fd)
 				return 1;
 		if (n > 0)
 			srv.last = now;
-		if (!srv.counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
-				srv.counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					srv.sent += srv.count[q];
-				srv.last = now;
-			}
+		if (!srv.counts_known && !n && vt_peer_spoke(fd)) {
+			vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+			srv.counts_known = true;
+			for (uint32_t q = 0; q < cfg.qps; q++)
+				srv.sent += srv.count[q];
+			srv.last = now;
 		}
 		if (srv.counts_known && (srv.got == srv.sent || now - srv.last > QUIET_SECONDS))
 			return 0;
@@ -247,7 +241,7 @@ static int receive_until_quiet(int fd)
 static int serve(const char *port)
 {
 	int fd = vt_tcp_accept(port);
-	uint32_t *qpn, *peer_qpn, fails;
+	uint32_t *qpn, *peer_qpn;
 	int ret;
 
 	vt_xfer(fd, &cfg, sizeof(cfg), false);
@@ -299,9 +293,7 @@ static int serve(const char *port)
 		 srv.sent ? 100.0 * (double)(srv.sent - srv.got) / (double)srv.sent : 0.0,
 		 (unsigned long long)srv.dups, qp_type() == IBV_QPT_UC ? ", duplicated or out of order" : "");
 	vt_check(srv.got > 0, "server: messages arrived (%llu)", (unsigned long long)srv.got);
-	fails = (uint32_t)vt_failures;
-	vt_xfer(fd, &fails, sizeof(fails), true);
-	close(fd);
+	vt_peer_verdict_send(fd);
 	teardown();
 	free(qpn);
 	free(peer_qpn);
@@ -397,7 +389,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 		 double rate)
 {
 	int fd = vt_tcp_connect(host, port);
-	uint32_t *qpn, server_fails;
+	uint32_t *qpn;
 	union ibv_gid peer_gid;
 	double t0, stop, t, last;
 	bool posting = true, paced_out = false;
@@ -412,10 +404,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		qpn[q] = qps[q].qp->qp_num;
 	cfg.gid = dev.gid;
-	vt_xfer(fd, &cfg, sizeof(cfg), true);
-	vt_xfer(fd, qpn, cfg.qps * sizeof(*qpn), true);
-	vt_xfer(fd, &peer_gid, sizeof(peer_gid), false);
-	vt_xfer(fd, cli.peer_qpn, cfg.qps * sizeof(*cli.peer_qpn), false);
+	vt_peer_hello(fd, &cfg, sizeof(cfg), qpn, &peer_gid, sizeof(peer_gid), cli.peer_qpn, cfg.qps);
 	connect_all(cli.peer_qpn, &peer_gid);
 	if (qp_type() == IBV_QPT_UD)
 		cli.ah = server_ah(&peer_gid);
@@ -460,9 +449,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 	       (unsigned long long)cli.done, cfg.qps, cli.bytes / 1e6, t, cli.bytes * 8 / t / 1e9,
 	       cli.done / t);
 	vt_xfer(fd, cli.next, cfg.qps * sizeof(*cli.next), true);
-	vt_xfer(fd, &server_fails, sizeof(server_fails), false);
-	vt_check(!server_fails, "client: the server found %u failures", server_fails);
-	close(fd);
+	vt_peer_verdict_check(fd);
 	if (cli.ah)
 		ibv_destroy_ah(cli.ah);
 	teardown();

@@ -253,6 +253,32 @@ static bool wc_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode op, cons
 			(unsigned long long)wr_id, wc.opcode, op);
 }
 
+/* Starts a batch of ibv_wr_* on q whose next work request is wr_id,
+ * signaled. */
+static void wr_begin(struct ibv_qp_ex *q, uint64_t wr_id)
+{
+	ibv_wr_start(q);
+	q->wr_id = wr_id;
+	q->wr_flags = IBV_SEND_SIGNALED;
+}
+
+/* IBV_WR_BIND_MW of mw (new key rkey) over bi, signaled, posted on q: 0
+ * or an errno value. */
+static int post_bind(struct vt_qp *q, struct ibv_mw *mw, uint32_t rkey,
+		     const struct ibv_mw_bind_info *bi, uint64_t wr_id)
+{
+	struct ibv_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = *bi;
+	return vt_post_send(q, &wr);
+}
+
 /* SEND with one SGE, SEND with immediate from a list of SGEs. */
 static void wr_api_sends(struct wrx *x)
 {
@@ -261,9 +287,7 @@ static void wr_api_sends(struct wrx *x)
 	struct ibv_wc wc;
 	int ret;
 
-	ibv_wr_start(q);
-	q->wr_id = 1;
-	q->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(q, 1);
 	ibv_wr_send(q);
 	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 3000);
 	q->wr_id = 2;
@@ -336,9 +360,7 @@ static void wr_api_rdma_and_atomics(struct wrx *x)
 	int ret;
 
 	memcpy(&before, x->dst.p + 16376, 8);
-	ibv_wr_start(q);
-	q->wr_id = 5;
-	q->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(q, 5);
 	ibv_wr_rdma_write_imm(q, x->dst.mr->rkey, (uintptr_t)x->dst.p + 4096, htobe32(0x1111));
 	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p + 4096, 4096);
 	q->wr_id = 6;
@@ -381,9 +403,7 @@ static void wr_api_abort(struct wrx *x)
 	struct ibv_wc wc;
 	int ret;
 
-	ibv_wr_start(q);
-	q->wr_id = 9;
-	q->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(q, 9);
 	ibv_wr_send(q);
 	ibv_wr_set_sge(q, x->src.mr->lkey, (uintptr_t)x->src.p, 64);
 	ibv_wr_abort(q);
@@ -428,9 +448,7 @@ static enum ibv_wc_status atomic_write(struct wrx *x, size_t off, uint32_t rkey,
 	struct ibv_wc wc;
 	int ret;
 
-	ibv_wr_start(x->a.qpx);
-	x->a.qpx->wr_id = 0xa7;
-	x->a.qpx->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(x->a.qpx, 0xa7);
 	ibv_wr_atomic_write(x->a.qpx, rkey, (uintptr_t)x->dst.p + off, &v);
 	ret = ibv_wr_complete(x->a.qpx);
 	if (!vt_check(!ret, "ibv_wr_complete of an ATOMIC WRITE: %s", strerror(ret)))
@@ -508,9 +526,7 @@ static void case_wr_ud(struct vt_dev *d)
 	vt_buf_init(&dst, d, 4096, LW, 2);
 	r = vt_sge(&dst, 0, 40 + 256);
 	vt_post_recv(&b, 0x40, &r, 1);
-	ibv_wr_start(a.qpx);
-	a.qpx->wr_id = 0x41;
-	a.qpx->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(a.qpx, 0x41);
 	ibv_wr_send_imm(a.qpx, htobe32(9));
 	ibv_wr_set_ud_addr(a.qpx, ah, b.qp->qp_num, 0x11111111);
 	ibv_wr_set_sge(a.qpx, src.mr->lkey, (uintptr_t)src.p, 256);
@@ -574,22 +590,11 @@ static bool bind_type2(struct wrx *x, struct ibv_mw *mw, uint32_t rkey, bool wr_
 	int ret;
 
 	if (wr_api) {
-		ibv_wr_start(x->b.qpx);
-		x->b.qpx->wr_id = wr_id;
-		x->b.qpx->wr_flags = IBV_SEND_SIGNALED;
+		wr_begin(x->b.qpx, wr_id);
 		ibv_wr_bind_mw(x->b.qpx, mw, rkey, &bi);
 		ret = ibv_wr_complete(x->b.qpx);
 	} else {
-		struct ibv_send_wr wr;
-
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = wr_id;
-		wr.opcode = IBV_WR_BIND_MW;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.bind_mw.mw = mw;
-		wr.bind_mw.rkey = rkey;
-		wr.bind_mw.bind_info = bi;
-		ret = vt_post_send(&x->b, &wr);
+		ret = post_bind(&x->b, mw, rkey, &bi, wr_id);
 	}
 	if (!vt_check(!ret, "%s: %s", wr_api ? "ibv_wr_bind_mw" : "IBV_WR_BIND_MW posted", strerror(ret)))
 		return false;
@@ -646,9 +651,7 @@ static void case_mw(struct vt_dev *d)
 		if (bind_type2(&x, mw, rkey, true, 0x62)) {
 			vt_check(write_through(&x, rkey, 4096, 0x63) == IBV_WC_SUCCESS,
 				 "RDMA WRITE through the window bound by ibv_wr_bind_mw");
-			ibv_wr_start(x.b.qpx);
-			x.b.qpx->wr_id = 0x64;
-			x.b.qpx->wr_flags = IBV_SEND_SIGNALED;
+			wr_begin(x.b.qpx, 0x64);
 			ibv_wr_local_inv(x.b.qpx, rkey);
 			ret = ibv_wr_complete(x.b.qpx);
 			vt_check(!ret, "ibv_wr_local_inv: %s", strerror(ret));
@@ -670,13 +673,15 @@ static void case_send_inv(struct vt_dev *d)
 {
 	struct wrx x;
 	struct ibv_mw *mw;
-	struct ibv_send_wr wr;
+	struct ibv_mw_bind_info bi;
 	struct ibv_sge r;
 	struct ibv_wc wc;
 	uint32_t rkey;
 	int ret;
 
 	wrx_setup(d, &x);
+	bi = (struct ibv_mw_bind_info){ .mr = x.dst.mr, .addr = (uintptr_t)x.dst.p, .length = 4096,
+					.mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
 	mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
 	if (!vt_check(mw != NULL, "ibv_alloc_mw(type 2): %s", mw ? "ok" : strerror(errno))) {
 		wrx_free(&x);
@@ -684,23 +689,11 @@ static void case_send_inv(struct vt_dev *d)
 	}
 	/* The receiver (b) binds a window on its region; a invalidates it. */
 	rkey = ibv_inc_rkey(mw->rkey);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x80;
-	wr.opcode = IBV_WR_BIND_MW;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = rkey;
-	wr.bind_mw.bind_info.mr = x.dst.mr;
-	wr.bind_mw.bind_info.addr = (uintptr_t)x.dst.p;
-	wr.bind_mw.bind_info.length = 4096;
-	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
-	vt_post_send(&x.b, &wr);
+	post_bind(&x.b, mw, rkey, &bi, 0x80);
 	wc_ok(x.b.scq, 0x80, IBV_WC_BIND_MW, "the receiver binds a type 2 window");
 	r = vt_sge(&x.dst, 8192, 4096);
 	vt_post_recv(&x.b, 0x81, &r, 1);
-	ibv_wr_start(x.a.qpx);
-	x.a.qpx->wr_id = 0x82;
-	x.a.qpx->wr_flags = IBV_SEND_SIGNALED;
+	wr_begin(x.a.qpx, 0x82);
 	ibv_wr_send_inv(x.a.qpx, rkey);
 	ibv_wr_set_sge(x.a.qpx, x.src.mr->lkey, (uintptr_t)x.src.p, 32);
 	ret = ibv_wr_complete(x.a.qpx);

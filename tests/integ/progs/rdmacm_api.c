@@ -87,26 +87,10 @@ struct conn {
 /* A listener and an active id routed to it, with its QP. */
 static bool setup(struct conn *c, int backlog)
 {
-	struct sockaddr_in l = addr_of("127.0.0.1", next_port), d = l;
-	struct rdma_cm_event *ev;
-
 	memset(c, 0, sizeof(*c));
 	c->port = next_port++;
-	if (!vt_check(!rdma_create_id(ch, &c->listen, NULL, RDMA_PS_TCP) &&
-		      !rdma_bind_addr(c->listen, (struct sockaddr *)&l) &&
-		      !rdma_listen(c->listen, backlog), "listen on port %d", c->port))
-		return false;
-	if (!vt_check(!rdma_create_id(ch, &c->active, NULL, RDMA_PS_TCP) &&
-		      !rdma_resolve_addr(c->active, NULL, (struct sockaddr *)&d, 2000),
-		      "resolve 127.0.0.1"))
-		return false;
-	ev = next_event(RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
-	ack(ev);
-	if (!ev || !vt_check(!rdma_resolve_route(c->active, 2000), "resolve_route"))
-		return false;
-	ev = next_event(RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve_route");
-	ack(ev);
-	return ev && make_qp(c->active, &c->acq);
+	return cm_listen_and_route(ch, RDMA_PS_TCP, c->port, backlog, &c->listen, &c->active) &&
+	       make_qp(c->active, &c->acq);
 }
 
 static void teardown(struct conn *c)
@@ -450,10 +434,5 @@ static const struct vt_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	ch = rdma_create_event_channel();
-	if (!ch) {
-		perror("rdma_create_event_channel");
-		return 2;
-	}
-	return vt_main(argc, argv, cases);
+	return cm_main(argc, argv, cases, &ch);
 }

@@ -71,27 +71,10 @@ static bool make_ud_qp(struct ud_end *e)
 /* A UDP listener on a fresh port, and an active id routed to it with its QP. */
 static bool setup(struct ud_pair *u, bool listen)
 {
-	int port = next_port++;
-	struct sockaddr_in l = cm_addr("127.0.0.1", port), d = l;
-	struct rdma_cm_event *ev;
-
 	memset(u, 0, sizeof(*u));
-	if (listen &&
-	    !vt_check(!rdma_create_id(ch, &u->listen, NULL, RDMA_PS_UDP) &&
-		      !rdma_bind_addr(u->listen, (struct sockaddr *)&l) &&
-		      !rdma_listen(u->listen, 4), "UDP listen on port %d", port))
-		return false;
-	if (!vt_check(!rdma_create_id(ch, &u->active.id, NULL, RDMA_PS_UDP) &&
-		      !rdma_resolve_addr(u->active.id, NULL, (struct sockaddr *)&d, 2000),
-		      "resolve 127.0.0.1 (UDP id)"))
-		return false;
-	ev = cm_next_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, "resolve_addr");
-	cm_ack(ev);
-	if (!ev || !vt_check(!rdma_resolve_route(u->active.id, 2000), "resolve_route"))
-		return false;
-	ev = cm_next_event(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolve_route");
-	cm_ack(ev);
-	return ev && make_ud_qp(&u->active);
+	return cm_listen_and_route(ch, RDMA_PS_UDP, next_port++, 4, listen ? &u->listen : NULL,
+				   &u->active.id) &&
+	       make_ud_qp(&u->active);
 }
 
 static void end_free(struct ud_end *e)
@@ -390,10 +373,5 @@ static const struct vt_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	ch = rdma_create_event_channel();
-	if (!ch) {
-		perror("rdma_create_event_channel");
-		return 2;
-	}
-	return vt_main(argc, argv, cases);
+	return cm_main(argc, argv, cases, &ch);
 }

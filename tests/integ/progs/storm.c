@@ -185,13 +185,12 @@ static void make_qps(uint32_t sq, uint32_t rq)
 
 static void connect_qps(const uint32_t *peer_qpn, const union ibv_gid *gid)
 {
-	for (uint32_t q = 0; q < cfg.qps; q++) {
-		int ret = vt_qp_connect_remote(&qps[q], peer_qpn[q], gid);
+	uint32_t q;
+	int ret = vt_qps_connect_remote(qps, cfg.qps, peer_qpn, gid, &q);
 
-		if (ret) {
-			fprintf(stderr, "storm: connecting QP %u: %s\n", q, strerror(ret));
-			exit(2);
-		}
+	if (ret) {
+		fprintf(stderr, "storm: connecting QP %u: %s\n", q, strerror(ret));
+		exit(2);
 	}
 }
 
@@ -339,16 +338,12 @@ static int receive_all(int fd)
 			srv.last = vt_now();
 		if (!n && channel && !wait_event(fd))
 			return 1;
-		if (!srv.counts_known && !n) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (poll(&pfd, 1, 0) == 1) {
-				vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
-				srv.counts_known = true;
-				for (uint32_t q = 0; q < cfg.qps; q++)
-					for (uint64_t i = 0; i < srv.count[q]; i++)
-						srv.expect_total += takes_receive(plan_of(q, i).op);
-			}
+		if (!srv.counts_known && !n && vt_peer_spoke(fd)) {
+			vt_xfer(fd, srv.count, cfg.qps * sizeof(*srv.count), false);
+			srv.counts_known = true;
+			for (uint32_t q = 0; q < cfg.qps; q++)
+				for (uint64_t i = 0; i < srv.count[q]; i++)
+					srv.expect_total += takes_receive(plan_of(q, i).op);
 		}
 		if (n < 0 || vt_now() - srv.last > STALL_SECONDS) {
 			vt_fail("server: no receive completion for %.0f s: %llu of %s%llu arrived",
@@ -363,7 +358,7 @@ static int receive_all(int fd)
 static int serve(const char *port)
 {
 	int fd = vt_tcp_accept(port);
-	uint32_t *qpn, *peer_qpn, fails;
+	uint32_t *qpn, *peer_qpn;
 	struct layout lay = { 0 };
 	int ret;
 
@@ -434,9 +429,7 @@ static int serve(const char *port)
 	if (channel)
 		vt_check(events > 0, "server: slept on a completion channel: %llu events",
 			 (unsigned long long)events);
-	fails = (uint32_t)vt_failures;
-	vt_xfer(fd, &fails, sizeof(fails), true);
-	close(fd);
+	vt_peer_verdict_send(fd);
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		vt_qp_destroy(&qps[q]);
 	ibv_destroy_cq(cq);
@@ -625,7 +618,7 @@ static bool complete(const struct ibv_wc *wc)
 static int drive(const char *host, const char *port, uint64_t messages, double seconds)
 {
 	int fd = vt_tcp_connect(host, port);
-	uint32_t *qpn, *peer_qpn, server_fails;
+	uint32_t *qpn, *peer_qpn;
 	uint64_t *count, done = 0, bytes = 0, total = 0, ops[7] = { 0 };
 	double t0, t, last, stop;
 	bool posting = true;
@@ -643,10 +636,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 		cs[q].target = messages ? messages / cfg.qps + (q < messages % cfg.qps) : UINT64_MAX;
 	}
 	cfg.gid = dev.gid;
-	vt_xfer(fd, &cfg, sizeof(cfg), true);
-	vt_xfer(fd, qpn, cfg.qps * sizeof(*qpn), true);
-	vt_xfer(fd, &lay, sizeof(lay), false);
-	vt_xfer(fd, peer_qpn, cfg.qps * sizeof(*peer_qpn), false);
+	vt_peer_hello(fd, &cfg, sizeof(cfg), qpn, &lay, sizeof(lay), peer_qpn, cfg.qps);
 	connect_qps(peer_qpn, &lay.gid);
 	vt_ok("client: %u RC QP%s connected to the server's; messages of 1 .. %u bytes, %u in flight "
 	      "per QP, seed %llu", cfg.qps, cfg.qps > 1 ? "s" : "", cfg.max_size, cfg.depth,
@@ -704,9 +694,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		count[q] = cs[q].next;
 	vt_xfer(fd, count, cfg.qps * sizeof(*count), true);
-	vt_xfer(fd, &server_fails, sizeof(server_fails), false);
-	vt_check(!server_fails, "client: the server found %u failures", server_fails);
-	close(fd);
+	vt_peer_verdict_check(fd);
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		vt_qp_destroy(&qps[q]);
 	ibv_destroy_cq(cq);

@@ -370,6 +370,20 @@ int vt_qp_connect_remote(struct vt_qp *q, uint32_t qpn, const union ibv_gid *gid
 	return 0;
 }
 
+int vt_qps_connect_remote(struct vt_qp *qps, uint32_t n, const uint32_t *peer_qpn,
+			  const union ibv_gid *gid, uint32_t *bad)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int ret = vt_qp_connect_remote(&qps[i], peer_qpn[i], gid);
+
+		if (ret) {
+			*bad = i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
 void vt_rc_pair(struct vt_dev *d, struct vt_qp *a, const struct vt_qp_opts *ao,
 		struct vt_qp *b, const struct vt_qp_opts *bo)
 {

@@ -129,6 +129,10 @@ int vt_qp_connect(struct vt_qp *a, struct vt_qp *b);
 /* RC/UC: connects q to a QP of another process, qpn at gid (both ends use
  * PSN 0x100). */
 int vt_qp_connect_remote(struct vt_qp *q, uint32_t qpn, const union ibv_gid *gid);
+/* Connects qps[i] to peer_qpn[i] at gid, i = 0 .. n - 1; 0, or the errno
+ * value of the first that failed, whose index is then *bad. */
+int vt_qps_connect_remote(struct vt_qp *qps, uint32_t n, const uint32_t *peer_qpn,
+			  const union ibv_gid *gid, uint32_t *bad);
 /* RC pair in one call: a requester and a responder, each with its options. */
 void vt_rc_pair(struct vt_dev *d, struct vt_qp *a, const struct vt_qp_opts *ao,
 		struct vt_qp *b, const struct vt_qp_opts *bo);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,37 @@ long vt_stream_diff(const uint8_t *p, size_t len, uint64_t key, uint64_t start)
 		if (p[i] != vt_stream_byte(key, start + i))
 			return (long)i;
 	return -1;
+}
+
+void vt_peer_hello(int fd, void *hello, size_t hello_len, uint32_t *qpn, void *answer,
+		   size_t answer_len, uint32_t *peer_qpn, uint32_t n)
+{
+	vt_xfer(fd, hello, hello_len, true);
+	vt_xfer(fd, qpn, n * sizeof(*qpn), true);
+	vt_xfer(fd, answer, answer_len, false);
+	vt_xfer(fd, peer_qpn, n * sizeof(*peer_qpn), false);
+}
+
+bool vt_peer_spoke(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+void vt_peer_verdict_send(int fd)
+{
+	uint32_t fails = (uint32_t)vt_failures;
+
+	vt_xfer(fd, &fails, sizeof(fails), true);
+	close(fd);
+}
+
+void vt_peer_verdict_check(int fd)
+{
+	uint32_t server_fails;
+
+	vt_xfer(fd, &server_fails, sizeof(server_fails), false);
+	vt_check(!server_fails, "client: the server found %u failures", server_fails);
+	close(fd);
 }

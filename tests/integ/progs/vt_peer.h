@@ -17,6 +17,18 @@ int vt_tcp_connect(const char *host, const char *port);
 /* Sends (out) or receives exactly len bytes. */
 void vt_xfer(int fd, void *buf, size_t len, bool out);
 
+/* The opening of a client's run: its hello (the run's settings, hello_len
+ * bytes) and its n QP numbers out, then the server's answer (answer_len
+ * bytes: its GID, or more) and the server's n QP numbers in. */
+void vt_peer_hello(int fd, void *hello, size_t hello_len, uint32_t *qpn, void *answer,
+		   size_t answer_len, uint32_t *peer_qpn, uint32_t n);
+/* Whether the peer has said something on fd (a read would not block). */
+bool vt_peer_spoke(int fd);
+/* The end of a run: the server sends how many of its checks failed, the
+ * client receives it (one check: none); each then closes fd. */
+void vt_peer_verdict_send(int fd);
+void vt_peer_verdict_check(int fd);
+
 /* A 64-bit mixer (splitmix64's finaliser): distinct inputs, unrelated
  * outputs. */
 uint64_t vt_mix(uint64_t x);

@@ -43,8 +43,7 @@ static void test_congest_turns_do_not_count(void)
 	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
 	UT_EQ(turns, 8);
 	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], retries);   /* not started over */
-	net.eagain = false;
-	ur_progress_resume(t_stack());    /* the ACK the last packet asked for */
+	t_writable();    /* the ACK the last packet asked for */
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
@@ -82,8 +81,7 @@ static void test_congest_response_before_resend(void)
 	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 100);
 	t_deliver(0);                     /* the atomic ACK, also before its resend */
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);   /* nothing was resent */
 	UT_CHECK(t_cq_empty(p.a.scq));
@@ -119,8 +117,7 @@ static void test_congest_dup_reads_share_slots(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 3);
 	t_inject(r4);                     /* the fourth of four allowed */
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	for (int i = 0; i < 4; i++)
 		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
@@ -165,8 +162,7 @@ static void test_congest_repeat_gives_way(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	t_inject(a3);
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
@@ -219,9 +215,7 @@ static void test_congest_fair_turns(void)
 		UT_EQ(t_dqpn(2 * turn), ur_qp_num(p[turn].b.qp));
 		UT_EQ(t_dqpn(2 * turn + 1), ur_qp_num(p[turn].b.qp));
 	}
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	for (int i = 0; i < 3; i++) {
 		t_expect_wc(p[i].a.scq, &wc, 1, IBV_WC_SUCCESS);
@@ -342,8 +336,7 @@ static void test_congest_ff_counts_reads(void)
 	UT_CHECK(p.a.qp->req.blocked);
 	t_deliver(0);
 	/* Room again: A may send new READs only as X's and Y's answers come. */
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_inject(resp[0]);
 	t_inject(resp[1]);
 	/* B's transport full while it takes what A sent since. */
@@ -355,8 +348,7 @@ static void test_congest_ff_counts_reads(void)
 			t_drop(0);
 	}
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	for (int round = 0; round < 5; round++) {   /* timers fire in between */
 		while (t_count()) {
 			if ((t_op(0) & 0x1f) == UR_OPL_ACKNOWLEDGE && (t_syn(0) & UR_AETH_TYPE_MASK) == UR_AETH_NAK)
@@ -411,8 +403,7 @@ static void test_congest_late_dup_gives_way(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	t_deliver(0);                     /* the fourth */
 	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	net.eagain = false;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);

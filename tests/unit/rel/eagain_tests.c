@@ -10,13 +10,6 @@ static void expect_psn_run(uint32_t first, unsigned n)
 		UT_EQ(t_psn(i), psn_add(first, i));
 }
 
-static void t_writable(void)
-{
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
-}
-
 static void test_eagain_mid_message(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffb };

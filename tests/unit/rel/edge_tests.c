@@ -103,9 +103,7 @@ static void test_edge_read_source_vanishes(void)
 	t_deliver(0);
 	UT_EQ(t_count(), 3);
 	UT_EQ(ibv_dereg_mr(mr), 0);
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
+	t_writable();
 	UT_EQ(t_count(), 4);
 	UT_EQ(t_op(3), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(3), UR_NAK_REM_ACCESS_ERR);
@@ -135,9 +133,7 @@ static void test_edge_rd_atomic_overflow(void)
 	t_deliver(0);                 /* READ: its response cannot leave */
 	t_deliver(0);                 /* atomic: no slot left */
 	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
+	t_writable();
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
 	t_pair_close(&p);

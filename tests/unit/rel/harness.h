@@ -576,6 +576,15 @@ static inline void t_advance(uint64_t ns)
 	ur_engine_run_timers(t_stack()->engine, t_clock_ns);
 }
 
+/* The transport takes packets again (no EAGAIN, none planned) and the
+ * engine says so, as it does when a full socket drains. */
+static inline void t_writable(void)
+{
+	net.eagain = false;
+	net.eagain_after = -1;
+	ur_progress_resume(t_stack());
+}
+
 /* Next async event on a context, without blocking; false if none. */
 static inline bool t_async(struct ur_context *ctx, struct ibv_async_event *ev)
 {

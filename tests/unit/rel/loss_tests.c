@@ -27,8 +27,7 @@ static void test_loss_middle_nak_once(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
@@ -65,14 +64,12 @@ static void test_loss_two_gaps(void)
 
 	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 8 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 8 * 256);
 	t_drop(1);                    /* psn 1 */
 	t_run();                      /* NAK, resend 1..7 */
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(t_post_recv_mem(&p.b, 3, 0, 8 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 0, 8 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 3, 4, 0, 8 * 256);
 	t_drop(5);                    /* psn 13 */
 	t_run();
 	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
@@ -141,12 +138,11 @@ static void test_loss_atomic_duplicate(void)
 	struct t_opts o = { .retry_cnt = 2 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *target, got;
+	uint64_t *target;
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	target = (uint64_t *)p.b.mem.buf;
-	*target = 40;
+	target = t_target(&p, 0, 40);
 	UT_EQ(t_post_atomic_mem(&p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
 	t_deliver(0);
 	UT_EQ(*target, 42);
@@ -162,8 +158,7 @@ static void test_loss_atomic_duplicate(void)
 	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
 	t_deliver(0);
 	t_expect_wc(p.a.scq, &wc, 6, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 40);
+	UT_EQ(t_word(p.a.mem.buf), 40);
 
 	/* The same with a CMP_SWP, whose second execution would fail the
 	 * compare and report the swapped value. */
@@ -175,8 +170,7 @@ static void test_loss_atomic_duplicate(void)
 	t_advance(T_TIMEOUT_NS);
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 7);
+	UT_EQ(t_word(p.a.mem.buf), 7);
 	UT_EQ(*target, 99);
 	t_pair_close(&p);
 }
@@ -236,12 +230,10 @@ static void test_loss_answers_while_gone_back(void)
 	if (t_pair_open_mem(&p, &o, 4 * 256, 4 * 256, T_ALL_ACCESS))
 		return;
 	memset(p.b.mem.buf + 2 * 256, 0x5a, 256);
-	word = (uint64_t *)(p.b.mem.buf + 3 * 256);
-	*word = 40;
+	word = t_target(&p, 3 * 256, 40);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
-	UT_EQ(t_post_atomic(&p.a, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2 * 256, p.a.mem.mr->lkey,
-			    (uintptr_t)word, p.b.mem.mr->rkey, 2, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * 256, 3 * 256, 2, 0), 0);
 	UT_EQ(t_count(), 3);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 3; i++)
@@ -268,9 +260,7 @@ static void test_loss_answers_while_gone_back(void)
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(*(uint64_t *)(p.a.mem.buf + 2 * 256), 40u);
 	UT_MEMEQ(p.a.mem.buf + 256, p.b.mem.buf + 2 * 256, 256);
-	net.eagain = false;
-	net.eagain_after = -1;
-	ur_progress_resume(t_stack());
+	t_writable();
 	UT_EQ(t_count(), 0);          /* nothing left to send again */
 	UT_EQ(*word, 42u);
 	UT_EQ(p.a.qp->comp.psn, p.a.qp->req.psn_max);
@@ -435,8 +425,7 @@ static void test_loss_window_halves_once(void)
 
 	if (t_pair_open_mem(&p, &o, 16 * 256, 16 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 16 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 16 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 16 * 256);
 	UT_EQ(t_count(), 16);
 	cwnd0 = p.a.qp->req.cwnd;
 	psn0 = t_psn(0);
@@ -624,8 +613,7 @@ static void test_loss_duplicates_everywhere(void)
 	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
 	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 2, 3, 0, 1024);
 	for (int i = 0; i < 4; i++) {
 		struct t_pkt *dup = t_copy(0);
 
@@ -716,12 +704,11 @@ static void test_loss_atomic_ack_then_next(void)
 	struct t_opts o = { .rd_atomic = 4 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *target, got;
+	uint64_t *target;
 
 	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
 		return;
-	target = (uint64_t *)p.b.mem.buf;
-	*target = 10;
+	target = t_target(&p, 0, 10);
 	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	t_deliver(0);
@@ -738,10 +725,8 @@ static void test_loss_atomic_ack_then_next(void)
 	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 10);
-	memcpy(&got, p.a.mem.buf + 8, 8);
-	UT_EQ(got, 11);
+	UT_EQ(t_word(p.a.mem.buf), 10);
+	UT_EQ(t_word(p.a.mem.buf + 8), 11);
 	UT_EQ(*target, 12);
 	t_pair_close(&p);
 }
@@ -756,14 +741,12 @@ static void test_loss_seq_nak_past_atomic(void)
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)p.b.mem.buf;
-	*counter = 50;
-	UT_EQ(t_post_atomic(&p.a, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	counter = t_target(&p, 0, 50);
+	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
 	UT_EQ(t_post_recv_mem(&p.b, 9, 1024, 1024), 0);
 	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
@@ -798,8 +781,7 @@ static void test_loss_seq_nak_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 51);          /* added once */
-	memcpy(&got, p.a.mem.buf, 8);
-	UT_EQ(got, 50);
+	UT_EQ(t_word(p.a.mem.buf), 50);
 	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf + 1024, 768);
 	t_pair_close(&p);
@@ -818,8 +800,7 @@ static void test_loss_ack_beyond_resend(void)
 
 	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 40 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 40 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 40 * 256);
 	UT_EQ(t_count(), 40);
 	for (int i = 0; i < 40; i++)
 		t_deliver(0);
@@ -846,15 +827,13 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)(p.b.mem.buf + 2048);
-	*counter = 100;
+	counter = t_target(&p, 2048, 100);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	t_deliver(0);                 /* READ psn 0..3 */
 	t_deliver(0);                 /* atomic psn 4: executes */
 	UT_EQ(*counter, 101);
@@ -885,8 +864,7 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 101);
-	memcpy(&got, p.a.mem.buf + 2048, 8);
-	UT_EQ(got, 100);
+	UT_EQ(t_word(p.a.mem.buf + 2048), 100);
 	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 4 * 256);
 	t_pair_close(&p);
 }
@@ -900,15 +878,13 @@ static void test_loss_read_response_past_atomic(void)
 	struct t_opts o = { 0 };
 	struct t_pair p;
 	struct ibv_wc wc;
-	uint64_t *counter, got;
+	uint64_t *counter;
 
 	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 		return;
-	counter = (uint64_t *)(p.b.mem.buf + 2048);
-	*counter = 5;
+	counter = t_target(&p, 2048, 5);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf + 2048, p.a.mem.mr->lkey,
-			    (uintptr_t)counter, p.b.mem.mr->rkey, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
@@ -927,7 +903,6 @@ static void test_loss_read_response_past_atomic(void)
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 6);
-	memcpy(&got, p.a.mem.buf + 2048, 8);
-	UT_EQ(got, 5);
+	UT_EQ(t_word(p.a.mem.buf + 2048), 5);
 	t_pair_close(&p);
 }

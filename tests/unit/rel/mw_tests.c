@@ -189,21 +189,28 @@ static void test_mw_rebind_stale_key(void)
 	mw_close(&e);
 }
 
+/* B invalidates rkey (LOCAL_INV, wr_id 0x1a, signaled): the completion
+ * has status, and is left in *wc. */
+#define mw_local_inv(e, rkey, wcp, status)                                     \
+	do {                                                                   \
+		struct ibv_send_wr _wr = { .wr_id = 0x1a, .opcode = IBV_WR_LOCAL_INV, \
+					   .send_flags = IBV_SEND_SIGNALED,      \
+					   .invalidate_rkey = (rkey) };          \
+		UT_EQ(t_post((e)->p.b.qp, &_wr), 0);                           \
+		t_expect_wc((e)->p.b.scq, (wcp), 0x1a, (status));              \
+	} while (0)
+
 /* LOCAL_INV on a type 2 window: completes as LOCAL_INV, then the key fails. */
 static void test_mw_local_inv(void)
 {
 	struct t_mwenv e;
 	struct ibv_wc wc;
-	struct ibv_send_wr wr = { .wr_id = 0x1a, .opcode = IBV_WR_LOCAL_INV,
-				  .send_flags = IBV_SEND_SIGNALED };
 	uint32_t rkey;
 
 	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
 		return;
 	rkey = mw_bind_ok(&e, MW_RW);
-	wr.invalidate_rkey = rkey;
-	UT_EQ(t_post(e.p.b.qp, &wr), 0);
-	t_expect_wc(e.p.b.scq, &wc, 0x1a, IBV_WC_SUCCESS);
+	mw_local_inv(&e, rkey, &wc, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_LOCAL_INV);
 	UT_CHECK(!e.mw->bound);
 	UT_EQ(to_umr(e.tb.mr)->windows, 0);
@@ -215,9 +222,7 @@ static void test_mw_local_inv(void)
 	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
 		return;
 	rkey = mw_bind_ok(&e, MW_RW);
-	wr.invalidate_rkey = rkey;
-	UT_EQ(t_post(e.p.b.qp, &wr), 0);
-	t_expect_wc(e.p.b.scq, &wc, 0x1a, IBV_WC_SUCCESS);
+	mw_local_inv(&e, rkey, &wc, IBV_WC_SUCCESS);
 	rkey = mw_bind_ok(&e, MW_RW);
 	mw_write_expect(&e, 2, 8, MW_OFF, rkey, IBV_WC_SUCCESS);
 	mw_close(&e);
@@ -226,9 +231,7 @@ static void test_mw_local_inv(void)
 	if (mw_open(&e, IBV_MW_TYPE_1, MR_MW))
 		return;
 	rkey = mw_bind_ok(&e, MW_RW);
-	wr.invalidate_rkey = rkey;
-	UT_EQ(t_post(e.p.b.qp, &wr), 0);
-	t_expect_wc(e.p.b.scq, &wc, 0x1a, IBV_WC_MW_BIND_ERR);
+	mw_local_inv(&e, rkey, &wc, IBV_WC_MW_BIND_ERR);
 	UT_EQ(e.p.b.qp->state, IBV_QPS_ERR);
 	UT_CHECK(e.mw->bound);
 	mw_close(&e);

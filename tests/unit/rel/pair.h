@@ -453,6 +453,25 @@ static inline int t_post_atomic_mem(struct t_pair *p, uint64_t wr_id, enum ibv_w
 			     (uintptr_t)p->b.mem.buf + b_off, p->b.mem.mr->rkey, cmp_add, swap);
 }
 
+/* The 64-bit word at off in B's buffer (t_pair_open_mem), set to v: an
+ * atomic's target. */
+static inline uint64_t *t_target(struct t_pair *p, size_t off, uint64_t v)
+{
+	uint64_t *w = (uint64_t *)(p->b.mem.buf + off);
+
+	*w = v;
+	return w;
+}
+
+/* The 64-bit word at p (an atomic's result in the requester's buffer). */
+static inline uint64_t t_word(const void *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
 static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 {
 	return ur_cq_poll(cq, n, wc);
@@ -477,6 +496,15 @@ static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 		t_expect_wc((p)->b.rcq, (wcp), (id), IBV_WC_SUCCESS);        \
 		UT_EQ((wcp)->byte_len, (len));                               \
 		UT_MEMEQ((p)->b.mem.buf + (b_off), (p)->a.mem.buf + (a_off), (len)); \
+	} while (0)
+
+/* A receive of len bytes at off in B's buffer (t_pair_open_mem), and a
+ * signaled SEND of as many from off in A's. */
+#define t_send_mem(p, recv_id, send_id, off, len)                           \
+	do {                                                                 \
+		UT_EQ(t_post_recv_mem(&(p)->b, (recv_id), (off), (len)), 0); \
+		UT_EQ(t_post_send_mem(&(p)->a, (send_id), IBV_WR_SEND, (off), (len), \
+				      IBV_SEND_SIGNALED), 0);                \
 	} while (0)
 
 static inline bool t_cq_empty(struct ur_cq *cq)

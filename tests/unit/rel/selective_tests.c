@@ -33,8 +33,7 @@ static void test_sel_middle_one_resend(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	UT_CHECK(bth_selective(t_pkt(0)->buf));     /* RC packets carry the mark */
 	t_deliver(0);                 /* FIRST */
@@ -297,11 +296,9 @@ static void test_sel_resend_lost(void)
 	if (t_pair_open_mem(&p, &o, 8 * 256, 9 * 256, T_ALL_ACCESS))
 		return;
 	t_learnt(&p.a);
-	word = (uint64_t *)(p.b.mem.buf + 8 * 256);
-	*word = 5;
+	word = t_target(&p, 8 * 256, 5);
 	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 8 * 256, 0), 0);
-	UT_EQ(t_post_atomic(&p.a, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, p.a.mem.buf, p.a.mem.mr->lkey,
-			    (uintptr_t)word, p.b.mem.mr->rkey, 3, 0), 0);
+	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8 * 256, 3, 0), 0);
 	UT_EQ(t_count(), 9);
 	lost = t_psn(2);
 	t_drop(2);
@@ -503,8 +500,7 @@ static void test_sel_unmarked_requester(void)
 
 	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 6 * 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 6 * 256, IBV_SEND_SIGNALED), 0);
+	t_send_mem(&p, 1, 2, 0, 6 * 256);
 	UT_CHECK(!bth_selective(t_pkt(0)->buf));
 	psn0 = t_psn(0);
 	t_deliver(0);                 /* FIRST */

@@ -174,6 +174,7 @@ static void test_uc_write(void)
 struct t_ud {
 	struct t_side a, b;
 	struct ur_ah *ah;        /* A's handle towards 127.0.0.1 */
+	struct t_mem sa, rb;     /* t_ud_open_mem's: A's source, B's receive buffer */
 };
 
 static int t_ud_open(struct t_ud *u, bool srq_b)
@@ -209,6 +210,8 @@ static int t_ud_open(struct t_ud *u, bool srq_b)
 
 static void t_ud_close(struct t_ud *u)
 {
+	t_mem_free(&u->sa);
+	t_mem_free(&u->rb);
 	if (u->ah)
 		UT_EQ(ur_ah_destroy(u->ah), 0);
 	t_side_close(&u->a);
@@ -231,19 +234,39 @@ static int t_ud_send(struct t_ud *u, uint64_t wr_id, void *buf, uint32_t len, ui
 	return t_post(u->a.qp, &wr);
 }
 
+/* The pair of t_ud_open with a buffer on each side: A's of sa_len bytes
+ * (seed 1), B's of 512 (seed 2); t_ud_close frees them. */
+static int t_ud_open_mem(struct t_ud *u, bool srq_b, size_t sa_len)
+{
+	if (t_ud_open(u, srq_b))
+		return -1;
+	t_mem_reg(&u->sa, &u->a, sa_len, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&u->rb, &u->b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
+	return 0;
+}
+
+/* A datagram of len bytes from the start of A's buffer (t_ud_open_mem). */
+static int t_ud_send_sa(struct t_ud *u, uint64_t wr_id, uint32_t len, uint32_t qkey, bool imm)
+{
+	return t_ud_send(u, wr_id, u->sa.buf, len, u->sa.mr->lkey, qkey, imm);
+}
+
+/* A receive of len bytes at the start of B's buffer (t_ud_open_mem). */
+static int t_ud_recv_rb(struct t_ud *u, uint64_t wr_id, uint32_t len)
+{
+	return t_post_recv(&u->b, wr_id, u->rb.buf, len, u->rb.mr->lkey);
+}
+
 static void test_ud_grh(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	uint8_t *ip;
 
-	if (t_ud_open(&u, false))
+	if (t_ud_open_mem(&u, false, 256))
 		return;
-	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&u.b, 1, rb.buf, 512, rb.mr->lkey), 0);
-	UT_EQ(t_ud_send(&u, 2, sa.buf, 100, sa.mr->lkey, T_QKEY, true), 0);
+	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(&u, 2, 100, T_QKEY, true), 0);
 	t_expect_wc(u.a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 1);
 	{
@@ -266,8 +289,8 @@ static void test_ud_grh(void)
 	UT_EQ(wc.imm_data, htonl(0xabad1dea));
 	/* IPv4: 20 zero bytes, then the IPv4 header. */
 	for (int i = 0; i < 20; i++)
-		UT_EQ(rb.buf[i], 0);
-	ip = rb.buf + 20;
+		UT_EQ(u.rb.buf[i], 0);
+	ip = u.rb.buf + 20;
 	UT_EQ(ip[0], 0x45);
 	UT_EQ(ip[9], 17);
 	UT_EQ(ip[8], 64);
@@ -275,10 +298,8 @@ static void test_ud_grh(void)
 	UT_EQ(ur_get_be32(ip + 16), INADDR_LOOPBACK);
 	/* total length: IP + UDP + BTH + DETH + ImmDt + payload + ICRC */
 	UT_EQ(ur_get_be16(ip + 2), 20 + 8 + 12 + 8 + 4 + 100 + 4);
-	UT_MEMEQ(rb.buf + 40, sa.buf, 100);
-	UT_CHECK(t_mem_intact_outside(&rb, 2, 0, 140));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 100);
+	UT_CHECK(t_mem_intact_outside(&u.rb, 2, 0, 140));
 	t_ud_close(&u);
 }
 
@@ -286,17 +307,14 @@ static void test_ud_grh(void)
 static void test_ud_grh_ipv6(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 	struct ur_rx_meta m;
 	struct t_pkt *k;
 
-	if (t_ud_open(&u, false))
+	if (t_ud_open_mem(&u, false, 256))
 		return;
-	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&u.b, 1, rb.buf, 512, rb.mr->lkey), 0);
-	UT_EQ(t_ud_send(&u, 2, sa.buf, 33, sa.mr->lkey, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(&u, 2, 33, T_QKEY, false), 0);
 	memset(&m, 0, sizeof(m));
 	m.ipv6 = true;
 	m.sgid.raw[15] = 1;
@@ -310,16 +328,14 @@ static void test_ud_grh_ipv6(void)
 	free(k);
 	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 40 + 33);
-	UT_EQ(rb.buf[0] >> 4, 6);
-	UT_EQ(((rb.buf[0] & 0xf) << 4) | (rb.buf[1] >> 4), 0xb8);
-	UT_EQ(rb.buf[6], 17);
-	UT_EQ(rb.buf[7], 7);
-	UT_EQ(ur_get_be16(rb.buf + 4), 8 + 12 + 8 + 36 + 4);
-	UT_MEMEQ(rb.buf + 8, m.sgid.raw, 16);
-	UT_MEMEQ(rb.buf + 24, m.dgid.raw, 16);
-	UT_MEMEQ(rb.buf + 40, sa.buf, 33);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_EQ(u.rb.buf[0] >> 4, 6);
+	UT_EQ(((u.rb.buf[0] & 0xf) << 4) | (u.rb.buf[1] >> 4), 0xb8);
+	UT_EQ(u.rb.buf[6], 17);
+	UT_EQ(u.rb.buf[7], 7);
+	UT_EQ(ur_get_be16(u.rb.buf + 4), 8 + 12 + 8 + 36 + 4);
+	UT_MEMEQ(u.rb.buf + 8, m.sgid.raw, 16);
+	UT_MEMEQ(u.rb.buf + 24, m.dgid.raw, 16);
+	UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 33);
 	t_ud_close(&u);
 }
 
@@ -329,90 +345,77 @@ static void test_ud_grh_ipv6(void)
 static void test_ud_recv_unmapped(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	uint8_t *gone;
 
-	if (t_ud_open(&u, false))
+	if (t_ud_open_mem(&u, false, 256))
 		return;
-	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
 	mr = t_mem_reg_half_unmapped(&u.b, IBV_ACCESS_LOCAL_WRITE, &gone);
 	if (mr) {
 		UT_EQ(t_post_recv(&u.b, 1, gone, 512, mr->lkey), 0);
-		UT_EQ(t_post_recv(&u.b, 2, rb.buf, 512, rb.mr->lkey), 0);
-		UT_EQ(t_ud_send(&u, 3, sa.buf, 100, sa.mr->lkey, T_QKEY, false), 0);
-		UT_EQ(t_ud_send(&u, 4, sa.buf, 100, sa.mr->lkey, T_QKEY, false), 0);
+		UT_EQ(t_ud_recv_rb(&u, 2, 512), 0);
+		UT_EQ(t_ud_send_sa(&u, 3, 100, T_QKEY, false), 0);
+		UT_EQ(t_ud_send_sa(&u, 4, 100, T_QKEY, false), 0);
 		t_run();
 		t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR);
 		t_expect_wc(u.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-		UT_MEMEQ(rb.buf + 40, sa.buf, 100);
+		UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 100);
 		t_mem_free_half_unmapped(mr);
 	}
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_ud_close(&u);
 }
 
 static void test_ud_qkey(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_ud_open(&u, false))
+	if (t_ud_open_mem(&u, false, 256))
 		return;
-	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&u.b, 1, rb.buf, 512, rb.mr->lkey), 0);
-	UT_EQ(t_ud_send(&u, 2, sa.buf, 10, sa.mr->lkey, T_QKEY + 1, false), 0);
+	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(&u, 2, 10, T_QKEY + 1, false), 0);
 	t_run();
 	t_expect_wc(u.a.scq, &wc, 2, IBV_WC_SUCCESS);   /* the sender cannot know */
 	UT_CHECK(t_cq_empty(u.b.rcq));
 	UT_EQ(u.b.qp->cnt[UR_CNT_QKEY_VIOLATIONS], 1);
-	UT_CHECK(t_mem_intact(&rb, 2));
+	UT_CHECK(t_mem_intact(&u.rb, 2));
 	/* The receive is still there for a datagram with the right Q_Key;
 	 * a Q_Key with the high bit set means "the sending QP's own". */
-	UT_EQ(t_ud_send(&u, 3, sa.buf, 10, sa.mr->lkey, 0x80000000u, false), 0);
+	UT_EQ(t_ud_send_sa(&u, 3, 10, 0x80000000u, false), 0);
 	UT_EQ(deth_qkey(t_hdr(t_pkt(0), UR_HDR_DETH)), T_QKEY);
 	t_run();
 	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_ud_close(&u);
 }
 
 static void test_ud_drops(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_ud_open(&u, false))
+	if (t_ud_open_mem(&u, false, 4096))
 		return;
-	t_mem_reg(&sa, &u.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
 	/* No receive posted: dropped, counted. */
-	UT_EQ(t_ud_send(&u, 1, sa.buf, 10, sa.mr->lkey, T_QKEY, false), 0);
+	UT_EQ(t_ud_send_sa(&u, 1, 10, T_QKEY, false), 0);
 	t_run();
 	UT_EQ(u.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
 	UT_CHECK(t_cq_empty(u.b.rcq));
 	UT_EQ(u.b.qp->state, IBV_QPS_RTS);
 	/* A receive too small for GRH + payload: LOC_LEN_ERR, nothing
 	 * written, the QP carries on. */
-	UT_EQ(t_post_recv(&u.b, 2, rb.buf, 40 + 9, rb.mr->lkey), 0);
-	UT_EQ(t_post_recv(&u.b, 3, rb.buf, 512, rb.mr->lkey), 0);
-	UT_EQ(t_ud_send(&u, 4, sa.buf, 10, sa.mr->lkey, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(&u, 2, 40 + 9), 0);
+	UT_EQ(t_ud_recv_rb(&u, 3, 512), 0);
+	UT_EQ(t_ud_send_sa(&u, 4, 10, T_QKEY, false), 0);
 	t_run();
 	t_expect_wc(u.b.rcq, &wc, 2, IBV_WC_LOC_LEN_ERR);
-	UT_CHECK(t_mem_intact(&rb, 2));
-	UT_EQ(t_ud_send(&u, 5, sa.buf, 10, sa.mr->lkey, T_QKEY, false), 0);
+	UT_CHECK(t_mem_intact(&u.rb, 2));
+	UT_EQ(t_ud_send_sa(&u, 5, 10, T_QKEY, false), 0);
 	t_run();
 	t_expect_wc(u.b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	/* A datagram cannot exceed the MTU: refused at post. */
-	UT_EQ(t_ud_send(&u, 6, sa.buf, u.a.qp->mtu + 1, sa.mr->lkey, T_QKEY, false), -EINVAL);
-	UT_EQ(t_ud_send(&u, 7, sa.buf, u.a.qp->mtu, sa.mr->lkey, T_QKEY, false), 0);
+	UT_EQ(t_ud_send_sa(&u, 6, u.a.qp->mtu + 1, T_QKEY, false), -EINVAL);
+	UT_EQ(t_ud_send_sa(&u, 7, u.a.qp->mtu, T_QKEY, false), 0);
 	UT_EQ(t_count(), 1);
 	/* RC opcodes mean nothing to a UD QP. */
 	t_run();
@@ -422,8 +425,6 @@ static void test_ud_drops(void)
 		t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(u.b.qp), 0, false, pl, 4));
 		UT_CHECK(u.b.qp->cnt[UR_CNT_DROPPED] >= 1);
 	}
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_ud_close(&u);
 }
 
@@ -431,19 +432,14 @@ static void test_ud_drops(void)
 static void test_ud_srq(void)
 {
 	struct t_ud u;
-	struct t_mem sa, rb;
 	struct ibv_wc wc;
 
-	if (t_ud_open(&u, true))
+	if (t_ud_open_mem(&u, true, 256))
 		return;
-	t_mem_reg(&sa, &u.a, 256, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &u.b, 512, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&u.b, 1, rb.buf, 512, rb.mr->lkey), 0);
-	UT_EQ(t_ud_send(&u, 2, sa.buf, 10, sa.mr->lkey, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(&u, 2, 10, T_QKEY, false), 0);
 	t_run();
 	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 50);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
 	t_ud_close(&u);
 }

@@ -15,11 +15,6 @@ struct t_xs {
 static int t_xs_open(struct t_xs *s)
 {
 	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_OFLAGS, .oflags = O_CREAT };
-	struct ibv_srq_init_attr_ex a = {
-		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
-			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
-		.srq_type = IBV_SRQT_XRC,
-	};
 
 	memset(s, 0, sizeof(*s));
 	if (t_xrc_open(&s->x))
@@ -31,12 +26,7 @@ static int t_xs_open(struct t_xs *s)
 	s->x.xrcd->has_inode = s->owner->has_inode = true;
 	s->x.xrcd->dev = s->owner->dev = 1;
 	s->x.xrcd->ino = s->owner->ino = 0xabc;
-	a.xrcd = &s->owner->ibxrcd;
-	a.cq = (struct ibv_cq *)&s->x.bcq[0]->ibcq;
-	a.pd = &s->x.bpd->ibpd;
-	a.attr.max_wr = 8;
-	a.attr.max_sge = 2;
-	s->srq = ut_srq(s->x.bctx, s->x.bpd, &a);
+	s->srq = t_xrc_srq(s->x.bctx, s->x.bpd, s->owner, s->x.bcq[0], 8);
 	if (!s->srq)
 		return -1;
 	t_xrc_other_pid = T_OTHER_PID;

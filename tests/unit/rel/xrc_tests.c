@@ -12,6 +12,25 @@ struct t_xrc {
 	struct t_mem sa, rb, tb;
 };
 
+/* An XRC SRQ of domain xrcd (max_wr receives of two pieces) completing on
+ * cq, in ctx and pd. */
+static struct ur_srq *t_xrc_srq(struct ur_context *ctx, struct ur_pd *pd, struct ur_xrcd *xrcd,
+				struct ur_cq *cq, uint32_t max_wr)
+{
+	struct ibv_srq_init_attr_ex a = {
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
+		.srq_type = IBV_SRQT_XRC,
+		.xrcd = &xrcd->ibxrcd,
+		.cq = (struct ibv_cq *)&cq->ibcq,
+		.pd = &pd->ibpd,
+	};
+
+	a.attr.max_wr = max_wr;
+	a.attr.max_sge = 2;
+	return ut_srq(ctx, pd, &a);
+}
+
 static int t_xrc_open(struct t_xrc *x)
 {
 	struct ibv_cq_init_attr_ex ca = { .cqe = 64 };
@@ -34,18 +53,7 @@ static int t_xrc_open(struct t_xrc *x)
 	if (!x->xrcd)
 		return -1;
 	for (int i = 0; i < 2; i++) {
-		struct ibv_srq_init_attr_ex s = {
-			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
-				     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD,
-			.srq_type = IBV_SRQT_XRC,
-			.xrcd = &x->xrcd->ibxrcd,
-			.cq = (struct ibv_cq *)&x->bcq[i]->ibcq,
-			.pd = &x->bpd->ibpd,
-		};
-
-		s.attr.max_wr = 16;
-		s.attr.max_sge = 2;
-		x->srq[i] = ut_srq(x->bctx, x->bpd, &s);
+		x->srq[i] = t_xrc_srq(x->bctx, x->bpd, x->xrcd, x->bcq[i], 16);
 		if (!x->srq[i])
 			return -1;
 	}
