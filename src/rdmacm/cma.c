@@ -25,7 +25,7 @@ struct cma cma = {
 	.wake_fd = -1,
 };
 
-static const struct cma_upcalls *upcalls;   /* conn.c's, set at load */
+static const struct cma_upcalls *upcalls;   /* conn_rx.c's, set at load */
 
 void cma_set_upcalls(const struct cma_upcalls *up)
 {

@@ -113,6 +113,11 @@ static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 
 /* The exported functions' convention for a 0 or -errno result: 0, or -1
  * with errno set. */
+static inline uint8_t cma_min8(unsigned a, unsigned b)
+{
+	return (uint8_t)(a < b ? a : b);
+}
+
 static inline int cma_abi_ret(int ret)
 {
 	if (ret) {
@@ -137,7 +142,7 @@ static inline int cma_abi_ret(int ret)
 int cma_init(void);                 /* takes no lock; idempotent */
 /* What the CM thread hands up, under cma.lock: each parsed MAD (with the
  * device and GID it came to) and its timer (next: the earliest deadline
- * left, 0 if none).  conn.c registers them when the library loads. */
+ * left, 0 if none).  conn_rx.c registers them when the library loads. */
 struct cma_upcalls {
 	void (*on_mad)(const struct ur_cm_msg *m, int dev, int gid_index,
 		       const union ibv_gid *sgid);
@@ -210,15 +215,14 @@ int cma_child_new(struct cma_id *l, const struct ur_cm_msg *m, const struct ur_c
 		  int dev, int gid_index, const union ibv_gid *from, struct cma_id **out);
 /* Marks a child's CONNECT_REQUEST event with its listener. */
 void cma_child_event(struct cma_id *c, struct cma_event *e);
-/* conn.c, and what the CM thread hands up to it. */
 /* priv.c: the private data of a REQ or SIDR_REQ.
  * -EINVAL if p's private data is missing or longer than room. */
 int cma_check_priv(const struct rdma_conn_param *p, size_t room);
 /* m's private data as rdma_cm lays it out: its header (IP version, source
  * port, both addresses, from c), then p's. */
 void cma_pack_priv(const struct cma_id *c, const struct rdma_conn_param *p, struct ur_cm_msg *m);
-/* A synchronous id (made without a channel) waits for want. */
-int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);
+/* conn_qp.c: the QP moves of a connection.  A fresh 24-bit starting PSN. */
+uint32_t cma_new_psn(void);
 /* RTR, then RTS: receiving from c->psn (ours, advertised), sending from
  * peer_psn (the Starting PSN of the peer's REQ or REP). */
 int cma_qp_to_rtr_rts(struct cma_id *c, uint32_t dqpn, uint32_t peer_psn, uint8_t mtu,

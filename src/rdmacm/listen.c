@@ -1,4 +1,4 @@
-/* Listeners and the children their requests make (REQ in conn.c, SIDR_REQ
+/* Listeners and the children their requests make (REQ in conn_rx.c, SIDR_REQ
  * in sidr.c): finding them, and a child's id, addresses and route from
  * the request, as the kernel's rdma_cm fills them. */
 #include <arpa/inet.h>
