@@ -35,5 +35,8 @@ storm_case() {
 	line=$(grep -h '^storm: .* messages on' "$(ur_out "$tag.client")")
 	STORM_GBPS=$(printf '%s\n' "$line" | sed -n 's/.*: \([0-9.]*\) Gb\/s.*/\1/p')
 	[ -n "$line" ] && ur_log "$tag: ${line#storm: }"
+	# How long the host kept each side off the CPU (a timeout's context).
+	ur_log "$tag: $(grep -h 'wake-up lag' "$(ur_out "$tag.server")" "$(ur_out "$tag.client")" |
+		sed 's/longest wake-up lag of a 1 ms sleeper: //' | paste -sd';' -)"
 }
 

@@ -759,10 +759,12 @@ int main(int argc, char **argv)
 	    (client && !messages && seconds <= 0) || !cfg.qps || cfg.qps > MAX_QPS ||
 	    !cfg.depth || !cfg.max_size || cfg.max_size > (1u << 30))
 		usage();
+	vt_lag_watch();
 	vt_dev_open(&dev, argv[optind], atoi(argv[optind + 1]));
 	ret = server ? serve(argv[optind + 2])
 		     : drive(argv[optind + 2], argv[optind + 3], messages, seconds);
 	vt_dev_close(&dev);
+	vt_lag_report(server ? "storm server" : "storm client");
 	fprintf(stderr, "storm: %d checks, %d failed\n", vt_checks, vt_failures);
 	return ret ? ret : vt_failures ? 1 : 0;
 }

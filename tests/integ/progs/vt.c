@@ -2,6 +2,7 @@
 #include "vt.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +72,41 @@ double vt_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t lag_max_us;     /* written by the watcher, read by the report */
+static unsigned lag_long;
+
+static void *lag_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		double t = vt_now();
+		uint64_t late;
+
+		vt_sleep(0.001);
+		late = (uint64_t)((vt_now() - t - 0.001) * 1e6);
+		if (late > __atomic_load_n(&lag_max_us, __ATOMIC_RELAXED))
+			__atomic_store_n(&lag_max_us, late, __ATOMIC_RELAXED);
+		if (late > 100000)
+			__atomic_add_fetch(&lag_long, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+void vt_lag_watch(void)
+{
+	pthread_t t;
+
+	if (!pthread_create(&t, NULL, lag_thread, NULL))
+		pthread_detach(t);
+}
+
+void vt_lag_report(const char *who)
+{
+	printf("%s: longest wake-up lag of a 1 ms sleeper: %.1f ms, %u over 100 ms\n", who,
+	       (double)__atomic_load_n(&lag_max_us, __ATOMIC_RELAXED) / 1e3,
+	       __atomic_load_n(&lag_long, __ATOMIC_RELAXED));
 }
 
 void vt_sleep(double seconds)
