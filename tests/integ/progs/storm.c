@@ -195,6 +195,8 @@ static void connect_qps(const uint32_t *peer_qpn, const union ibv_gid *gid)
 }
 
 /* A mismatch: one FAIL line; after MAX_REPORTS the run stops. */
+static double t_start;   /* when the program started: vt_lag_watch's zero */
+
 static void mismatch(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void mismatch(const char *fmt, ...)
 {
@@ -204,7 +206,8 @@ static void mismatch(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	vt_fail("%s", msg);
+	/* The time, to set beside the peers' wake-up lags (vt_lag_watch). */
+	vt_fail("%s (at %.3f s)", msg, vt_now() - t_start);
 	if (++reports >= MAX_REPORTS) {
 		vt_fail("%d mismatches: giving up", reports);
 		exit(1);
@@ -759,12 +762,12 @@ int main(int argc, char **argv)
 	    (client && !messages && seconds <= 0) || !cfg.qps || cfg.qps > MAX_QPS ||
 	    !cfg.depth || !cfg.max_size || cfg.max_size > (1u << 30))
 		usage();
-	vt_lag_watch();
+	t_start = vt_now();
+	vt_lag_watch(server ? "storm server" : "storm client");
 	vt_dev_open(&dev, argv[optind], atoi(argv[optind + 1]));
 	ret = server ? serve(argv[optind + 2])
 		     : drive(argv[optind + 2], argv[optind + 3], messages, seconds);
 	vt_dev_close(&dev);
-	vt_lag_report(server ? "storm server" : "storm client");
 	fprintf(stderr, "storm: %d checks, %d failed\n", vt_checks, vt_failures);
 	return ret ? ret : vt_failures ? 1 : 0;
 }

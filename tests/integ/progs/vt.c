@@ -74,8 +74,10 @@ double vt_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t lag_max_us;     /* written by the watcher, read by the report */
+static uint64_t lag_max_us, lag_at_ms;   /* written by the watcher */
 static unsigned lag_long;
+static const char *lag_who;
+static double lag_t0;
 
 static void *lag_thread(void *arg)
 {
@@ -86,27 +88,34 @@ static void *lag_thread(void *arg)
 
 		vt_sleep(0.001);
 		late = (uint64_t)((vt_now() - t - 0.001) * 1e6);
-		if (late > __atomic_load_n(&lag_max_us, __ATOMIC_RELAXED))
+		if (late > __atomic_load_n(&lag_max_us, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&lag_max_us, late, __ATOMIC_RELAXED);
+			__atomic_store_n(&lag_at_ms, (uint64_t)((t - lag_t0) * 1e3), __ATOMIC_RELAXED);
+		}
 		if (late > 100000)
 			__atomic_add_fetch(&lag_long, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
 
-void vt_lag_watch(void)
+static void lag_report(void)
+{
+	printf("%s: longest wake-up lag of a 1 ms sleeper: %.1f ms at %.3f s, %u over 100 ms\n",
+	       lag_who, (double)__atomic_load_n(&lag_max_us, __ATOMIC_RELAXED) / 1e3,
+	       (double)__atomic_load_n(&lag_at_ms, __ATOMIC_RELAXED) / 1e3,
+	       __atomic_load_n(&lag_long, __ATOMIC_RELAXED));
+}
+
+void vt_lag_watch(const char *who)
 {
 	pthread_t t;
 
-	if (!pthread_create(&t, NULL, lag_thread, NULL))
+	lag_who = who;
+	lag_t0 = vt_now();
+	if (!pthread_create(&t, NULL, lag_thread, NULL)) {
 		pthread_detach(t);
-}
-
-void vt_lag_report(const char *who)
-{
-	printf("%s: longest wake-up lag of a 1 ms sleeper: %.1f ms, %u over 100 ms\n", who,
-	       (double)__atomic_load_n(&lag_max_us, __ATOMIC_RELAXED) / 1e3,
-	       __atomic_load_n(&lag_long, __ATOMIC_RELAXED));
+		atexit(lag_report);   /* failures exit early too */
+	}
 }
 
 void vt_sleep(double seconds)

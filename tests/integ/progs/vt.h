@@ -164,12 +164,12 @@ double vt_now(void);
 void vt_sleep(double seconds);
 
 /* How long the host kept this process off the CPU: a thread that sleeps
- * 1 ms at a time notes its longest wake-up lag.  A peer that times out
- * while its partner's lag shows hundreds of milliseconds met the
- * scheduler, not a stall of uroce's.  vt_lag_report prints
- * "WHO: longest wake-up lag of a 1 ms sleeper: X ms, N over 100 ms". */
-void vt_lag_watch(void);
-void vt_lag_report(const char *who);
+ * 1 ms at a time notes its longest wake-up lag, and at exit the process
+ * prints "WHO: longest wake-up lag of a 1 ms sleeper: X ms at T s, N over
+ * 100 ms" (T from the call).  A peer that timed out while its partner's
+ * lag shows hundreds of milliseconds met the scheduler, not a stall of
+ * uroce's. */
+void vt_lag_watch(const char *who);
 
 /* ---- running cases ------------------------------------------------------ */
 
