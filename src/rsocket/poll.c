@@ -10,12 +10,14 @@
 #include "util/clock.h"
 #include "util/compiler.h"
 
-static int64_t now_ms(void)
+/* Milliseconds to sleep until end_ns, rounded up: poll(2) sleeps at least
+ * its timeout, and a caller that resends when rpoll says nothing came (udpong
+ * after 1 ms) must not be told so sooner. */
+static int ms_until(uint64_t end_ns)
 {
-	struct timespec ts;
+	uint64_t now = ur_now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return now >= end_ns ? 0 : (int)((end_ns - now + 999999) / 1000000);
 }
 
 static short rs_revents(struct rsock *rs, short want)
@@ -47,10 +49,11 @@ static int peek_rsockets(struct pollfd *fds, nfds_t nfds)
 	return ready;
 }
 
-static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
+/* timeout as poll(2)'s, counted from start_ns (rpoll's call). */
+static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout, uint64_t start_ns)
 {
 	struct pollfd *p = calloc(2 * nfds + 1, sizeof(*p));
-	int64_t end = timeout > 0 ? now_ms() + timeout : 0;
+	uint64_t end = timeout > 0 ? start_ns + (uint64_t)timeout * 1000000u : 0;
 	int ready;
 
 	if (!p) {
@@ -86,9 +89,7 @@ static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
 			if (fds[i].revents)
 				ready++;
 		}
-		wait_ms = ready || timeout == 0 ? 0 : timeout < 0 ? -1 : (int)(end - now_ms());
-		if (wait_ms < -1 || (timeout > 0 && wait_ms < 0))
-			wait_ms = 0;
+		wait_ms = ready || timeout == 0 ? 0 : timeout < 0 ? -1 : ms_until(end);
 		/* wake_up_interval: looked at again this often at least
 		 * (rsocket(7)), as a safeguard against a lost wake-up. */
 		if (rs_config()->wake_ms > 0 && (wait_ms < 0 || wait_ms > rs_config()->wake_ms))
@@ -112,7 +113,7 @@ static int poll_sleeping(struct pollfd *fds, nfds_t nfds, int timeout)
 			if (fds[i].revents)
 				ready++;
 		}
-		if (ready || timeout == 0 || (timeout > 0 && now_ms() >= end))
+		if (ready || timeout == 0 || (timeout > 0 && ur_now_ns() >= end))
 			break;
 	}
 	free(p);
@@ -150,7 +151,7 @@ UR_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			return ready;
 		}
 	} while (timeout != 0 && ur_now_ns() < spin_end);
-	ready = poll_sleeping(fds, nfds, timeout);
+	ready = poll_sleeping(fds, nfds, timeout, start);
 	if (ready > 0 && learn)
 		poll_spin_ns = rs_spin_next(poll_spin_ns, ur_now_ns() - start, true);
 	return ready;
