@@ -4,50 +4,45 @@
 
 /* Four SENDs posted in one call: only the last asks for an ACK; the same
  * four posted one by one each ask (nothing follows any when it leaves). */
-static void test_ack_not_asked_when_followed(void)
+T_PAIR_TEST(test_ack_not_asked_when_followed, 0, 0, 0, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_sge sge[4];
 	struct ibv_send_wr wr[4], *bad = NULL;
 	struct ibv_wc wc[8];
 
-	if (t_pair_open(&p, &o))
-		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
-	t_mem_reg(&rb, &p.b, 8192, IBV_ACCESS_LOCAL_WRITE, 6);
+	t_mem_reg(&sa, &p->a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(&rb, &p->b, 8192, IBV_ACCESS_LOCAL_WRITE, 6);
 	for (int i = 0; i < 8; i++)
-		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
+		UT_EQ(t_post_recv(&p->b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
 	for (int i = 0; i < 4; i++) {
 		sge[i] = (struct ibv_sge){ (uintptr_t)sa.buf + i * 1024, 1024, sa.mr->lkey };
 		wr[i] = (struct ibv_send_wr){ .wr_id = 200 + i, .sg_list = &sge[i], .num_sge = 1,
 					      .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 					      .next = i < 3 ? &wr[i + 1] : NULL };
 	}
-	UT_EQ(ur_qp_post_send(p.a.qp, wr, &bad), 0);
+	UT_EQ(ur_qp_post_send(p->a.qp, wr, &bad), 0);
 	UT_EQ(t_count(), 4);
 	for (unsigned i = 0; i < 4; i++)
 		UT_EQ(t_ackreq(i), i == 3);
 	UT_EQ(t_run(), 5u);   /* four SENDs, one ACK */
-	UT_EQ(t_poll(p.a.scq, wc, 8), 4);
+	UT_EQ(t_poll(p->a.scq, wc, 8), 4);
 	for (int i = 0; i < 4; i++)
 		UT_EQ(wc[i].wr_id, 200 + (uint64_t)i);
 
 	for (int i = 0; i < 4; i++)
-		UT_EQ(t_post_send(&p.a, 300 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
+		UT_EQ(t_post_send(&p->a, 300 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
 				  IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);
 	for (unsigned i = 0; i < 4; i++)
 		UT_CHECK(t_ackreq(i));
 	t_run();
-	UT_EQ(t_poll(p.a.scq, wc, 8), 4);
-	UT_EQ(t_poll(p.b.rcq, wc, 8), 8);
+	UT_EQ(t_poll(p->a.scq, wc, 8), 4);
+	UT_EQ(t_poll(p->b.rcq, wc, 8), 8);
 	UT_MEMEQ(rb.buf, sa.buf, 4096);
 	UT_MEMEQ(rb.buf + 4096, sa.buf, 4096);
 	t_mem_free(&sa);
 	t_mem_free(&rb);
-	t_pair_close(&p);
 }
 
 /* A pair, with n 1 KiB SENDs from a to b posted one by one (each asks

@@ -1,18 +1,15 @@
 /* UC: no ACKs, a lost packet loses its message only.  UD: DETH, Q_Key,
  * the 40-byte GRH, datagrams dropped when nobody can take them. */
 
-static void test_uc_send(void)
+T_PAIR_TEST(test_uc_send, 1024, 1024, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xfffffe)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND_WITH_IMM, 0, 600, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND_WITH_IMM, 0, 600, IBV_SEND_SIGNALED), 0);
 	/* Complete at once: nothing will acknowledge it. */
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 3);
 	UT_EQ(t_op(0), UR_OP_UC_SEND_FIRST);
 	UT_EQ(t_op(1), UR_OP_UC_SEND_MIDDLE);
@@ -23,44 +20,39 @@ static void test_uc_send(void)
 	}
 	t_run();
 	UT_EQ(t_count(), 0);          /* and B does not acknowledge */
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 600);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
-	UT_EQ(wc.src_qp, ur_qp_num(p.a.qp));
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 600);
+	UT_EQ(wc.src_qp, ur_qp_num(p->a.qp));
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 600);
 	/* Read and atomics do not exist on UC. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, p.a.mem.buf, 8, p.a.mem.mr->lkey, 0, 0), -EINVAL);
-	t_pair_close(&p);
+	UT_EQ(t_post_rdma(&p->a, 3, IBV_WR_RDMA_READ, p->a.mem.buf, 8, p->a.mem.mr->lkey, 0, 0), -EINVAL);
 }
 
 /* A packet of the first message is lost: that message is dropped, its
  * receive WQE takes the next message, which arrives intact. */
-static void test_uc_loss_drops_message(void)
+T_PAIR_TEST(test_uc_loss_drops_message, 2048, 2048, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 2, 1024, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 512, 0), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 2, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 1024, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, 512, 0), 0);
 	UT_EQ(t_count(), 6);
 	t_drop(2);                    /* message 1, third packet */
 	t_run();
-	t_expect_recv(&p, &wc, 1, 512, 0, 1024);
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.b.qp->resp.psn, 6);
-	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
+	t_expect_recv(p, &wc, 1, 512, 0, 1024);
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->b.qp->resp.psn, 6);
+	UT_EQ(p->b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
 
 	/* The next message completes into the second receive. */
-	UT_EQ(t_post_send_mem(&p.a, 5, IBV_WR_SEND, 0, 300, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 5, IBV_WR_SEND, 0, 300, 0), 0);
 	t_run();
-	t_expect_recv(&p, &wc, 2, 300, 1024, 0);
-	t_pair_close(&p);
+	t_expect_recv(p, &wc, 2, 300, 1024, 0);
 }
 
 /* A UC pair (MTU 256), a receive of 1024 bytes at B, and two unsignaled
@@ -110,61 +102,53 @@ static void test_uc_out_of_order(void)
 }
 
 /* UC without a receive WQE: the message is dropped (no RNR on UC). */
-static void test_uc_no_receive(void)
+T_PAIR_TEST(test_uc_no_receive, 2048, 2048, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 600, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 600, 0), 0);
 	t_run();
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 10, 0), 0);
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, 10, 0), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 10);
-	t_pair_close(&p);
 }
 
 /* UC WRITE with a lost packet: the immediate is not delivered; a WRITE
  * with a bad rkey is dropped without an error. */
-static void test_uc_write(void)
+T_PAIR_TEST(test_uc_write, 2048, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct t_mem rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		return;
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 3);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
-	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 768, 0), 0);
+	t_mem_reg(&rb, &p->b, 64, IBV_ACCESS_LOCAL_WRITE, 3);
+	UT_EQ(t_post_recv(&p->b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	UT_EQ(t_post_rdma_mem(p, 2, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 768, 0), 0);
 	t_drop(1);
 	t_run();
-	UT_CHECK(t_cq_empty(p.b.rcq));
+	UT_CHECK(t_cq_empty(p->b.rcq));
 	/* A bad rkey: dropped, the QP carries on. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, p.a.mem.buf, 100, p.a.mem.mr->lkey,
-			  (uintptr_t)p.b.mem.buf, p.b.mem.mr->rkey + 1), 0);
+	UT_EQ(t_post_rdma(&p->a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, p->a.mem.buf, 100, p->a.mem.mr->lkey,
+			  (uintptr_t)p->b.mem.buf, p->b.mem.mr->rkey + 1), 0);
 	t_run();
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 256);         /* the first packet had landed */
-	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 256));
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 256);         /* the first packet had landed */
+	UT_CHECK(t_mem_intact_outside(&p->b.mem, 2, 0, 256));
 	/* A good one now completes into the receive still posted. */
-	UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 300, 1024), 0);
+	UT_EQ(t_post_rdma_mem(p, 4, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 300, 1024), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	UT_EQ(wc.byte_len, 300);
-	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf, 300);
+	UT_MEMEQ(p->b.mem.buf + 1024, p->a.mem.buf, 300);
 	t_mem_free(&rb);
-	t_pair_close(&p);
 }
 
 /* ---- UD ------------------------------------------------------------------- */
