@@ -136,33 +136,28 @@ static void test_edge_unsupported_opcodes(void)
 }
 
 /* XRC: a message's later packets must name the SRQ its first named. */
-static void test_edge_xrc_srq_changes(void)
+T_XRC_TEST(test_edge_xrc_srq_changes)
 {
-	struct t_xrc x;
 	uint8_t pl[256] = { 0 };
 	struct t_pkt *k;
 	struct ibv_wc wc;
 
-	if (t_xrc_open(&x))
-		goto out;
-	UT_EQ(t_xrc_recv(&x, 0, 10, 0, 1024), 0);
-	UT_EQ(t_xrc_recv(&x, 1, 11, 1024, 1024), 0);
-	k = t_build(UR_OP_XRC_SEND_FIRST, ur_qp_num(x.tgt), 0, false, pl, 256);
-	xrceth_set_srqn(t_hdr(k, UR_HDR_XRCETH), x.srq[0]->srq_num);
+	UT_EQ(t_xrc_recv(x, 0, 10, 0, 1024), 0);
+	UT_EQ(t_xrc_recv(x, 1, 11, 1024, 1024), 0);
+	k = t_build(UR_OP_XRC_SEND_FIRST, ur_qp_num(x->tgt), 0, false, pl, 256);
+	xrceth_set_srqn(t_hdr(k, UR_HDR_XRCETH), x->srq[0]->srq_num);
 	t_inject(k);
-	k = t_build(UR_OP_XRC_SEND_LAST, ur_qp_num(x.tgt), 1, true, pl, 10);
-	xrceth_set_srqn(t_hdr(k, UR_HDR_XRCETH), x.srq[1]->srq_num);
+	k = t_build(UR_OP_XRC_SEND_LAST, ur_qp_num(x->tgt), 1, true, pl, 10);
+	xrceth_set_srqn(t_hdr(k, UR_HDR_XRCETH), x->srq[1]->srq_num);
 	t_inject(k);
-	UT_EQ(x.tgt->state, IBV_QPS_ERR);
+	UT_EQ(x->tgt->state, IBV_QPS_ERR);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_syn(0), UR_NAK_INVALID_REQ);
 	/* The receive taken for the message completes in error on its SRQ's
 	 * CQ; the other SRQ is untouched. */
-	t_expect_wc(x.bcq[0], &wc, 10, IBV_WC_REM_INV_REQ_ERR);
-	UT_CHECK(t_cq_empty(x.bcq[1]));
-	UT_EQ(x.srq[1]->rq.tail - x.srq[1]->rq.head, 1);
-out:
-	t_xrc_close(&x);
+	t_expect_wc(x->bcq[0], &wc, 10, IBV_WC_REM_INV_REQ_ERR);
+	UT_CHECK(t_cq_empty(x->bcq[1]));
+	UT_EQ(x->srq[1]->rq.tail - x->srq[1]->rq.head, 1);
 }
 
 /* A window bound on a UC QP (no ACKs: the bind completes at once). */

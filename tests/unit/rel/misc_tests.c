@@ -278,30 +278,25 @@ T_PAIR_TEST(test_wr_builder, 0, 0, 0, .max_inline = 32, .max_wr = 4)
 
 /* An XRC initiator does atomics and SEND with invalidate through the
  * builder as it does through ibv_post_send (XRC has those opcodes). */
-static void test_wr_builder_xrc(void)
+T_XRC_TEST(test_wr_builder_xrc)
 {
-	struct t_xrc x;
 	struct ibv_qp_ex *q;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_xrc_open(&x))
-		goto out;
-	q = &x.ini->qpx;
-	counter = (uint64_t *)x.tb.buf;
+	q = &x->ini->qpx;
+	counter = (uint64_t *)x->tb.buf;
 	*counter = 1;
 	q->wr_start(q);
 	q->wr_id = 1;
 	q->wr_flags = IBV_SEND_SIGNALED;
-	q->wr_atomic_fetch_add(q, x.tb.mr->rkey, (uintptr_t)counter, 1);
-	q->wr_set_sge(q, x.sa.mr->lkey, (uintptr_t)x.sa.buf, 8);
-	q->wr_set_xrc_srqn(q, x.srq[0]->srq_num);
+	q->wr_atomic_fetch_add(q, x->tb.mr->rkey, (uintptr_t)counter, 1);
+	q->wr_set_sge(q, x->sa.mr->lkey, (uintptr_t)x->sa.buf, 8);
+	q->wr_set_xrc_srqn(q, x->srq[0]->srq_num);
 	UT_EQ(q->wr_complete(q), 0);
 	t_run();
-	t_expect_wc(x.acq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(x->acq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 2);
-out:
-	t_xrc_close(&x);
 }
 
 /* ibv_post_send / ibv_post_recv contracts: a bad WR stops the list there

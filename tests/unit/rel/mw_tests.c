@@ -37,6 +37,10 @@ static void mw_close(struct t_mwenv *e)
 	t_pair_close(&e->p);
 }
 
+/* A test on mw_open's pair, buffers and window: e. */
+#define MW_TEST(name, type, mr_access) \
+	T_FIXTURE_TEST(name, struct t_mwenv, e, mw_open, mw_close, (type), (mr_access))
+
 /* B binds its window over [tb + off, + len) with access, new key rkey. */
 static int mw_post_bind(struct t_mwenv *e, uint64_t wr_id, uint32_t rkey, struct ibv_mr *mr,
 			uint64_t off, uint64_t len, unsigned access)
@@ -363,26 +367,22 @@ static void test_mw_bind_errors(void)
 }
 
 /* A bind behind an unacknowledged SEND completes after it, in order. */
-static void test_mw_bind_ordering(void)
+MW_TEST(test_mw_bind_ordering, IBV_MW_TYPE_2, MR_MW)
 {
-	struct t_mwenv e;
 	struct ibv_wc wc;
 
-	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
-		return;
-	UT_EQ(t_post_recv(&e.p.a, 1, e.la.buf, 64, e.la.mr->lkey), 0);
-	UT_EQ(t_post_send(&e.p.b, 2, IBV_WR_SEND, e.tb.buf, 16, e.tb.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(mw_post_bind(&e, 3, ibv_inc_rkey(e.mw->ibmw.rkey), e.tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
+	UT_EQ(t_post_recv(&e->p.a, 1, e->la.buf, 64, e->la.mr->lkey), 0);
+	UT_EQ(t_post_send(&e->p.b, 2, IBV_WR_SEND, e->tb.buf, 16, e->tb.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(mw_post_bind(e, 3, ibv_inc_rkey(e->mw->ibmw.rkey), e->tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
 	/* Executed already (later requests may rely on it)... */
-	UT_CHECK(e.mw->bound);
+	UT_CHECK(e->mw->bound);
 	/* ...but completed only after the SEND. */
-	UT_CHECK(t_cq_empty(e.p.b.scq));
+	UT_CHECK(t_cq_empty(e->p.b.scq));
 	t_run();
-	t_expect_wc(e.p.b.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(e.p.b.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(e->p.b.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(e->p.b.scq, &wc, 3, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_BIND_MW);
-	t_expect_wc(e.p.a.rcq, &wc, 1, IBV_WC_SUCCESS);
-	mw_close(&e);
+	t_expect_wc(e->p.a.rcq, &wc, 1, IBV_WC_SUCCESS);
 }
 
 /* A bind behind a READ (or an atomic) and nothing after it: it completes

@@ -337,38 +337,36 @@ static inline int t_pair_open_mem(struct t_pair *p, const struct t_opts *o, size
 	return ret;
 }
 
-/* The fixture of a test that starts from t_pair_open_mem's scene: opens
- * the pair with o's settings and the buffers, runs the body on it unless
- * the opening failed, and closes it after. */
-static inline void t_pair_run(void (*body)(struct t_pair *p), const struct t_opts *o,
-			      size_t a_len, size_t b_len, int b_access)
-{
-	struct t_pair p;
+/* A test whose body runs on a fixture, as a table names it (UT_CASE(name)):
+ * a fixture of type is set up by open(&fixture, args...), which returns 0
+ * when it is (else neither the body nor close runs), and torn down by
+ * close(&fixture) after the body, which gets it as the pointer var.  A body
+ * that stops early just returns. */
+#define T_FIXTURE_TEST(name, type, var, open, close, ...)                    \
+	static void name##_body(type *var);                                  \
+	static void name(void)                                               \
+	{                                                                    \
+		type f;                                                      \
+									     \
+		if (open(&f, ##__VA_ARGS__))                                 \
+			return;                                              \
+		name##_body(&f);                                             \
+		close(&f);                                                   \
+	}                                                                    \
+	static void name##_body(type *var)
 
-	if (t_pair_open_mem(&p, o, a_len, b_len, b_access))
-		return;
-	body(&p);
-	t_pair_close(&p);
-}
-
-/* A test on t_pair_run's fixture, as a table names it (UT_CASE(name)):
+/* A test on t_pair_open_mem's scene: p, the open pair with its buffers.
  *
  *	T_PAIR_TEST(test_x, a_len, b_len, b_access, .mtu = IBV_MTU_256)
  *	{
- *		... p->a, p->b: the open pair; returning early closes it too
+ *		... p->a, p->b
  *	}
  *
  * The arguments after b_access initialise the test's struct t_opts (0 for
  * the defaults); the body finds them again in p->o. */
 #define T_PAIR_TEST(name, a_len, b_len, b_access, ...)                       \
-	static void name##_body(struct t_pair *p);                           \
-	static void name(void)                                               \
-	{                                                                    \
-		const struct t_opts o = { __VA_ARGS__ };                     \
-									     \
-		t_pair_run(name##_body, &o, (a_len), (b_len), (b_access));   \
-	}                                                                    \
-	static void name##_body(struct t_pair *p)
+	T_FIXTURE_TEST(name, struct t_pair, p, t_pair_open_mem, t_pair_close, \
+		       &(const struct t_opts){ __VA_ARGS__ }, (a_len), (b_len), (b_access))
 
 /* Two pages registered as one region, the second then taken away (as UCX
  * unmaps buffers under a region its cache deregisters later): *gone is the
