@@ -17,17 +17,13 @@ static unsigned t_count_op(uint8_t op)
  * B answers the gap with exactly one sequence NAK however many later
  * packets arrive, A goes back to the lost PSN and resends from there, and
  * the message completes once. */
-static void test_loss_middle_nak_once(void)
+T_PAIR_TEST(test_loss_middle_nak_once, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1, .go_back = true)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1,
-			    .go_back = true };
-	struct t_pair p;
 	struct ibv_wc wc;
-	uint32_t psn0 = o.a_psn;
+	uint32_t psn0 = p->o.a_psn;
 
-	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 6 * 256);
+	t_send_mem(p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
@@ -37,7 +33,7 @@ static void test_loss_middle_nak_once(void)
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
 	UT_EQ(t_psn(0), psn_add(psn0, 1));
-	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
+	UT_EQ(p->b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
 	t_deliver(0);
 	/* Go-back-N from the lost PSN. */
 	UT_EQ(t_count(), 5);
@@ -45,14 +41,13 @@ static void test_loss_middle_nak_once(void)
 		UT_EQ(t_psn(i), psn_add(psn0, 1 + i));
 	UT_EQ(t_op(0), UR_OP_RC_SEND_MIDDLE);
 	UT_EQ(t_op(4), UR_OP_RC_SEND_LAST);
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_run();
-	t_expect_recv(&p, &wc, 1, 6 * 256, 0, 0);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.b.rcq));
+	t_expect_recv(p, &wc, 1, 6 * 256, 0, 0);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->b.rcq));
 	/* The retry budget is whole again after progress. */
-	UT_EQ(p.a.qp->comp.retry_left, 1);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->comp.retry_left, 1);
 }
 
 /* A second gap after the first was repaired gets its own NAK. */

@@ -24,23 +24,20 @@ static void t_learnt(struct t_side *a)
 /* A middle packet of a SEND is lost: one NAK, one packet resent (asking
  * for an ACK), the four held packets executed after it, one ACK of the
  * newest PSN, one completion each side, the bytes right. */
-static void test_sel_middle_one_resend(void)
+T_PAIR_TEST(test_sel_middle_one_resend, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10 };
-	struct t_pair p;
 	struct ibv_wc wc;
-	uint32_t psn0 = o.a_psn;
+	uint32_t psn0 = p->o.a_psn;
 
-	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 6 * 256);
+	t_send_mem(p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	UT_CHECK(bth_selective(t_pkt(0)->buf));     /* RC packets carry the mark */
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
 	for (int i = 0; i < 4; i++)
 		t_deliver(0);         /* held */
-	UT_EQ(p.b.qp->cnt[UR_CNT_HELD_OUT_OF_SEQ], 4);
+	UT_EQ(p->b.qp->cnt[UR_CNT_HELD_OUT_OF_SEQ], 4);
 	UT_EQ(t_count(), 1);          /* one NAK */
 	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
 	UT_EQ(t_psn(0), psn_add(psn0, 1));
@@ -51,21 +48,20 @@ static void test_sel_middle_one_resend(void)
 	UT_EQ(t_psn(0), psn_add(psn0, 1));
 	UT_EQ(t_op(0), UR_OP_RC_SEND_MIDDLE);
 	UT_CHECK(t_ackreq(0));
-	UT_EQ(p.a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 1);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p->a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 1);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	t_deliver(0);
 	/* The held packets ran after it: the message is whole. */
-	t_expect_recv(&p, &wc, 1, 6 * 256, 0, 0);
+	t_expect_recv(p, &wc, 1, 6 * 256, 0, 0);
 	UT_EQ(t_count(), 1);          /* one ACK, of the newest PSN */
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_ACK);
 	UT_EQ(t_psn(0), psn_add(psn0, 5));
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->comp.peer_holds, UR_PEER_HOLDS_YES);   /* learnt from that ACK */
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_CHECK(p.b.qp->held == NULL || !ur_held_any(p.b.qp->held));
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->comp.peer_holds, UR_PEER_HOLDS_YES);   /* learnt from that ACK */
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_CHECK(p->b.qp->held == NULL || !ur_held_any(p->b.qp->held));
 }
 
 /* Two gaps in one window of WRITEs: after the first is filled, the
