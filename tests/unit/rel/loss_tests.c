@@ -234,9 +234,7 @@ T_PAIR_TEST(test_loss_answers_while_gone_back, 4 * 256, 4 * 256, T_ALL_ACCESS,
 	UT_EQ(t_count(), 2);
 	t_deliver(0);                 /* the READ response, then the atomic's ACK */
 	t_deliver(0);
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 3);
 	UT_EQ(*(uint64_t *)(p->a.mem.buf + 2 * 256), 40u);
 	UT_MEMEQ(p->a.mem.buf + 256, p->b.mem.buf + 2 * 256, 256);
 	t_writable();
@@ -587,8 +585,7 @@ T_PAIR_TEST(test_loss_ack_before_read, 1024, 1024, T_ALL_ACCESS, .retry_cnt = T_
 	t_drop(0);
 	t_deliver(0);                 /* the READ response */
 	UT_EQ(t_count(), 0);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 2, 2);
 	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
 	UT_EQ(p->a.qp->comp.psn, 2);
 	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
@@ -645,8 +642,7 @@ T_PAIR_TEST(test_loss_atomic_ack_then_next,
 	UT_EQ(t_psn(1), 1);
 	t_run();
 	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(t_word(p->a.mem.buf), 10);
 	UT_EQ(t_word(p->a.mem.buf + 8), 11);
 	UT_EQ(*target, 12);
@@ -695,8 +691,7 @@ T_PAIR_TEST(test_loss_seq_nak_past_atomic, 4096, 4096, T_ALL_ACCESS, .mtu = IBV_
 	t_run();
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*counter, 51);          /* added once */
 	UT_EQ(t_word(p->a.mem.buf), 50);
 	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
@@ -770,8 +765,7 @@ T_PAIR_TEST(test_loss_atomic_saved_after_read_dups, 4096, 4096, T_ALL_ACCESS,
 	t_run();
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*counter, 101);
 	UT_EQ(t_word(p->a.mem.buf + 2048), 100);
 	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 4 * 256);
@@ -804,8 +798,7 @@ T_PAIR_TEST(test_loss_read_response_past_atomic, 4096, 4096, T_ALL_ACCESS, 0)
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	UT_EQ(t_psn(0), 1);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 2, 2);
 	UT_EQ(*counter, 6);
 	UT_EQ(t_word(p->a.mem.buf + 2048), 5);
 }

@@ -235,9 +235,7 @@ T_PAIR_TEST(test_wr_builder, 0, 0, 0, .max_inline = 32, .max_wr = 4)
 	UT_EQ(t_op(1), UR_OP_RC_FETCH_ADD);
 	UT_EQ(t_op(2), UR_OP_RC_SEND_ONLY_WITH_IMMEDIATE);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 3);
 	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_EQ(wc.imm_data, htonl(77));
 	UT_MEMEQ(tb.buf + 768, "hello", 5);

@@ -519,6 +519,14 @@ static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 		}                                                            \
 	} while (0)
 
+/* The next n completions on cq succeed, for wr_ids first, first + 1, ...
+ * in that order. */
+#define t_expect_ok(cq, wcp, first, n)                                       \
+	do {                                                                 \
+		for (unsigned _k = 0; _k < (unsigned)(n); _k++)              \
+			t_expect_wc((cq), (wcp), (first) + _k, IBV_WC_SUCCESS); \
+	} while (0)
+
 /* The next receive at B (t_pair_open_mem) completes wr_id with len bytes:
  * A's, from a_off, now at b_off in B's buffer.  A macro, as t_expect_wc,
  * so a failure names the test's line. */

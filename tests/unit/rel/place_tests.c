@@ -22,8 +22,7 @@ T_PAIR_TEST(test_place_read_behind_write, 0, 0, 0, .access = T_ALL_ACCESS)
 			  (uintptr_t)tb.buf, tb.mr->rkey), 0);
 	UT_EQ(t_onecopy.fetches, 0u);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_MEMEQ(ra.buf, sa.buf, 64);
 	/* Nothing outstanding now: the next READ fetches the bytes itself,
 	 * one request of headers answered by one response of headers. */
@@ -71,9 +70,7 @@ T_PAIR_TEST(test_place_write_behind_rnr, 0, 0, 0, .access = T_ALL_ACCESS, .min_r
 	t_run();
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 3);
 	UT_MEMEQ(tb.buf, s2.buf, 64);     /* the later WRITE's bytes */
 	UT_MEMEQ(rb.buf, sa.buf, 64);
 	t_onecopy = (typeof(t_onecopy)){ 0 };
@@ -121,8 +118,7 @@ T_PAIR_TEST(test_place_large_waits_for_packets, 0, 0, 0, .access = T_ALL_ACCESS)
 	UT_EQ(t_onecopy.places, 1u);
 	t_run();
 	UT_EQ(t_onecopy.places, 2u);          /* then copied straight in */
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 2, 2);
 	UT_MEMEQ(tb.buf, s3.buf, len);
 	t_onecopy = (typeof(t_onecopy)){ 0 };
 	t_mem_free(&s1);

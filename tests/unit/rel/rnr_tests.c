@@ -177,10 +177,8 @@ T_PAIR_TEST(test_rnr_second_message, 2048, 2048, IBV_ACCESS_LOCAL_WRITE,
 	UT_EQ(t_count(), 6);
 	UT_EQ(t_psn(0), 3);
 	t_run();
-	t_expect_wc(p->b.rcq, &wc, 11, IBV_WC_SUCCESS);
-	t_expect_wc(p->b.rcq, &wc, 12, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 21, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 22, IBV_WC_SUCCESS);
+	t_expect_ok(p->b.rcq, &wc, 11, 2);
+	t_expect_ok(p->a.scq, &wc, 21, 2);
 	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 1800);
 }
 
@@ -254,8 +252,7 @@ T_PAIR_TEST(test_rnr_with_packets_behind, 256, 256, IBV_ACCESS_LOCAL_WRITE,
 	UT_EQ(t_post_recv_mem(&p->b, 4, 128, 128), 0);
 	t_advance(ur_rel_rnr_timer_ns(0) + 1000000);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 }
 
 /* After an RNR NAK the responder answers nothing past the RNR'd PSN until
@@ -312,8 +309,7 @@ T_PAIR_TEST(test_rnr_quiet_after,
 	t_advance(ur_rel_rnr_timer_ns(1) + 1000);
 	t_run();
 	t_expect_recv(p, &wc, 3, 100, 0, 0);
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_MEMEQ(p->b.mem.buf + 256, p->a.mem.buf + 256, 6 * 256);
 	UT_EQ(p->a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 0);
 }
@@ -342,8 +338,7 @@ T_PAIR_TEST(test_rnr_past_atomic, 1024, 1024, T_ALL_ACCESS, .min_rnr_timer = 1)
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	UT_EQ(t_psn(0), 0);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*counter, 8);
 	UT_EQ(t_word(p->a.mem.buf), 7);
 }

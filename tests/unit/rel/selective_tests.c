@@ -308,8 +308,7 @@ T_PAIR_TEST(test_sel_resend_lost, 8 * 256, 9 * 256, T_ALL_ACCESS,
 	UT_CHECK(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] >= 1);
 	UT_CHECK(t_count() > 1);
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*word, 8u);             /* added once */
 	UT_EQ(*(uint64_t *)p->a.mem.buf, 5u);
 	UT_MEMEQ(p->b.mem.buf + 256, p->a.mem.buf + 256, 7 * 256);
@@ -400,8 +399,7 @@ T_PAIR_TEST(test_sel_probe_then_new_sends,
 	UT_EQ(t_psn(0), psn_add(psn0, 4));
 	UT_EQ(p->a.qp->cnt[UR_CNT_SELECTIVE_RESENDS], 1);   /* the probe alone */
 	t_run();
-	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 8 * 256);
 	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);   /* the probe */
 }

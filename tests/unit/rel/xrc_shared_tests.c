@@ -142,8 +142,7 @@ T_XS_TEST(test_xrc_shared_send)
 	UT_EQ(wc.byte_len, 100);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
 	UT_MEMEQ(s->x.rb.buf + 512, s->x.sa.buf + 300, 100);
-	t_expect_wc(s->x.acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(s->x.acq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(s->x.acq, &wc, 1, 2);
 	UT_CHECK(t_cq_empty(s->x.bcq[0]));
 	UT_CHECK(t_cq_empty(s->x.bcq[1]));
 	UT_EQ(s->x.tgt->state, IBV_QPS_RTR);
@@ -201,8 +200,7 @@ T_XRC_TEST(test_xrc_dup_other_srq_mid_message)
 	t_expect_wc(x->bcq[1], &wc, 11, IBV_WC_SUCCESS);
 	t_expect_wc(x->bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 300);
-	t_expect_wc(x->acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(x->acq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(x->acq, &wc, 1, 2);
 	UT_EQ(x->tgt->state, IBV_QPS_RTR);
 }
 
