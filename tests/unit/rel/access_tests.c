@@ -89,8 +89,7 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 		fprintf(stderr, "  (op %d, %s, len %u)\n", op, acc_name[c], len);
 	if (other_mr)
 		UT_EQ(ibv_dereg_mr(other_mr), 0);
-	if (other)
-		UT_EQ(ur_pd_dealloc(other), 0);
+	t_destroy(ur_pd_dealloc, other);
 	t_pair_close(&p);
 }
 

@@ -354,8 +354,7 @@ static void check_bind_error(enum bind_case c)
 		fprintf(stderr, "  (bind case %d)\n", c);
 	if (mr != e.tb.mr)
 		UT_EQ(ibv_dereg_mr(mr), 0);
-	if (other)
-		UT_EQ(ur_pd_dealloc(other), 0);
+	t_destroy(ur_pd_dealloc, other);
 	mw_close(&e);
 }
 

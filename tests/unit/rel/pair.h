@@ -151,18 +151,22 @@ static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use
 	return ret;
 }
 
+/* The fixtures' teardowns, which may meet a part-open fixture: destroys
+ * obj through destroy (ur_qp_destroy, ur_cq_destroy, ...), if there is
+ * one, and checks that it could. */
+#define t_destroy(destroy, obj)                                              \
+	do {                                                                 \
+		if (obj)                                                     \
+			UT_EQ(destroy(obj), 0);                              \
+	} while (0)
+
 static inline void t_side_close(struct t_side *s)
 {
-	if (s->qp)
-		UT_EQ(ur_qp_destroy(s->qp), 0);
-	if (s->srq)
-		UT_EQ(ur_srq_destroy(s->srq), 0);
-	if (s->scq)
-		UT_EQ(ur_cq_destroy(s->scq), 0);
-	if (s->rcq)
-		UT_EQ(ur_cq_destroy(s->rcq), 0);
-	if (s->pd)
-		UT_EQ(ur_pd_dealloc(s->pd), 0);
+	t_destroy(ur_qp_destroy, s->qp);
+	t_destroy(ur_srq_destroy, s->srq);
+	t_destroy(ur_cq_destroy, s->scq);
+	t_destroy(ur_cq_destroy, s->rcq);
+	t_destroy(ur_pd_dealloc, s->pd);
 	if (s->ctx)
 		ur_context_close(s->ctx);
 	memset(s, 0, sizeof(*s));

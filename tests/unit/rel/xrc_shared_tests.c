@@ -36,8 +36,7 @@ static int t_xs_open(struct t_xs *s)
 static void t_xs_close(struct t_xs *s)
 {
 	t_xrc_other_pid = 0;
-	if (s->srq)
-		UT_EQ(ur_srq_destroy(s->srq), 0);
+	t_destroy(ur_srq_destroy, s->srq);
 	if (s->owner) {
 		s->owner->has_inode = false;
 		UT_EQ(ur_xrcd_close(s->owner), 0);

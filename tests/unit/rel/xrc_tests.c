@@ -93,24 +93,16 @@ static void t_xrc_close(struct t_xrc *x)
 	t_mem_free(&x->sa);
 	t_mem_free(&x->rb);
 	t_mem_free(&x->tb);
-	if (x->ini)
-		UT_EQ(ur_qp_destroy(x->ini), 0);
-	if (x->tgt)
-		UT_EQ(ur_qp_destroy(x->tgt), 0);
+	t_destroy(ur_qp_destroy, x->ini);
+	t_destroy(ur_qp_destroy, x->tgt);
 	for (int i = 0; i < 2; i++)
-		if (x->srq[i])
-			UT_EQ(ur_srq_destroy(x->srq[i]), 0);
-	if (x->xrcd)
-		UT_EQ(ur_xrcd_close(x->xrcd), 0);
-	if (x->acq)
-		UT_EQ(ur_cq_destroy(x->acq), 0);
+		t_destroy(ur_srq_destroy, x->srq[i]);
+	t_destroy(ur_xrcd_close, x->xrcd);
+	t_destroy(ur_cq_destroy, x->acq);
 	for (int i = 0; i < 2; i++)
-		if (x->bcq[i])
-			UT_EQ(ur_cq_destroy(x->bcq[i]), 0);
-	if (x->apd)
-		UT_EQ(ur_pd_dealloc(x->apd), 0);
-	if (x->bpd)
-		UT_EQ(ur_pd_dealloc(x->bpd), 0);
+		t_destroy(ur_cq_destroy, x->bcq[i]);
+	t_destroy(ur_pd_dealloc, x->apd);
+	t_destroy(ur_pd_dealloc, x->bpd);
 	if (x->actx)
 		ur_context_close(x->actx);
 	if (x->bctx)
