@@ -40,18 +40,29 @@ T_PAIR_TEST(test_edge_atomic_local_error, 0, 0, 0, 0)
 	t_mem_free(&tb);
 }
 
+/* A region of B's that a test takes away while op (wr_id 1, len bytes
+ * from A's buffer) is under way: buf's len_b bytes, each fill, registered
+ * with every access; the test deregisters it. */
+static struct ibv_mr *edge_rdma_vanishing(struct t_pair *p, enum ibv_wr_opcode op, uint32_t len,
+					  uint8_t *buf, size_t len_b, uint8_t fill)
+{
+	struct ibv_mr *mr;
+
+	memset(buf, fill, len_b);
+	mr = ibv_reg_mr_iova2(&p->b.pd->ibpd, buf, len_b, (uintptr_t)buf, T_ALL_ACCESS);
+	UT_EQ(t_post_rdma(&p->a, 1, op, p->a.mem.buf, len, p->a.mem.mr->lkey,
+			  (uintptr_t)buf, mr->rkey), 0);
+	return mr;
+}
+
 /* The target region of a WRITE is deregistered between its packets: the
  * rest is refused (NAK remote access), nothing written past that point. */
 T_PAIR_TEST(test_edge_write_target_vanishes, 1024, 0, 0, .mtu = IBV_MTU_256)
 {
 	struct ibv_wc wc;
 	uint8_t *target = malloc(1024);
-	struct ibv_mr *mr;
+	struct ibv_mr *mr = edge_rdma_vanishing(p, IBV_WR_RDMA_WRITE, 768, target, 1024, 0x11);
 
-	memset(target, 0x11, 1024);
-	mr = ibv_reg_mr_iova2(&p->b.pd->ibpd, target, 1024, (uintptr_t)target, T_ALL_ACCESS);
-	UT_EQ(t_post_rdma(&p->a, 1, IBV_WR_RDMA_WRITE, p->a.mem.buf, 768, p->a.mem.mr->lkey,
-			  (uintptr_t)target, mr->rkey), 0);
 	t_deliver(0);
 	UT_MEMEQ(target, p->a.mem.buf, 256);
 	UT_EQ(ibv_dereg_mr(mr), 0);
@@ -74,12 +85,8 @@ T_PAIR_TEST(test_edge_read_source_vanishes, 2048, 0, 0, .mtu = IBV_MTU_256)
 {
 	struct ibv_wc wc;
 	uint8_t *source = malloc(2048);
-	struct ibv_mr *mr;
+	struct ibv_mr *mr = edge_rdma_vanishing(p, IBV_WR_RDMA_READ, 2048, source, 2048, 0x22);
 
-	memset(source, 0x22, 2048);
-	mr = ibv_reg_mr_iova2(&p->b.pd->ibpd, source, 2048, (uintptr_t)source, T_ALL_ACCESS);
-	UT_EQ(t_post_rdma(&p->a, 1, IBV_WR_RDMA_READ, p->a.mem.buf, 2048, p->a.mem.mr->lkey,
-			  (uintptr_t)source, mr->rkey), 0);
 	net.eagain_after = (int)net.sent + 3;
 	t_deliver(0);
 	UT_EQ(t_count(), 3);
