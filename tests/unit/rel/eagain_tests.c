@@ -57,21 +57,16 @@ static void test_eagain_every_point(void)
 	for (int stop = 0; stop < 9; stop++) {
 		struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
 		struct t_pair p;
-		struct t_mem sa, rb;
 		struct ibv_wc wc;
 		int before = ut_failures;
 
-		if (t_pair_open(&p, &o))
+		if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
 			return;
-		t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 1);
-		t_mem_reg(&rb, &p.b, 4096, T_ALL_ACCESS, 2);
-		UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
+		UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
 		net.eagain_after = stop;
-		UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 700, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
-		UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE, sa.buf + 1024, 600, sa.mr->lkey,
-				  (uintptr_t)rb.buf + 1024, rb.mr->rkey), 0);
-		UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_READ, sa.buf + 2048, 500, sa.mr->lkey,
-				  (uintptr_t)rb.buf + 2048, rb.mr->rkey), 0);
+		UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 700, IBV_SEND_SIGNALED), 0);
+		UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_WRITE, 1024, 600, 1024), 0);
+		UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_READ, 2048, 500, 2048), 0);
 		t_writable();
 		/* 3 + 3 packets, then the READ request at the PSN after them. */
 		expect_psn_run(0xfffffe, 7);
@@ -79,13 +74,11 @@ static void test_eagain_every_point(void)
 		t_run();
 		t_expect_ok(p.a.scq, &wc, 2, 3);
 		t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-		UT_MEMEQ(rb.buf, sa.buf, 700);
-		UT_MEMEQ(rb.buf + 1024, sa.buf + 1024, 600);
-		UT_MEMEQ(sa.buf + 2048, rb.buf + 2048, 500);
+		UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 700);
+		UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf + 1024, 600);
+		UT_MEMEQ(p.a.mem.buf + 2048, p.b.mem.buf + 2048, 500);
 		if (ut_failures != before)
 			fprintf(stderr, "  (stop after %d)\n", stop);
-		t_mem_free(&sa);
-		t_mem_free(&rb);
 		t_pair_close(&p);
 	}
 }
