@@ -3,6 +3,8 @@
  * memory with guard bytes, posting and completions.  The fixture most
  * tests start from is t_pair_open_mem: a pair with a buffer on each side,
  * freed by t_pair_close; t_post_*_mem post from and into those buffers.
+ * A test on it is written T_PAIR_TEST (the pair opened before its body,
+ * closed after); T_FIXTURE_TEST writes the tests on other scenes.
  * Included after harness.h, whose fake transport the pair's paths lead to.
  */
 #ifndef UROCE_TESTS_REL_PAIR_H
@@ -341,11 +343,11 @@ static inline int t_pair_open_mem(struct t_pair *p, const struct t_opts *o, size
 	return ret;
 }
 
-/* A test whose body runs on a fixture, as a table names it (UT_CASE(name)):
- * a fixture of type is set up by open(&fixture, args...), which returns 0
- * when it is (else neither the body nor close runs), and torn down by
- * close(&fixture) after the body, which gets it as the pointer var.  A body
- * that stops early just returns. */
+/* A test whose body runs on a fixture, named as a table names it
+ * (UT_CASE(name)): open(&fixture, args...) sets a fixture of type up and
+ * returns 0 when it could (else the test ends there, neither body nor close
+ * run); the body gets it as the pointer var, and close(&fixture) tears it
+ * down after.  A body that stops early just returns. */
 #define T_FIXTURE_TEST(name, type, var, open, close, ...)                    \
 	static void name##_body(type *var);                                  \
 	static void name(void)                                               \
