@@ -162,10 +162,25 @@ vm_boot() {
 
 # vm__boot_guest OWNER: vm_boot's boot, for a guest that lives while the process OWNER does
 # (the test's shell, or the ctest run sharing it); in the calling shell, which the traps make
-# shut the guest down if it fails or is interrupted
+# shut the guest down if it fails or is interrupted.  Each step below says what went wrong and,
+# once the tap is claimed, shuts the guest down before it returns 1.
 vm__boot_guest() {
-	local owner=$1 t0 cache guest
+	local owner=$1 t0 guest
 	t0=$(vm__now_ms)
+	guest=$(vm__guest_image) || return 1
+	vm__host_link "$owner" || return 1
+	vm__start_qemu "$guest" || return 1
+	vm__start_watchdog "$owner"
+	vm__wait_ready || return 1
+	vm__check_peer || return 1
+	VM_BOOT_MS=$(($(vm__now_ms) - t0))
+	vm__log "guest up in $((VM_BOOT_MS / 1000)).$(printf %03d $((VM_BOOT_MS % 1000))) s: $VM_GUEST_IP on $VM_TAP" \
+		"(host $VM_HOST_IP), rxe0 GID index $VM_GID_INDEX, qemu pid $VM_QEMU_PID, console $VM_CONSOLE"
+}
+
+# vm__guest_image: builds the guest (cached) and prints the folder of its kernel and initramfs
+vm__guest_image() {
+	local cache guest
 	cache=${VM_CACHE_DIR:-${UROCE_BUILD:-build}/interop-cache}
 	guest=$(bash "$VM__LIB_DIR/../vm/build-guest.sh" "$cache" | tail -n1) || {
 		vm__err "building the guest failed"
@@ -175,7 +190,13 @@ vm__boot_guest() {
 		vm__err "no guest image in '$guest'"
 		return 1
 	}
+	echo "$guest"
+}
 
+# vm__host_link OWNER: the guest's folder and variables, the traps, and the host's side of the
+# link: a tap claimed for OWNER, addressed and up
+vm__host_link() {
+	local owner=$1
 	VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 1
 	VM_CONSOLE=$VM_DIR/console.log
 	VM_LOG_DIR=$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")
@@ -195,7 +216,12 @@ vm__boot_guest() {
 		vm_shutdown
 		return 1
 	fi
+}
 
+# vm__start_qemu GUEST: starts qemu on GUEST's kernel and initramfs, on the tap; sets and exports
+# VM_QEMU_PID and records it in the state folder
+vm__start_qemu() {
+	local guest=$1
 	# qemu is double-forked (not a job of this shell: a plain 'wait' in a test must not wait for
 	# it), its output goes to files (it must not hold the test runner's pipes open)
 	local qpidfile=$VM_DIR/qemu.pid
@@ -225,9 +251,11 @@ vm__boot_guest() {
 	fi
 	export VM_QEMU_PID
 	echo "$VM_QEMU_PID" >"$VM__STATE_DIR/$VM_TAP.qemu"
-	vm__start_watchdog "$owner"
+}
 
-	# wait for the ready marker on the serial console
+# vm__wait_ready: waits for the ready marker on the serial console; on a failure marker, qemu's
+# exit or the boot timeout, shows the console's last lines and shuts the guest down
+vm__wait_ready() {
 	local deadline=$(($(date +%s) + ${VM_BOOT_TIMEOUT:-120}))
 	while :; do
 		if grep -q '^UROCE-GUEST-READY' "$VM_CONSOLE" 2>/dev/null; then
@@ -253,8 +281,11 @@ vm__boot_guest() {
 		fi
 		sleep 0.1
 	done
+}
 
-	# the peer must be real: rxe0 ACTIVE on eth0, and the GID index of our IPv4 address
+# vm__check_peer: the peer must be real: rxe0 ACTIVE on eth0, and the GID index of our IPv4
+# address (exported as VM_GID_INDEX); otherwise the guest is shut down
+vm__check_peer() {
 	local check
 	check=$(vm_run -t 30 'cat /sys/class/infiniband/rxe0/ports/1/state; rdma link show rxe0/1') || {
 		vm__err "rxe0 check failed: $check"
@@ -273,9 +304,6 @@ vm__boot_guest() {
 		return 1
 	}
 	export VM_GID_INDEX
-	VM_BOOT_MS=$(($(vm__now_ms) - t0))
-	vm__log "guest up in $((VM_BOOT_MS / 1000)).$(printf %03d $((VM_BOOT_MS % 1000))) s: $VM_GUEST_IP on $VM_TAP" \
-		"(host $VM_HOST_IP), rxe0 GID index $VM_GID_INDEX, qemu pid $VM_QEMU_PID, console $VM_CONSOLE"
 }
 
 # vm__start_watchdog OWNER: if OWNER dies without running its traps (SIGKILL), stop qemu and

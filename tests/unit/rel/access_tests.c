@@ -89,8 +89,7 @@ static void check_access_error(enum ibv_wr_opcode op, enum acc_case c, uint32_t 
 		fprintf(stderr, "  (op %d, %s, len %u)\n", op, acc_name[c], len);
 	if (other_mr)
 		UT_EQ(ibv_dereg_mr(other_mr), 0);
-	if (other)
-		UT_EQ(ur_pd_dealloc(other), 0);
+	t_destroy(ur_pd_dealloc, other);
 	t_pair_close(&p);
 }
 
@@ -169,54 +168,44 @@ static void test_access_unmapped(void)
 
 /* The exact edges: the last byte of the region is writable, one more is
  * not; zero bytes anywhere need no valid key at all. */
-static void test_access_edges(void)
+T_PAIR_TEST(test_access_edges, 256, 100, T_ALL_ACCESS, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 100, T_ALL_ACCESS))
-		return;
-	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 10, 90), 0);
-	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 16, 100, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 1, IBV_WR_RDMA_WRITE, 0, 10, 90), 0);
+	UT_EQ(t_post_rdma_mem(p, 2, IBV_WR_RDMA_READ, 16, 100, 0), 0);
 	/* Atomic on the last 8 bytes (aligned: the region starts aligned). */
-	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 88, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 128, 88, 1, 0), 0);
 	/* Zero-length WRITE with a key that names nothing. */
-	UT_EQ(t_post_rdma(&p.a, 4, IBV_WR_RDMA_WRITE, p.a.mem.buf, 0, p.a.mem.mr->lkey, 0x12345678,
+	UT_EQ(t_post_rdma(&p->a, 4, IBV_WR_RDMA_WRITE, p->a.mem.buf, 0, p->a.mem.mr->lkey, 0x12345678,
 			  0x99), 0);
 	t_run();
 	for (int i = 1; i <= 4; i++)
-		t_expect_wc(p.a.scq, &wc, i, IBV_WC_SUCCESS);
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	t_pair_close(&p);
+		t_expect_wc(p->a.scq, &wc, i, IBV_WC_SUCCESS);
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
 }
 
 /* A stale rkey: the region was deregistered and a new one registered over
  * the same bytes; the old key must not reach the new region. */
-static void test_access_stale_rkey(void)
+T_PAIR_TEST(test_access_stale_rkey, 0, 0, 0, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct t_mem la, tb, tb2;
 	struct ibv_wc wc;
 	uint32_t old_rkey;
 
-	if (t_pair_open(&p, &o))
-		return;
-	t_mem_reg(&la, &p.a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 64, T_ALL_ACCESS, 2);
+	t_mem_reg(&la, &p->a, 64, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p->b, 64, T_ALL_ACCESS, 2);
 	old_rkey = tb.mr->rkey;
 	t_mem_free(&tb);
-	t_mem_reg(&tb2, &p.b, 64, T_ALL_ACCESS, 3);
+	t_mem_reg(&tb2, &p->b, 64, T_ALL_ACCESS, 3);
 	UT_CHECK(tb2.mr->rkey != old_rkey);
-	UT_EQ(t_post_rdma(&p.a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
+	UT_EQ(t_post_rdma(&p->a, 1, IBV_WR_RDMA_WRITE, la.buf, 8, la.mr->lkey,
 			  (uintptr_t)tb2.buf, old_rkey), 0);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&tb2, 3));
 	t_mem_free(&la);
 	t_mem_free(&tb2);
-	t_pair_close(&p);
 }
 
 /* Errors at the requester's own side: an SGE outside its region fails
@@ -259,20 +248,15 @@ static void test_access_local(void)
 }
 
 /* A misaligned atomic is an invalid request. */
-static void test_access_atomic_misaligned(void)
+T_PAIR_TEST(test_access_atomic_misaligned, 64, 64, T_ALL_ACCESS, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 64, 64, T_ALL_ACCESS))
-		return;
-	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 4, 0, 1), 0);
+	UT_EQ(t_post_atomic_mem(p, 1, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 4, 0, 1), 0);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
-	UT_CHECK(t_mem_intact(&p.b.mem, 2));
-	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR);
+	UT_CHECK(t_mem_intact(&p->b.mem, 2));
+	UT_EQ(p->b.qp->state, IBV_QPS_ERR);
 }
 
 /* A receive posted with an lkey that does not grant local write: RC fails

@@ -4,11 +4,19 @@
  * wr_start and wr_complete) and delivers: a delivery that waited for the
  * lock would never return. */
 
-/* Two 64 B SENDs from a to b, each delivered to b, whose ACKs wait in
- * the network; 0, or -1 if the pair could not open. */
-static int inbox_pair(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
+/* Two 64 B SENDs from a to b (sa into rb), each delivered to b, whose
+ * ACKs wait in the network. */
+struct inbox_pair {
+	struct t_pair p;
+	struct t_mem sa, rb;
+};
+
+/* 0, or -1 if the pair could not open. */
+static int inbox_open(struct inbox_pair *s)
 {
 	struct t_opts o = { 0 };
+	struct t_pair *p = &s->p;
+	struct t_mem *sa = &s->sa, *rb = &s->rb;
 
 	if (t_pair_open(p, &o))
 		return -1;
@@ -27,64 +35,62 @@ static int inbox_pair(struct t_pair *p, struct t_mem *sa, struct t_mem *rb)
 	return 0;
 }
 
+static void inbox_close(struct inbox_pair *s)
+{
+	t_mem_free(&s->sa);
+	t_mem_free(&s->rb);
+	t_pair_close(&s->p);
+}
+
+/* A test on inbox_open's pair with its ACKs waiting: s. */
+#define INBOX_TEST(name) T_FIXTURE_TEST(name, struct inbox_pair, s, inbox_open, inbox_close)
+
 /* An ACK arriving while the QP is held waits in the inbox; wr_complete's
  * run step takes it (the SEND it acknowledges completes then, not
  * before), and a newer plain ACK takes the older one's slot. */
-static void test_inbox_ack_while_held(void)
+INBOX_TEST(test_inbox_ack_while_held)
 {
-	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_qp_ex *x;
 	struct ibv_wc wc;
 	uint64_t rcvd;
 
-	if (inbox_pair(&p, &sa, &rb))
-		return;
-	x = &p.a.qp->qpx;
-	rcvd = p.a.qp->cnt[UR_CNT_RCVD_PKTS];
+	x = &s->p.a.qp->qpx;
+	rcvd = s->p.a.qp->cnt[UR_CNT_RCVD_PKTS];
 	x->wr_start(x);
 	t_deliver(0);
-	UT_EQ(p.a.qp->inbox.n, 1);
+	UT_EQ(s->p.a.qp->inbox.n, 1);
 	t_deliver(0);
-	UT_EQ(p.a.qp->inbox.n, 1);                  /* cumulative: one slot */
-	UT_EQ(t_poll(p.a.scq, &wc, 1), 0);          /* not taken yet */
+	UT_EQ(s->p.a.qp->inbox.n, 1);                  /* cumulative: one slot */
+	UT_EQ(t_poll(s->p.a.scq, &wc, 1), 0);          /* not taken yet */
 	x->wr_id = 3;
 	x->wr_flags = IBV_SEND_SIGNALED;
 	x->wr_send(x);
-	x->wr_set_sge(x, sa.mr->lkey, (uintptr_t)sa.buf, 64);
+	x->wr_set_sge(x, s->sa.mr->lkey, (uintptr_t)s->sa.buf, 64);
 	UT_EQ(x->wr_complete(x), 0);
-	UT_EQ(p.a.qp->inbox.n, 0);
-	UT_EQ(p.a.qp->cnt[UR_CNT_ACKS_INBOX], 2);   /* both counted, as received */
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_PKTS], rcvd + 2);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(s->p.a.qp->inbox.n, 0);
+	UT_EQ(s->p.a.qp->cnt[UR_CNT_ACKS_INBOX], 2);   /* both counted, as received */
+	UT_EQ(s->p.a.qp->cnt[UR_CNT_RCVD_PKTS], rcvd + 2);
+	t_expect_ok(s->p.a.scq, &wc, 1, 2);
 	UT_EQ(t_count(), 1);                        /* the third SEND */
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 50, IBV_WC_SUCCESS);
-	t_mem_free(&sa);
-	t_mem_free(&rb);
-	t_pair_close(&p);
+	t_expect_wc(s->p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(s->p.b.rcq, &wc, 50, IBV_WC_SUCCESS);
 }
 
 /* An ACK from another address than the QP's peer, left in the inbox, is
  * counted as a wrong peer's when taken and acknowledges nothing; the
  * peer's own, behind it, keeps its slot (another sender's never covers
  * it).  wr_abort takes them too. */
-static void test_inbox_wrong_peer(void)
+INBOX_TEST(test_inbox_wrong_peer)
 {
-	struct t_pair p;
-	struct t_mem sa, rb;
 	struct ibv_qp_ex *x;
 	struct ibv_wc wc;
 	struct ur_rx_meta m;
 	struct t_pkt *k;
 	uint64_t wrong;
 
-	if (inbox_pair(&p, &sa, &rb))
-		return;
-	x = &p.a.qp->qpx;
-	wrong = p.a.qp->cnt[UR_CNT_WRONG_PEER];
+	x = &s->p.a.qp->qpx;
+	wrong = s->p.a.qp->cnt[UR_CNT_WRONG_PEER];
 	x->wr_start(x);
 	k = t_copy(1);                              /* the newer ACK, from elsewhere */
 	t_meta(&m);
@@ -93,14 +99,11 @@ static void test_inbox_wrong_peer(void)
 	free(k);
 	t_deliver(0);
 	t_drop(0);
-	UT_EQ(p.a.qp->inbox.n, 2);
+	UT_EQ(s->p.a.qp->inbox.n, 2);
 	x->wr_abort(x);
-	UT_EQ(p.a.qp->inbox.n, 0);
-	UT_EQ(p.a.qp->cnt[UR_CNT_WRONG_PEER], wrong + 1);
-	UT_EQ(p.a.qp->cnt[UR_CNT_ACKS_INBOX], 1);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	UT_EQ(t_poll(p.a.scq, &wc, 1), 0);          /* the second: not acknowledged */
-	t_mem_free(&sa);
-	t_mem_free(&rb);
-	t_pair_close(&p);
+	UT_EQ(s->p.a.qp->inbox.n, 0);
+	UT_EQ(s->p.a.qp->cnt[UR_CNT_WRONG_PEER], wrong + 1);
+	UT_EQ(s->p.a.qp->cnt[UR_CNT_ACKS_INBOX], 1);
+	t_expect_wc(s->p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(t_poll(s->p.a.scq, &wc, 1), 0);          /* the second: not acknowledged */
 }

@@ -4,33 +4,28 @@
 
 /* RC: NAK invalid request, REM_INV_REQ_ERR at A, LOC_LEN_ERR for the
  * receive at B, both QPs in ERROR. */
-static void test_len_send_too_big(void)
+T_PAIR_TEST(test_len_send_too_big, 1024, 512, IBV_ACCESS_LOCAL_WRITE, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 512, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 300), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 2, 0, 300), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 301, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 300), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 2, 0, 300), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 301, IBV_SEND_SIGNALED), 0);
 	t_deliver(0);                 /* 256 bytes fit */
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
 	t_deliver(0);                 /* 45 more do not */
-	UT_EQ(p.b.qp->state, IBV_QPS_ERR);
+	UT_EQ(p->b.qp->state, IBV_QPS_ERR);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_syn(0), UR_NAK_INVALID_REQ);
 	UT_EQ(t_psn(0), 1);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_REM_INV_REQ_ERR);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_LOC_LEN_ERR);
-	t_expect_wc(p.b.rcq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_REM_INV_REQ_ERR);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_LOC_LEN_ERR);
+	t_expect_wc(p->b.rcq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
 	/* Not one byte past the buffer. */
-	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 300));
-	t_pair_close(&p);
+	UT_CHECK(t_mem_intact_outside(&p->b.mem, 2, 0, 300));
 }
 
 /* B's view of hand-built requests on a fresh pair: the packet goes in at
@@ -144,16 +139,14 @@ static void test_seq_rc_out_of_order(void)
 {
 	struct t_opts o = { .mtu = IBV_MTU_256 };
 	struct t_pair p;
-	struct t_mem sa, rb;
+	struct t_mem rb;
 	struct ibv_wc wc;
 
 	/* The requester's own first packet, turned into a MIDDLE. */
-	if (t_pair_open(&p, &o))
+	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
 		return;
-	t_mem_reg(&sa, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&rb, &p.b, 1024, IBV_ACCESS_LOCAL_WRITE, 2);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 1024, rb.mr->lkey), 0);
-	UT_EQ(t_post_send(&p.a, 2, IBV_WR_SEND, sa.buf, 768, sa.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 768, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 3);
 	bth_set_opcode(t_pkt(0)->buf, UR_OP_RC_SEND_MIDDLE);
 	t_deliver(0);
@@ -161,9 +154,7 @@ static void test_seq_rc_out_of_order(void)
 	t_run();
 	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_REM_INV_REQ_ERR);
 	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_WR_FLUSH_ERR);
-	UT_CHECK(t_mem_intact(&rb, 2));
-	t_mem_free(&sa);
-	t_mem_free(&rb);
+	UT_CHECK(t_mem_intact(&p.b.mem, 2));
 	t_pair_close(&p);
 
 	/* Hand-built: FIRST, then FIRST again; FIRST, then WRITE MIDDLE. */

@@ -17,17 +17,13 @@ static unsigned t_count_op(uint8_t op)
  * B answers the gap with exactly one sequence NAK however many later
  * packets arrive, A goes back to the lost PSN and resends from there, and
  * the message completes once. */
-static void test_loss_middle_nak_once(void)
+T_PAIR_TEST(test_loss_middle_nak_once, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1, .go_back = true)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .a_psn = 0xfffffd, .b_psn = 0x10, .retry_cnt = 1,
-			    .go_back = true };
-	struct t_pair p;
 	struct ibv_wc wc;
-	uint32_t psn0 = o.a_psn;
+	uint32_t psn0 = p->o.a_psn;
 
-	if (t_pair_open_mem(&p, &o, 6 * 256, 6 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 6 * 256);
+	t_send_mem(p, 1, 2, 0, 6 * 256);
 	UT_EQ(t_count(), 6);
 	t_deliver(0);                 /* FIRST */
 	t_drop(0);                    /* MIDDLE at psn0 + 1, lost */
@@ -37,7 +33,7 @@ static void test_loss_middle_nak_once(void)
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0), UR_NAK_PSN_SEQ_ERR);
 	UT_EQ(t_psn(0), psn_add(psn0, 1));
-	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
+	UT_EQ(p->b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 4);
 	t_deliver(0);
 	/* Go-back-N from the lost PSN. */
 	UT_EQ(t_count(), 5);
@@ -45,65 +41,56 @@ static void test_loss_middle_nak_once(void)
 		UT_EQ(t_psn(i), psn_add(psn0, 1 + i));
 	UT_EQ(t_op(0), UR_OP_RC_SEND_MIDDLE);
 	UT_EQ(t_op(4), UR_OP_RC_SEND_LAST);
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
 	t_run();
-	t_expect_recv(&p, &wc, 1, 6 * 256, 0, 0);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.b.rcq));
+	t_expect_recv(p, &wc, 1, 6 * 256, 0, 0);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->b.rcq));
 	/* The retry budget is whole again after progress. */
-	UT_EQ(p.a.qp->comp.retry_left, 1);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->comp.retry_left, 1);
 }
 
 /* A second gap after the first was repaired gets its own NAK. */
-static void test_loss_two_gaps(void)
+T_PAIR_TEST(test_loss_two_gaps, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 8 * 256);
+	t_send_mem(p, 1, 2, 0, 8 * 256);
 	t_drop(1);                    /* psn 1 */
 	t_run();                      /* NAK, resend 1..7 */
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_send_mem(&p, 3, 4, 0, 8 * 256);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_send_mem(p, 3, 4, 0, 8 * 256);
 	t_drop(5);                    /* psn 13 */
 	t_run();
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 3, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 4, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 8 * 256);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(p->a.scq, &wc, 4, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 8 * 256);
 }
 
 /* The ACK of a WRITE is lost: the timer resends the WRITE, B recognises the
  * duplicate, acknowledges it again and does not write a second time.  No
  * round trip is measured yet: the first resend comes after a quarter of
  * the QP's timeout and does not count against retry_cnt. */
-static void test_loss_ack_timer(void)
+T_PAIR_TEST(test_loss_ack_timer, 512, 512, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	    .a_psn = 0xffffff, .retry_cnt = 3)
 {
-	struct t_opts o = { .a_psn = 0xffffff, .retry_cnt = 3 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t deadline;
 
-	if (t_pair_open_mem(&p, &o, 512, 512, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		return;
-	UT_EQ(t_post_rdma_mem(&p, 5, IBV_WR_RDMA_WRITE, 0, 512, 0), 0);
-	deadline = p.a.qp->comp.retrans_deadline;
+	UT_EQ(t_post_rdma_mem(p, 5, IBV_WR_RDMA_WRITE, 0, 512, 0), 0);
+	deadline = p->a.qp->comp.retrans_deadline;
 	UT_EQ(deadline, t_clock_ns + ur_rel_timeout_ns(20) / 4);
 	t_deliver(0);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 512);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 512);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_ACKNOWLEDGE);
 	t_drop(0);
 	/* The application overwrites the target; a second execution would
 	 * show. */
-	memset(p.b.mem.buf, 0xee, 512);
+	memset(p->b.mem.buf, 0xee, 512);
 	/* Not yet: the timer has not expired. */
 	t_advance(ur_rel_timeout_ns(20) / 4 - 1);
 	UT_EQ(t_count(), 0);
@@ -111,13 +98,13 @@ static void test_loss_ack_timer(void)
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_ONLY);
 	UT_EQ(t_psn(0), 0xffffff);
-	UT_EQ(p.a.qp->comp.retry_left, 3);                  /* early: not counted */
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	UT_EQ(p->a.qp->comp.retry_left, 3);                  /* early: not counted */
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_deliver(0);
-	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	for (int i = 0; i < 512; i++)
-		if (p.b.mem.buf[i] != 0xee) {
-			UT_EQ(p.b.mem.buf[i], 0xee);
+		if (p->b.mem.buf[i] != 0xee) {
+			UT_EQ(p->b.mem.buf[i], 0xee);
 			break;
 		}
 	UT_EQ(t_count(), 1);          /* the duplicate is acknowledged again */
@@ -125,25 +112,21 @@ static void test_loss_ack_timer(void)
 	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_ACK);
 	UT_EQ(t_psn(0), 0xffffff);
 	t_deliver(0);
-	t_expect_wc(p.a.scq, &wc, 5, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.a.scq));
-	UT_EQ(p.a.qp->comp.retrans_deadline, 0);    /* nothing outstanding: no timer */
-	UT_EQ(p.a.qp->comp.retry_left, 3);
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 5, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->a.scq));
+	UT_EQ(p->a.qp->comp.retrans_deadline, 0);    /* nothing outstanding: no timer */
+	UT_EQ(p->a.qp->comp.retry_left, 3);
 }
 
 /* A duplicate ATOMIC is answered from the saved result, not executed again. */
-static void test_loss_atomic_duplicate(void)
+T_PAIR_TEST(test_loss_atomic_duplicate, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+	    .retry_cnt = 2)
 {
-	struct t_opts o = { .retry_cnt = 2 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *target;
 
-	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
-		return;
-	target = t_target(&p, 0, 40);
-	UT_EQ(t_post_atomic_mem(&p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
+	target = t_target(p, 0, 40);
+	UT_EQ(t_post_atomic_mem(p, 6, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 2, 0), 0);
 	t_deliver(0);
 	UT_EQ(*target, 42);
 	t_drop(0);                    /* the atomic ACK */
@@ -152,27 +135,26 @@ static void test_loss_atomic_duplicate(void)
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	t_deliver(0);
 	UT_EQ(*target, 42);           /* not added twice */
-	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
+	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 1);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_ATOMIC_ACKNOWLEDGE);
 	UT_EQ(atmack_orig(t_hdr(t_pkt(0), UR_HDR_ATMACK)), 40);
 	t_deliver(0);
-	t_expect_wc(p.a.scq, &wc, 6, IBV_WC_SUCCESS);
-	UT_EQ(t_word(p.a.mem.buf), 40);
+	t_expect_wc(p->a.scq, &wc, 6, IBV_WC_SUCCESS);
+	UT_EQ(t_word(p->a.mem.buf), 40);
 
 	/* The same with a CMP_SWP, whose second execution would fail the
 	 * compare and report the swapped value. */
 	*target = 7;
-	UT_EQ(t_post_atomic_mem(&p, 7, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 0, 7, 99), 0);
+	UT_EQ(t_post_atomic_mem(p, 7, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 0, 7, 99), 0);
 	t_deliver(0);
 	UT_EQ(*target, 99);
 	t_drop(0);
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 7, IBV_WC_SUCCESS);
-	UT_EQ(t_word(p.a.mem.buf), 7);
+	t_expect_wc(p->a.scq, &wc, 7, IBV_WC_SUCCESS);
+	UT_EQ(t_word(p->a.mem.buf), 7);
 	UT_EQ(*target, 99);
-	t_pair_close(&p);
 }
 
 /* A READ response in the middle is lost: A asks again for the rest, B
@@ -219,21 +201,18 @@ static void test_loss_read_response(void)
  * everything before it.  Taken, not dropped: both complete and nothing
  * is sent again.  (Dropped, an answer slower than the timer was dropped
  * on every round, as 1000 QPs on a loaded host showed.) */
-static void test_loss_answers_while_gone_back(void)
+T_PAIR_TEST(test_loss_answers_while_gone_back, 4 * 256, 4 * 256, T_ALL_ACCESS,
+	    .mtu = IBV_MTU_256, .access = T_ALL_ACCESS)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .access = T_ALL_ACCESS };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *word;
 	uint32_t psn0;
 
-	if (t_pair_open_mem(&p, &o, 4 * 256, 4 * 256, T_ALL_ACCESS))
-		return;
-	memset(p.b.mem.buf + 2 * 256, 0x5a, 256);
-	word = t_target(&p, 3 * 256, 40);
-	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
-	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
-	UT_EQ(t_post_atomic_mem(&p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * 256, 3 * 256, 2, 0), 0);
+	memset(p->b.mem.buf + 2 * 256, 0x5a, 256);
+	word = t_target(p, 3 * 256, 40);
+	UT_EQ(t_post_rdma_mem(p, 1, IBV_WR_RDMA_WRITE, 0, 256, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 2, IBV_WR_RDMA_READ, 256, 256, 2 * 256), 0);
+	UT_EQ(t_post_atomic_mem(p, 3, IBV_WR_ATOMIC_FETCH_AND_ADD, 2 * 256, 3 * 256, 2, 0), 0);
 	UT_EQ(t_count(), 3);
 	psn0 = t_psn(0);
 	for (int i = 0; i < 3; i++)
@@ -250,63 +229,53 @@ static void test_loss_answers_while_gone_back(void)
 	UT_EQ(t_count(), 2);
 	net.eagain = true;            /* the transport is full */
 	t_advance(T_TIMEOUT_NS);      /* the requester goes back: nothing leaves */
-	UT_CHECK(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] >= 1);
-	UT_EQ(p.a.qp->req.psn, psn0);
+	UT_CHECK(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] >= 1);
+	UT_EQ(p->a.qp->req.psn, psn0);
 	UT_EQ(t_count(), 2);
 	t_deliver(0);                 /* the READ response, then the atomic's ACK */
 	t_deliver(0);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	UT_EQ(*(uint64_t *)(p.a.mem.buf + 2 * 256), 40u);
-	UT_MEMEQ(p.a.mem.buf + 256, p.b.mem.buf + 2 * 256, 256);
+	t_expect_ok(p->a.scq, &wc, 1, 3);
+	UT_EQ(*(uint64_t *)(p->a.mem.buf + 2 * 256), 40u);
+	UT_MEMEQ(p->a.mem.buf + 256, p->b.mem.buf + 2 * 256, 256);
 	t_writable();
 	UT_EQ(t_count(), 0);          /* nothing left to send again */
 	UT_EQ(*word, 42u);
-	UT_EQ(p.a.qp->comp.psn, p.a.qp->req.psn_max);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->comp.psn, p->a.qp->req.psn_max);
 }
 
 /* One lost READ response followed by the rest of the stream: one gap, one
  * request again, however many later responses arrive, so one loss cannot
  * exhaust a small retry budget. */
-static void test_loss_read_response_one_retry(void)
+T_PAIR_TEST(test_loss_read_response_one_retry,
+	    8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+	    .mtu = IBV_MTU_256, .retry_cnt = 1)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 8 * 256, 8 * 256, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ))
-		return;
-	UT_EQ(t_post_rdma_mem(&p, 8, IBV_WR_RDMA_READ, 0, 8 * 256, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 8, IBV_WR_RDMA_READ, 0, 8 * 256, 0), 0);
 	t_deliver(0);
 	t_deliver(0);                 /* psn 0 */
 	t_drop(0);                    /* psn 1 lost */
 	for (int i = 0; i < 6; i++)
 		t_deliver(0);         /* psn 2..7 */
 	UT_EQ(t_count_op(UR_OP_RC_RDMA_READ_REQUEST), 1);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 8 * 256);
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 8, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 8 * 256);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 }
 
 /* A READ's response is lost and the ACKs of later SENDs arrive: each says
  * the READ was executed without its response reaching A.  One loss is one
  * retry, not one per ACK. */
-static void test_loss_read_response_acks_behind(void)
+T_PAIR_TEST(test_loss_read_response_acks_behind, 1024, 1024, T_ALL_ACCESS, .retry_cnt = 1)
 {
-	struct t_opts o = { .retry_cnt = 1 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
-		return;
-	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 1, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_rdma_mem(&p, 2 + i, IBV_WR_RDMA_WRITE, 512, 64, 512), 0);
+		UT_EQ(t_post_rdma_mem(p, 2 + i, IBV_WR_RDMA_WRITE, 512, 64, 512), 0);
 	UT_EQ(t_count(), 4);
 	t_deliver(0);                 /* READ: B answers */
 	UT_EQ(t_op(3), UR_OP_RC_RDMA_READ_RESPONSE_ONLY);
@@ -317,13 +286,12 @@ static void test_loss_read_response_acks_behind(void)
 	UT_EQ(t_count_op(UR_OP_RC_ACKNOWLEDGE), 3);
 	for (int i = 0; i < 3; i++)
 		t_deliver(0);
-	UT_CHECK(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] <= 1);
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_CHECK(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] <= 1);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 	t_run();
 	for (int i = 0; i < 4; i++)
-		t_expect_wc(p.a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
-	t_pair_close(&p);
+		t_expect_wc(p->a.scq, &wc, 1 + i, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 64);
 }
 
 /* A READ larger than one chunk with max_rd_atomic 1: a response lost in
@@ -354,87 +322,74 @@ static void test_loss_read_chunked(void)
 
 /* Nothing gets through: retry_cnt retransmissions, then RETRY_EXC_ERR for
  * the oldest WQE, FLUSH_ERR for the rest, in order, and the QP in ERROR. */
-static void test_loss_retry_exhausted(void)
+T_PAIR_TEST(test_loss_retry_exhausted, 256, 0, 0, .retry_cnt = 2)
 {
-	struct t_opts o = { .retry_cnt = 2 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 0, 0))
-		return;
-	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	for (int round = 0; round < 2; round++) {
 		UT_EQ(t_count(), 3);
 		while (t_count())
 			t_drop(0);
 		t_advance(T_TIMEOUT_NS);
-		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 		UT_EQ(t_psn(0), 0);
 	}
 	while (t_count())
 		t_drop(0);
-	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_CHECK(t_cq_empty(p->a.scq));
 	t_advance(T_TIMEOUT_NS);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	UT_EQ(p.a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 1);
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RETRY_EXCEEDED_ERR], 1);
 	/* Errors complete even unsignaled WQEs. */
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
-	UT_EQ(wc.qp_num, ur_qp_num(p.a.qp));
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_WR_FLUSH_ERR);
-	UT_CHECK(t_cq_empty(p.a.scq));
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	UT_EQ(wc.qp_num, ur_qp_num(p->a.qp));
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_WR_FLUSH_ERR);
+	UT_CHECK(t_cq_empty(p->a.scq));
 	/* The timer is off for good. */
-	UT_EQ(p.a.qp->comp.retrans_deadline, 0);
+	UT_EQ(p->a.qp->comp.retrans_deadline, 0);
 	t_advance(2 * T_TIMEOUT_NS);
 	UT_EQ(t_count(), 0);
-	t_pair_close(&p);
 }
 
 /* retry_cnt 0: the first timeout fails the WQE. */
-static void test_loss_retry_zero(void)
+T_PAIR_TEST(test_loss_retry_zero, 256, 0, 0, .retry_cnt = T_ZERO)
 {
-	struct t_opts o = { .retry_cnt = T_ZERO };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 0, 0))
-		return;
-	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	t_advance(T_TIMEOUT_NS);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
 }
 
 /* Two losses in one window halve the congestion window once: the second
  * go-back (its resend lost again) comes before what was in flight at the
  * first is acknowledged.  Halving on each took the window to a quarter
  * for what TCP's recovery counts as one congestion event. */
-static void test_loss_window_halves_once(void)
+T_PAIR_TEST(test_loss_window_halves_once, 16 * 256, 16 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .go_back = true)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .go_back = true };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint32_t psn0, cwnd0, target;
 	bool dropped_again = false;
 	unsigned steps = 0;
 
-	if (t_pair_open_mem(&p, &o, 16 * 256, 16 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 16 * 256);
+	t_send_mem(p, 1, 2, 0, 16 * 256);
 	UT_EQ(t_count(), 16);
-	cwnd0 = p.a.qp->req.cwnd;
+	cwnd0 = p->a.qp->req.cwnd;
 	psn0 = t_psn(0);
 	target = (psn0 + 10) & 0xffffff;
 	t_drop(2);
 	while (t_count() && steps++ < 1000) {
 		/* After the first go-back, its resend of PSN 10 is lost too. */
-		if (!dropped_again && p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] == 1 &&
-		    t_dqpn(0) == ur_qp_num(p.b.qp) && t_psn(0) == target) {
+		if (!dropped_again && p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR] == 1 &&
+		    t_dqpn(0) == ur_qp_num(p->b.qp) && t_psn(0) == target) {
 			t_drop(0);
 			dropped_again = true;
 			continue;
@@ -442,13 +397,12 @@ static void test_loss_window_halves_once(void)
 		t_deliver(0);
 	}
 	UT_CHECK(dropped_again);
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
-	UT_CHECK(p.a.qp->req.cwnd >= cwnd0 / 2);     /* halved once, not twice */
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 16 * 256);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 2);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
+	UT_CHECK(p->a.qp->req.cwnd >= cwnd0 / 2);     /* halved once, not twice */
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 16 * 256);
 }
 
 /* The very first message, before any round trip is measured, gets early
@@ -457,29 +411,25 @@ static void test_loss_window_halves_once(void)
  * counted).  Before, it had retry_cnt + 1 tries at whole timeouts: a
  * pingpong's first message at 20 % loss each way (a try fails 36 % of
  * the time) ended in RETRY_EXC_ERR for some fault seeds every time. */
-static void test_loss_first_message(void)
+T_PAIR_TEST(test_loss_first_message, 256, 256, IBV_ACCESS_LOCAL_WRITE,
+	    .retry_cnt = T_ZERO, .timeout = 10)	/* 4.19 ms */
 {
-	struct t_opts o = { .retry_cnt = T_ZERO, .timeout = 10 };   /* 4.19 ms */
 	uint64_t qpt = ur_rel_timeout_ns(10);
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 9, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t_drop(0);
 	t_advance(qpt / 4);
 	UT_EQ(t_count(), 1);              /* early, uncounted */
 	t_drop(0);
 	t_advance(qpt / 2);
 	UT_EQ(t_count(), 1);              /* again, before the timeout */
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 2);
 }
 
 /* The timer from the measured round trip: once a round trip is measured
@@ -487,59 +437,55 @@ static void test_loss_first_message(void)
  * not the QP's timeout (4 s), and again after twice that; neither counts
  * against retry_cnt.  A peer that has vanished still ends the request only
  * after (retry_cnt + 1) whole QP timeouts, as before. */
-static void test_loss_rtt_timer(void)
+T_PAIR_TEST(test_loss_rtt_timer, 256, 256, IBV_ACCESS_LOCAL_WRITE,
+	    .retry_cnt = 2, .timeout = 10)	/* 4.19 ms */
 {
-	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };   /* 4.19 ms */
 	uint64_t qpt = ur_rel_timeout_ns(10), t0;
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
 	/* Nothing measured yet: a quarter of the QP's timeout. */
-	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
-	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + qpt / 4);
+	UT_EQ(t_post_recv_mem(&p->b, 9, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(p->a.qp->comp.retrans_deadline, t_clock_ns + qpt / 4);
 	t_advance(50000);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->comp.srtt_ns, 50000);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->comp.srtt_ns, 50000);
 	/* A tail loss: resent after 1 ms, then after 2 ms, uncounted. */
-	UT_EQ(t_post_recv_mem(&p.b, 10, 0, 256), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
-	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + UR_MIN_RTO_NS);
+	UT_EQ(t_post_recv_mem(&p->b, 10, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(p->a.qp->comp.retrans_deadline, t_clock_ns + UR_MIN_RTO_NS);
 	t_drop(0);
 	t_advance(UR_MIN_RTO_NS - 1);
 	UT_EQ(t_count(), 0);
 	t_advance(1);
 	UT_EQ(t_count(), 1);
-	UT_EQ(p.a.qp->comp.retry_left, 2);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
-	UT_EQ(p.a.qp->comp.retrans_deadline, t_clock_ns + 2 * UR_MIN_RTO_NS);
+	UT_EQ(p->a.qp->comp.retry_left, 2);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 1);
+	UT_EQ(p->a.qp->comp.retrans_deadline, t_clock_ns + 2 * UR_MIN_RTO_NS);
 	t_drop(0);
 	t_advance(2 * UR_MIN_RTO_NS);
 	UT_EQ(t_count(), 1);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 10, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->comp.backoff, 0);
-	UT_EQ(p.a.qp->comp.retry_left, 2);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 10, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->comp.backoff, 0);
+	UT_EQ(p->a.qp->comp.retry_left, 2);
 	/* The peer is gone: every packet lost.  RETRY_EXC_ERR no sooner than
 	 * three QP timeouts, and no later than four. */
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	t0 = t_clock_ns;
-	while (p.a.qp->state == IBV_QPS_RTS && t_clock_ns - t0 < 10 * qpt) {
+	while (p->a.qp->state == IBV_QPS_RTS && t_clock_ns - t0 < 10 * qpt) {
 		while (t_count())
 			t_drop(0);
 		t_advance(100000);
 	}
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
 	UT_CHECK(t_clock_ns - t0 >= 3 * qpt);
 	UT_CHECK(t_clock_ns - t0 <= 4 * qpt);
-	UT_EQ(p.a.qp->comp.retry_left, 0);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_RETRY_EXC_ERR);
-	t_pair_close(&p);
+	UT_EQ(p->a.qp->comp.retry_left, 0);
+	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_RETRY_EXC_ERR);
 }
 
 /* A peer that never takes a packet again (a frozen process of this host:
@@ -548,72 +494,60 @@ static void test_loss_rtt_timer(void)
  * only once they passed UR_MAX_TURN_WAIT QP timeouts (a peer that reads
  * late is not a dead one), and then the oldest WQE ends in RETRY_EXC_ERR,
  * the next in FLUSH_ERR, never a wait without end. */
-static void test_loss_peer_frozen(void)
+T_PAIR_TEST(test_loss_peer_frozen, 256, 0, 0, .retry_cnt = 2, .timeout = 10)
 {
-	struct t_opts o = { .retry_cnt = 2, .timeout = 10 };
 	uint64_t qpt = ur_rel_timeout_ns(10);
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 0, 0))
-		return;
-	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 10, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
 	while (t_count())
 		t_drop(0);
 	net.eagain = true;
 	t_advance(qpt);                   /* the loss: counted; the resend is refused */
 	for (unsigned i = 1; i < UR_MAX_TURN_WAIT; i++) {
-		UT_CHECK(p.a.qp->comp.retrans_deadline != 0);
+		UT_CHECK(p->a.qp->comp.retrans_deadline != 0);
 		t_advance(qpt);
-		UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+		UT_EQ(p->a.qp->state, IBV_QPS_RTS);
 	}
-	for (int i = 0; i < 4 && p.a.qp->state == IBV_QPS_RTS; i++)
+	for (int i = 0; i < 4 && p->a.qp->state == IBV_QPS_RTS; i++)
 		t_advance(qpt);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.a.qp->state, IBV_QPS_ERR);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
-	UT_CHECK(t_cq_empty(p.a.scq));
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_RETRY_EXC_ERR);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR);
+	UT_CHECK(t_cq_empty(p->a.scq));
 	net.eagain = false;
-	t_pair_close(&p);
 }
 
 /* Go-back-N across several WQEs: the lost packet is in the second of three
  * messages; the first is acknowledged, the second resent from inside, the
  * third from its start. */
-static void test_loss_gbn_across_wqes(void)
+T_PAIR_TEST(test_loss_gbn_across_wqes,
+	    3 * 1024, 3 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	    .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 3 * 1024, 3 * 1024, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		return;
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_rdma_mem(&p, 10 + i, IBV_WR_RDMA_WRITE, 1024 * i, 1024, 1024 * i), 0);
+		UT_EQ(t_post_rdma_mem(p, 10 + i, IBV_WR_RDMA_WRITE, 1024 * i, 1024, 1024 * i), 0);
 	UT_EQ(t_count(), 12);
 	t_drop(6);                    /* second WRITE, third packet (psn 6) */
 	t_run();
 	for (int i = 0; i < 3; i++)
-		t_expect_wc(p.a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 3 * 1024);
-	UT_EQ(p.a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
-	UT_EQ(p.b.qp->resp.psn, 12);
-	t_pair_close(&p);
+		t_expect_wc(p->a.scq, &wc, 10 + i, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 3 * 1024);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_SEQ_ERR], 1);
+	UT_EQ(p->b.qp->resp.psn, 12);
 }
 
 /* Packets delivered twice, and stale ACKs: nothing completes twice. */
-static void test_loss_duplicates_everywhere(void)
+T_PAIR_TEST(test_loss_duplicates_everywhere, 1024, 1024, IBV_ACCESS_LOCAL_WRITE, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	t_send_mem(&p, 2, 3, 0, 1024);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	t_send_mem(p, 2, 3, 0, 1024);
 	for (int i = 0; i < 4; i++) {
 		struct t_pkt *dup = t_copy(0);
 
@@ -627,28 +561,23 @@ static void test_loss_duplicates_everywhere(void)
 		t_deliver(0);
 		t_inject(dup);
 	}
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.b.rcq));    /* the second receive is still posted */
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.a.scq));
-	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 1);
-	t_pair_close(&p);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->b.rcq));    /* the second receive is still posted */
+	t_expect_wc(p->a.scq, &wc, 3, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->a.scq));
+	UT_EQ(p->b.qp->rq.tail - p->b.qp->rq.head, 1);
 }
 
 /* A READ response acknowledges every request before the READ: the SEND
  * whose ACK was lost completes with it, without a retry (retry_cnt 0 would
  * fail the QP). */
-static void test_loss_ack_before_read(void)
+T_PAIR_TEST(test_loss_ack_before_read, 1024, 1024, T_ALL_ACCESS, .retry_cnt = T_ZERO)
 {
-	struct t_opts o = { .retry_cnt = T_ZERO };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 512, 512), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 512, 512), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma_mem(p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(t_count(), 2);
@@ -656,30 +585,24 @@ static void test_loss_ack_before_read(void)
 	t_drop(0);
 	t_deliver(0);                 /* the READ response */
 	UT_EQ(t_count(), 0);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
-	UT_EQ(p.a.qp->comp.psn, 2);
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
-	t_pair_close(&p);
+	t_expect_ok(p->a.scq, &wc, 2, 2);
+	UT_EQ(p->a.qp->cnt[UR_CNT_COMPLETER_RETRY_ERR], 0);
+	UT_EQ(p->a.qp->comp.psn, 2);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 64);
 }
 
 /* SEND (ACK lost), READ (response lost), WRITE (ACK arrives): the WRITE's
  * ACK completes the SEND and reveals the lost READ response; the READ is
  * asked for again at its own PSN and everything completes. */
-static void test_loss_ack_and_read_response(void)
+T_PAIR_TEST(test_loss_ack_and_read_response, 1024, 1024, T_ALL_ACCESS, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, T_ALL_ACCESS))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 512, 512), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
-	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
-	UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_WRITE, 256, 64, 256), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 512, 512), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 512, 16, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_rdma_mem(p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 4, IBV_WR_RDMA_WRITE, 256, 64, 256), 0);
 	t_deliver(0);
 	t_deliver(0);
 	t_deliver(0);
@@ -688,29 +611,25 @@ static void test_loss_ack_and_read_response(void)
 	t_drop(0);
 	t_run();
 	for (int i = 0; i < 3; i++)
-		t_expect_wc(p.a.scq, &wc, 2 + i, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 64);
-	UT_MEMEQ(p.b.mem.buf + 256, p.a.mem.buf + 256, 64);
-	t_pair_close(&p);
+		t_expect_wc(p->a.scq, &wc, 2 + i, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 64);
+	UT_MEMEQ(p->b.mem.buf + 256, p->a.mem.buf + 256, 64);
 }
 
 /* Two atomics outstanding; the first one's ACK is lost, the second's
  * arrives: responses come in order, so the first one's response was lost.
  * A asks again at once, without waiting out the retransmission timer, and
  * the duplicate is answered from the saved result. */
-static void test_loss_atomic_ack_then_next(void)
+T_PAIR_TEST(test_loss_atomic_ack_then_next,
+	    64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, .rd_atomic = 4)
 {
-	struct t_opts o = { .rd_atomic = 4 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *target;
 
-	if (t_pair_open_mem(&p, &o, 64, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
-		return;
-	target = t_target(&p, 0, 10);
-	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
-	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
+	target = t_target(p, 0, 10);
+	UT_EQ(t_post_atomic_mem(p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
+	UT_EQ(t_post_atomic_mem(p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0, 1, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	UT_EQ(*target, 12);
@@ -722,13 +641,11 @@ static void test_loss_atomic_ack_then_next(void)
 	UT_EQ(t_psn(0), 0);
 	UT_EQ(t_psn(1), 1);
 	t_run();
-	UT_EQ(p.b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(t_word(p.a.mem.buf), 10);
-	UT_EQ(t_word(p.a.mem.buf + 8), 11);
+	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 2);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
+	UT_EQ(t_word(p->a.mem.buf), 10);
+	UT_EQ(t_word(p->a.mem.buf + 8), 11);
 	UT_EQ(*target, 12);
-	t_pair_close(&p);
 }
 
 /* A sequence NAK for a PSN past an atomic whose ACK was lost: the NAK
@@ -736,19 +653,15 @@ static void test_loss_atomic_ack_then_next(void)
  * still needed.  A must resend from the atomic, at the atomic's own PSN:
  * sending it (or anything) at another PSN than the first time makes B
  * execute it twice or take one request for another. */
-static void test_loss_seq_nak_past_atomic(void)
+T_PAIR_TEST(test_loss_seq_nak_past_atomic, 4096, 4096, T_ALL_ACCESS, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
-		return;
-	counter = t_target(&p, 0, 50);
-	UT_EQ(t_post_atomic_mem(&p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 9, 1024, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
+	counter = t_target(p, 0, 50);
+	UT_EQ(t_post_atomic_mem(p, 1, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, 1, 0), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 9, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 1024, 768, IBV_SEND_SIGNALED), 0);
 	UT_EQ(t_count(), 4);          /* atomic 0, SEND 1..3 */
 	t_deliver(0);                 /* the atomic executes */
 	UT_EQ(*counter, 51);
@@ -778,13 +691,11 @@ static void test_loss_seq_nak_past_atomic(void)
 	t_run();
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*counter, 51);          /* added once */
-	UT_EQ(t_word(p.a.mem.buf), 50);
-	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf + 1024, 768);
-	t_pair_close(&p);
+	UT_EQ(t_word(p->a.mem.buf), 50);
+	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->b.mem.buf + 1024, p->a.mem.buf + 1024, 768);
 }
 
 /* Every ACK of a long message is lost, B has it all.  After the timeout A
@@ -792,29 +703,25 @@ static void test_loss_seq_nak_past_atomic(void)
  * each duplicate with an ACK of the newest PSN it has, which is past
  * everything A has resent so far.  That ACK acknowledges what A sent before
  * going back, so it must be taken: the message completes. */
-static void test_loss_ack_beyond_resend(void)
+T_PAIR_TEST(test_loss_ack_beyond_resend, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .retry_cnt = 3, .a_psn = 0xfffff0)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 3, .a_psn = 0xfffff0 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	t_send_mem(&p, 1, 2, 0, 40 * 256);
+	t_send_mem(p, 1, 2, 0, 40 * 256);
 	UT_EQ(t_count(), 40);
 	for (int i = 0; i < 40; i++)
 		t_deliver(0);
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	while (t_count())
 		t_drop(0);            /* the ACKs */
 	t_advance(T_TIMEOUT_NS);
 	UT_CHECK(t_count() < 40);     /* the window shrank: only a part again */
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.a.qp->comp.psn, psn_add(0xfffff0, 40));
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	t_pair_close(&p);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->a.qp->comp.psn, psn_add(0xfffff0, 40));
+	UT_CHECK(t_cq_empty(p->b.rcq));
 }
 
 /* B keeps what each atomic returned so that a duplicate is answered
@@ -822,18 +729,15 @@ static void test_loss_ack_beyond_resend(void)
  * lost twice) must not push that saved result out: the atomic's duplicate
  * then found nothing, was never answered, and the WQE ended in
  * RETRY_EXC_ERR. */
-static void test_loss_atomic_saved_after_read_dups(void)
+T_PAIR_TEST(test_loss_atomic_saved_after_read_dups, 4096, 4096, T_ALL_ACCESS,
+	    .mtu = IBV_MTU_256, .rd_atomic = 2)
 {
-	struct t_opts o = { .mtu = IBV_MTU_256, .rd_atomic = 2 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
-		return;
-	counter = t_target(&p, 2048, 100);
-	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
-	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
+	counter = t_target(p, 2048, 100);
+	UT_EQ(t_post_rdma_mem(p, 1, IBV_WR_RDMA_READ, 0, 4 * 256, 0), 0);
+	UT_EQ(t_post_atomic_mem(p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
 	t_deliver(0);                 /* READ psn 0..3 */
 	t_deliver(0);                 /* atomic psn 4: executes */
 	UT_EQ(*counter, 101);
@@ -861,31 +765,25 @@ static void test_loss_atomic_saved_after_read_dups(void)
 	t_run();
 	t_advance(T_TIMEOUT_NS);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 2);
 	UT_EQ(*counter, 101);
-	UT_EQ(t_word(p.a.mem.buf + 2048), 100);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 4 * 256);
-	t_pair_close(&p);
+	UT_EQ(t_word(p->a.mem.buf + 2048), 100);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 4 * 256);
 }
 
 /* WRITE (ACK lost), atomic (ACK lost), READ (response arrives): the READ
  * response completes the WRITE before it but not the atomic, whose result
  * A still needs.  When the timer goes back, the atomic goes out again at
  * its own PSN (B answers it from the saved result), not at the WRITE's. */
-static void test_loss_read_response_past_atomic(void)
+T_PAIR_TEST(test_loss_read_response_past_atomic, 4096, 4096, T_ALL_ACCESS, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
-		return;
-	counter = t_target(&p, 2048, 5);
-	UT_EQ(t_post_rdma_mem(&p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
-	UT_EQ(t_post_atomic_mem(&p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
-	UT_EQ(t_post_rdma_mem(&p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
+	counter = t_target(p, 2048, 5);
+	UT_EQ(t_post_rdma_mem(p, 1, IBV_WR_RDMA_WRITE, 512, 16, 512), 0);
+	UT_EQ(t_post_atomic_mem(p, 2, IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 2048, 1, 0), 0);
+	UT_EQ(t_post_rdma_mem(p, 3, IBV_WR_RDMA_READ, 0, 64, 0), 0);
 	t_deliver(0);
 	t_deliver(0);
 	t_deliver(0);
@@ -894,15 +792,13 @@ static void test_loss_read_response_past_atomic(void)
 	t_drop(0);
 	t_drop(0);
 	t_deliver(0);
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);   /* implied by the response */
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);   /* implied by the response */
 	t_advance(T_TIMEOUT_NS);
 	UT_CHECK(t_count() >= 1);
 	UT_EQ(t_op(0), UR_OP_RC_FETCH_ADD);
 	UT_EQ(t_psn(0), 1);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 2, 2);
 	UT_EQ(*counter, 6);
-	UT_EQ(t_word(p.a.mem.buf + 2048), 5);
-	t_pair_close(&p);
+	UT_EQ(t_word(p->a.mem.buf + 2048), 5);
 }

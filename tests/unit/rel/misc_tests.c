@@ -4,18 +4,14 @@
  * ibv_wr_* builder (qp_wr.c) producing the same packets as ibv_post_send. */
 
 /* What the dispatch refuses never reaches a QP's protocol state. */
-static void test_dispatch_drops(void)
+T_PAIR_TEST(test_dispatch_drops, 0, 64, IBV_ACCESS_LOCAL_WRITE, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	uint64_t malformed = t_stack()->malformed, no_qp = t_stack()->no_qp;
 	uint8_t junk[5] = { 0 }, pl[8] = { 0 };
 	struct t_pkt *k;
 	struct ur_rx_meta m;
 
-	if (t_pair_open_mem(&p, &o, 0, 64, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 64), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 64), 0);
 	t_meta(&m);
 	/* Too short to parse. */
 	ur_recv_packet(t_stack(), junk, sizeof(junk), &m);
@@ -25,25 +21,24 @@ static void test_dispatch_drops(void)
 	UT_EQ(t_stack()->no_qp, no_qp + 1);
 	/* Another P_Key, another transport: dropped, counted, not answered,
 	 * not executed.  Another peer: the same, counted as wrong_peer. */
-	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
+	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p->b.qp), 0, true, pl, 8);
 	bth_set_pkey(k->buf, 0x7fff);
 	t_inject(k);
-	t_inject(t_build(UR_OP_UC_SEND_ONLY, ur_qp_num(p.b.qp), 0, false, pl, 8));
-	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8);
+	t_inject(t_build(UR_OP_UC_SEND_ONLY, ur_qp_num(p->b.qp), 0, false, pl, 8));
+	k = t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p->b.qp), 0, true, pl, 8);
 	m.sgid.raw[15] = 2;            /* 127.0.0.2: not the peer */
 	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
-	UT_EQ(p.b.qp->cnt[UR_CNT_DROPPED], 2);
-	UT_EQ(p.b.qp->cnt[UR_CNT_WRONG_PEER], 1);
+	UT_EQ(p->b.qp->cnt[UR_CNT_DROPPED], 2);
+	UT_EQ(p->b.qp->cnt[UR_CNT_WRONG_PEER], 1);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.b.qp->resp.psn, 0);
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_CHECK(t_mem_intact(&p.b.mem, 2));
+	UT_EQ(p->b.qp->resp.psn, 0);
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_CHECK(t_mem_intact(&p->b.mem, 2));
 	/* The real thing goes through. */
-	t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p.b.qp), 0, true, pl, 8));
-	UT_EQ(p.b.qp->resp.psn, 1);
+	t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(p->b.qp), 0, true, pl, 8));
+	UT_EQ(p->b.qp->resp.psn, 1);
 	UT_EQ(t_count(), 1);
-	t_pair_close(&p);
 }
 
 /* A packet from another address than a connected QP's peer (rxe's
@@ -179,57 +174,48 @@ out_u:
 
 /* An armed SRQ limit raises SRQ_LIMIT_REACHED once, when the level drops
  * below it, and disarms. */
-static void test_srq_limit(void)
+T_PAIR_TEST(test_srq_limit, 64, 256, IBV_ACCESS_LOCAL_WRITE, .srq_b = true)
 {
-	struct t_opts o = { .srq_b = true };
-	struct t_pair p;
 	struct ibv_srq_attr sa_attr = { .srq_limit = 2 };
 	struct ibv_async_event ev;
 	int n = 0;
 
-	if (t_pair_open_mem(&p, &o, 64, 256, IBV_ACCESS_LOCAL_WRITE))
-		return;
 	for (int i = 0; i < 3; i++)
-		UT_EQ(t_post_recv_mem(&p.b, i, 64 * i, 64), 0);
-	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_LIMIT), 0);
+		UT_EQ(t_post_recv_mem(&p->b, i, 64 * i, 64), 0);
+	UT_EQ(ur_srq_modify(p->b.srq, &sa_attr, IBV_SRQ_LIMIT), 0);
 	sa_attr.srq_limit = 100;
-	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_LIMIT), -EINVAL);
-	UT_EQ(ur_srq_modify(p.b.srq, &sa_attr, IBV_SRQ_MAX_WR), -EOPNOTSUPP);
-	t_async_count(p.b.ctx, IBV_EVENT_COMM_EST, NULL);
+	UT_EQ(ur_srq_modify(p->b.srq, &sa_attr, IBV_SRQ_LIMIT), -EINVAL);
+	UT_EQ(ur_srq_modify(p->b.srq, &sa_attr, IBV_SRQ_MAX_WR), -EOPNOTSUPP);
+	t_async_count(p->b.ctx, IBV_EVENT_COMM_EST, NULL);
 	for (int i = 0; i < 3; i++) {
-		UT_EQ(t_post_send_mem(&p.a, 10 + i, IBV_WR_SEND, 0, 8, 0), 0);
+		UT_EQ(t_post_send_mem(&p->a, 10 + i, IBV_WR_SEND, 0, 8, 0), 0);
 		t_run();
-		while (t_async(p.b.ctx, &ev))
+		while (t_async(p->b.ctx, &ev))
 			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
-				UT_EQ(ev.element.srq, &p.b.srq->ibsrq);
+				UT_EQ(ev.element.srq, &p->b.srq->ibsrq);
 				UT_EQ(i, 1);        /* 3 -> 2 is not below 2; 2 -> 1 is */
 				n++;
 			}
 	}
 	UT_EQ(n, 1);
-	UT_EQ(p.b.srq->limit, 0);
-	t_pair_close(&p);
+	UT_EQ(p->b.srq->limit, 0);
 }
 
 /* The builder: the same packets as ibv_post_send, a failed batch posts
  * nothing, an aborted one neither. */
-static void test_wr_builder(void)
+T_PAIR_TEST(test_wr_builder, 0, 0, 0, .max_inline = 32, .max_wr = 4)
 {
-	struct t_opts o = { .max_inline = 32, .max_wr = 4 };
-	struct t_pair p;
 	struct t_mem la, tb;
 	struct ibv_qp_ex *x;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_pair_open(&p, &o))
-		return;
-	x = &p.a.qp->qpx;
-	t_mem_reg(&la, &p.a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
-	t_mem_reg(&tb, &p.b, 1024, T_ALL_ACCESS, 2);
+	x = &p->a.qp->qpx;
+	t_mem_reg(&la, &p->a, 1024, IBV_ACCESS_LOCAL_WRITE, 1);
+	t_mem_reg(&tb, &p->b, 1024, T_ALL_ACCESS, 2);
 	counter = (uint64_t *)(tb.buf + 512);
 	*counter = 3;
-	UT_EQ(t_post_recv(&p.b, 9, tb.buf + 768, 64, tb.mr->lkey), 0);
+	UT_EQ(t_post_recv(&p->b, 9, tb.buf + 768, 64, tb.mr->lkey), 0);
 
 	x->wr_start(x);
 	x->wr_id = 1;
@@ -249,10 +235,8 @@ static void test_wr_builder(void)
 	UT_EQ(t_op(1), UR_OP_RC_FETCH_ADD);
 	UT_EQ(t_op(2), UR_OP_RC_SEND_ONLY_WITH_IMMEDIATE);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 3, IBV_WC_SUCCESS);
-	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 1, 3);
+	t_expect_wc(p->b.rcq, &wc, 9, IBV_WC_SUCCESS);
 	UT_EQ(wc.imm_data, htonl(77));
 	UT_MEMEQ(tb.buf + 768, "hello", 5);
 	UT_MEMEQ(tb.buf, la.buf, 100);
@@ -267,11 +251,11 @@ static void test_wr_builder(void)
 	x->wr_send(x);
 	/* The QP may hold more inline bytes than asked (its SGE list's room:
 	 * 4 * 16 here), never fewer. */
-	UT_EQ(p.a.qp->cap.max_inline_data, 64);
-	x->wr_set_inline_data(x, la.buf, p.a.qp->cap.max_inline_data + 1);
+	UT_EQ(p->a.qp->cap.max_inline_data, 64);
+	x->wr_set_inline_data(x, la.buf, p->a.qp->cap.max_inline_data + 1);
 	UT_EQ(x->wr_complete(x), EINVAL);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.a.qp->sq.tail, p.a.qp->sq.head);
+	UT_EQ(p->a.qp->sq.tail, p->a.qp->sq.head);
 	/* More than the queue holds. */
 	x->wr_start(x);
 	for (int i = 0; i < 5; i++) {
@@ -285,56 +269,46 @@ static void test_wr_builder(void)
 	x->wr_send(x);
 	x->wr_abort(x);
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.a.qp->sq.tail, p.a.qp->sq.head);
+	UT_EQ(p->a.qp->sq.tail, p->a.qp->sq.head);
 	t_mem_free(&la);
 	t_mem_free(&tb);
-	t_pair_close(&p);
 }
 
 /* An XRC initiator does atomics and SEND with invalidate through the
  * builder as it does through ibv_post_send (XRC has those opcodes). */
-static void test_wr_builder_xrc(void)
+T_XRC_TEST(test_wr_builder_xrc)
 {
-	struct t_xrc x;
 	struct ibv_qp_ex *q;
 	struct ibv_wc wc;
 	uint64_t *counter;
 
-	if (t_xrc_open(&x))
-		goto out;
-	q = &x.ini->qpx;
-	counter = (uint64_t *)x.tb.buf;
+	q = &x->ini->qpx;
+	counter = (uint64_t *)x->tb.buf;
 	*counter = 1;
 	q->wr_start(q);
 	q->wr_id = 1;
 	q->wr_flags = IBV_SEND_SIGNALED;
-	q->wr_atomic_fetch_add(q, x.tb.mr->rkey, (uintptr_t)counter, 1);
-	q->wr_set_sge(q, x.sa.mr->lkey, (uintptr_t)x.sa.buf, 8);
-	q->wr_set_xrc_srqn(q, x.srq[0]->srq_num);
+	q->wr_atomic_fetch_add(q, x->tb.mr->rkey, (uintptr_t)counter, 1);
+	q->wr_set_sge(q, x->sa.mr->lkey, (uintptr_t)x->sa.buf, 8);
+	q->wr_set_xrc_srqn(q, x->srq[0]->srq_num);
 	UT_EQ(q->wr_complete(q), 0);
 	t_run();
-	t_expect_wc(x.acq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(x->acq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(*counter, 2);
-out:
-	t_xrc_close(&x);
 }
 
 /* ibv_post_send / ibv_post_recv contracts: a bad WR stops the list there
  * (*bad points at it, the ones before it are posted), queues refuse
  * beyond their depth, opcodes the QP type lacks are refused. */
-static void test_post_validation(void)
+T_PAIR_TEST(test_post_validation, 256, 256, T_ALL_ACCESS, .max_wr = 2, .max_sge = 2)
 {
-	struct t_opts o = { .max_wr = 2, .max_sge = 2 };
-	struct t_pair p;
 	struct ibv_sge sge[3];
 	struct ibv_send_wr w[3], *bad = NULL;
 	struct ibv_recv_wr r[3], *rbad = NULL;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 256, 256, T_ALL_ACCESS))
-		return;
 	for (int i = 0; i < 3; i++)
-		sge[i] = (struct ibv_sge){ (uintptr_t)p.a.mem.buf, 8, p.a.mem.mr->lkey };
+		sge[i] = (struct ibv_sge){ (uintptr_t)p->a.mem.buf, 8, p->a.mem.mr->lkey };
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < 3; i++) {
 		w[i].wr_id = (uint64_t)i;
@@ -342,20 +316,20 @@ static void test_post_validation(void)
 		w[i].num_sge = 1;
 		w[i].opcode = IBV_WR_RDMA_WRITE;
 		w[i].send_flags = IBV_SEND_SIGNALED;
-		w[i].wr.rdma.remote_addr = (uintptr_t)p.b.mem.buf;
-		w[i].wr.rdma.rkey = p.b.mem.mr->rkey;
+		w[i].wr.rdma.remote_addr = (uintptr_t)p->b.mem.buf;
+		w[i].wr.rdma.rkey = p->b.mem.mr->rkey;
 		w[i].next = i < 2 ? &w[i + 1] : NULL;
 	}
 	w[1].num_sge = 3;                         /* more than max_send_sge */
-	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), -EINVAL);
+	UT_EQ(ur_qp_post_send(p->a.qp, w, &bad), -EINVAL);
 	UT_EQ(bad, &w[1]);
-	UT_EQ(p.a.qp->sq.tail - p.a.qp->sq.head, 1);
+	UT_EQ(p->a.qp->sq.tail - p->a.qp->sq.head, 1);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 0, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(p.a.scq));
+	t_expect_wc(p->a.scq, &wc, 0, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(p->a.scq));
 	w[1].num_sge = 1;
 	/* Depth: two fit, the third is refused with ENOMEM. */
-	UT_EQ(ur_qp_post_send(p.a.qp, w, &bad), -ENOMEM);
+	UT_EQ(ur_qp_post_send(p->a.qp, w, &bad), -ENOMEM);
 	UT_EQ(bad, &w[2]);
 	while (t_count())
 		t_drop(0);
@@ -365,12 +339,12 @@ static void test_post_validation(void)
 					 .num_sge = 1 };
 
 		sge[0].length = 4;
-		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
+		UT_EQ(t_post(p->b.qp, &a), -EINVAL);
 		sge[0].length = 8;
 		a.opcode = (enum ibv_wr_opcode)77;
-		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
+		UT_EQ(t_post(p->b.qp, &a), -EINVAL);
 		a.opcode = IBV_WR_TSO;
-		UT_EQ(t_post(p.b.qp, &a), -EINVAL);
+		UT_EQ(t_post(p->b.qp, &a), -EINVAL);
 	}
 	/* Receives: SGE count, depth. */
 	memset(r, 0, sizeof(r));
@@ -381,11 +355,10 @@ static void test_post_validation(void)
 		r[i].next = i < 2 ? &r[i + 1] : NULL;
 	}
 	r[0].num_sge = 3;
-	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), -EINVAL);
+	UT_EQ(ur_qp_post_recv(p->b.qp, r, &rbad), -EINVAL);
 	UT_EQ(rbad, &r[0]);
 	r[0].num_sge = 1;
-	UT_EQ(ur_qp_post_recv(p.b.qp, r, &rbad), -ENOMEM);
+	UT_EQ(ur_qp_post_recv(p->b.qp, r, &rbad), -ENOMEM);
 	UT_EQ(rbad, &r[2]);
-	UT_EQ(p.b.qp->rq.tail - p.b.qp->rq.head, 2);
-	t_pair_close(&p);
+	UT_EQ(p->b.qp->rq.tail - p->b.qp->rq.head, 2);
 }

@@ -37,6 +37,10 @@ static void mw_close(struct t_mwenv *e)
 	t_pair_close(&e->p);
 }
 
+/* A test on mw_open's pair, buffers and window: e. */
+#define MW_TEST(name, type, mr_access) \
+	T_FIXTURE_TEST(name, struct t_mwenv, e, mw_open, mw_close, (type), (mr_access))
+
 /* B binds its window over [tb + off, + len) with access, new key rkey. */
 static int mw_post_bind(struct t_mwenv *e, uint64_t wr_id, uint32_t rkey, struct ibv_mr *mr,
 			uint64_t off, uint64_t len, unsigned access)
@@ -84,6 +88,18 @@ static void mw_write_expect(struct t_mwenv *e, uint64_t wr_id, uint32_t len, uin
 #define MW_RW (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 #define MR_MW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
 
+/* The scene most window tests start from: mw_open's, the region with
+ * MR_MW, and the window bound (mw_bind_ok) with access; its key in *rkey.
+ * 0, or -1 if it could not open. */
+static int mw_open_bound(struct t_mwenv *e, enum ibv_mw_type type, unsigned access,
+			 uint32_t *rkey)
+{
+	if (mw_open(e, type, MR_MW))
+		return -1;
+	*rkey = mw_bind_ok(e, access);
+	return 0;
+}
+
 static void check_mw_access(enum ibv_mw_type type)
 {
 	struct t_mwenv e;
@@ -92,16 +108,14 @@ static void check_mw_access(enum ibv_mw_type type)
 
 	/* Inside the window: WRITE and READ through its key work, even
 	 * though the region itself grants no remote access. */
-	if (mw_open(&e, type, MR_MW))
+	if (mw_open_bound(&e, type, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	UT_EQ(t_post_rdma(&e.p.a, 1, IBV_WR_RDMA_WRITE, e.la.buf, MW_LEN, e.la.mr->lkey,
 			  (uintptr_t)e.tb.buf + MW_OFF, rkey), 0);
 	UT_EQ(t_post_rdma(&e.p.a, 2, IBV_WR_RDMA_READ, e.la.buf + 1024, 16, e.la.mr->lkey,
 			  (uintptr_t)e.tb.buf + MW_OFF + MW_LEN - 16, rkey), 0);
 	t_run();
-	t_expect_wc(e.p.a.scq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(e.p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_ok(e.p.a.scq, &wc, 1, 2);
 	UT_MEMEQ(e.tb.buf + MW_OFF, e.la.buf, MW_LEN);
 	UT_CHECK(t_mem_intact_outside(&e.tb, 2, MW_OFF, MW_LEN));
 	UT_MEMEQ(e.la.buf + 1024, e.la.buf + MW_LEN - 16, 16);
@@ -110,17 +124,15 @@ static void check_mw_access(enum ibv_mw_type type)
 	mw_close(&e);
 
 	/* One byte past the window (inside the region): refused. */
-	if (mw_open(&e, type, MR_MW))
+	if (mw_open_bound(&e, type, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	mw_write_expect(&e, 4, 16, MW_OFF + MW_LEN - 15, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&e.tb, 2));
 	mw_close(&e);
 
 	/* One byte before it. */
-	if (mw_open(&e, type, MR_MW))
+	if (mw_open_bound(&e, type, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	UT_EQ(t_post_rdma(&e.p.a, 5, IBV_WR_RDMA_READ, e.la.buf, 16, e.la.mr->lkey,
 			  (uintptr_t)e.tb.buf + MW_OFF - 1, rkey), 0);
 	t_run();
@@ -129,17 +141,15 @@ static void check_mw_access(enum ibv_mw_type type)
 	mw_close(&e);
 
 	/* A read-only window refuses a WRITE. */
-	if (mw_open(&e, type, MR_MW))
+	if (mw_open_bound(&e, type, IBV_ACCESS_REMOTE_READ, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, IBV_ACCESS_REMOTE_READ);
 	mw_write_expect(&e, 6, 16, MW_OFF, rkey, IBV_WC_REM_ACCESS_ERR);
 	UT_CHECK(t_mem_intact(&e.tb, 2));
 	mw_close(&e);
 
 	/* Atomics through a window that allows them. */
-	if (mw_open(&e, type, MR_MW))
+	if (mw_open_bound(&e, type, IBV_ACCESS_REMOTE_ATOMIC, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, IBV_ACCESS_REMOTE_ATOMIC);
 	memset(e.tb.buf + MW_OFF, 0, 8);
 	UT_EQ(t_post_atomic(&e.p.a, 7, IBV_WR_ATOMIC_FETCH_AND_ADD, e.la.buf, e.la.mr->lkey,
 			    (uintptr_t)e.tb.buf + MW_OFF, rkey, 5, 0), 0);
@@ -162,9 +172,8 @@ static void test_mw_rebind_stale_key(void)
 	struct ibv_wc wc;
 	uint32_t k1, k2;
 
-	if (mw_open(&e, IBV_MW_TYPE_1, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_1, MW_RW, &k1))
 		return;
-	k1 = mw_bind_ok(&e, MW_RW);
 	k2 = mw_bind_ok(&e, MW_RW);
 	UT_CHECK(k1 != k2);
 	UT_EQ(k1 >> 8, k2 >> 8);
@@ -174,9 +183,8 @@ static void test_mw_rebind_stale_key(void)
 	mw_close(&e);
 
 	/* Type 1: a zero-length bind unbinds; the key then reaches nothing. */
-	if (mw_open(&e, IBV_MW_TYPE_1, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_1, MW_RW, &k1))
 		return;
-	k1 = mw_bind_ok(&e, MW_RW);
 	UT_EQ(e.tb.mr->rkey == 0, 0);
 	UT_EQ(to_umr(e.tb.mr)->windows, 1);
 	UT_EQ(ibv_dereg_mr(e.tb.mr), EBUSY);     /* a window is bound to it */
@@ -207,9 +215,8 @@ static void test_mw_local_inv(void)
 	struct ibv_wc wc;
 	uint32_t rkey;
 
-	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_2, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	mw_local_inv(&e, rkey, &wc, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_LOCAL_INV);
 	UT_CHECK(!e.mw->bound);
@@ -219,18 +226,16 @@ static void test_mw_local_inv(void)
 	mw_close(&e);
 
 	/* A type 2 window can be bound again once invalidated, under a new key. */
-	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_2, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	mw_local_inv(&e, rkey, &wc, IBV_WC_SUCCESS);
 	rkey = mw_bind_ok(&e, MW_RW);
 	mw_write_expect(&e, 2, 8, MW_OFF, rkey, IBV_WC_SUCCESS);
 	mw_close(&e);
 
 	/* LOCAL_INV of a type 1 window, or of an unknown key: an error. */
-	if (mw_open(&e, IBV_MW_TYPE_1, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_1, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	mw_local_inv(&e, rkey, &wc, IBV_WC_MW_BIND_ERR);
 	UT_EQ(e.p.b.qp->state, IBV_QPS_ERR);
 	UT_CHECK(e.mw->bound);
@@ -248,9 +253,8 @@ static void test_mw_send_with_inv(void)
 				  .opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED };
 	uint32_t rkey;
 
-	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_2, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	UT_EQ(t_post_recv(&e.p.b, 0x52, e.tb.buf + 600, 400, e.tb.mr->lkey), 0);
 	sge = (struct ibv_sge){ (uintptr_t)e.la.buf, 300, e.la.mr->lkey };   /* two packets */
 	wr.invalidate_rkey = rkey;
@@ -272,9 +276,8 @@ static void test_mw_send_with_inv(void)
 
 	/* Invalidating a type 1 window remotely is refused: NAK invalid
 	 * request, and the window stays bound. */
-	if (mw_open(&e, IBV_MW_TYPE_1, MR_MW))
+	if (mw_open_bound(&e, IBV_MW_TYPE_1, MW_RW, &rkey))
 		return;
-	rkey = mw_bind_ok(&e, MW_RW);
 	UT_EQ(t_post_recv(&e.p.b, 0x52, e.tb.buf + 600, 400, e.tb.mr->lkey), 0);
 	sge = (struct ibv_sge){ (uintptr_t)e.la.buf, 300, e.la.mr->lkey };
 	wr.invalidate_rkey = rkey;
@@ -351,8 +354,7 @@ static void check_bind_error(enum bind_case c)
 		fprintf(stderr, "  (bind case %d)\n", c);
 	if (mr != e.tb.mr)
 		UT_EQ(ibv_dereg_mr(mr), 0);
-	if (other)
-		UT_EQ(ur_pd_dealloc(other), 0);
+	t_destroy(ur_pd_dealloc, other);
 	mw_close(&e);
 }
 
@@ -363,26 +365,21 @@ static void test_mw_bind_errors(void)
 }
 
 /* A bind behind an unacknowledged SEND completes after it, in order. */
-static void test_mw_bind_ordering(void)
+MW_TEST(test_mw_bind_ordering, IBV_MW_TYPE_2, MR_MW)
 {
-	struct t_mwenv e;
 	struct ibv_wc wc;
 
-	if (mw_open(&e, IBV_MW_TYPE_2, MR_MW))
-		return;
-	UT_EQ(t_post_recv(&e.p.a, 1, e.la.buf, 64, e.la.mr->lkey), 0);
-	UT_EQ(t_post_send(&e.p.b, 2, IBV_WR_SEND, e.tb.buf, 16, e.tb.mr->lkey, IBV_SEND_SIGNALED), 0);
-	UT_EQ(mw_post_bind(&e, 3, ibv_inc_rkey(e.mw->ibmw.rkey), e.tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
+	UT_EQ(t_post_recv(&e->p.a, 1, e->la.buf, 64, e->la.mr->lkey), 0);
+	UT_EQ(t_post_send(&e->p.b, 2, IBV_WR_SEND, e->tb.buf, 16, e->tb.mr->lkey, IBV_SEND_SIGNALED), 0);
+	UT_EQ(mw_post_bind(e, 3, ibv_inc_rkey(e->mw->ibmw.rkey), e->tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
 	/* Executed already (later requests may rely on it)... */
-	UT_CHECK(e.mw->bound);
+	UT_CHECK(e->mw->bound);
 	/* ...but completed only after the SEND. */
-	UT_CHECK(t_cq_empty(e.p.b.scq));
+	UT_CHECK(t_cq_empty(e->p.b.scq));
 	t_run();
-	t_expect_wc(e.p.b.scq, &wc, 2, IBV_WC_SUCCESS);
-	t_expect_wc(e.p.b.scq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_ok(e->p.b.scq, &wc, 2, 2);
 	UT_EQ(wc.opcode, IBV_WC_BIND_MW);
-	t_expect_wc(e.p.a.rcq, &wc, 1, IBV_WC_SUCCESS);
-	mw_close(&e);
+	t_expect_wc(e->p.a.rcq, &wc, 1, IBV_WC_SUCCESS);
 }
 
 /* A bind behind a READ (or an atomic) and nothing after it: it completes
@@ -405,8 +402,7 @@ static void test_mw_bind_after_read(void)
 					  (uintptr_t)ra.buf, ra.mr->rkey), 0);
 		UT_EQ(mw_post_bind(&e, 2, ibv_inc_rkey(e.mw->ibmw.rkey), e.tb.mr, MW_OFF, MW_LEN, MW_RW), 0);
 		t_run();
-		t_expect_wc(e.p.b.scq, &wc, 1, IBV_WC_SUCCESS);
-		t_expect_wc(e.p.b.scq, &wc, 2, IBV_WC_SUCCESS);
+		t_expect_ok(e.p.b.scq, &wc, 1, 2);
 		UT_EQ(wc.opcode, IBV_WC_BIND_MW);
 		t_mem_free(&ra);
 		mw_close(&e);

@@ -3,6 +3,8 @@
  * memory with guard bytes, posting and completions.  The fixture most
  * tests start from is t_pair_open_mem: a pair with a buffer on each side,
  * freed by t_pair_close; t_post_*_mem post from and into those buffers.
+ * A test on it is written T_PAIR_TEST (the pair opened before its body,
+ * closed after); T_FIXTURE_TEST writes the tests on other scenes.
  * Included after harness.h, whose fake transport the pair's paths lead to.
  */
 #ifndef UROCE_TESTS_REL_PAIR_H
@@ -151,18 +153,22 @@ static inline int t_side_open(struct t_side *s, const struct t_opts *o, bool use
 	return ret;
 }
 
+/* The fixtures' teardowns, which may meet a part-open fixture: destroys
+ * obj through destroy (ur_qp_destroy, ur_cq_destroy, ...), if there is
+ * one, and checks that it could. */
+#define t_destroy(destroy, obj)                                              \
+	do {                                                                 \
+		if (obj)                                                     \
+			UT_EQ(destroy(obj), 0);                              \
+	} while (0)
+
 static inline void t_side_close(struct t_side *s)
 {
-	if (s->qp)
-		UT_EQ(ur_qp_destroy(s->qp), 0);
-	if (s->srq)
-		UT_EQ(ur_srq_destroy(s->srq), 0);
-	if (s->scq)
-		UT_EQ(ur_cq_destroy(s->scq), 0);
-	if (s->rcq)
-		UT_EQ(ur_cq_destroy(s->rcq), 0);
-	if (s->pd)
-		UT_EQ(ur_pd_dealloc(s->pd), 0);
+	t_destroy(ur_qp_destroy, s->qp);
+	t_destroy(ur_srq_destroy, s->srq);
+	t_destroy(ur_cq_destroy, s->scq);
+	t_destroy(ur_cq_destroy, s->rcq);
+	t_destroy(ur_pd_dealloc, s->pd);
 	if (s->ctx)
 		ur_context_close(s->ctx);
 	memset(s, 0, sizeof(*s));
@@ -337,6 +343,37 @@ static inline int t_pair_open_mem(struct t_pair *p, const struct t_opts *o, size
 	return ret;
 }
 
+/* A test whose body runs on a fixture, named as a table names it
+ * (UT_CASE(name)): open(&fixture, args...) sets a fixture of type up and
+ * returns 0 when it could (else the test ends there, neither body nor close
+ * run); the body gets it as the pointer var, and close(&fixture) tears it
+ * down after.  A body that stops early just returns. */
+#define T_FIXTURE_TEST(name, type, var, open, close, ...)                    \
+	static void name##_body(type *var);                                  \
+	static void name(void)                                               \
+	{                                                                    \
+		type f;                                                      \
+									     \
+		if (open(&f, ##__VA_ARGS__))                                 \
+			return;                                              \
+		name##_body(&f);                                             \
+		close(&f);                                                   \
+	}                                                                    \
+	static void name##_body(type *var)
+
+/* A test on t_pair_open_mem's scene: p, the open pair with its buffers.
+ *
+ *	T_PAIR_TEST(test_x, a_len, b_len, b_access, .mtu = IBV_MTU_256)
+ *	{
+ *		... p->a, p->b
+ *	}
+ *
+ * The arguments after b_access initialise the test's struct t_opts (0 for
+ * the defaults); the body finds them again in p->o. */
+#define T_PAIR_TEST(name, a_len, b_len, b_access, ...)                       \
+	T_FIXTURE_TEST(name, struct t_pair, p, t_pair_open_mem, t_pair_close, \
+		       &(const struct t_opts){ __VA_ARGS__ }, (a_len), (b_len), (b_access))
+
 /* Two pages registered as one region, the second then taken away (as UCX
  * unmaps buffers under a region its cache deregisters later): *gone is the
  * second page's start.  PROT_NONE faults as a hole does, and unlike a hole
@@ -486,6 +523,14 @@ static inline int t_poll(struct ur_cq *cq, struct ibv_wc *wc, int n)
 			UT_EQ((wcp)->wr_id, (id));                           \
 			UT_EQ((wcp)->status, (st));                          \
 		}                                                            \
+	} while (0)
+
+/* The next n completions on cq succeed, for wr_ids first, first + 1, ...
+ * in that order. */
+#define t_expect_ok(cq, wcp, first, n)                                       \
+	do {                                                                 \
+		for (unsigned _k = 0; _k < (unsigned)(n); _k++)              \
+			t_expect_wc((cq), (wcp), (first) + _k, IBV_WC_SUCCESS); \
 	} while (0)
 
 /* The next receive at B (t_pair_open_mem) completes wr_id with len bytes:

@@ -6,20 +6,10 @@
 #include <stdint.h>
 
 #include "ut.h"
+#include "ut_rnd.h"
 #include "util/compiler.h"
 
 #include "rel/qp_table.c"
-
-/* Deterministic xorshift64*. */
-static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state >> 12;
-	rnd_state ^= rnd_state << 25;
-	rnd_state ^= rnd_state >> 27;
-	return rnd_state * 0x2545f4914f6cdd1dull;
-}
 
 static struct ur_qp *val(uint32_t k)
 {
@@ -166,7 +156,7 @@ static void test_random_vs_model(void)
 	n = colliding(64, 7, keys, U / 4);
 	n += colliding(256, 200, keys + n, U / 4);
 	while (n < U) {
-		uint32_t k = (uint32_t)(rnd() & 0xffffff);
+		uint32_t k = (uint32_t)(ut_rnd() & 0xffffff);
 		bool dup = !k;
 
 		for (unsigned i = 0; i < n && !dup; i++)
@@ -176,8 +166,8 @@ static void test_random_vs_model(void)
 	}
 	UT_EQ(ur_qp_table_init(&t), 0);
 	for (unsigned op = 0; op < OPS; op++) {
-		unsigned i = (unsigned)(rnd() % U);
-		unsigned what = (unsigned)(rnd() % 10);
+		unsigned i = (unsigned)(ut_rnd() % U);
+		unsigned what = (unsigned)(ut_rnd() % 10);
 
 		if (what < 4) {
 			struct ur_qp *v = val(keys[i] ^ op);

@@ -241,27 +241,22 @@ static void test_atomics(void)
 
 /* max_rd_atomic bounds the READ/ATOMIC requests in flight; the rest wait
  * for responses, and SENDs behind them are not held back. */
-static void test_rd_atomic_limit(void)
+T_PAIR_TEST(test_rd_atomic_limit, 4096, 4096, T_ALL_ACCESS, .rd_atomic = 2)
 {
-	struct t_opts o = { .rd_atomic = 2 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 4096, 4096, T_ALL_ACCESS))
-		return;
 	for (int i = 0; i < 5; i++)
-		UT_EQ(t_post_rdma_mem(&p, i, IBV_WR_RDMA_READ, 100 * i, 100, 100 * i), 0);
+		UT_EQ(t_post_rdma_mem(p, i, IBV_WR_RDMA_READ, 100 * i, 100, 100 * i), 0);
 	UT_EQ(t_count(), 2);
-	UT_EQ(p.a.qp->req.rd_atomic, 2);
+	UT_EQ(p->a.qp->req.rd_atomic, 2);
 	t_deliver(0);            /* B answers the first; A gets room for one more */
 	t_deliver(1);
 	UT_EQ(t_count(), 2);     /* the second request, and now the third */
 	UT_EQ(t_op(1), UR_OP_RC_RDMA_READ_REQUEST);
 	t_run();
 	for (int i = 0; i < 5; i++)
-		t_expect_wc(p.a.scq, &wc, i, IBV_WC_SUCCESS);
-	UT_MEMEQ(p.a.mem.buf, p.b.mem.buf, 500);
-	t_pair_close(&p);
+		t_expect_wc(p->a.scq, &wc, i, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->a.mem.buf, p->b.mem.buf, 500);
 }
 
 /* A FENCE waits for every READ/ATOMIC before it. */
@@ -290,7 +285,6 @@ static void test_fence(void)
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_RC_RDMA_WRITE_ONLY);
 	t_run();
-	t_expect_wc(p.a.scq, &wc, 8, IBV_WC_SUCCESS);
-	t_expect_wc(p.a.scq, &wc, 9, IBV_WC_SUCCESS);
+	t_expect_ok(p.a.scq, &wc, 8, 2);
 	t_pair_close(&p);
 }

@@ -176,20 +176,16 @@ static void test_send_sge_inline(void)
 
 /* Several messages outstanding: one ACK for the last completes them all,
  * in order; unsignaled ones complete silently. */
-static void test_send_coalesced_ack(void)
+T_PAIR_TEST(test_send_coalesced_ack, 0, 0, 0, 0)
 {
-	struct t_opts o = { 0 };
-	struct t_pair p;
 	struct t_mem sa, rb;
 	struct ibv_wc wc[8];
 
-	if (t_pair_open(&p, &o))
-		return;
-	t_mem_reg(&sa, &p.a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
-	t_mem_reg(&rb, &p.b, 4096, IBV_ACCESS_LOCAL_WRITE, 6);
+	t_mem_reg(&sa, &p->a, 4096, IBV_ACCESS_LOCAL_WRITE, 5);
+	t_mem_reg(&rb, &p->b, 4096, IBV_ACCESS_LOCAL_WRITE, 6);
 	for (int i = 0; i < 4; i++) {
-		UT_EQ(t_post_recv(&p.b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
-		UT_EQ(t_post_send(&p.a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
+		UT_EQ(t_post_recv(&p->b, 100 + i, rb.buf + i * 1024, 1024, rb.mr->lkey), 0);
+		UT_EQ(t_post_send(&p->a, 200 + i, IBV_WR_SEND, sa.buf + i * 1024, 1024, sa.mr->lkey,
 				  i == 2 ? 0 : IBV_SEND_SIGNALED), 0);
 	}
 	UT_EQ(t_count(), 4);
@@ -206,16 +202,15 @@ static void test_send_coalesced_ack(void)
 	t_drop(0);
 	t_drop(0);
 	t_deliver(0);
-	UT_EQ(t_poll(p.a.scq, wc, 8), 3);
+	UT_EQ(t_poll(p->a.scq, wc, 8), 3);
 	UT_EQ(wc[0].wr_id, 200);
 	UT_EQ(wc[1].wr_id, 201);
 	UT_EQ(wc[2].wr_id, 203);
-	UT_EQ(t_poll(p.b.rcq, wc, 8), 4);
+	UT_EQ(t_poll(p->b.rcq, wc, 8), 4);
 	for (int i = 0; i < 4; i++)
 		UT_EQ(wc[i].wr_id, 100 + i);
 	UT_MEMEQ(rb.buf, sa.buf, 4096);
-	UT_EQ(p.a.qp->sq.head, p.a.qp->sq.tail);
+	UT_EQ(p->a.qp->sq.head, p->a.qp->sq.tail);
 	t_mem_free(&sa);
 	t_mem_free(&rb);
-	t_pair_close(&p);
 }

@@ -1,18 +1,15 @@
 /* UC: no ACKs, a lost packet loses its message only.  UD: DETH, Q_Key,
  * the 40-byte GRH, datagrams dropped when nobody can take them. */
 
-static void test_uc_send(void)
+T_PAIR_TEST(test_uc_send, 1024, 1024, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xfffffe)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256, .a_psn = 0xfffffe };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 1024, 1024, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 2, IBV_WR_SEND_WITH_IMM, 0, 600, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND_WITH_IMM, 0, 600, IBV_SEND_SIGNALED), 0);
 	/* Complete at once: nothing will acknowledge it. */
-	t_expect_wc(p.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 3);
 	UT_EQ(t_op(0), UR_OP_UC_SEND_FIRST);
 	UT_EQ(t_op(1), UR_OP_UC_SEND_MIDDLE);
@@ -23,44 +20,39 @@ static void test_uc_send(void)
 	}
 	t_run();
 	UT_EQ(t_count(), 0);          /* and B does not acknowledge */
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 600);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
-	UT_EQ(wc.src_qp, ur_qp_num(p.a.qp));
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 600);
+	UT_EQ(wc.src_qp, ur_qp_num(p->a.qp));
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 600);
 	/* Read and atomics do not exist on UC. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_READ, p.a.mem.buf, 8, p.a.mem.mr->lkey, 0, 0), -EINVAL);
-	t_pair_close(&p);
+	UT_EQ(t_post_rdma(&p->a, 3, IBV_WR_RDMA_READ, p->a.mem.buf, 8, p->a.mem.mr->lkey, 0, 0), -EINVAL);
 }
 
 /* A packet of the first message is lost: that message is dropped, its
  * receive WQE takes the next message, which arrives intact. */
-static void test_uc_loss_drops_message(void)
+T_PAIR_TEST(test_uc_loss_drops_message, 2048, 2048, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_recv_mem(&p.b, 2, 1024, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 1024, 0), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 512, 0), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_recv_mem(&p->b, 2, 1024, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 1024, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, 512, 0), 0);
 	UT_EQ(t_count(), 6);
 	t_drop(2);                    /* message 1, third packet */
 	t_run();
-	t_expect_recv(&p, &wc, 1, 512, 0, 1024);
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.b.qp->resp.psn, 6);
-	UT_EQ(p.b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
+	t_expect_recv(p, &wc, 1, 512, 0, 1024);
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->b.qp->resp.psn, 6);
+	UT_EQ(p->b.qp->cnt[UR_CNT_OUT_OF_SEQ_REQUEST], 1);
 
 	/* The next message completes into the second receive. */
-	UT_EQ(t_post_send_mem(&p.a, 5, IBV_WR_SEND, 0, 300, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 5, IBV_WR_SEND, 0, 300, 0), 0);
 	t_run();
-	t_expect_recv(&p, &wc, 2, 300, 1024, 0);
-	t_pair_close(&p);
+	t_expect_recv(p, &wc, 2, 300, 1024, 0);
 }
 
 /* A UC pair (MTU 256), a receive of 1024 bytes at B, and two unsignaled
@@ -110,61 +102,53 @@ static void test_uc_out_of_order(void)
 }
 
 /* UC without a receive WQE: the message is dropped (no RNR on UC). */
-static void test_uc_no_receive(void)
+T_PAIR_TEST(test_uc_no_receive, 2048, 2048, IBV_ACCESS_LOCAL_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE))
-		return;
-	UT_EQ(t_post_send_mem(&p.a, 3, IBV_WR_SEND, 0, 600, 0), 0);
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 600, 0), 0);
 	t_run();
 	UT_EQ(t_count(), 0);
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_EQ(p.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
-	UT_EQ(t_post_recv_mem(&p.b, 1, 0, 1024), 0);
-	UT_EQ(t_post_send_mem(&p.a, 4, IBV_WR_SEND, 1024, 10, 0), 0);
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_EQ(p->b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 1024), 0);
+	UT_EQ(t_post_send_mem(&p->a, 4, IBV_WR_SEND, 1024, 10, 0), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 10);
-	t_pair_close(&p);
 }
 
 /* UC WRITE with a lost packet: the immediate is not delivered; a WRITE
  * with a bad rkey is dropped without an error. */
-static void test_uc_write(void)
+T_PAIR_TEST(test_uc_write, 2048, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	    .type = IBV_QPT_UC, .mtu = IBV_MTU_256)
 {
-	struct t_opts o = { .type = IBV_QPT_UC, .mtu = IBV_MTU_256 };
-	struct t_pair p;
 	struct t_mem rb;
 	struct ibv_wc wc;
 
-	if (t_pair_open_mem(&p, &o, 2048, 2048, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE))
-		return;
-	t_mem_reg(&rb, &p.b, 64, IBV_ACCESS_LOCAL_WRITE, 3);
-	UT_EQ(t_post_recv(&p.b, 1, rb.buf, 64, rb.mr->lkey), 0);
-	UT_EQ(t_post_rdma_mem(&p, 2, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 768, 0), 0);
+	t_mem_reg(&rb, &p->b, 64, IBV_ACCESS_LOCAL_WRITE, 3);
+	UT_EQ(t_post_recv(&p->b, 1, rb.buf, 64, rb.mr->lkey), 0);
+	UT_EQ(t_post_rdma_mem(p, 2, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 768, 0), 0);
 	t_drop(1);
 	t_run();
-	UT_CHECK(t_cq_empty(p.b.rcq));
+	UT_CHECK(t_cq_empty(p->b.rcq));
 	/* A bad rkey: dropped, the QP carries on. */
-	UT_EQ(t_post_rdma(&p.a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, p.a.mem.buf, 100, p.a.mem.mr->lkey,
-			  (uintptr_t)p.b.mem.buf, p.b.mem.mr->rkey + 1), 0);
+	UT_EQ(t_post_rdma(&p->a, 3, IBV_WR_RDMA_WRITE_WITH_IMM, p->a.mem.buf, 100, p->a.mem.mr->lkey,
+			  (uintptr_t)p->b.mem.buf, p->b.mem.mr->rkey + 1), 0);
 	t_run();
-	UT_CHECK(t_cq_empty(p.b.rcq));
-	UT_EQ(p.b.qp->state, IBV_QPS_RTS);
-	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 256);         /* the first packet had landed */
-	UT_CHECK(t_mem_intact_outside(&p.b.mem, 2, 0, 256));
+	UT_CHECK(t_cq_empty(p->b.rcq));
+	UT_EQ(p->b.qp->state, IBV_QPS_RTS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 256);         /* the first packet had landed */
+	UT_CHECK(t_mem_intact_outside(&p->b.mem, 2, 0, 256));
 	/* A good one now completes into the receive still posted. */
-	UT_EQ(t_post_rdma_mem(&p, 4, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 300, 1024), 0);
+	UT_EQ(t_post_rdma_mem(p, 4, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 300, 1024), 0);
 	t_run();
-	t_expect_wc(p.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	UT_EQ(wc.byte_len, 300);
-	UT_MEMEQ(p.b.mem.buf + 1024, p.a.mem.buf, 300);
+	UT_MEMEQ(p->b.mem.buf + 1024, p->a.mem.buf, 300);
 	t_mem_free(&rb);
-	t_pair_close(&p);
 }
 
 /* ---- UD ------------------------------------------------------------------- */
@@ -245,6 +229,10 @@ static int t_ud_open_mem(struct t_ud *u, bool srq_b, size_t sa_len)
 	return 0;
 }
 
+/* A test on t_ud_open_mem's pair and buffers: u. */
+#define T_UD_TEST(name, srq_b, sa_len) \
+	T_FIXTURE_TEST(name, struct t_ud, u, t_ud_open_mem, t_ud_close, (srq_b), (sa_len))
+
 /* A datagram of len bytes from the start of A's buffer (t_ud_open_mem). */
 static int t_ud_send_sa(struct t_ud *u, uint64_t wr_id, uint32_t len, uint32_t qkey, bool imm)
 {
@@ -257,40 +245,37 @@ static int t_ud_recv_rb(struct t_ud *u, uint64_t wr_id, uint32_t len)
 	return t_post_recv(&u->b, wr_id, u->rb.buf, len, u->rb.mr->lkey);
 }
 
-static void test_ud_grh(void)
+T_UD_TEST(test_ud_grh, false, 256)
 {
-	struct t_ud u;
 	struct ibv_wc wc;
 	uint8_t *ip;
 
-	if (t_ud_open_mem(&u, false, 256))
-		return;
-	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
-	UT_EQ(t_ud_send_sa(&u, 2, 100, T_QKEY, true), 0);
-	t_expect_wc(u.a.scq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(t_ud_recv_rb(u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(u, 2, 100, T_QKEY, true), 0);
+	t_expect_wc(u->a.scq, &wc, 2, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 1);
 	{
 		struct ur_pkt_view v = t_view(0);
 		const uint8_t *d = ur_pkt_hdr(&v, UR_HDR_DETH);
 
 		UT_EQ(v.opcode, UR_OP_UD_SEND_ONLY_WITH_IMMEDIATE);
-		UT_EQ(v.qpn, ur_qp_num(u.b.qp));
+		UT_EQ(v.qpn, ur_qp_num(u->b.qp));
 		UT_EQ(v.psn, 0x123);
 		UT_EQ(deth_qkey(d), T_QKEY);
-		UT_EQ(deth_sqp(d), ur_qp_num(u.a.qp));
+		UT_EQ(deth_sqp(d), ur_qp_num(u->a.qp));
 	}
 	t_run();
-	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(u->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.opcode, IBV_WC_RECV);
 	UT_EQ(wc.byte_len, 40 + 100);
-	UT_EQ(wc.src_qp, ur_qp_num(u.a.qp));
-	UT_EQ(wc.qp_num, ur_qp_num(u.b.qp));
+	UT_EQ(wc.src_qp, ur_qp_num(u->a.qp));
+	UT_EQ(wc.qp_num, ur_qp_num(u->b.qp));
 	UT_EQ(wc.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
 	UT_EQ(wc.imm_data, htonl(0xabad1dea));
 	/* IPv4: 20 zero bytes, then the IPv4 header. */
 	for (int i = 0; i < 20; i++)
-		UT_EQ(u.rb.buf[i], 0);
-	ip = u.rb.buf + 20;
+		UT_EQ(u->rb.buf[i], 0);
+	ip = u->rb.buf + 20;
 	UT_EQ(ip[0], 0x45);
 	UT_EQ(ip[9], 17);
 	UT_EQ(ip[8], 64);
@@ -298,23 +283,19 @@ static void test_ud_grh(void)
 	UT_EQ(ur_get_be32(ip + 16), INADDR_LOOPBACK);
 	/* total length: IP + UDP + BTH + DETH + ImmDt + payload + ICRC */
 	UT_EQ(ur_get_be16(ip + 2), 20 + 8 + 12 + 8 + 4 + 100 + 4);
-	UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 100);
-	UT_CHECK(t_mem_intact_outside(&u.rb, 2, 0, 140));
-	t_ud_close(&u);
+	UT_MEMEQ(u->rb.buf + 40, u->sa.buf, 100);
+	UT_CHECK(t_mem_intact_outside(&u->rb, 2, 0, 140));
 }
 
 /* IPv6 peers get an IPv6 header as the GRH. */
-static void test_ud_grh_ipv6(void)
+T_UD_TEST(test_ud_grh_ipv6, false, 256)
 {
-	struct t_ud u;
 	struct ibv_wc wc;
 	struct ur_rx_meta m;
 	struct t_pkt *k;
 
-	if (t_ud_open_mem(&u, false, 256))
-		return;
-	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
-	UT_EQ(t_ud_send_sa(&u, 2, 33, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(u, 2, 33, T_QKEY, false), 0);
 	memset(&m, 0, sizeof(m));
 	m.ipv6 = true;
 	m.sgid.raw[15] = 1;
@@ -326,120 +307,103 @@ static void test_ud_grh_ipv6(void)
 	k = t_take(0);
 	ur_recv_packet(t_stack(), k->buf, k->len, &m);
 	free(k);
-	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(u->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 40 + 33);
-	UT_EQ(u.rb.buf[0] >> 4, 6);
-	UT_EQ(((u.rb.buf[0] & 0xf) << 4) | (u.rb.buf[1] >> 4), 0xb8);
-	UT_EQ(u.rb.buf[6], 17);
-	UT_EQ(u.rb.buf[7], 7);
-	UT_EQ(ur_get_be16(u.rb.buf + 4), 8 + 12 + 8 + 36 + 4);
-	UT_MEMEQ(u.rb.buf + 8, m.sgid.raw, 16);
-	UT_MEMEQ(u.rb.buf + 24, m.dgid.raw, 16);
-	UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 33);
-	t_ud_close(&u);
+	UT_EQ(u->rb.buf[0] >> 4, 6);
+	UT_EQ(((u->rb.buf[0] & 0xf) << 4) | (u->rb.buf[1] >> 4), 0xb8);
+	UT_EQ(u->rb.buf[6], 17);
+	UT_EQ(u->rb.buf[7], 7);
+	UT_EQ(ur_get_be16(u->rb.buf + 4), 8 + 12 + 8 + 36 + 4);
+	UT_MEMEQ(u->rb.buf + 8, m.sgid.raw, 16);
+	UT_MEMEQ(u->rb.buf + 24, m.dgid.raw, 16);
+	UT_MEMEQ(u->rb.buf + 40, u->sa.buf, 33);
 }
 
 /* A datagram for a receive posted in memory unmapped under its live
  * region (UCX at teardown): a protection error completion, not a fault;
  * the next receive works. */
-static void test_ud_recv_unmapped(void)
+T_UD_TEST(test_ud_recv_unmapped, false, 256)
 {
-	struct t_ud u;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	uint8_t *gone;
 
-	if (t_ud_open_mem(&u, false, 256))
-		return;
-	mr = t_mem_reg_half_unmapped(&u.b, IBV_ACCESS_LOCAL_WRITE, &gone);
+	mr = t_mem_reg_half_unmapped(&u->b, IBV_ACCESS_LOCAL_WRITE, &gone);
 	if (mr) {
-		UT_EQ(t_post_recv(&u.b, 1, gone, 512, mr->lkey), 0);
-		UT_EQ(t_ud_recv_rb(&u, 2, 512), 0);
-		UT_EQ(t_ud_send_sa(&u, 3, 100, T_QKEY, false), 0);
-		UT_EQ(t_ud_send_sa(&u, 4, 100, T_QKEY, false), 0);
+		UT_EQ(t_post_recv(&u->b, 1, gone, 512, mr->lkey), 0);
+		UT_EQ(t_ud_recv_rb(u, 2, 512), 0);
+		UT_EQ(t_ud_send_sa(u, 3, 100, T_QKEY, false), 0);
+		UT_EQ(t_ud_send_sa(u, 4, 100, T_QKEY, false), 0);
 		t_run();
-		t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR);
-		t_expect_wc(u.b.rcq, &wc, 2, IBV_WC_SUCCESS);
-		UT_MEMEQ(u.rb.buf + 40, u.sa.buf, 100);
+		t_expect_wc(u->b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR);
+		t_expect_wc(u->b.rcq, &wc, 2, IBV_WC_SUCCESS);
+		UT_MEMEQ(u->rb.buf + 40, u->sa.buf, 100);
 		t_mem_free_half_unmapped(mr);
 	}
-	t_ud_close(&u);
 }
 
-static void test_ud_qkey(void)
+T_UD_TEST(test_ud_qkey, false, 256)
 {
-	struct t_ud u;
 	struct ibv_wc wc;
 
-	if (t_ud_open_mem(&u, false, 256))
-		return;
-	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
-	UT_EQ(t_ud_send_sa(&u, 2, 10, T_QKEY + 1, false), 0);
+	UT_EQ(t_ud_recv_rb(u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(u, 2, 10, T_QKEY + 1, false), 0);
 	t_run();
-	t_expect_wc(u.a.scq, &wc, 2, IBV_WC_SUCCESS);   /* the sender cannot know */
-	UT_CHECK(t_cq_empty(u.b.rcq));
-	UT_EQ(u.b.qp->cnt[UR_CNT_QKEY_VIOLATIONS], 1);
-	UT_CHECK(t_mem_intact(&u.rb, 2));
+	t_expect_wc(u->a.scq, &wc, 2, IBV_WC_SUCCESS);   /* the sender cannot know */
+	UT_CHECK(t_cq_empty(u->b.rcq));
+	UT_EQ(u->b.qp->cnt[UR_CNT_QKEY_VIOLATIONS], 1);
+	UT_CHECK(t_mem_intact(&u->rb, 2));
 	/* The receive is still there for a datagram with the right Q_Key;
 	 * a Q_Key with the high bit set means "the sending QP's own". */
-	UT_EQ(t_ud_send_sa(&u, 3, 10, 0x80000000u, false), 0);
+	UT_EQ(t_ud_send_sa(u, 3, 10, 0x80000000u, false), 0);
 	UT_EQ(deth_qkey(t_hdr(t_pkt(0), UR_HDR_DETH)), T_QKEY);
 	t_run();
-	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
-	t_ud_close(&u);
+	t_expect_wc(u->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 }
 
-static void test_ud_drops(void)
+T_UD_TEST(test_ud_drops, false, 4096)
 {
-	struct t_ud u;
 	struct ibv_wc wc;
 
-	if (t_ud_open_mem(&u, false, 4096))
-		return;
 	/* No receive posted: dropped, counted. */
-	UT_EQ(t_ud_send_sa(&u, 1, 10, T_QKEY, false), 0);
+	UT_EQ(t_ud_send_sa(u, 1, 10, T_QKEY, false), 0);
 	t_run();
-	UT_EQ(u.b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
-	UT_CHECK(t_cq_empty(u.b.rcq));
-	UT_EQ(u.b.qp->state, IBV_QPS_RTS);
+	UT_EQ(u->b.qp->cnt[UR_CNT_SEND_RNR_ERR], 1);
+	UT_CHECK(t_cq_empty(u->b.rcq));
+	UT_EQ(u->b.qp->state, IBV_QPS_RTS);
 	/* A receive too small for GRH + payload: LOC_LEN_ERR, nothing
 	 * written, the QP carries on. */
-	UT_EQ(t_ud_recv_rb(&u, 2, 40 + 9), 0);
-	UT_EQ(t_ud_recv_rb(&u, 3, 512), 0);
-	UT_EQ(t_ud_send_sa(&u, 4, 10, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(u, 2, 40 + 9), 0);
+	UT_EQ(t_ud_recv_rb(u, 3, 512), 0);
+	UT_EQ(t_ud_send_sa(u, 4, 10, T_QKEY, false), 0);
 	t_run();
-	t_expect_wc(u.b.rcq, &wc, 2, IBV_WC_LOC_LEN_ERR);
-	UT_CHECK(t_mem_intact(&u.rb, 2));
-	UT_EQ(t_ud_send_sa(&u, 5, 10, T_QKEY, false), 0);
+	t_expect_wc(u->b.rcq, &wc, 2, IBV_WC_LOC_LEN_ERR);
+	UT_CHECK(t_mem_intact(&u->rb, 2));
+	UT_EQ(t_ud_send_sa(u, 5, 10, T_QKEY, false), 0);
 	t_run();
-	t_expect_wc(u.b.rcq, &wc, 3, IBV_WC_SUCCESS);
+	t_expect_wc(u->b.rcq, &wc, 3, IBV_WC_SUCCESS);
 	/* A datagram cannot exceed the MTU: refused at post. */
-	UT_EQ(t_ud_send_sa(&u, 6, u.a.qp->mtu + 1, T_QKEY, false), -EINVAL);
-	UT_EQ(t_ud_send_sa(&u, 7, u.a.qp->mtu, T_QKEY, false), 0);
+	UT_EQ(t_ud_send_sa(u, 6, u->a.qp->mtu + 1, T_QKEY, false), -EINVAL);
+	UT_EQ(t_ud_send_sa(u, 7, u->a.qp->mtu, T_QKEY, false), 0);
 	UT_EQ(t_count(), 1);
 	/* RC opcodes mean nothing to a UD QP. */
 	t_run();
 	{
 		uint8_t pl[4] = { 0 };
 
-		t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(u.b.qp), 0, false, pl, 4));
-		UT_CHECK(u.b.qp->cnt[UR_CNT_DROPPED] >= 1);
+		t_inject(t_build(UR_OP_RC_SEND_ONLY, ur_qp_num(u->b.qp), 0, false, pl, 4));
+		UT_CHECK(u->b.qp->cnt[UR_CNT_DROPPED] >= 1);
 	}
-	t_ud_close(&u);
 }
 
 /* A UD QP receiving from an SRQ. */
-static void test_ud_srq(void)
+T_UD_TEST(test_ud_srq, true, 256)
 {
-	struct t_ud u;
 	struct ibv_wc wc;
 
-	if (t_ud_open_mem(&u, true, 256))
-		return;
-	UT_EQ(t_ud_recv_rb(&u, 1, 512), 0);
-	UT_EQ(t_ud_send_sa(&u, 2, 10, T_QKEY, false), 0);
+	UT_EQ(t_ud_recv_rb(u, 1, 512), 0);
+	UT_EQ(t_ud_send_sa(u, 2, 10, T_QKEY, false), 0);
 	t_run();
-	t_expect_wc(u.b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(u->b.rcq, &wc, 1, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 50);
-	t_ud_close(&u);
 }

@@ -36,8 +36,7 @@ static int t_xs_open(struct t_xs *s)
 static void t_xs_close(struct t_xs *s)
 {
 	t_xrc_other_pid = 0;
-	if (s->srq)
-		UT_EQ(ur_srq_destroy(s->srq), 0);
+	t_destroy(ur_srq_destroy, s->srq);
 	if (s->owner) {
 		s->owner->has_inode = false;
 		UT_EQ(ur_xrcd_close(s->owner), 0);
@@ -46,6 +45,19 @@ static void t_xs_close(struct t_xs *s)
 		s->x.xrcd->has_inode = false;
 	t_xrc_close(&s->x);
 }
+
+/* T_XS_TEST's opening: t_xs_open, and t_xs_close at once if it fails. */
+static int t_xs_fixture_open(struct t_xs *s)
+{
+	int ret = t_xs_open(s);
+
+	if (ret)
+		t_xs_close(s);
+	return ret;
+}
+
+/* A test on t_xs_open's domain shared with the "other process": s. */
+#define T_XS_TEST(name) T_FIXTURE_TEST(name, struct t_xs, s, t_xs_fixture_open, t_xs_close)
 
 static int t_xs_recv(struct t_xs *s, uint64_t wr_id, uint32_t off, uint32_t len)
 {
@@ -70,17 +82,14 @@ static void t_xs_pump(void)
  * other process's SRQ, step by step: nothing is acknowledged before the
  * owner has placed it, and the packet arriving while parked is held and
  * handed over next. */
-static void test_xrc_shared_send(void)
+T_XS_TEST(test_xrc_shared_send)
 {
-	struct t_xs s;
 	struct ur_xrc_msg m;
 	struct ibv_wc wc;
 
-	if (t_xs_open(&s))
-		goto out;
-	UT_EQ(t_xs_recv(&s, 10, 0, 512), 0);
-	UT_EQ(t_xs_recv(&s, 11, 512, 512), 0);
-	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 300, s.srq->srq_num), 0);
+	UT_EQ(t_xs_recv(s, 10, 0, 512), 0);
+	UT_EQ(t_xs_recv(s, 11, 512, 512), 0);
+	UT_EQ(t_xrc_send(&s->x, 1, IBV_WR_SEND, 0, 300, s->srq->srq_num), 0);
 	UT_EQ(t_count(), 2);                      /* MTU 256: FIRST, LAST */
 	t_deliver(0);
 	UT_EQ(lnet.n, 1);
@@ -88,13 +97,13 @@ static void test_xrc_shared_send(void)
 	m = t_lmsg(0);
 	UT_EQ(lnet.q[0]->pid, T_OTHER_PID);
 	UT_EQ(m.kind, UR_XRC_DELIVER);
-	UT_EQ(m.tgt_qpn, ur_qp_num(s.x.tgt));
-	UT_EQ(m.srqn, s.srq->srq_num);
-	UT_EQ(m.src_qpn, ur_qp_num(s.x.ini));
+	UT_EQ(m.tgt_qpn, ur_qp_num(s->x.tgt));
+	UT_EQ(m.srqn, s->srq->srq_num);
+	UT_EQ(m.src_qpn, ur_qp_num(s->x.ini));
 	UT_EQ(m.flags, UR_XRC_F_FIRST);
 	UT_EQ(m.paylen, 256);
 	UT_EQ(m.xrcd_ino, 0xabc);
-	UT_EQ(m.gen, s.x.tgt->xrc_gen);
+	UT_EQ(m.gen, s->x.tgt->xrc_gen);
 	/* The LAST packet arrives while parked: held, not handed over yet. */
 	t_deliver(0);
 	UT_EQ(lnet.n, 1);
@@ -106,53 +115,47 @@ static void test_xrc_shared_send(void)
 	UT_EQ(m.kind, UR_XRC_REPLY);
 	UT_EQ(m.status, UR_XRC_OK);
 	UT_EQ(m.src_pid, getpid());
-	UT_CHECK(t_cq_empty(s.x.bcq[0]));
+	UT_CHECK(t_cq_empty(s->x.bcq[0]));
 	/* REPLY: PSN 0 acknowledged, the held LAST handed over at once. */
 	t_lmsg_deliver(0);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_op(0), UR_OP_XRC_ACKNOWLEDGE);
 	UT_EQ(t_syn(0), UR_AETH_ACK_UNLIMITED);
 	UT_EQ(t_psn(0), 0);
-	UT_EQ(s.x.tgt->resp.psn, 1);
+	UT_EQ(s->x.tgt->resp.psn, 1);
 	UT_EQ(lnet.n, 1);
 	m = t_lmsg(0);
 	UT_EQ(m.flags, UR_XRC_F_LAST);
 	UT_EQ(m.psn, 1);
 	UT_EQ(m.paylen, 300 - 256);
 	/* The rest goes by itself: the LAST again, then a SEND with immediate. */
-	UT_EQ(t_xrc_send(&s.x, 2, IBV_WR_SEND_WITH_IMM, 300, 100, s.srq->srq_num), 0);
+	UT_EQ(t_xrc_send(&s->x, 2, IBV_WR_SEND_WITH_IMM, 300, 100, s->srq->srq_num), 0);
 	t_xs_pump();
-	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(s->x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 300);
 	UT_EQ(wc.opcode, IBV_WC_RECV);
-	UT_EQ(wc.qp_num, ur_qp_num(s.x.tgt));
-	UT_EQ(wc.src_qp, ur_qp_num(s.x.ini));
-	UT_MEMEQ(s.x.rb.buf, s.x.sa.buf, 300);
-	t_expect_wc(s.x.bcq[0], &wc, 11, IBV_WC_SUCCESS);
+	UT_EQ(wc.qp_num, ur_qp_num(s->x.tgt));
+	UT_EQ(wc.src_qp, ur_qp_num(s->x.ini));
+	UT_MEMEQ(s->x.rb.buf, s->x.sa.buf, 300);
+	t_expect_wc(s->x.bcq[0], &wc, 11, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 100);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
-	UT_MEMEQ(s.x.rb.buf + 512, s.x.sa.buf + 300, 100);
-	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(s.x.acq, &wc, 2, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(s.x.bcq[0]));
-	UT_CHECK(t_cq_empty(s.x.bcq[1]));
-	UT_EQ(s.x.tgt->state, IBV_QPS_RTR);
-	UT_EQ(s.x.tgt->resp.msn, 2);
-out:
-	t_xs_close(&s);
+	UT_MEMEQ(s->x.rb.buf + 512, s->x.sa.buf + 300, 100);
+	t_expect_ok(s->x.acq, &wc, 1, 2);
+	UT_CHECK(t_cq_empty(s->x.bcq[0]));
+	UT_CHECK(t_cq_empty(s->x.bcq[1]));
+	UT_EQ(s->x.tgt->state, IBV_QPS_RTR);
+	UT_EQ(s->x.tgt->resp.msn, 2);
 }
 
 /* A gap while parked: what cannot be held is asked for again with one
  * sequence NAK once the parked packet is placed. */
-static void test_xrc_shared_gap(void)
+T_XS_TEST(test_xrc_shared_gap)
 {
-	struct t_xs s;
 	struct ibv_wc wc;
 
-	if (t_xs_open(&s))
-		goto out;
-	UT_EQ(t_xs_recv(&s, 10, 0, 1024), 0);
-	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 600, s.srq->srq_num), 0);
+	UT_EQ(t_xs_recv(s, 10, 0, 1024), 0);
+	UT_EQ(t_xrc_send(&s->x, 1, IBV_WR_SEND, 0, 600, s->srq->srq_num), 0);
 	UT_EQ(t_count(), 3);                      /* FIRST, MIDDLE, LAST */
 	t_deliver(0);
 	t_drop(0);                                /* MIDDLE lost */
@@ -167,30 +170,25 @@ static void test_xrc_shared_gap(void)
 	UT_EQ(t_psn(1), 1);
 	UT_EQ(lnet.n, 0);
 	t_xs_pump();
-	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(s->x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 600);
-	UT_MEMEQ(s.x.rb.buf, s.x.sa.buf, 600);
-	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(s.x.bcq[0]));
-out:
-	t_xs_close(&s);
+	UT_MEMEQ(s->x.rb.buf, s->x.sa.buf, 600);
+	t_expect_wc(s->x.acq, &wc, 1, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(s->x.bcq[0]));
 }
 
 /* A duplicate of an earlier message for another SRQ arriving in the
  * middle of a message is answered, not taken for the message changing its
  * SRQ (it ended the target QP once). */
-static void test_xrc_dup_other_srq_mid_message(void)
+T_XRC_TEST(test_xrc_dup_other_srq_mid_message)
 {
-	struct t_xrc x;
 	struct t_pkt *dup;
 	struct ibv_wc wc;
 
-	if (t_xrc_open(&x))
-		goto out;
-	UT_EQ(t_xrc_recv(&x, 0, 10, 0, 512), 0);
-	UT_EQ(t_xrc_recv(&x, 1, 11, 512, 512), 0);
-	UT_EQ(t_xrc_send(&x, 1, IBV_WR_SEND, 0, 10, x.srq[1]->srq_num), 0);
-	UT_EQ(t_xrc_send(&x, 2, IBV_WR_SEND, 0, 300, x.srq[0]->srq_num), 0);
+	UT_EQ(t_xrc_recv(x, 0, 10, 0, 512), 0);
+	UT_EQ(t_xrc_recv(x, 1, 11, 512, 512), 0);
+	UT_EQ(t_xrc_send(x, 1, IBV_WR_SEND, 0, 10, x->srq[1]->srq_num), 0);
+	UT_EQ(t_xrc_send(x, 2, IBV_WR_SEND, 0, 300, x->srq[0]->srq_num), 0);
 	UT_EQ(t_count(), 3);
 	dup = t_copy(0);
 	t_deliver(0);                             /* message 1 */
@@ -198,62 +196,51 @@ static void test_xrc_dup_other_srq_mid_message(void)
 	t_inject(dup);                            /* message 1 again */
 	t_deliver(0);                             /* message 2, LAST */
 	t_run();
-	t_expect_wc(x.bcq[1], &wc, 11, IBV_WC_SUCCESS);
-	t_expect_wc(x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(x->bcq[1], &wc, 11, IBV_WC_SUCCESS);
+	t_expect_wc(x->bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 300);
-	t_expect_wc(x.acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(x.acq, &wc, 2, IBV_WC_SUCCESS);
-	UT_EQ(x.tgt->state, IBV_QPS_RTR);
-out:
-	t_xrc_close(&x);
+	t_expect_ok(x->acq, &wc, 1, 2);
+	UT_EQ(x->tgt->state, IBV_QPS_RTR);
 }
 
 /* The owner's SRQ is empty: the REPLY says RNR, the target RNR NAKs, and
  * the retry after a receive is posted succeeds. */
-static void test_xrc_shared_rnr(void)
+T_XS_TEST(test_xrc_shared_rnr)
 {
-	struct t_xs s;
 	struct ibv_wc wc;
 
-	if (t_xs_open(&s))
-		goto out;
-	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 100, s.srq->srq_num), 0);
+	UT_EQ(t_xrc_send(&s->x, 1, IBV_WR_SEND, 0, 100, s->srq->srq_num), 0);
 	t_deliver(0);
 	t_lmsg_deliver(0);
 	UT_EQ(t_lmsg(0).status, UR_XRC_RNR);
 	t_lmsg_deliver(0);
 	UT_EQ(t_count(), 1);
 	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_RNR_NAK);
-	UT_EQ(s.x.tgt->resp.psn, 0);
+	UT_EQ(s->x.tgt->resp.psn, 0);
 	t_run();
-	UT_CHECK(t_cq_empty(s.x.acq));
-	UT_EQ(t_xs_recv(&s, 10, 0, 512), 0);
+	UT_CHECK(t_cq_empty(s->x.acq));
+	UT_EQ(t_xs_recv(s, 10, 0, 512), 0);
 	t_advance(1000000000ull);                 /* the RNR timer */
 	t_xs_pump();
-	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(s->x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 100);
-	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
-out:
-	t_xs_close(&s);
+	t_expect_wc(s->x.acq, &wc, 1, IBV_WC_SUCCESS);
 }
 
 /* A REPLY lost (the target's socket was full): the requester retransmits,
  * the target hands the packet over again, and the owner answers without
  * placing it twice. */
-static void test_xrc_shared_lost_reply(void)
+T_XS_TEST(test_xrc_shared_lost_reply)
 {
-	struct t_xs s;
 	struct ibv_wc wc;
 
-	if (t_xs_open(&s))
-		goto out;
-	UT_EQ(t_xs_recv(&s, 10, 0, 512), 0);
-	UT_EQ(t_xs_recv(&s, 11, 512, 512), 0);
-	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 100, s.srq->srq_num), 0);
+	UT_EQ(t_xs_recv(s, 10, 0, 512), 0);
+	UT_EQ(t_xs_recv(s, 11, 512, 512), 0);
+	UT_EQ(t_xrc_send(&s->x, 1, IBV_WR_SEND, 0, 100, s->srq->srq_num), 0);
 	t_deliver(0);
 	t_lmsg_deliver(0);                        /* placed, completed */
 	t_lmsg_drop(0);                           /* its REPLY lost */
-	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	t_expect_wc(s->x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(t_count(), 0);
 	/* A retransmission right after the hand-over is not handed again. */
 	t_advance(5000000000ull);                 /* the requester's timeout */
@@ -266,11 +253,9 @@ static void test_xrc_shared_lost_reply(void)
 	UT_EQ(t_syn(0) & UR_AETH_TYPE_MASK, UR_AETH_RNR_NAK);
 	UT_EQ(t_psn(0), 0);
 	t_xs_pump();
-	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(s.x.bcq[0]));         /* not placed twice */
-	UT_EQ(s.srq->rq.tail - s.srq->rq.head, 1);
-out:
-	t_xs_close(&s);
+	t_expect_wc(s->x.acq, &wc, 1, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(s->x.bcq[0]));         /* not placed twice */
+	UT_EQ(s->srq->rq.tail - s->srq->rq.head, 1);
 }
 
 /* The owner vanished with the packet: the next retransmission finds it
@@ -350,16 +335,13 @@ out:
 }
 
 /* A REPLY for an earlier incarnation of the target QP changes nothing. */
-static void test_xrc_shared_stale_reply(void)
+T_XS_TEST(test_xrc_shared_stale_reply)
 {
-	struct t_xs s;
 	struct ur_xrc_msg m;
 	struct ibv_wc wc;
 
-	if (t_xs_open(&s))
-		goto out;
-	UT_EQ(t_xs_recv(&s, 10, 0, 512), 0);
-	UT_EQ(t_xrc_send(&s.x, 1, IBV_WR_SEND, 0, 100, s.srq->srq_num), 0);
+	UT_EQ(t_xs_recv(s, 10, 0, 512), 0);
+	UT_EQ(t_xrc_send(&s->x, 1, IBV_WR_SEND, 0, 100, s->srq->srq_num), 0);
 	t_deliver(0);
 	t_lmsg_deliver(0);
 	memcpy(&m, lnet.q[0]->buf, sizeof(m));
@@ -367,12 +349,10 @@ static void test_xrc_shared_stale_reply(void)
 	memcpy(lnet.q[0]->buf, &m, sizeof(m));
 	t_lmsg_deliver(0);
 	UT_EQ(t_count(), 0);
-	UT_CHECK(s.x.tgt->resp.xrc_wait);
+	UT_CHECK(s->x.tgt->resp.xrc_wait);
 	t_advance(5000000000ull);
 	t_xs_pump();
-	t_expect_wc(s.x.acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(s.x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
-	UT_CHECK(t_cq_empty(s.x.bcq[0]));
-out:
-	t_xs_close(&s);
+	t_expect_wc(s->x.acq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(s->x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	UT_CHECK(t_cq_empty(s->x.bcq[0]));
 }

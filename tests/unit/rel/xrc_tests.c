@@ -93,30 +93,36 @@ static void t_xrc_close(struct t_xrc *x)
 	t_mem_free(&x->sa);
 	t_mem_free(&x->rb);
 	t_mem_free(&x->tb);
-	if (x->ini)
-		UT_EQ(ur_qp_destroy(x->ini), 0);
-	if (x->tgt)
-		UT_EQ(ur_qp_destroy(x->tgt), 0);
+	t_destroy(ur_qp_destroy, x->ini);
+	t_destroy(ur_qp_destroy, x->tgt);
 	for (int i = 0; i < 2; i++)
-		if (x->srq[i])
-			UT_EQ(ur_srq_destroy(x->srq[i]), 0);
-	if (x->xrcd)
-		UT_EQ(ur_xrcd_close(x->xrcd), 0);
-	if (x->acq)
-		UT_EQ(ur_cq_destroy(x->acq), 0);
+		t_destroy(ur_srq_destroy, x->srq[i]);
+	t_destroy(ur_xrcd_close, x->xrcd);
+	t_destroy(ur_cq_destroy, x->acq);
 	for (int i = 0; i < 2; i++)
-		if (x->bcq[i])
-			UT_EQ(ur_cq_destroy(x->bcq[i]), 0);
-	if (x->apd)
-		UT_EQ(ur_pd_dealloc(x->apd), 0);
-	if (x->bpd)
-		UT_EQ(ur_pd_dealloc(x->bpd), 0);
+		t_destroy(ur_cq_destroy, x->bcq[i]);
+	t_destroy(ur_pd_dealloc, x->apd);
+	t_destroy(ur_pd_dealloc, x->bpd);
 	if (x->actx)
 		ur_context_close(x->actx);
 	if (x->bctx)
 		ur_context_close(x->bctx);
 	t_net_reset();
 }
+
+/* T_XRC_TEST's opening: t_xrc_open, and t_xrc_close at once if it fails. */
+static int t_xrc_fixture_open(struct t_xrc *x)
+{
+	int ret = t_xrc_open(x);
+
+	if (ret)
+		t_xrc_close(x);
+	return ret;
+}
+
+/* A test on t_xrc_open's domain, QPs and buffers: x. */
+#define T_XRC_TEST(name) \
+	T_FIXTURE_TEST(name, struct t_xrc, x, t_xrc_fixture_open, t_xrc_close)
 
 static int t_xrc_send(struct t_xrc *x, uint64_t wr_id, enum ibv_wr_opcode op, uint32_t off,
 		      uint32_t len, uint32_t srqn)
@@ -139,50 +145,44 @@ static int t_xrc_recv(struct t_xrc *x, int i, uint64_t wr_id, uint32_t off, uint
 	return ur_srq_post_recv(x->srq[i], &wr, &bad);
 }
 
-static void test_xrc_delivery(void)
+T_XRC_TEST(test_xrc_delivery)
 {
-	struct t_xrc x;
 	struct ibv_wc wc;
 
-	if (t_xrc_open(&x))
-		goto out;
-	UT_EQ(t_xrc_recv(&x, 0, 10, 0, 512), 0);
-	UT_EQ(t_xrc_recv(&x, 1, 11, 512, 512), 0);
-	UT_EQ(t_xrc_send(&x, 1, IBV_WR_SEND, 0, 300, x.srq[1]->srq_num), 0);
-	UT_EQ(t_xrc_send(&x, 2, IBV_WR_SEND_WITH_IMM, 300, 100, x.srq[0]->srq_num), 0);
+	UT_EQ(t_xrc_recv(x, 0, 10, 0, 512), 0);
+	UT_EQ(t_xrc_recv(x, 1, 11, 512, 512), 0);
+	UT_EQ(t_xrc_send(x, 1, IBV_WR_SEND, 0, 300, x->srq[1]->srq_num), 0);
+	UT_EQ(t_xrc_send(x, 2, IBV_WR_SEND_WITH_IMM, 300, 100, x->srq[0]->srq_num), 0);
 	UT_EQ(t_count(), 3);
 	UT_EQ(t_op(0), UR_OP_XRC_SEND_FIRST);
-	UT_EQ(xrceth_srqn(t_hdr(t_pkt(0), UR_HDR_XRCETH)), x.srq[1]->srq_num);
-	UT_EQ(xrceth_srqn(t_hdr(t_pkt(1), UR_HDR_XRCETH)), x.srq[1]->srq_num);
+	UT_EQ(xrceth_srqn(t_hdr(t_pkt(0), UR_HDR_XRCETH)), x->srq[1]->srq_num);
+	UT_EQ(xrceth_srqn(t_hdr(t_pkt(1), UR_HDR_XRCETH)), x->srq[1]->srq_num);
 	UT_EQ(t_op(2), UR_OP_XRC_SEND_ONLY_WITH_IMMEDIATE);
-	UT_EQ(xrceth_srqn(t_hdr(t_pkt(2), UR_HDR_XRCETH)), x.srq[0]->srq_num);
+	UT_EQ(xrceth_srqn(t_hdr(t_pkt(2), UR_HDR_XRCETH)), x->srq[0]->srq_num);
 	t_run();
-	t_expect_wc(x.bcq[1], &wc, 11, IBV_WC_SUCCESS);
+	t_expect_wc(x->bcq[1], &wc, 11, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 300);
-	UT_EQ(wc.qp_num, ur_qp_num(x.tgt));
-	UT_EQ(wc.src_qp, ur_qp_num(x.ini));
-	UT_MEMEQ(x.rb.buf + 512, x.sa.buf, 300);
-	t_expect_wc(x.bcq[0], &wc, 10, IBV_WC_SUCCESS);
+	UT_EQ(wc.qp_num, ur_qp_num(x->tgt));
+	UT_EQ(wc.src_qp, ur_qp_num(x->ini));
+	UT_MEMEQ(x->rb.buf + 512, x->sa.buf, 300);
+	t_expect_wc(x->bcq[0], &wc, 10, IBV_WC_SUCCESS);
 	UT_EQ(wc.byte_len, 100);
 	UT_EQ(wc.wc_flags, IBV_WC_WITH_IMM);
-	UT_EQ(wc.qp_num, ur_qp_num(x.tgt));
-	UT_MEMEQ(x.rb.buf, x.sa.buf + 300, 100);
-	t_expect_wc(x.acq, &wc, 1, IBV_WC_SUCCESS);
-	t_expect_wc(x.acq, &wc, 2, IBV_WC_SUCCESS);
+	UT_EQ(wc.qp_num, ur_qp_num(x->tgt));
+	UT_MEMEQ(x->rb.buf, x->sa.buf + 300, 100);
+	t_expect_ok(x->acq, &wc, 1, 2);
 	/* RDMA WRITE and READ through the target, in the SRQ's PD. */
-	UT_EQ(t_xrc_send(&x, 3, IBV_WR_RDMA_WRITE, 0, 600, x.srq[0]->srq_num), 0);
+	UT_EQ(t_xrc_send(x, 3, IBV_WR_RDMA_WRITE, 0, 600, x->srq[0]->srq_num), 0);
 	t_run();
-	t_expect_wc(x.acq, &wc, 3, IBV_WC_SUCCESS);
-	UT_MEMEQ(x.tb.buf, x.sa.buf, 600);
-	UT_EQ(t_xrc_send(&x, 4, IBV_WR_RDMA_READ, 1024, 600, x.srq[1]->srq_num), 0);
+	t_expect_wc(x->acq, &wc, 3, IBV_WC_SUCCESS);
+	UT_MEMEQ(x->tb.buf, x->sa.buf, 600);
+	UT_EQ(t_xrc_send(x, 4, IBV_WR_RDMA_READ, 1024, 600, x->srq[1]->srq_num), 0);
 	t_run();
-	t_expect_wc(x.acq, &wc, 4, IBV_WC_SUCCESS);
-	UT_MEMEQ(x.sa.buf + 1024, x.tb.buf, 600);
-	UT_CHECK(t_cq_empty(x.bcq[0]));
-	UT_CHECK(t_cq_empty(x.bcq[1]));
-	UT_EQ(x.tgt->state, IBV_QPS_RTR);
-out:
-	t_xrc_close(&x);
+	t_expect_wc(x->acq, &wc, 4, IBV_WC_SUCCESS);
+	UT_MEMEQ(x->sa.buf + 1024, x->tb.buf, 600);
+	UT_CHECK(t_cq_empty(x->bcq[0]));
+	UT_CHECK(t_cq_empty(x->bcq[1]));
+	UT_EQ(x->tgt->state, IBV_QPS_RTR);
 }
 
 /* An SRQ number the domain does not have: refused with NAK invalid

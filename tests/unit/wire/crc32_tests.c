@@ -8,7 +8,7 @@ static uint8_t *random_bytes(size_t n)
 	uint8_t *p = malloc(n);
 
 	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)rnd();
+		p[i] = (uint8_t)ut_rnd();
 	return p;
 }
 
@@ -39,9 +39,9 @@ static void test_crc32_vs_zlib(void)
 	unsigned bad = 0, runs = 0;
 
 	for (int i = 0; i < 1100 + 600; i++) {
-		size_t len = i < 1100 ? (size_t)i : rnd() % 70001;
-		size_t mis = rnd() % 16;
-		uint32_t seed = i % 3 ? (uint32_t)rnd() : 0;
+		size_t len = i < 1100 ? (size_t)i : ut_rnd() % 70001;
+		size_t mis = ut_rnd() % 16;
+		uint32_t seed = i % 3 ? (uint32_t)ut_rnd() : 0;
 		uint32_t want = (uint32_t)crc32(seed, buf + mis, (uInt)len);
 
 		bad += ur_crc32_portable(seed, buf + mis, len) != want;
@@ -62,7 +62,7 @@ static void test_crc32_chaining(void)
 	uint8_t *buf = random_bytes(9000);
 
 	for (int i = 0; i < 300; i++) {
-		size_t len = rnd() % 9000, cut = len ? rnd() % len : 0;
+		size_t len = ut_rnd() % 9000, cut = len ? ut_rnd() % len : 0;
 		uint32_t whole = ur_crc32(0, buf, len);
 
 		UT_EQ(ur_crc32(ur_crc32(0, buf, cut), buf + cut, len - cut), whole);
@@ -125,7 +125,7 @@ static void test_gf2_arith(void)
 	unsigned bad = 0;
 
 	for (int i = 0; i < 20000; i++) {
-		uint32_t a = (uint32_t)rnd(), b = (uint32_t)rnd();
+		uint32_t a = (uint32_t)ut_rnd(), b = (uint32_t)ut_rnd();
 		uint64_t c = ref_clmul(a, b);
 
 		bad += ur_clmul32_portable(a, b) != c;
@@ -140,7 +140,7 @@ static void test_gf2_arith(void)
 	for (unsigned n = 0; n < 600; n++)
 		bad += ur_crc32_xpow8(n) != ur_crc32_raw(UR_CRC32_ONE, zeros, n);
 	for (int i = 0; i < 200; i++) {
-		size_t n = rnd() % sizeof(zeros);
+		size_t n = ut_rnd() % sizeof(zeros);
 
 		bad += ur_crc32_xpow8(n) != ur_crc32_raw(UR_CRC32_ONE, zeros, n);
 	}
@@ -154,7 +154,7 @@ static void test_gf2_arith(void)
 	UT_EQ(ur_crc32_mulmod(ur_crc32_mulmod(UR_CRC32_X, ref_xpow(7)), ur_crc32_xpow8_inv(1)),
 	      UR_CRC32_ONE);
 	for (int i = 0; i < 1000; i++) {
-		uint32_t r = (uint32_t)rnd();
+		uint32_t r = (uint32_t)ut_rnd();
 
 		bad += ur_crc32_mulmod(ur_crc32_raw(r, zeros, 1), ur_crc32_xpow8_inv(1)) != r;
 	}

@@ -15,17 +15,17 @@ static void ip_random(struct ur_roce_ip *ip, int family)
 	memset(ip, 0, sizeof(*ip));
 	ip->family = family;
 	if (family == AF_INET) {
-		ip->v4.saddr.s_addr = (uint32_t)rnd();
-		ip->v4.daddr.s_addr = (uint32_t)rnd();
+		ip->v4.saddr.s_addr = (uint32_t)ut_rnd();
+		ip->v4.daddr.s_addr = (uint32_t)ut_rnd();
 	} else {
 		for (int i = 0; i < 16; i++) {
-			ip->v6.saddr.s6_addr[i] = (uint8_t)rnd();
-			ip->v6.daddr.s6_addr[i] = (uint8_t)rnd();
+			ip->v6.saddr.s6_addr[i] = (uint8_t)ut_rnd();
+			ip->v6.daddr.s6_addr[i] = (uint8_t)ut_rnd();
 		}
 	}
-	ip->sport = (uint16_t)(0xc000 | (rnd() & 0x3fff));
+	ip->sport = (uint16_t)(0xc000 | (ut_rnd() & 0x3fff));
 	ip->dport = UR_ROCE_UDP_PORT;
-	ip->ip_id = (uint16_t)rnd();
+	ip->ip_id = (uint16_t)ut_rnd();
 	ip->df = true;
 }
 
@@ -76,7 +76,7 @@ static uint32_t ref_icrc(const struct ur_roce_ip *ip, const uint8_t *roce, size_
 static void make_pkt(uint8_t *pkt, size_t roce_len, const struct ur_roce_ip *ip)
 {
 	for (size_t i = 0; i < roce_len; i++)
-		pkt[i] = (uint8_t)rnd();
+		pkt[i] = (uint8_t)ut_rnd();
 	pkt[1] &= 0xf0;		/* TVer 0, for looks */
 	ur_put_le32(pkt + roce_len, ref_icrc(ip, pkt, roce_len));
 }
@@ -131,15 +131,15 @@ static void test_icrc_vs_zlib(void)
 
 	for (int i = 0; i < 600; i++) {
 		int family = i & 1 ? AF_INET6 : AF_INET;
-		size_t roce_len = 12 + rnd() % (sizeof(pkt) - 16);
+		size_t roce_len = 12 + ut_rnd() % (sizeof(pkt) - 16);
 		struct ur_roce_ip ip;
 		struct iovec iov[4];
 		size_t a, b;
 
 		ip_random(&ip, family);
 		make_pkt(pkt, roce_len, &ip);
-		a = rnd() % (roce_len + 1);
-		b = a + rnd() % (roce_len - a + 1);
+		a = ut_rnd() % (roce_len + 1);
+		b = a + ut_rnd() % (roce_len - a + 1);
 		iov[0] = (struct iovec){ pkt, a };
 		iov[1] = (struct iovec){ pkt + a, b - a };
 		iov[2] = (struct iovec){ pkt + b, 0 };
@@ -297,7 +297,7 @@ static void test_icrc_corruption(void)
 
 	for (int iter = 0; iter < 60; iter++) {
 		int family = iter % 3 ? AF_INET : AF_INET6;
-		size_t len = 16 + rnd() % (sizeof(pkt) - 15);
+		size_t len = 16 + ut_rnd() % (sizeof(pkt) - 15);
 		struct ur_roce_ip ip, bad_ip;
 		struct span s;
 
@@ -313,10 +313,10 @@ static void test_icrc_corruption(void)
 
 			for (int k = 0; k < n; k++) {
 				do	/* not BTH byte 4: uncovered, see above */
-					pos[k] = rnd() % len;
+					pos[k] = ut_rnd() % len;
 				while (pos[k] == 4);
 				old[k] = pkt[pos[k]];
-				pkt[pos[k]] ^= (uint8_t)(1 + rnd() % 255);
+				pkt[pos[k]] ^= (uint8_t)(1 + ut_rnd() % 255);
 			}
 			acc = ur_icrc_check(&ip, pkt, len, NULL) == 0;
 			if (family == AF_INET)

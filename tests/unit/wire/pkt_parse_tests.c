@@ -20,32 +20,32 @@ static void random_fields(struct pkt_fields *f, uint8_t op)
 {
 	f->op = op;
 	f->tver = 0;
-	f->se = rnd() & 1;
-	f->mig = rnd() & 1;
-	f->fecn = rnd() & 1;
-	f->becn = rnd() & 1;
-	f->ackreq = rnd() & 1;
-	f->pkey = (uint16_t)rnd();
-	f->qpn = rnd() & 0xffffff;
-	f->psn = rnd() & 0xffffff;
-	f->reth_va = rnd();
-	f->reth_rkey = (uint32_t)rnd();
-	f->reth_len = (uint32_t)rnd();
-	f->aeth_syn = (uint8_t)rnd();
-	f->aeth_msn = rnd() & 0xffffff;
-	f->atm_va = rnd();
-	f->atm_rkey = (uint32_t)rnd();
-	f->atm_swap_add = rnd();
-	f->atm_comp = rnd();
-	f->atmack_orig = rnd();
-	f->imm_be = (uint32_t)rnd();
-	f->ieth_rkey = (uint32_t)rnd();
-	f->rdeth_een = rnd() & 0xffffff;
-	f->deth_qkey = (uint32_t)rnd();
-	f->deth_sqp = rnd() & 0xffffff;
-	f->xrc_srqn = rnd() & 0xffffff;
-	f->feth_plt = rnd() & 0xf;
-	f->feth_sel = rnd() & 0x3;
+	f->se = ut_rnd() & 1;
+	f->mig = ut_rnd() & 1;
+	f->fecn = ut_rnd() & 1;
+	f->becn = ut_rnd() & 1;
+	f->ackreq = ut_rnd() & 1;
+	f->pkey = (uint16_t)ut_rnd();
+	f->qpn = ut_rnd() & 0xffffff;
+	f->psn = ut_rnd() & 0xffffff;
+	f->reth_va = ut_rnd();
+	f->reth_rkey = (uint32_t)ut_rnd();
+	f->reth_len = (uint32_t)ut_rnd();
+	f->aeth_syn = (uint8_t)ut_rnd();
+	f->aeth_msn = ut_rnd() & 0xffffff;
+	f->atm_va = ut_rnd();
+	f->atm_rkey = (uint32_t)ut_rnd();
+	f->atm_swap_add = ut_rnd();
+	f->atm_comp = ut_rnd();
+	f->atmack_orig = ut_rnd();
+	f->imm_be = (uint32_t)ut_rnd();
+	f->ieth_rkey = (uint32_t)ut_rnd();
+	f->rdeth_een = ut_rnd() & 0xffffff;
+	f->deth_qkey = (uint32_t)ut_rnd();
+	f->deth_sqp = ut_rnd() & 0xffffff;
+	f->xrc_srqn = ut_rnd() & 0xffffff;
+	f->feth_plt = ut_rnd() & 0xf;
+	f->feth_sel = ut_rnd() & 0x3;
 }
 
 static uint8_t payload_byte(uint32_t i) { return (uint8_t)(i * 7 + 3); }
@@ -218,11 +218,11 @@ static void test_bth_setters_independent(void)
 {
 	for (int iter = 0; iter < 2000; iter++) {
 		uint8_t h[UR_BTH_BYTES], before[UR_BTH_BYTES];
-		uint64_t r = rnd();
+		uint64_t r = ut_rnd();
 		int field = iter % 11;
 
 		for (int i = 0; i < UR_BTH_BYTES; i++)
-			h[i] = (uint8_t)rnd();
+			h[i] = (uint8_t)ut_rnd();
 		memcpy(before, h, sizeof(h));
 		switch (field) {
 		case 0: bth_set_opcode(h, (uint8_t)r); UT_EQ(bth_opcode(h), (uint8_t)r); break;

@@ -10,23 +10,13 @@
 #include <zlib.h>
 
 #include "ut.h"
+#include "ut_rnd.h"
 #include "util/compiler.h"
 #include "wire/crc32.h"
 #include "wire/icrc.h"
 #include "wire/opcode.h"
 #include "wire/pkt_parse.h"
 #include "wire/roce_hdr.h"
-
-/* Deterministic xorshift64*: every run sees the same packets. */
-static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rnd(void)
-{
-	rnd_state ^= rnd_state >> 12;
-	rnd_state ^= rnd_state << 25;
-	rnd_state ^= rnd_state >> 27;
-	return rnd_state * 0x2545f4914f6cdd1dull;
-}
 
 #include "opcode_tests.c"
 #include "pkt_parse_tests.c"
