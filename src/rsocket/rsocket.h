@@ -25,22 +25,26 @@
 #include <rdma/rdma_cma.h>
 
 #include "rsocket/rs_proto.h"
+#include "util/enum_name.h"
 
-enum rs_state {
-	RS_IDLE,
-	RS_BOUND,
-	RS_LISTENING,
-	RS_RESOLVING_ADDR,
-	RS_RESOLVING_ROUTE,
-	RS_CONNECTING,       /* REQ sent */
-	RS_ACCEPTING,        /* REP sent, waiting for ESTABLISHED */
-	RS_CONNECTED,        /* see rd_open/wr_open */
-	RS_CONNECT_ERROR,    /* err says why (ECONNREFUSED...) */
-	RS_DISCONNECTED,
-	RS_ERROR,
-	RS_NSTATES
-};
-extern const char *const rs_state_names[RS_NSTATES];
+#define RS_STATE_LIST(X)				\
+	X(RS_IDLE, "idle")				\
+	X(RS_BOUND, "bound")				\
+	X(RS_LISTENING, "listening")			\
+	X(RS_RESOLVING_ADDR, "resolving-addr")		\
+	X(RS_RESOLVING_ROUTE, "resolving-route")	\
+	/* REQ sent */					\
+	X(RS_CONNECTING, "connecting")			\
+	/* REP sent, waiting for ESTABLISHED */		\
+	X(RS_ACCEPTING, "accepting")			\
+	/* see rd_open/wr_open */			\
+	X(RS_CONNECTED, "connected")			\
+	/* err says why (ECONNREFUSED...) */		\
+	X(RS_CONNECT_ERROR, "connect-error")		\
+	X(RS_DISCONNECTED, "disconnected")		\
+	X(RS_ERROR, "error")
+
+UR_ENUM_DECLARE(rs_state, RS_STATE_LIST, RS_NSTATES, rs_state_names);
 
 struct rs_iomap_mr;
 struct rs_dgram;
