@@ -33,4 +33,8 @@
 	enum tag { list(UR_ENUM_MEMBER) nr };				\
 	static UR_ENUM_NAMES(list, nr, names)
 
+/* A table row for an enum someone else defines whose names are its
+ * members' own spelling (rdma_event_str's "RDMA_CM_EVENT_..."). */
+#define UR_ENUM_SPELLING(member)	[member] = #member
+
 #endif
