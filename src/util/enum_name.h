@@ -16,8 +16,11 @@
 #ifndef UROCE_UTIL_ENUM_NAME_H
 #define UROCE_UTIL_ENUM_NAME_H
 
-#define UR_ENUM_MEMBER(member, text)	member,
-#define UR_ENUM_NAME(member, text)	[member] = text,
+/* A row may carry more columns for its file's own tables (a state
+ * machine's step): these two read the first two. */
+#define UR_ENUM_MEMBER(member, ...)	member,
+#define UR_ENUM_NAME(member, ...)	[member] = UR__ENUM_TEXT(__VA_ARGS__, ),
+#define UR__ENUM_TEXT(text, ...)	text
 
 /* The enum, nr (its count) last, and the declaration of its name table. */
 #define UR_ENUM_DECLARE(tag, list, nr, names)				\
