@@ -99,12 +99,10 @@ static void bury(struct cma_channel *c)
  * back to sleep rather than deliver it. */
 void cma_channel_close(struct cma_channel *c)
 {
-	while (!ur_list_empty(&c->events)) {
-		struct cma_event *e = ur_list_entry(c->events.next, struct cma_event, link);
+	struct cma_event *e;
 
-		ur_list_del(&e->link);
+	while ((e = ur_list_pop_entry(&c->events, struct cma_event, link)))
 		free(e);
-	}
 	c->closed = true;
 	if (!c->readers)
 		bury(c);
@@ -138,11 +136,9 @@ static struct cma_event *take(struct cma_channel *ch)
 {
 	struct cma_event *e;
 
-	if (ur_list_empty(&ch->events))
+	e = ur_list_pop_entry(&ch->events, struct cma_event, link);
+	if (!e)
 		return NULL;
-	e = ur_list_entry(ch->events.next, struct cma_event, link);
-	ur_list_del(&e->link);
-	ur_list_init(&e->link);
 	/* Handed out: the id (and a request's listener) cannot go before it
 	 * is acked, as with the kernel's rdma_cm. */
 	to_cid(e->ev.id)->events_out++;
