@@ -154,6 +154,8 @@ struct rs_config {
 	int nap_ms;                    /* a blocking call's sleep: RS_NAP_MS or less */
 };
 const struct rs_config *rs_config(void);
+/* A new rsocket's buffer and queue sizes, from the defaults. */
+void rs_config_sizes(struct rsock *rs);
 
 /* table.c: rsockets by number. */
 int rs_table_add(struct rsock *rs);
