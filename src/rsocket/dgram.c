@@ -54,14 +54,9 @@ err:
 
 static void free_qp(struct rs_dgram *dg, struct rs_ds_qp *qp)
 {
-	if (qp->id && qp->id->qp)
-		rdma_destroy_qp(qp->id);
-	if (qp->cq)
-		ibv_destroy_cq(qp->cq);
-	if (qp->cc) {
+	if (qp->cc)
 		epoll_ctl(dg->epfd, EPOLL_CTL_DEL, qp->cc->fd, NULL);
-		ibv_destroy_comp_channel(qp->cc);
-	}
+	rs_free_queues(qp->id, qp->cq, qp->cc);
 	if (qp->smr)
 		ibv_dereg_mr(qp->smr);
 	if (qp->rmr)

@@ -65,12 +65,7 @@ void rs_free(struct rsock *rs)
 		rs_ds_free(rs);
 		return;
 	}
-	if (rs->id && rs->id->qp)
-		rdma_destroy_qp(rs->id);
-	if (rs->cq)
-		ibv_destroy_cq(rs->cq);
-	if (rs->cc)
-		ibv_destroy_comp_channel(rs->cc);
+	rs_free_queues(rs->id, rs->cq, rs->cc);
 	if (rs->smr)
 		ibv_dereg_mr(rs->smr);
 	if (rs->rmr)

@@ -166,6 +166,10 @@ void rs_table_each(void (*fn)(struct rsock *rs));
 /* Runs fn on the rsocket numbered fd, if any, the same way. */
 void rs_table_with(int fd, void (*fn)(struct rsock *rs));
 
+/* ep.c: an id's QP, then its CQ and the CQ's channel, each that exists
+ * (the id stays). */
+void rs_free_queues(struct rdma_cm_id *id, struct ibv_cq *cq, struct ibv_comp_channel *cc);
+
 /* res.c: what a connection needs. */
 int rs_new(int domain, struct rsock **out);     /* an id on a channel of its own */
 void rs_free(struct rsock *rs);                 /* everything, the id last */
