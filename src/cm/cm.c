@@ -3,18 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-const char *const ur_cm_state_name[UR_CM_STATE_NR] = {
-	[UR_CM_IDLE] = "IDLE",
-	[UR_CM_REQ_SENT] = "REQ_SENT",
-	[UR_CM_REQ_RCVD] = "REQ_RCVD",
-	[UR_CM_REP_SENT] = "REP_SENT",
-	[UR_CM_REP_RCVD] = "REP_RCVD",
-	[UR_CM_ESTABLISHED] = "ESTABLISHED",
-	[UR_CM_DREQ_SENT] = "DREQ_SENT",
-	[UR_CM_TIMEWAIT] = "TIMEWAIT",
-	[UR_CM_SIDR_REQ_SENT] = "SIDR_REQ_SENT",
-	[UR_CM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
-};
+UR_ENUM_NAMES(UR_CM_STATE_LIST, UR_CM_STATE_NR, ur_cm_state_name);
 
 void ur_cm_init(struct ur_cm_conn *c, const struct ur_cm_ops *ops, uint32_t local_id,
 		uint64_t timeout_ns, unsigned max_retries)

@@ -21,21 +21,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/enum_name.h"
 #include "wire/mad.h"
 
-enum ur_cm_state {
-	UR_CM_IDLE,
-	UR_CM_REQ_SENT,
-	UR_CM_REQ_RCVD,
-	UR_CM_REP_SENT,
-	UR_CM_REP_RCVD,
-	UR_CM_ESTABLISHED,
-	UR_CM_DREQ_SENT,
-	UR_CM_TIMEWAIT,
-	UR_CM_SIDR_REQ_SENT,
-	UR_CM_SIDR_REQ_RCVD,
-	UR_CM_STATE_NR
-};
+#define UR_CM_STATE_LIST(X)			\
+	X(UR_CM_IDLE, "IDLE")			\
+	X(UR_CM_REQ_SENT, "REQ_SENT")		\
+	X(UR_CM_REQ_RCVD, "REQ_RCVD")		\
+	X(UR_CM_REP_SENT, "REP_SENT")		\
+	X(UR_CM_REP_RCVD, "REP_RCVD")		\
+	X(UR_CM_ESTABLISHED, "ESTABLISHED")	\
+	X(UR_CM_DREQ_SENT, "DREQ_SENT")		\
+	X(UR_CM_TIMEWAIT, "TIMEWAIT")		\
+	X(UR_CM_SIDR_REQ_SENT, "SIDR_REQ_SENT")	\
+	X(UR_CM_SIDR_REQ_RCVD, "SIDR_REQ_RCVD")
+
+UR_ENUM_DECLARE(ur_cm_state, UR_CM_STATE_LIST, UR_CM_STATE_NR, ur_cm_state_name);
 
 /* What the consumer learns from ur_cm_rx and ur_cm_tick. */
 enum ur_cm_up {
@@ -82,8 +83,6 @@ struct ur_cm_conn {
  * answer (RDMA_CM_EVENT_REJECTED, status 8). */
 #define UR_CM_LISTEN_GRACE_NS (1500ull * 1000 * 1000)
 #define UR_CM_LISTEN_RETRY_NS (50ull * 1000 * 1000)
-
-extern const char *const ur_cm_state_name[UR_CM_STATE_NR];
 
 void ur_cm_init(struct ur_cm_conn *c, const struct ur_cm_ops *ops, uint32_t local_id,
 		uint64_t timeout_ns, unsigned max_retries);

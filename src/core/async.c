@@ -73,10 +73,7 @@ int ur_async_get(struct ur_async_queue *q, struct ibv_async_event *ev)
 		pthread_mutex_lock(&q->lock);
 		/* An empty list means the event was about an object destroyed
 		 * since: skip its byte and wait for the next one. */
-		if (!ur_list_empty(&q->events)) {
-			it = ur_list_entry(q->events.next, struct async_item, link);
-			ur_list_del(&it->link);
-		}
+		it = ur_list_pop_entry(&q->events, struct async_item, link);
 		pthread_mutex_unlock(&q->lock);
 	}
 	*ev = it->ev;

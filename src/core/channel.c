@@ -89,11 +89,9 @@ int ur_channel_get(struct ur_comp_channel *ch, void (*taken)(void *owner), void 
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&ch->lock);
-		if (!ur_list_empty(&ch->events)) {
-			ev = ur_list_entry(ch->events.next, struct ur_chan_event, link);
-			ur_list_del(&ev->link);
+		ev = ur_list_pop_entry(&ch->events, struct ur_chan_event, link);
+		if (ev)
 			taken(ev->owner);
-		}
 		pthread_mutex_unlock(&ch->lock);
 		if (ev) {
 			*owner = ev->owner;

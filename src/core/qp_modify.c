@@ -98,39 +98,40 @@ static int resolve_peer(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
 	return 0;
 }
 
+/* Each attribute the mask names, the field written once; PSNs and QPNs
+ * keep their 24 bits. */
+#define TAKE(bit, field)						\
+	do {								\
+		if (mask & (bit))					\
+			qp->attr.field = a->field;			\
+	} while (0)
+#define TAKE_24(bit, field)						\
+	do {								\
+		if (mask & (bit))					\
+			qp->attr.field = a->field & UR_QPN_MASK;	\
+	} while (0)
+
 static void apply(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
-	if (mask & IBV_QP_ACCESS_FLAGS)
-		qp->attr.qp_access_flags = a->qp_access_flags;
-	if (mask & IBV_QP_PKEY_INDEX)
-		qp->attr.pkey_index = a->pkey_index;
-	if (mask & IBV_QP_PORT)
-		qp->attr.port_num = a->port_num;
-	if (mask & IBV_QP_QKEY)
-		qp->attr.qkey = a->qkey;
-	if (mask & IBV_QP_AV)
-		qp->attr.ah_attr = a->ah_attr;
-	if (mask & IBV_QP_PATH_MTU)
-		qp->attr.path_mtu = a->path_mtu;
-	if (mask & IBV_QP_TIMEOUT)
-		qp->attr.timeout = a->timeout;
-	if (mask & IBV_QP_RETRY_CNT)
-		qp->attr.retry_cnt = a->retry_cnt;
-	if (mask & IBV_QP_RNR_RETRY)
-		qp->attr.rnr_retry = a->rnr_retry;
-	if (mask & IBV_QP_RQ_PSN)
-		qp->attr.rq_psn = a->rq_psn & UR_QPN_MASK;
-	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
-		qp->attr.max_rd_atomic = a->max_rd_atomic;
-	if (mask & IBV_QP_MIN_RNR_TIMER)
-		qp->attr.min_rnr_timer = a->min_rnr_timer;
-	if (mask & IBV_QP_SQ_PSN)
-		qp->attr.sq_psn = a->sq_psn & UR_QPN_MASK;
-	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
-		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
-	if (mask & IBV_QP_DEST_QPN)
-		qp->attr.dest_qp_num = a->dest_qp_num & UR_QPN_MASK;
+	TAKE(IBV_QP_ACCESS_FLAGS, qp_access_flags);
+	TAKE(IBV_QP_PKEY_INDEX, pkey_index);
+	TAKE(IBV_QP_PORT, port_num);
+	TAKE(IBV_QP_QKEY, qkey);
+	TAKE(IBV_QP_AV, ah_attr);
+	TAKE(IBV_QP_PATH_MTU, path_mtu);
+	TAKE(IBV_QP_TIMEOUT, timeout);
+	TAKE(IBV_QP_RETRY_CNT, retry_cnt);
+	TAKE(IBV_QP_RNR_RETRY, rnr_retry);
+	TAKE_24(IBV_QP_RQ_PSN, rq_psn);
+	TAKE(IBV_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+	TAKE(IBV_QP_MIN_RNR_TIMER, min_rnr_timer);
+	TAKE_24(IBV_QP_SQ_PSN, sq_psn);
+	TAKE(IBV_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE_24(IBV_QP_DEST_QPN, dest_qp_num);
 }
+
+#undef TAKE
+#undef TAKE_24
 
 static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask)
 {

@@ -179,19 +179,5 @@ int ur_sq_post(struct ur_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **ba
 
 int ur_rq_post(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	int ret = 0;
-
-	for (; wr; wr = wr->next) {
-		if (ur_wq_full(&qp->rq)) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = ur_recv_wqe_fill(ur_wq_slot(&qp->rq, qp->rq.tail), wr, qp->cap.max_recv_sge);
-		if (ret)
-			break;
-		qp->rq.tail++;
-	}
-	if (ret)
-		*bad = wr;
-	return ret;
+	return ur_wq_post_recv(&qp->rq, wr, qp->cap.max_recv_sge, bad);
 }

@@ -170,21 +170,10 @@ int ur_srq_query(struct ur_srq *srq, struct ibv_srq_attr *attr)
 
 int ur_srq_post_recv(struct ur_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&srq->lock);
-	for (; wr; wr = wr->next) {
-		if (ur_wq_full(&srq->rq)) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = ur_recv_wqe_fill(ur_wq_slot(&srq->rq, srq->rq.tail), wr, srq->max_sge);
-		if (ret)
-			break;
-		srq->rq.tail++;
-	}
-	if (ret)
-		*bad = wr;
+	ret = ur_wq_post_recv(&srq->rq, wr, srq->max_sge, bad);
 	pthread_mutex_unlock(&srq->lock);
 	return ret;
 }

@@ -25,7 +25,7 @@ void ur_wq_fini(struct ur_wq *q)
 	q->buf = NULL;
 }
 
-int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge)
+static int recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge)
 {
 	uint64_t len = 0;
 
@@ -39,4 +39,24 @@ int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32
 	}
 	r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
 	return 0;
+}
+
+int ur_wq_post_recv(struct ur_wq *q, struct ibv_recv_wr *wr, uint32_t max_sge,
+		    struct ibv_recv_wr **bad)
+{
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		if (ur_wq_full(q)) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = recv_wqe_fill(ur_wq_slot(q, q->tail), wr, max_sge);
+		if (ret)
+			break;
+		q->tail++;
+	}
+	if (ret)
+		*bad = wr;
+	return ret;
 }

@@ -29,10 +29,13 @@ struct ur_wq {
 
 int ur_wq_init(struct ur_wq *q, uint32_t max, size_t slot_size);
 void ur_wq_fini(struct ur_wq *q);
+/* Posts the chain of receive requests at wr into q (a QP's RQ or an SRQ, its
+ * owner's lock held), each of at most max_sge SGEs: 0, or -ENOMEM (q full)
+ * or -EINVAL (more SGEs) with *bad the request that failed; those before
+ * it stay posted. */
+int ur_wq_post_recv(struct ur_wq *q, struct ibv_recv_wr *wr, uint32_t max_sge,
+		    struct ibv_recv_wr **bad);
 
-/* Fills a receive WQE slot from a work request with at most max_sge SGEs
- * (a QP's RQ or an SRQ); -EINVAL if it has more. */
-int ur_recv_wqe_fill(struct ur_recv_wqe *r, const struct ibv_recv_wr *wr, uint32_t max_sge);
 
 static inline void *ur_wq_slot(const struct ur_wq *q, uint32_t idx)
 {

@@ -10,6 +10,7 @@
 
 #include "rdmacm/cma.h"
 #include "util/compiler.h"
+#include "util/enum_name.h"
 #include "util/wakeup.h"
 
 static void count_one(struct cma_channel *ch)
@@ -98,12 +99,10 @@ static void bury(struct cma_channel *c)
  * back to sleep rather than deliver it. */
 void cma_channel_close(struct cma_channel *c)
 {
-	while (!ur_list_empty(&c->events)) {
-		struct cma_event *e = ur_list_entry(c->events.next, struct cma_event, link);
+	struct cma_event *e;
 
-		ur_list_del(&e->link);
+	while ((e = ur_list_pop_entry(&c->events, struct cma_event, link)))
 		free(e);
-	}
 	c->closed = true;
 	if (!c->readers)
 		bury(c);
@@ -137,11 +136,9 @@ static struct cma_event *take(struct cma_channel *ch)
 {
 	struct cma_event *e;
 
-	if (ur_list_empty(&ch->events))
+	e = ur_list_pop_entry(&ch->events, struct cma_event, link);
+	if (!e)
 		return NULL;
-	e = ur_list_entry(ch->events.next, struct cma_event, link);
-	ur_list_del(&e->link);
-	ur_list_init(&e->link);
 	/* Handed out: the id (and a request's listener) cannot go before it
 	 * is acked, as with the kernel's rdma_cm. */
 	to_cid(e->ev.id)->events_out++;
@@ -291,27 +288,27 @@ void cma_drop_kept(struct cma_id *c)
 }
 
 static const char *const event_names[] = {
-	[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
-	[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
-	[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
-	[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
-	[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
-	[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
-	[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
-	[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
-	[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
-	[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
-	[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
-	[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
-	[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
-	[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
-	[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
-	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ADDR_RESOLVED),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ADDR_ERROR),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ROUTE_RESOLVED),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ROUTE_ERROR),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_CONNECT_REQUEST),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_CONNECT_RESPONSE),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_CONNECT_ERROR),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_UNREACHABLE),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_REJECTED),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ESTABLISHED),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_DISCONNECTED),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_DEVICE_REMOVAL),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_MULTICAST_JOIN),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_MULTICAST_ERROR),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_ADDR_CHANGE),
+	UR_ENUM_SPELLING(RDMA_CM_EVENT_TIMEWAIT_EXIT),
 };
 
 UR_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 {
-	if ((unsigned)event < sizeof(event_names) / sizeof(event_names[0]) && event_names[event])
+	if ((unsigned)event < UR_ARRAY_SIZE(event_names) && event_names[event])
 		return event_names[event];
 	return "UNKNOWN EVENT";
 }

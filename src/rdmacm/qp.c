@@ -88,7 +88,7 @@ static int create_qp(struct cma_id *c, struct ibv_qp_init_attr_ex *a)
 	struct ibv_qp *qp;
 	int ret;
 
-	if (!c->id.verbs || c->dev < 0)
+	if (!a || !c->id.verbs || c->dev < 0)
 		return -EINVAL;
 	if (!a->pd) {
 		if (!(a->pd = cma_dev_pd(c->dev)))
@@ -139,8 +139,6 @@ fail:
 
 UR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
-	if (!attr)
-		return cma_abi_ret(-EINVAL);
 	return cma_locked_abi_call(create_qp(to_cid(id), attr));
 }
 
@@ -148,7 +146,6 @@ UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 			     struct ibv_qp_init_attr *qp_init_attr)
 {
 	struct ibv_qp_init_attr_ex a;
-	int ret;
 
 	if (!qp_init_attr)
 		return cma_abi_ret(-EINVAL);
@@ -158,13 +155,8 @@ UR_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	a.pd = pd;
 	if (!pd)
 		a.comp_mask = 0;
-	pthread_mutex_lock(&cma.lock);
-	ret = create_qp(to_cid(id), &a);
-	pthread_mutex_unlock(&cma.lock);
-	if (ret) {
-		errno = -ret;
+	if (cma_locked_abi_call(create_qp(to_cid(id), &a)))
 		return -1;
-	}
 	/* The caller learns the capabilities it got, and the CQs. */
 	qp_init_attr->cap = a.cap;
 	qp_init_attr->send_cq = a.send_cq;
@@ -301,7 +293,7 @@ static int create_srq(struct cma_id *c, struct ibv_srq_init_attr_ex *a)
 {
 	struct ibv_srq *srq;
 
-	if (!c->id.verbs || c->dev < 0 || !(a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+	if (!a || !c->id.verbs || c->dev < 0 || !(a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
 		return -EINVAL;
 	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd) {
 		a->pd = c->id.pd ? c->id.pd : cma_dev_pd(c->dev);
@@ -337,8 +329,6 @@ static int create_srq(struct cma_id *c, struct ibv_srq_init_attr_ex *a)
 
 UR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
-	if (!attr)
-		return cma_abi_ret(-EINVAL);
 	return cma_locked_abi_call(create_srq(to_cid(id), attr));
 }
 

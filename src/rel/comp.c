@@ -20,37 +20,39 @@
 #include "rel/req.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
+#include "util/enum_name.h"
 #include "util/log.h"
 
-enum comp_state {
-	COMP_CHECK_QP,         /* does the QP take responses now? */
-	COMP_CHECK_PSN,        /* a response to something outstanding? */
-	COMP_CATCH_UP,         /* a response past what was resent: the requester moves there */
-	COMP_CHECK_ACK,        /* which kind of response */
-	COMP_ACK,
-	COMP_RNR_NAK,
-	COMP_NAK,
-	COMP_GAP,              /* a gap report: its PSNs resent alone */
-	COMP_GAP_AGAIN,        /* a NAK naming what just arrived: lost resend? */
-	COMP_READ,             /* a READ response: its bytes placed in order */
-	COMP_ATOMIC,           /* an atomic ACK: the original value returned */
-	COMP_RETRY,            /* go back to the oldest unacknowledged PSN */
-	COMP_ERROR,            /* the head WQE fails and the QP enters ERROR */
-	COMP_RETIRE,           /* local operations behind what completed; send on */
-	COMP_DONE,
-	COMP_NR
-};
+/* The completer's states, each with its name for the logs and its step. */
+#define COMP_STATE_LIST(X)							\
+	/* does the QP take responses now? */					\
+	X(COMP_CHECK_QP, "CHECK_QP", check_qp)					\
+	/* a response to something outstanding? */				\
+	X(COMP_CHECK_PSN, "CHECK_PSN", check_psn)				\
+	/* a response past what was resent: the requester moves there */	\
+	X(COMP_CATCH_UP, "CATCH_UP", catch_up)					\
+	/* which kind of response */						\
+	X(COMP_CHECK_ACK, "CHECK_ACK", check_ack)				\
+	X(COMP_ACK, "ACK", ack)							\
+	X(COMP_RNR_NAK, "RNR_NAK", rnr_nak)					\
+	X(COMP_NAK, "NAK", nak)							\
+	/* a gap report: its PSNs resent alone */				\
+	X(COMP_GAP, "GAP", gap)							\
+	/* a NAK naming what just arrived: lost resend? */			\
+	X(COMP_GAP_AGAIN, "GAP_AGAIN", gap_again)				\
+	/* a READ response: its bytes placed in order */			\
+	X(COMP_READ, "READ", read)						\
+	/* an atomic ACK: the original value returned */			\
+	X(COMP_ATOMIC, "ATOMIC", atomic)					\
+	/* go back to the oldest unacknowledged PSN */				\
+	X(COMP_RETRY, "RETRY", retry)						\
+	/* the head WQE fails and the QP enters ERROR */			\
+	X(COMP_ERROR, "ERROR", fail)						\
+	/* local operations behind what completed; send on */			\
+	X(COMP_RETIRE, "RETIRE", retire)					\
+	X(COMP_DONE, "DONE", NULL)
 
-static const char *const comp_state_name[COMP_NR] = {
-	[COMP_CHECK_QP] = "CHECK_QP",   [COMP_CHECK_PSN] = "CHECK_PSN",
-	[COMP_CATCH_UP] = "CATCH_UP",   [COMP_CHECK_ACK] = "CHECK_ACK",
-	[COMP_ACK] = "ACK",             [COMP_RNR_NAK] = "RNR_NAK",
-	[COMP_NAK] = "NAK",             [COMP_GAP] = "GAP",
-	[COMP_GAP_AGAIN] = "GAP_AGAIN", [COMP_READ] = "READ",
-	[COMP_ATOMIC] = "ATOMIC",       [COMP_RETRY] = "RETRY",
-	[COMP_ERROR] = "ERROR",         [COMP_RETIRE] = "RETIRE",
-	[COMP_DONE] = "DONE",
-};
+UR_ENUM_LOCAL(comp_state, COMP_STATE_LIST, COMP_NR, comp_state_name);
 
 struct comp_ctx {
 	struct ur_qp *qp;
@@ -586,14 +588,9 @@ static enum comp_state retire(struct comp_ctx *c)
 	return COMP_DONE;
 }
 
+#define COMP_STEP(member, text, fn)	[member] = fn,
 static enum comp_state (*const step[COMP_NR])(struct comp_ctx *c) = {
-	[COMP_CHECK_QP] = check_qp,   [COMP_CHECK_PSN] = check_psn,
-	[COMP_CATCH_UP] = catch_up,   [COMP_CHECK_ACK] = check_ack,
-	[COMP_ACK] = ack,             [COMP_RNR_NAK] = rnr_nak,
-	[COMP_NAK] = nak,             [COMP_GAP] = gap,
-	[COMP_GAP_AGAIN] = gap_again, [COMP_READ] = read,
-	[COMP_ATOMIC] = atomic,       [COMP_RETRY] = retry,
-	[COMP_ERROR] = fail,          [COMP_RETIRE] = retire,
+	COMP_STATE_LIST(COMP_STEP)
 };
 
 static void run(struct comp_ctx *c, enum comp_state s)

@@ -42,13 +42,10 @@ void ur_progress_timer(struct ur_timer *t)
 /* Takes the QP at the head of the waiting list off it; NULL if none. */
 static struct ur_qp *waiting_pop(struct ur_stack *s)
 {
-	struct ur_qp *qp = NULL;
+	struct ur_qp *qp;
 
 	pthread_mutex_lock(&s->waiting_lock);
-	if (!ur_list_empty(&s->waiting)) {
-		qp = ur_list_entry(s->waiting.next, struct ur_qp, wait_link);
-		ur_list_del(&qp->wait_link);
-	}
+	qp = ur_list_pop_entry(&s->waiting, struct ur_qp, wait_link);
 	pthread_mutex_unlock(&s->waiting_lock);
 	return qp;
 }

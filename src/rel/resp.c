@@ -23,42 +23,46 @@
 #include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "rel/xrc.h"
+#include "util/enum_name.h"
 #include "util/log.h"
 
-enum resp_state {
-	RESP_CHECK_QP,         /* can the QP take requests now? */
-	RESP_UD,               /* a datagram: no stream, no PSN */
-	RESP_XRC_PARKED,       /* waiting for another process to place a message */
-	RESP_XRC_SRQ,          /* which SRQ (hence PD, CQ) the request is for */
-	RESP_CHECK_PSN,
-	RESP_DUPLICATE,        /* an old PSN: answer again, execute nothing */
-	RESP_OUT_OF_SEQ,       /* class B: a gap (RC), or resynchronise (UC) */
-	RESP_UC_DROPPING,      /* UC: the rest of a lost message goes */
-	RESP_CHECK_OP_SEQ,     /* FIRST/MIDDLE/LAST in order, the length right */
-	RESP_XRC_HANDOFF,      /* another process's SRQ: hand the packet over */
-	RESP_EXECUTE,
-	RESP_READ_ATOMIC,      /* answered from the resource ring */
-	RESP_RNR,              /* class B: no receive WQE */
-	RESP_ERR_INVALID,      /* class C: NAK invalid request */
-	RESP_ERR_UNSUPPORTED,  /* class C: a request opcode with no step here */
-	RESP_ACKNOWLEDGE,      /* the PSN is done: expect the next, ACK if asked */
-	RESP_UC_CONSUME,       /* UC: the packet is spent though the message is lost */
-	RESP_DONE,
-	RESP_NR
-};
+/* The responder's states, each with its name for the logs and its step. */
+#define RESP_STATE_LIST(X)						\
+	/* can the QP take requests now? */				\
+	X(RESP_CHECK_QP, "CHECK_QP", check_qp)				\
+	/* a datagram: no stream, no PSN */				\
+	X(RESP_UD, "UD", ud)						\
+	/* waiting for another process to place a message */		\
+	X(RESP_XRC_PARKED, "XRC_PARKED", xrc_parked)			\
+	/* which SRQ (hence PD, CQ) the request is for */		\
+	X(RESP_XRC_SRQ, "XRC_SRQ", xrc_srq)				\
+	X(RESP_CHECK_PSN, "CHECK_PSN", check_psn)			\
+	/* an old PSN: answer again, execute nothing */			\
+	X(RESP_DUPLICATE, "DUPLICATE", duplicate)			\
+	/* class B: a gap (RC), or resynchronise (UC) */		\
+	X(RESP_OUT_OF_SEQ, "OUT_OF_SEQ", out_of_seq)			\
+	/* UC: the rest of a lost message goes */			\
+	X(RESP_UC_DROPPING, "UC_DROPPING", uc_dropping)			\
+	/* FIRST/MIDDLE/LAST in order, the length right */		\
+	X(RESP_CHECK_OP_SEQ, "CHECK_OP_SEQ", check_op_seq)		\
+	/* another process's SRQ: hand the packet over */		\
+	X(RESP_XRC_HANDOFF, "XRC_HANDOFF", xrc_handoff)			\
+	X(RESP_EXECUTE, "EXECUTE", execute)				\
+	/* answered from the resource ring */				\
+	X(RESP_READ_ATOMIC, "READ_ATOMIC", read_atomic)			\
+	/* class B: no receive WQE */					\
+	X(RESP_RNR, "RNR", rnr)						\
+	/* class C: NAK invalid request */				\
+	X(RESP_ERR_INVALID, "ERR_INVALID", err_invalid)			\
+	/* class C: a request opcode with no step here */		\
+	X(RESP_ERR_UNSUPPORTED, "ERR_UNSUPPORTED", err_unsupported)	\
+	/* the PSN is done: expect the next, ACK if asked */		\
+	X(RESP_ACKNOWLEDGE, "ACKNOWLEDGE", acknowledge)			\
+	/* UC: the packet is spent though the message is lost */	\
+	X(RESP_UC_CONSUME, "UC_CONSUME", uc_consume)			\
+	X(RESP_DONE, "DONE", NULL)
 
-static const char *const resp_state_name[RESP_NR] = {
-	[RESP_CHECK_QP] = "CHECK_QP",       [RESP_UD] = "UD",
-	[RESP_XRC_PARKED] = "XRC_PARKED",   [RESP_XRC_SRQ] = "XRC_SRQ",
-	[RESP_CHECK_PSN] = "CHECK_PSN",     [RESP_DUPLICATE] = "DUPLICATE",
-	[RESP_OUT_OF_SEQ] = "OUT_OF_SEQ",   [RESP_UC_DROPPING] = "UC_DROPPING",
-	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ", [RESP_XRC_HANDOFF] = "XRC_HANDOFF",
-	[RESP_EXECUTE] = "EXECUTE",         [RESP_READ_ATOMIC] = "READ_ATOMIC",
-	[RESP_RNR] = "RNR",                 [RESP_ERR_INVALID] = "ERR_INVALID",
-	[RESP_ERR_UNSUPPORTED] = "ERR_UNSUPPORTED",
-	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE", [RESP_UC_CONSUME] = "UC_CONSUME",
-	[RESP_DONE] = "DONE",
-};
+UR_ENUM_LOCAL(resp_state, RESP_STATE_LIST, RESP_NR, resp_state_name);
 
 /* One packet's walk. */
 struct resp_ctx {
@@ -400,16 +404,9 @@ static enum resp_state uc_consume(struct resp_ctx *c)
 	return RESP_DONE;
 }
 
+#define RESP_STEP(member, text, fn)	[member] = fn,
 static enum resp_state (*const step[RESP_NR])(struct resp_ctx *c) = {
-	[RESP_CHECK_QP] = check_qp,         [RESP_UD] = ud,
-	[RESP_XRC_PARKED] = xrc_parked,     [RESP_XRC_SRQ] = xrc_srq,
-	[RESP_CHECK_PSN] = check_psn,       [RESP_DUPLICATE] = duplicate,
-	[RESP_OUT_OF_SEQ] = out_of_seq,     [RESP_UC_DROPPING] = uc_dropping,
-	[RESP_CHECK_OP_SEQ] = check_op_seq, [RESP_XRC_HANDOFF] = xrc_handoff,
-	[RESP_EXECUTE] = execute,           [RESP_READ_ATOMIC] = read_atomic,
-	[RESP_RNR] = rnr,                   [RESP_ERR_INVALID] = err_invalid,
-	[RESP_ERR_UNSUPPORTED] = err_unsupported,
-	[RESP_ACKNOWLEDGE] = acknowledge,   [RESP_UC_CONSUME] = uc_consume,
+	RESP_STATE_LIST(RESP_STEP)
 };
 
 static void walk(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)

@@ -3,13 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-const char *const ur_xrc_status_name[UR_XRC_STATUS_NR] = {
-	[UR_XRC_OK] = "ok",
-	[UR_XRC_RNR] = "rnr",
-	[UR_XRC_INVALID] = "invalid",
-	[UR_XRC_LEN_ERR] = "len_err",
-	[UR_XRC_OP_ERR] = "op_err",
-};
+UR_ENUM_NAMES(UR_XRC_STATUS_LIST, UR_XRC_STATUS_NR, ur_xrc_status_name);
 
 void ur_xrc_msg_init(struct ur_xrc_msg *m, enum ur_xrc_kind kind, pid_t src_pid)
 {

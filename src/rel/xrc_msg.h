@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/enum_name.h"
+
 #define UR_XRC_MAGIC 0x75585243u     /* "uXRC" */
 #define UR_XRC_VERSION 1
 #define UR_XRC_DEVNAME 64            /* IBV_SYSFS_NAME_MAX */
@@ -37,14 +39,20 @@ enum {
 	UR_XRC_F_SE = 1 << 3,
 };
 
-enum ur_xrc_status {
-	UR_XRC_OK = 0,               /* placed (or placed before: a duplicate) */
-	UR_XRC_RNR,                  /* the SRQ has no receive WQE posted */
-	UR_XRC_INVALID,              /* no such SRQ in that domain, or out of sequence */
-	UR_XRC_LEN_ERR,              /* the receive buffer is too small */
-	UR_XRC_OP_ERR,               /* the receive buffer's lkey is invalid */
-	UR_XRC_STATUS_NR,
-};
+/* The values travel in a REPLY: add at the end only. */
+#define UR_XRC_STATUS_LIST(X)					\
+	/* placed (or placed before: a duplicate) */		\
+	X(UR_XRC_OK, "ok")					\
+	/* the SRQ has no receive WQE posted */			\
+	X(UR_XRC_RNR, "rnr")					\
+	/* no such SRQ in that domain, or out of sequence */	\
+	X(UR_XRC_INVALID, "invalid")				\
+	/* the receive buffer is too small */			\
+	X(UR_XRC_LEN_ERR, "len_err")				\
+	/* the receive buffer's lkey is invalid */		\
+	X(UR_XRC_OP_ERR, "op_err")
+
+UR_ENUM_DECLARE(ur_xrc_status, UR_XRC_STATUS_LIST, UR_XRC_STATUS_NR, ur_xrc_status_name);
 
 /* One header for both kinds; DELIVER fields are zero in a REPLY. */
 struct ur_xrc_msg {
@@ -76,6 +84,5 @@ void ur_xrc_msg_init(struct ur_xrc_msg *m, enum ur_xrc_kind kind, pid_t src_pid)
  * version, bad kind, status or length: the caller counts it malformed). */
 int ur_xrc_msg_parse(const uint8_t *buf, size_t len, struct ur_xrc_msg *m,
 		     const uint8_t **payload);
-extern const char *const ur_xrc_status_name[UR_XRC_STATUS_NR];
 
 #endif

@@ -71,3 +71,14 @@ const struct rs_config *rs_config(void)
 	pthread_once(&once, load);
 	return &cfg;
 }
+
+void rs_config_sizes(struct rsock *rs)
+{
+	const struct rs_config *c = rs_config();
+
+	rs->rbuf_size = c->rmem;
+	rs->sbuf_size = c->wmem;
+	rs->sq_size = c->sq_size;
+	rs->rq_size = c->rq_size;
+	rs->sq_inline = c->sq_inline;
+}

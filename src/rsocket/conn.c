@@ -63,6 +63,14 @@ static void established(struct rsock *rs, const struct rdma_cm_event *ev)
 	rs->rd_open = rs->wr_open = true;
 }
 
+/* What connect(2) would have said for the event that ended an attempt. */
+static int failed_errno(enum rdma_cm_event_type e)
+{
+	if (e == RDMA_CM_EVENT_ADDR_ERROR || e == RDMA_CM_EVENT_ROUTE_ERROR)
+		return EHOSTUNREACH;
+	return e == RDMA_CM_EVENT_UNREACHABLE ? ETIMEDOUT : ECONNREFUSED;
+}
+
 static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
@@ -78,21 +86,15 @@ static void on_event(struct rsock *rs, struct rdma_cm_event *ev)
 		if (rs->state == RS_RESOLVING_ROUTE)
 			route_resolved(rs);
 		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-		connect_failed(rs, EHOSTUNREACH);
-		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		established(rs, ev);
 		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_REJECTED:
-		connect_failed(rs, ECONNREFUSED);
-		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
-		connect_failed(rs, ETIMEDOUT);
-		break;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		connect_failed(rs, ECONNREFUSED);
+		connect_failed(rs, failed_errno(ev->event));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (rs->state == RS_CONNECTED || rs->state == RS_ACCEPTING) {

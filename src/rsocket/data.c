@@ -15,19 +15,7 @@
 #define RS_WR_RECV   (1ull << 63)
 #define RS_POLL_BATCH 16
 
-const char *const rs_state_names[RS_NSTATES] = {
-	[RS_IDLE] = "idle",
-	[RS_BOUND] = "bound",
-	[RS_LISTENING] = "listening",
-	[RS_RESOLVING_ADDR] = "resolving-addr",
-	[RS_RESOLVING_ROUTE] = "resolving-route",
-	[RS_CONNECTING] = "connecting",
-	[RS_ACCEPTING] = "accepting",
-	[RS_CONNECTED] = "connected",
-	[RS_CONNECT_ERROR] = "connect-error",
-	[RS_DISCONNECTED] = "disconnected",
-	[RS_ERROR] = "error",
-};
+UR_ENUM_NAMES(RS_STATE_LIST, RS_NSTATES, rs_state_names);
 
 bool rs_have_rdata(const struct rsock *rs)
 {

@@ -14,16 +14,8 @@
 #include "rsocket/dgram_wire.h"
 #include "rsocket/rsocket.h"
 #include "rsocket/dgram_priv.h"
+#include "util/fd.h"
 #include "util/sys_socket.h"
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
 
 int rs_ds_new(int domain, int type, struct rsock **out)
 {
@@ -42,11 +34,7 @@ int rs_ds_new(int domain, int type, struct rsock **out)
 	rs->dg = dg;
 	rs->domain = domain;
 	rs->state = RS_IDLE;
-	rs->rbuf_size = rs_config()->rmem;
-	rs->sbuf_size = rs_config()->wmem;
-	rs->sq_size = rs_config()->sq_size;
-	rs->rq_size = rs_config()->rq_size;
-	rs->sq_inline = rs_config()->sq_inline;
+	rs_config_sizes(rs);
 	rs->fd_flags = O_RDWR;
 	dg->epfd = dg->evfd = -1;
 	rs->fd = ur_socket(domain, SOCK_DGRAM | (type & SOCK_CLOEXEC), 0);
@@ -66,14 +54,9 @@ err:
 
 static void free_qp(struct rs_dgram *dg, struct rs_ds_qp *qp)
 {
-	if (qp->id && qp->id->qp)
-		rdma_destroy_qp(qp->id);
-	if (qp->cq)
-		ibv_destroy_cq(qp->cq);
-	if (qp->cc) {
+	if (qp->cc)
 		epoll_ctl(dg->epfd, EPOLL_CTL_DEL, qp->cc->fd, NULL);
-		ibv_destroy_comp_channel(qp->cc);
-	}
+	rs_free_queues(qp->id, qp->cq, qp->cc);
 	if (qp->smr)
 		ibv_dereg_mr(qp->smr);
 	if (qp->rmr)
@@ -318,7 +301,7 @@ static int make_qp(struct rsock *rs, const struct sockaddr_storage *local, struc
 	qp->cc = ibv_create_comp_channel(qp->id->verbs);
 	if (!qp->smr || !qp->rmr || !qp->cc)
 		goto err_errno;
-	ret = set_nonblock(qp->cc->fd);
+	ret = ur_fd_set_nonblock(qp->cc->fd);
 	if (ret)
 		goto err;
 	qp->cq = ibv_create_cq(qp->id->verbs, rs->sq_size + rs->rq_size, qp, qp->cc, 0);

@@ -9,6 +9,7 @@
 
 #include "rsocket/dgram.h"
 #include "rsocket/rsocket.h"
+#include "util/fd.h"
 
 #define RS_WR_RECV (1ull << 63)
 /* Past sbuf's end: a slot per control message in flight, for target SGEs
@@ -18,15 +19,6 @@
 static bool host_is_net(void)
 {
 	return __BYTE_ORDER == __BIG_ENDIAN;
-}
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
 }
 
 int rs_new(int domain, struct rsock **out)
@@ -41,11 +33,7 @@ int rs_new(int domain, struct rsock **out)
 	rs->type = SOCK_STREAM;
 	rs->fd = -1;
 	rs->state = RS_IDLE;
-	rs->rbuf_size = rs_config()->rmem;
-	rs->sbuf_size = rs_config()->wmem;
-	rs->sq_size = rs_config()->sq_size;
-	rs->rq_size = rs_config()->rq_size;
-	rs->sq_inline = rs_config()->sq_inline;
+	rs_config_sizes(rs);
 	rs->target_iomap_size = rs_config()->iomap_size;
 	rs->keepidle = 7200;
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
@@ -56,7 +44,7 @@ int rs_new(int domain, struct rsock **out)
 		goto err_free;
 	}
 	/* Never block in rdma_get_cm_event: sleeping is poll()'s job. */
-	ret = set_nonblock(rs->ch->fd);
+	ret = ur_fd_set_nonblock(rs->ch->fd);
 	if (ret)
 		goto err_channel;
 	rs->fd = rs->ch->fd;
@@ -77,12 +65,7 @@ void rs_free(struct rsock *rs)
 		rs_ds_free(rs);
 		return;
 	}
-	if (rs->id && rs->id->qp)
-		rdma_destroy_qp(rs->id);
-	if (rs->cq)
-		ibv_destroy_cq(rs->cq);
-	if (rs->cc)
-		ibv_destroy_comp_channel(rs->cc);
+	rs_free_queues(rs->id, rs->cq, rs->cc);
 	if (rs->smr)
 		ibv_dereg_mr(rs->smr);
 	if (rs->rmr)
@@ -181,7 +164,7 @@ int rs_create_ep(struct rsock *rs)
 	rs->cc = ibv_create_comp_channel(rs->id->verbs);
 	if (!rs->cc)
 		return -errno;
-	ret = set_nonblock(rs->cc->fd);
+	ret = ur_fd_set_nonblock(rs->cc->fd);
 	if (ret)
 		return ret;
 	/* Receives: the credits granted, and room for the control messages

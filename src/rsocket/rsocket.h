@@ -25,22 +25,26 @@
 #include <rdma/rdma_cma.h>
 
 #include "rsocket/rs_proto.h"
+#include "util/enum_name.h"
 
-enum rs_state {
-	RS_IDLE,
-	RS_BOUND,
-	RS_LISTENING,
-	RS_RESOLVING_ADDR,
-	RS_RESOLVING_ROUTE,
-	RS_CONNECTING,       /* REQ sent */
-	RS_ACCEPTING,        /* REP sent, waiting for ESTABLISHED */
-	RS_CONNECTED,        /* see rd_open/wr_open */
-	RS_CONNECT_ERROR,    /* err says why (ECONNREFUSED...) */
-	RS_DISCONNECTED,
-	RS_ERROR,
-	RS_NSTATES
-};
-extern const char *const rs_state_names[RS_NSTATES];
+#define RS_STATE_LIST(X)				\
+	X(RS_IDLE, "idle")				\
+	X(RS_BOUND, "bound")				\
+	X(RS_LISTENING, "listening")			\
+	X(RS_RESOLVING_ADDR, "resolving-addr")		\
+	X(RS_RESOLVING_ROUTE, "resolving-route")	\
+	/* REQ sent */					\
+	X(RS_CONNECTING, "connecting")			\
+	/* REP sent, waiting for ESTABLISHED */		\
+	X(RS_ACCEPTING, "accepting")			\
+	/* see rd_open/wr_open */			\
+	X(RS_CONNECTED, "connected")			\
+	/* err says why (ECONNREFUSED...) */		\
+	X(RS_CONNECT_ERROR, "connect-error")		\
+	X(RS_DISCONNECTED, "disconnected")		\
+	X(RS_ERROR, "error")
+
+UR_ENUM_DECLARE(rs_state, RS_STATE_LIST, RS_NSTATES, rs_state_names);
 
 struct rs_iomap_mr;
 struct rs_dgram;
@@ -150,6 +154,8 @@ struct rs_config {
 	int nap_ms;                    /* a blocking call's sleep: RS_NAP_MS or less */
 };
 const struct rs_config *rs_config(void);
+/* A new rsocket's buffer and queue sizes, from the defaults. */
+void rs_config_sizes(struct rsock *rs);
 
 /* table.c: rsockets by number. */
 int rs_table_add(struct rsock *rs);
@@ -159,6 +165,10 @@ void rs_table_del(int fd);
 void rs_table_each(void (*fn)(struct rsock *rs));
 /* Runs fn on the rsocket numbered fd, if any, the same way. */
 void rs_table_with(int fd, void (*fn)(struct rsock *rs));
+
+/* ep.c: an id's QP, then its CQ and the CQ's channel, each that exists
+ * (the id stays). */
+void rs_free_queues(struct rdma_cm_id *id, struct ibv_cq *cq, struct ibv_comp_channel *cc);
 
 /* res.c: what a connection needs. */
 int rs_new(int domain, struct rsock **out);     /* an id on a channel of its own */

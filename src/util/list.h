@@ -70,6 +70,25 @@ static inline bool ur_list_linked(const struct ur_list *n)
 
 #define ur_list_entry(ptr, type, member) container_of(ptr, type, member)
 
+/* Unlinks the first node of head and returns it; NULL when head is empty. */
+static inline struct ur_list *ur_list_pop(struct ur_list *head)
+{
+	struct ur_list *n = head->next;
+
+	if (n == head)
+		return NULL;
+	ur_list_del(n);
+	return n;
+}
+
+/* The same as the entry that node is in, or NULL. */
+#define ur_list_pop_entry(head, type, member)                              \
+	({                                                                  \
+		struct ur_list *ur_popped_ = ur_list_pop(head);             \
+									    \
+		ur_popped_ ? ur_list_entry(ur_popped_, type, member) : NULL; \
+	})
+
 #define ur_list_for_each(pos, head) \
 	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 

@@ -32,10 +32,8 @@ UR_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	/* A RoCE port routes by GID: without a GRH there is no address. */
-	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || ur_grh_parse((const uint8_t *)grh, &g)) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh || ur_grh_parse((const uint8_t *)grh, &g))
+		return ur_ret_minus1(-EINVAL);
 	ur_device_snapshot(to_uctx(context)->dev, &nd);
 	for (unsigned i = 0; i < nd.ngid; i++)
 		if (nd.gid[i].valid && !memcmp(&nd.gid[i].gid, &g.dgid, sizeof(g.dgid)))

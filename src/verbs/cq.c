@@ -55,18 +55,14 @@ struct ibv_cq_ex *ur_verbs_create_cq_ex(struct ibv_context *context,
 	struct ur_cq *cq = NULL;
 	int ret;
 
-	if (attr->comp_vector >= (uint32_t)context->num_comp_vectors) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (attr->comp_vector >= (uint32_t)context->num_comp_vectors)
+		return ur_ret_obj(-EINVAL, NULL);
 	/* A CQ of a parent domain (its allocators, its thread domain): the
 	 * domain must be one; uroce's CQ is the same either way. */
 	if (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
 		if (!a.parent_domain || !ur_verbs_is_parent_domain(a.parent_domain) ||
-		    a.parent_domain->context != context) {
-			errno = EINVAL;
-			return NULL;
-		}
+		    a.parent_domain->context != context)
+			return ur_ret_obj(-EINVAL, NULL);
 		a.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_PD;
 	}
 	ret = ur_cq_create(to_uctx(context), &a, &cq);

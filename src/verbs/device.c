@@ -53,10 +53,8 @@ UR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct ur_context *ctx;
 	int ret, err;
 
-	if (!device || !ur_device_is_ours(device)) {
-		errno = ENODEV;
-		return NULL;
-	}
+	if (!device || !ur_device_is_ours(device))
+		return ur_ret_obj(-ENODEV, NULL);
 	ret = ur_context_open(to_udev(device), &ctx);
 	if (ret)
 		return ur_ret_obj(ret, NULL);
@@ -172,10 +170,8 @@ UR_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port,
 UR_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port, int index,
 			     __be16 *pkey)
 {
-	if (port != 1 || index < 0 || index >= UR_MAX_PKEYS) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (port != 1 || index < 0 || index >= UR_MAX_PKEYS)
+		return ur_ret_minus1(-EINVAL);
 	*pkey = htobe16(0xffff);
 	return 0;
 }

@@ -66,18 +66,15 @@ struct ibv_dm *ur_verbs_alloc_dm(struct ibv_context *ctx, struct ibv_alloc_dm_at
 	struct ur_dm *d;
 
 	if (!attr || attr->comp_mask || !attr->length || attr->length > UR_MAX_DM_BYTES ||
-	    attr->log_align_req > 12) {
-		errno = EINVAL;
-		return NULL;
-	}
+	    attr->log_align_req > 12)
+		return ur_ret_obj(-EINVAL, NULL);
 	if ((1u << attr->log_align_req) > align)
 		align = 1u << attr->log_align_req;
 	len = (attr->length + align - 1) & ~(align - 1);
 	d = calloc(1, sizeof(*d));
 	if (!d || !(d->buf = aligned_alloc(align, len))) {
 		free(d);
-		errno = ENOMEM;
-		return NULL;
+		return ur_ret_obj(-ENOMEM, NULL);
 	}
 	memset(d->buf, 0, len);
 	d->length = attr->length;
@@ -106,10 +103,8 @@ struct ibv_mr *ur_verbs_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *dm, uint64_t
 	struct ibv_mr *mr;
 
 	if (!(access & IBV_ACCESS_ZERO_BASED) || dm_offset > d->length ||
-	    length > d->length - dm_offset || dm->context != pd->context) {
-		errno = EINVAL;
-		return NULL;
-	}
+	    length > d->length - dm_offset || dm->context != pd->context)
+		return ur_ret_obj(-EINVAL, NULL);
 	mr = ur_verbs_reg_range(pd, d->buf + dm_offset, length, 0, access);
 	if (!mr)
 		return NULL;

@@ -31,15 +31,11 @@ struct ibv_td *ur_verbs_alloc_td(struct ibv_context *ctx, struct ibv_td_init_att
 {
 	struct ur_td *td;
 
-	if (!attr || attr->comp_mask) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!attr || attr->comp_mask)
+		return ur_ret_obj(-EINVAL, NULL);
 	td = calloc(1, sizeof(*td));
-	if (!td) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!td)
+		return ur_ret_obj(-ENOMEM, NULL);
 	td->ibtd.context = ctx;
 	atomic_init(&td->users, 0);
 	return &td->ibtd;
@@ -65,16 +61,12 @@ struct ibv_pd *ur_verbs_alloc_parent_domain(struct ibv_context *ctx,
 	if (!attr || !attr->pd || attr->pd->context != ctx || (attr->comp_mask & ~known) ||
 	    (attr->td && attr->td->context != ctx) ||
 	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
-	     (!attr->alloc || !attr->free))) {
-		errno = EINVAL;
-		return NULL;
-	}
+	     (!attr->alloc || !attr->free)))
+		return ur_ret_obj(-EINVAL, NULL);
 	protection = to_upd(attr->pd);
 	pd = calloc(1, sizeof(*pd));
-	if (!pd) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!pd)
+		return ur_ret_obj(-ENOMEM, NULL);
 	pd->ctx = protection->ctx;
 	pd->ibpd.context = ctx;
 	pd->ibpd.handle = protection->ibpd.handle;

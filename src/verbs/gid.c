@@ -27,10 +27,8 @@ UR_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port, int index
 {
 	struct ur_netdev nd;
 
-	if (port != 1 || index < 0 || index >= UR_MAX_GID) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (port != 1 || index < 0 || index >= UR_MAX_GID)
+		return ur_ret_minus1(-EINVAL);
 	table(context, &nd);
 	if ((unsigned)index < nd.ngid && nd.gid[index].valid)
 		*gid = nd.gid[index].gid;
@@ -98,10 +96,8 @@ UR_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port,
 {
 	struct ur_netdev nd;
 
-	if (port != 1 || index >= UR_MAX_GID) {
-		errno = EINVAL;
-		return -1;
-	}
+	if (port != 1 || index >= UR_MAX_GID)
+		return ur_ret_minus1(-EINVAL);
 	table(context, &nd);
 	/* Every uroce GID is RoCE v2; empty ones report the default type. */
 	*type = index < nd.ngid && nd.gid[index].valid ? IBV_GID_TYPE_SYSFS_ROCE_V2 :

@@ -103,15 +103,11 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 		ret = -EINVAL;
 	if (!ret && !implicit)
 		ret = check_mapped(addr, length);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
+	if (ret)
+		return ur_ret_obj(ret, NULL);
 	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!mr)
+		return ur_ret_obj(-ENOMEM, NULL);
 	mr->pd = pd;
 	mr->host = addr;
 	mr->length = length;
@@ -126,8 +122,7 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 	ret = ur_mr_table_insert(&ctx->mrs, &mr->ke);
 	if (ret) {
 		free(mr);
-		errno = -ret;
-		return NULL;
+		return ur_ret_obj(ret, NULL);
 	}
 	mr->ibmr.lkey = mr->ibmr.rkey = mr->ke.key;
 	mr->ibmr.handle = mr->ke.index;
@@ -243,22 +238,17 @@ struct ibv_mw *ur_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	struct ur_mw *mw;
 	int ret;
 
-	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return ur_ret_obj(-EINVAL, NULL);
 	mw = calloc(1, sizeof(*mw));
-	if (!mw) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!mw)
+		return ur_ret_obj(-ENOMEM, NULL);
 	mw->pd = pd;
 	mw->ke.kind = UR_KEY_MW;
 	ret = ur_mr_table_insert(&pd->ctx->mrs, &mw->ke);
 	if (ret) {
 		free(mw);
-		errno = -ret;
-		return NULL;
+		return ur_ret_obj(ret, NULL);
 	}
 	mw->ibmw.context = ibpd->context;
 	mw->ibmw.pd = ibpd;

@@ -11,16 +11,12 @@ struct ibv_srq *ur_verbs_create_srq_ex(struct ibv_context *context,
 	struct ur_srq *srq = NULL;
 	int ret;
 
-	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-		errno = EINVAL;
-		return NULL;
-	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd)
+		return ur_ret_obj(-EINVAL, NULL);
 	if (attr->comp_mask & ~(uint32_t)(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 					  IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD |
-					  IBV_SRQ_INIT_ATTR_TM)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+					  IBV_SRQ_INIT_ATTR_TM))
+		return ur_ret_obj(-EOPNOTSUPP, NULL);
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_TM)
 		ret = ur_srq_tm_create(to_uctx(context), to_upd(attr->pd), attr, &srq);
 	else

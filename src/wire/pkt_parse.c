@@ -5,14 +5,7 @@
 
 #include "util/compiler.h"
 
-const char *const ur_parse_result_name[UR_PARSE_NR] = {
-	[UR_PARSE_OK]		= "OK",
-	[UR_PARSE_SHORT]	= "SHORT",
-	[UR_PARSE_BAD_OPCODE]	= "BAD_OPCODE",
-	[UR_PARSE_BAD_TVER]	= "BAD_TVER",
-	[UR_PARSE_BAD_PAD]	= "BAD_PAD",
-	[UR_PARSE_BAD_PAYLOAD]	= "BAD_PAYLOAD",
-};
+UR_ENUM_NAMES(UR_PARSE_RESULT_LIST, UR_PARSE_NR, ur_parse_result_name);
 
 enum ur_parse_result ur_pkt_parse(struct ur_pkt_view *v, const uint8_t *buf, size_t len)
 {

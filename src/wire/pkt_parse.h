@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/enum_name.h"
 #include "wire/opcode.h"
 
 struct ur_pkt_view {
@@ -27,18 +28,21 @@ struct ur_pkt_view {
 	bool placed;			/* the sender placed them already: payload NULL */
 };
 
-enum ur_parse_result {
-	UR_PARSE_OK = 0,
-	UR_PARSE_SHORT,			/* shorter than its opcode's headers + pad + ICRC */
-	UR_PARSE_BAD_OPCODE,		/* not in the opcode table */
-	UR_PARSE_BAD_TVER,		/* transport header version is not 0 */
-	UR_PARSE_BAD_PAD,		/* pad on an opcode without payload, or
-					 * payload + pad not a multiple of 4 */
-	UR_PARSE_BAD_PAYLOAD,		/* payload on an opcode that has none */
-	UR_PARSE_NR
-};
+#define UR_PARSE_RESULT_LIST(X)						\
+	X(UR_PARSE_OK, "OK")						\
+	/* shorter than its opcode's headers + pad + ICRC */		\
+	X(UR_PARSE_SHORT, "SHORT")					\
+	/* not in the opcode table */					\
+	X(UR_PARSE_BAD_OPCODE, "BAD_OPCODE")				\
+	/* transport header version is not 0 */				\
+	X(UR_PARSE_BAD_TVER, "BAD_TVER")				\
+	/* pad on an opcode without payload, or payload + pad not a	\
+	 * multiple of 4 */						\
+	X(UR_PARSE_BAD_PAD, "BAD_PAD")					\
+	/* payload on an opcode that has none */			\
+	X(UR_PARSE_BAD_PAYLOAD, "BAD_PAYLOAD")
 
-extern const char *const ur_parse_result_name[UR_PARSE_NR];
+UR_ENUM_DECLARE(ur_parse_result, UR_PARSE_RESULT_LIST, UR_PARSE_NR, ur_parse_result_name);
 
 /* buf/len: the UDP payload, BTH through ICRC inclusive.  Reads nothing
  * outside [buf, buf + len).  On anything but UR_PARSE_OK *v is unspecified. */

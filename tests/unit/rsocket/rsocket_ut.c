@@ -12,6 +12,7 @@
 
 #include "rsocket/dgram_wire.c"
 #include "rsocket/config.c"
+#include "rsocket/ep.c"
 #include "rsocket/res.c"
 #include "ut.h"
 
