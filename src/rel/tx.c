@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
@@ -23,7 +24,7 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	 * key, the RDETH the PSN the connection began at, and the DETH of a
 	 * request the connection's number (in the Q_Key field) and the
 	 * initiator. */
-	if (qp->dc) {
+	if (qp->kind->dc) {
 		const struct ur_opcode_info *info = &ur_opcode[op];
 
 		dceth_set_key(p->hdr + info->offset[UR_HDR_DCETH], qp->dc_key);
@@ -35,7 +36,7 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	}
 	/* Requests only: runs against Linux rxe (6.1) failed with marked
 	 * answers (docs/interop.md). */
-	if (qp->type == IBV_QPT_RC && !qp->dc && (ur_opcode[op].mask & UR_OPF_REQ) &&
+	if (ur_qp_plain_rc(qp) && (ur_opcode[op].mask & UR_OPF_REQ) &&
 	    qp->ctx->stack->selective)
 		bth_set_selective(p->hdr, true);
 }
