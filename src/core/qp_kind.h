@@ -50,10 +50,18 @@ struct ur_qp_kind {
 	/* The hooks; NULL: the kind adds nothing there.  qp->lock held,
 	 * unless said otherwise. */
 
+	/* The protocol's state was reset: at creation, and entering RESET. */
+	void (*reset)(struct ur_qp *qp);
+	/* An ibv_wr_* batch, WQEs sq.tail..wr_tail, before the requester
+	 * takes it: 0, or -errno and the batch is discarded. */
+	int (*check_batch)(struct ur_qp *qp);
 	/* Whether the requester may send w, the first packet of a WQE, now
 	 * (a DCI: w's target is the one connected, or it connects there once
 	 * everything before is acknowledged).  False: it waits. */
 	bool (*connect)(struct ur_qp *qp, struct ur_send_wqe *w);
+	/* The kind's own extension headers of a packet the QP sends, with
+	 * opcode op, hdr its headers from the BTH on. */
+	void (*headers)(const struct ur_qp *qp, uint8_t *hdr, uint8_t op);
 	/* A packet for the QP, taken instead of by its responder and
 	 * completer (a DCT: handed to its initiator's half). */
 	void (*rx)(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta);

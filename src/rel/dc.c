@@ -123,6 +123,44 @@ static bool dci_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 	return true;
 }
 
+/* The DCI's PSNs start over: it connects again before its next WQE. */
+static void dci_reset(struct ur_qp *qp)
+{
+	qp->dc_on = false;
+}
+
+/* Every work request of a DCI's batch names its target. */
+static int dci_check_batch(struct ur_qp *qp)
+{
+	for (uint32_t i = qp->sq.tail; i != qp->wr_tail; i++) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
+
+		if (!ur_wr_is_local(w->opcode) && !w->ah) {
+			ur_err(ur_qp_dev(qp), "DCI 0x%06x: WR 0x%llx has no DC address "
+			       "(mlx5dv_wr_set_dc_addr)", ur_qp_num(qp),
+			       (unsigned long long)w->wr_id);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* DC rides on RD's opcodes (docs/dc.md): the DCETH carries the DC key, the
+ * RDETH the PSN the connection began at, and the DETH of a request the
+ * connection's number (in the Q_Key field) and the initiator.  A DCI's
+ * packets and its target's half's answers. */
+static void dc_headers(const struct ur_qp *qp, uint8_t *hdr, uint8_t op)
+{
+	const struct ur_opcode_info *info = &ur_opcode[op];
+
+	dceth_set_key(hdr + info->offset[UR_HDR_DCETH], qp->dc_key);
+	rdeth_set_een(hdr + info->offset[UR_HDR_RDETH], qp->dc_start);
+	if (info->mask & UR_OPF_DETH) {
+		deth_set_qkey(hdr + info->offset[UR_HDR_DETH], qp->dc_conn);
+		deth_set_sqp(hdr + info->offset[UR_HDR_DETH], ur_qp_num(qp));
+	}
+}
+
 /* ---- target ------------------------------------------------------------- */
 
 static unsigned bucket_of(const union ibv_gid *gid, uint32_t sqpn)
@@ -383,7 +421,10 @@ static void dct_destroy(struct ur_qp *dct)
 static const struct ur_qp_kind dci_kind = {
 	.name = "DCI", .rules = UR_QPT_DCI, .dc = UR_DC_INI, .opcodes = UR_OP_TYPE_RD,
 	.flags = UR_KIND_NO_RQ | UR_KIND_WR_ONLY,
+	.reset = dci_reset,
+	.check_batch = dci_check_batch,
 	.connect = dci_connect,
+	.headers = dc_headers,
 };
 
 static const struct ur_qp_kind dct_kind = {
@@ -398,4 +439,5 @@ static const struct ur_qp_kind dct_kind = {
 static const struct ur_qp_kind half_kind = {
 	.name = "DCT half", .rules = IBV_QPT_RC, .dc = UR_DC_HALF, .opcodes = UR_OP_TYPE_RD,
 	.flags = UR_KIND_HIDDEN,
+	.headers = dc_headers,
 };

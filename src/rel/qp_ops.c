@@ -42,7 +42,8 @@ static void reset_state(struct ur_qp *qp)
 	qp->req.opcode = -1;
 	qp->resp.opcode = -1;
 	qp->req.cwnd = UR_CWND_INIT;
-	qp->dc_on = false;   /* a DCI reconnects from its new PSNs */
+	if (qp->kind->reset)
+		qp->kind->reset(qp);
 }
 
 static void enter_rtr(struct ur_qp *qp)
@@ -302,28 +303,12 @@ void ur_qp_wr_start(struct ur_qp *qp)
 	qp->wr_err = (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR) ? 0 : -EINVAL;
 }
 
-/* Every work request of a DCI's batch names its target. */
-static int dc_addressed(struct ur_qp *qp)
-{
-	for (uint32_t i = qp->sq.tail; i != qp->wr_tail; i++) {
-		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
-
-		if (!ur_wr_is_local(w->opcode) && !w->ah) {
-			ur_err(ur_qp_dev(qp), "DCI 0x%06x: WR 0x%llx has no DC address "
-			       "(mlx5dv_wr_set_dc_addr)", ur_qp_num(qp),
-			       (unsigned long long)w->wr_id);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 int ur_qp_wr_complete(struct ur_qp *qp)
 {
 	int err = qp->wr_err;
 
-	if (!err && qp->kind->dc == UR_DC_INI)
-		err = dc_addressed(qp);
+	if (!err && qp->kind->check_batch)
+		err = qp->kind->check_batch(qp);
 	if (!err) {
 		qp->sq.tail = qp->wr_tail;
 		if (qp->state == IBV_QPS_ERR) {
