@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/mr.h"
 #include "core/pd.h"
+#include "core/qp_kind.h"
 #include "core/srq.h"
 #include "core/xrcd.h"
 #include "util/log.h"
@@ -194,6 +195,7 @@ int ur_qp_alloc(struct ur_context *ctx, struct ibv_qp_init_attr_ex *a, struct ur
 	qp->srq = a->srq ? to_usrq(a->srq) : NULL;
 	qp->xrcd = a->qp_type == IBV_QPT_XRC_RECV ? to_uxrcd(a->xrcd) : NULL;
 	qp->type = a->qp_type;
+	qp->kind = ur_qp_kind_of(a->qp_type);
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	qp->cap = a->cap;
 	if (qp->cap.max_send_sge == 0)
@@ -367,7 +369,7 @@ void ur_qp_event(struct ur_qp *qp, enum ibv_event_type type)
 
 	/* A DCT's half is not the application's: an initiator's failure is
 	 * the initiator's (its DCI gets the NAK), as on a NIC. */
-	if (qp->dc == UR_DC_HALF)
+	if (ur_qp_kind_has(qp, UR_KIND_HIDDEN))
 		return;
 	ev.element.qp = &qp->qpx.qp_base;
 	ur_async_post(&qp->ctx->async, &ev);

@@ -31,7 +31,8 @@ struct ur_dc_halves;
 struct ur_qp_kind;
 
 /* DC (rel/dc.h).  A DCI and a DCT's halves run RC's protocol (qp->type is
- * IBV_QPT_RC inside; applications see IBV_QPT_DRIVER) with RD's opcodes. */
+ * IBV_QPT_RC inside; applications see IBV_QPT_DRIVER) with RD's opcodes;
+ * each role is a kind of QP (qp->kind->dc, core/qp_kind.h). */
 enum ur_dc_role {
 	UR_DC_NONE = 0,
 	UR_DC_INI,               /* initiator: one target at a time, per WR */
@@ -105,8 +106,7 @@ struct ur_qp {
 	struct ur_held *held;            /* RC responder: packets past a gap (rel/held.c) */
 	struct ur_held *held_resp;       /* RC requester: READ responses past a gap */
 	enum ibv_qp_type type;
-	uint8_t dc;                      /* enum ur_dc_role */
-	const struct ur_qp_kind *kind;   /* what a kind adds to RC (rel/kind.h: DC); NULL: none */
+	const struct ur_qp_kind *kind;   /* RC, ..., DCI: what sets it apart (core/qp_kind.h) */
 	uint64_t dc_key;                 /* TGT: the key it accepts; INI: the connection's */
 	uint32_t dc_start;               /* INI, HALF: the PSN the connection began at */
 	uint32_t dc_conn;                /* INI, HALF: the connection's number (INI: counts) */

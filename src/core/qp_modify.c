@@ -8,6 +8,7 @@
 #include "core/limits.h"
 #include "core/cq.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "core/route.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
@@ -154,16 +155,6 @@ static int alloc_resources(struct ur_qp *qp, const struct ibv_qp_attr *a, int ma
 	return 0;
 }
 
-/* The type the state rules know qp by. */
-static enum ibv_qp_type rule_type(const struct ur_qp *qp)
-{
-	if (qp->dc == UR_DC_INI)
-		return UR_QPT_DCI;
-	if (qp->dc == UR_DC_TGT)
-		return UR_QPT_DCT;
-	return qp->type;
-}
-
 int ur_qp_modify_check(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
 		       struct ur_qp_change *c)
 {
@@ -181,9 +172,9 @@ int ur_qp_modify_check(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
 	c->next = (mask & IBV_QP_STATE) ? a->qp_state : c->cur;
 	if (c->next < IBV_QPS_RESET || c->next > IBV_QPS_ERR)
 		return -EINVAL;
-	ret = ur_qp_check_mask(c->cur, c->next, rule_type(qp), mask, &missing, &extra);
+	ret = ur_qp_check_mask(c->cur, c->next, qp->kind->rules, mask, &missing, &extra);
 	if (ret) {
-		if (!ur_qp_transition_rule(c->cur, c->next, rule_type(qp)).valid)
+		if (!ur_qp_transition_rule(c->cur, c->next, qp->kind->rules).valid)
 			ur_err(ur_qp_dev(qp), "QP 0x%06x: no transition %s -> %s", ur_qp_num(qp),
 			       ur_qp_state_name[c->cur], ur_qp_state_name[c->next]);
 		else
@@ -201,12 +192,10 @@ int ur_qp_modify_check(struct ur_qp *qp, const struct ibv_qp_attr *a, int mask,
 		       ur_qp_num(qp));
 		return -EOPNOTSUPP;
 	}
-	/* A DC QP's peers come with each work request (DCI) or packet (DCT):
-	 * its AV names only the port and source GID. */
-	if ((mask & IBV_QP_AV) && qp->dc) {
-		if (mask & IBV_QP_PATH_MTU)
-			c->mtu = ur_mtu_bytes(a->path_mtu);
-	} else if ((mask & IBV_QP_AV) && qp->type != IBV_QPT_UD) {
+	/* The AV names the QP's one peer, resolved now; UD's and DC's peers
+	 * come with each work request (a DCT's: each packet), and their AV
+	 * names only the port and source GID. */
+	if ((mask & IBV_QP_AV) && ur_qp_kind_has(qp, UR_KIND_AV_PEER)) {
 		ret = resolve_peer(qp, a, mask, &c->path, &c->mtu);
 		if (ret)
 			return ret;

@@ -8,6 +8,7 @@
 #include "core/limits.h"
 #include "core/mr.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "util/log.h"
 
 static bool opcode_allowed(enum ibv_qp_type type, uint32_t op)
@@ -77,7 +78,7 @@ static int fill_send_wqe(struct ur_qp *qp, struct ur_send_wqe *w, const struct i
 	const char *dev = ur_qp_dev(qp);
 	uint64_t len = 0;
 
-	if (qp->dc) {
+	if (ur_qp_kind_has(qp, UR_KIND_WR_ONLY)) {
 		ur_err(dev, "QP 0x%06x: a DC QP takes work requests through ibv_wr_* and "
 		       "mlx5dv_wr_set_dc_addr, not ibv_post_send", ur_qp_num(qp));
 		return -EINVAL;

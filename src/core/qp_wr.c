@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/mr.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "util/log.h"
 
 static inline struct ur_qp *from_qpx(struct ibv_qp_ex *qpx)
@@ -239,7 +240,7 @@ static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t re
 
 void ur_qp_wr_set_dc_addr(struct ur_qp *qp, struct ibv_ah *ah, uint32_t dctn, uint64_t key)
 {
-	struct ur_send_wqe *w = set_addr(qp, qp->dc == UR_DC_INI, ah, dctn);
+	struct ur_send_wqe *w = set_addr(qp, qp->kind->dc == UR_DC_INI, ah, dctn);
 
 	if (w)
 		w->dc_key = key;
@@ -312,7 +313,7 @@ static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr,
 	struct ur_qp *qp = from_qpx(qpx);
 	struct ur_send_wqe *w;
 
-	if (qp->type != IBV_QPT_RC || qp->dc || !op) {
+	if (!ur_qp_plain_rc(qp) || !op) {
 		qp->wr_err = -EINVAL;
 		return;
 	}

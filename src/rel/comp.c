@@ -11,6 +11,7 @@
 #include "core/mr.h"
 #include "core/names.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/ack.h"
 #include "rel/held.h"
 #include "rel/inbox.h"
@@ -325,7 +326,7 @@ static enum comp_state selective(struct comp_ctx *c)
 /* Whether the requester takes uroce's gap reports: it resends alone. */
 static bool takes_gaps(const struct ur_qp *qp)
 {
-	return qp->type == IBV_QPT_RC && !qp->dc && qp->ctx->stack->selective;
+	return ur_qp_plain_rc(qp) && qp->ctx->stack->selective;
 }
 
 /* A gap report (UR_AETH_GAP): the responder holds what followed these
@@ -410,8 +411,7 @@ static enum comp_state nak(struct comp_ctx *c)
 	ur_ack_through(qp, psn_add(c->pkt->psn, UR_PSN_MASK));   /* as for RNR */
 	if (c->syn == UR_NAK_PSN_SEQ_ERR) {
 		UR_QP_COUNT(qp, UR_CNT_RCVD_SEQ_ERR);
-		if (qp->type == IBV_QPT_RC && !qp->dc && qp->ctx->stack->selective &&
-		    qp->comp.peer_holds != UR_PEER_HOLDS_NO)
+		if (takes_gaps(qp) && qp->comp.peer_holds != UR_PEER_HOLDS_NO)
 			return selective(c);
 		/* A new gap comes with progress (which clears retrying); one for
 		 * where we went back to already is stale: packets sent before

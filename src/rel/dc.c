@@ -6,11 +6,11 @@
 
 #include "core/ah.h"
 #include "core/context.h"
+#include "core/qp_kind.h"
 #include "core/qp_modify.h"
 #include "core/route.h"
 #include "core/srq.h"
 #include "rel/held.h"
-#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/psn.h"
 #include "rel/qp_error.h"
@@ -35,7 +35,7 @@ struct ur_dc_halves {
 
 /* ---- creation ----------------------------------------------------------- */
 
-static const struct ur_qp_kind dci_kind, dct_kind;
+static const struct ur_qp_kind dci_kind, dct_kind, half_kind;
 
 int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		 enum ur_dc_role role, uint64_t key, struct ur_qp **out)
@@ -70,20 +70,18 @@ int ur_dc_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
 		if (!a.recv_cq)
 			a.recv_cq = a.send_cq;
 	}
-	ret = ur_qp_create(ctx, &a, &qp);
+	ret = ur_qp_create_kind(ctx, &a, role == UR_DC_TGT ? &dct_kind : &dci_kind, &qp);
 	if (ret) {
 		free(halves);
 		return ret;
 	}
 	pthread_mutex_lock(&qp->lock);
-	qp->dc = (uint8_t)role;
 	qp->dc_key = key;
 	qp->dc_halves = halves;
-	qp->kind = role == UR_DC_TGT ? &dct_kind : &dci_kind;
 	qp->qpx.qp_base.qp_type = IBV_QPT_DRIVER;
 	pthread_mutex_unlock(&qp->lock);
 	attr->cap = a.cap;
-	ur_dbg(dev, "%s 0x%06x created", role == UR_DC_TGT ? "DCT" : "DCI", ur_qp_num(qp));
+	ur_dbg(dev, "%s 0x%06x created", qp->kind->name, ur_qp_num(qp));
 	*out = qp;
 	return 0;
 }
@@ -123,6 +121,44 @@ static bool dci_connect(struct ur_qp *qp, struct ur_send_wqe *w)
 	ur_dbg(ur_qp_dev(qp), "DCI 0x%06x: connects to DCT 0x%06x at PSN 0x%06x", ur_qp_num(qp),
 	       w->remote_qpn, qp->dc_start);
 	return true;
+}
+
+/* The DCI's PSNs start over: it connects again before its next WQE. */
+static void dci_reset(struct ur_qp *qp)
+{
+	qp->dc_on = false;
+}
+
+/* Every work request of a DCI's batch names its target. */
+static int dci_check_batch(struct ur_qp *qp)
+{
+	for (uint32_t i = qp->sq.tail; i != qp->wr_tail; i++) {
+		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
+
+		if (!ur_wr_is_local(w->opcode) && !w->ah) {
+			ur_err(ur_qp_dev(qp), "DCI 0x%06x: WR 0x%llx has no DC address "
+			       "(mlx5dv_wr_set_dc_addr)", ur_qp_num(qp),
+			       (unsigned long long)w->wr_id);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* DC rides on RD's opcodes (docs/dc.md): the DCETH carries the DC key, the
+ * RDETH the PSN the connection began at, and the DETH of a request the
+ * connection's number (in the Q_Key field) and the initiator.  A DCI's
+ * packets and its target's half's answers. */
+static void dc_headers(const struct ur_qp *qp, uint8_t *hdr, uint8_t op)
+{
+	const struct ur_opcode_info *info = &ur_opcode[op];
+
+	dceth_set_key(hdr + info->offset[UR_HDR_DCETH], qp->dc_key);
+	rdeth_set_een(hdr + info->offset[UR_HDR_RDETH], qp->dc_start);
+	if (info->mask & UR_OPF_DETH) {
+		deth_set_qkey(hdr + info->offset[UR_HDR_DETH], qp->dc_conn);
+		deth_set_sqp(hdr + info->offset[UR_HDR_DETH], ur_qp_num(qp));
+	}
 }
 
 /* ---- target ------------------------------------------------------------- */
@@ -241,7 +277,7 @@ static struct ur_qp *new_half(struct ur_qp *dct, const union ibv_gid *gid, uint3
 		ur_qp_free(h);
 		return NULL;
 	}
-	h->dc = UR_DC_HALF;
+	h->kind = &half_kind;
 	h->dc_tgt = dct;
 	h->qpx.qp_base.qp_num = ur_qp_num(dct);
 	a.qp_state = IBV_QPS_INIT;
@@ -380,11 +416,28 @@ static void dct_destroy(struct ur_qp *dct)
 
 /* ---- the kinds ---------------------------------------------------------- */
 
+/* A DC QP takes its work requests through ibv_wr_* (each names its
+ * target) and receives, a DCT, on its SRQ alone. */
 static const struct ur_qp_kind dci_kind = {
+	.name = "DCI", .rules = UR_QPT_DCI, .dc = UR_DC_INI, .opcodes = UR_OP_TYPE_RD,
+	.flags = UR_KIND_NO_RQ | UR_KIND_WR_ONLY,
+	.reset = dci_reset,
+	.check_batch = dci_check_batch,
 	.connect = dci_connect,
+	.headers = dc_headers,
 };
 
 static const struct ur_qp_kind dct_kind = {
+	.name = "DCT", .rules = UR_QPT_DCT, .dc = UR_DC_TGT, .opcodes = UR_OP_TYPE_RD,
+	.flags = UR_KIND_NO_RQ | UR_KIND_WR_ONLY,
 	.rx = ur_dc_target_rx,
 	.destroy = dct_destroy,
+};
+
+/* An RC responder made and aimed by its DCT (new_half), out of the QP
+ * table; its target frees it. */
+static const struct ur_qp_kind half_kind = {
+	.name = "DCT half", .rules = IBV_QPT_RC, .dc = UR_DC_HALF, .opcodes = UR_OP_TYPE_RD,
+	.flags = UR_KIND_HIDDEN,
+	.headers = dc_headers,
 };

@@ -11,10 +11,12 @@
  * half knows a new connection from a late packet of the last one, and the
  * DETH carries the key and the initiator's QP number (docs/dc.md).
  *
- * The core protocol never calls this file: a DCI's and a DCT's kind table
- * (rel/kind.h), filled here at creation, connects a DCI before a WQE,
- * hands a DCT's packets to its halves and frees them at destroy.
- * qp->lock held throughout, unless said otherwise. */
+ * The core protocol never calls this file: the kinds of a DCI, a DCT and
+ * a half (core/qp_kind.h), set here at creation, check that a DCI's work
+ * requests name their targets, connect it before a WQE, write DC's headers
+ * into a DCI's and a half's packets, hand a DCT's packets to its halves
+ * and free them at destroy.  qp->lock held throughout, unless said
+ * otherwise. */
 #ifndef UROCE_REL_DC_H
 #define UROCE_REL_DC_H
 

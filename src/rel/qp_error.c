@@ -3,6 +3,7 @@
 #include "core/context.h"
 #include "core/pd.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/held.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
@@ -12,8 +13,8 @@ void ur_rel_expose(struct ur_qp *qp, bool on)
 {
 	struct ur_stack *s = qp->ctx->stack;
 
-	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->dc)
-		return;
+	if (!ur_qp_kind_has(qp, UR_KIND_ONE_COPY))
+		return;   /* nothing to copy straight into */
 	ur_xports_expose_qp(&s->xports, ur_qp_num(qp), on ? ur_pd_id(qp->pd) : 0,
 			    on ? (uint32_t)qp->attr.qp_access_flags : 0);
 }

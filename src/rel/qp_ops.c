@@ -6,12 +6,12 @@
 
 #include "core/context.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "core/qp_modify.h"
 #include "host/registry.h"
 #include "rel/held.h"
 #include "rel/inbox.h"
 #include "rel/kick.h"
-#include "rel/kind.h"
 #include "rel/progress.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
@@ -42,7 +42,8 @@ static void reset_state(struct ur_qp *qp)
 	qp->req.opcode = -1;
 	qp->resp.opcode = -1;
 	qp->req.cwnd = UR_CWND_INIT;
-	qp->dc_on = false;   /* a DCI reconnects from its new PSNs */
+	if (qp->kind->reset)
+		qp->kind->reset(qp);
 }
 
 static void enter_rtr(struct ur_qp *qp)
@@ -149,7 +150,8 @@ static int add_to_stack(struct ur_stack *s, struct ur_qp *qp)
 	return ret;
 }
 
-int ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struct ur_qp **out)
+int ur_qp_create_kind(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
+		      const struct ur_qp_kind *kind, struct ur_qp **out)
 {
 	struct ur_qp *qp;
 	int ret;
@@ -159,6 +161,8 @@ int ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struc
 	ret = ur_qp_alloc(ctx, attr, &qp);
 	if (ret)
 		return ret;
+	if (kind)
+		qp->kind = kind;   /* before anything can find the QP */
 	ur_qp_init_wr_builders(qp);
 	reset_state(qp);
 	ret = ur_engine_timer_init(ctx->engine, &qp->timer, ur_progress_timer);
@@ -176,6 +180,11 @@ err_timer:
 err_free:
 	ur_qp_free(qp);
 	return ret;
+}
+
+int ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struct ur_qp **out)
+{
+	return ur_qp_create_kind(ctx, attr, NULL, out);
 }
 
 /* An acknowledgement still owed (the transport was full when the last
@@ -218,7 +227,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 	 * fired its timer, is done after this. */
 	ur_engine_quiesce(s->engine);
 	ur_engine_timer_fini(s->engine, &qp->timer);
-	if (qp->kind && qp->kind->destroy)
+	if (qp->kind->destroy)
 		qp->kind->destroy(qp);
 	ur_registry_free_qpn(ur_qp_num(qp));
 	/* Also waits out a resource snapshot that locked the QP while the
@@ -268,7 +277,7 @@ int ur_qp_post_recv(struct ur_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 {
 	int ret;
 
-	if (qp->srq || qp->dc || qp->type == IBV_QPT_XRC_SEND || qp->type == IBV_QPT_XRC_RECV) {
+	if (qp->srq || ur_qp_kind_has(qp, UR_KIND_NO_RQ)) {
 		*bad = wr;
 		return -EINVAL;    /* no receive queue of its own */
 	}
@@ -294,28 +303,12 @@ void ur_qp_wr_start(struct ur_qp *qp)
 	qp->wr_err = (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_ERR) ? 0 : -EINVAL;
 }
 
-/* Every work request of a DCI's batch names its target. */
-static int dc_addressed(struct ur_qp *qp)
-{
-	for (uint32_t i = qp->sq.tail; i != qp->wr_tail; i++) {
-		struct ur_send_wqe *w = ur_sq_wqe(qp, i);
-
-		if (!ur_wr_is_local(w->opcode) && !w->ah) {
-			ur_err(ur_qp_dev(qp), "DCI 0x%06x: WR 0x%llx has no DC address "
-			       "(mlx5dv_wr_set_dc_addr)", ur_qp_num(qp),
-			       (unsigned long long)w->wr_id);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 int ur_qp_wr_complete(struct ur_qp *qp)
 {
 	int err = qp->wr_err;
 
-	if (!err && qp->dc == UR_DC_INI)
-		err = dc_addressed(qp);
+	if (!err && qp->kind->check_batch)
+		err = qp->kind->check_batch(qp);
 	if (!err) {
 		qp->sq.tail = qp->wr_tail;
 		if (qp->state == IBV_QPS_ERR) {

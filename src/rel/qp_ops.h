@@ -7,10 +7,15 @@
 
 struct ur_context;
 struct ur_qp;
+struct ur_qp_kind;
 
 /* A QP numbered on the host (the registry), reachable by its packets, its
- * protocol state reset. */
+ * protocol state reset.  Its kind is its type's (core/qp_kind.h). */
 int ur_qp_create(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr, struct ur_qp **out);
+/* The same, of a kind its own file defines (DC's, rel/dc.c); NULL: the
+ * type's. */
+int ur_qp_create_kind(struct ur_context *ctx, struct ibv_qp_init_attr_ex *attr,
+		      const struct ur_qp_kind *kind, struct ur_qp **out);
 /* Sends an acknowledgement still owed, then takes the QP out of reach of
  * packets, timers and transports before freeing it. */
 int ur_qp_destroy(struct ur_qp *qp);

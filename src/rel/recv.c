@@ -4,10 +4,10 @@
 
 #include "core/device.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/comp.h"
 #include "rel/gsi.h"
 #include "rel/inbox.h"
-#include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/resp.h"
@@ -29,7 +29,7 @@ static bool transport_matches(const struct ur_qp *qp, uint8_t opcode)
  * change).  What may change, the QP's peer, is checked when taken. */
 static bool may_wait_in_inbox(const struct ur_qp *qp, const struct ur_pkt_view *v)
 {
-	return qp->type == IBV_QPT_RC && !qp->kind && !(v->mask & UR_OPF_REQ) && !v->paylen &&
+	return ur_qp_plain_rc(qp) && !(v->mask & UR_OPF_REQ) && !v->paylen &&
 	       !v->placed && transport_matches(qp, v->opcode) &&
 	       bth_pkey(v->bth) == UR_DEFAULT_PKEY;
 }
@@ -82,7 +82,7 @@ static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct 
 	}
 	/* A kind may take its packets itself (a DC target hears anyone with
 	 * its key, each through a half). */
-	if (qp->kind && qp->kind->rx) {
+	if (qp->kind->rx) {
 		qp->kind->rx(qp, pkt, meta);
 		return;
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/psn.h"
 #include "wire/opcode.h"
 #include "wire/roce_hdr.h"
@@ -83,15 +84,7 @@ enum ur_op_low {
 
 static inline uint8_t ur_qp_op_base(const struct ur_qp *qp)
 {
-	if (qp->dc)
-		return UR_OP_TYPE_RD;
-	switch (qp->type) {
-	case IBV_QPT_UC: return UR_OP_TYPE_UC;
-	case IBV_QPT_UD: return UR_OP_TYPE_UD;
-	case IBV_QPT_XRC_SEND:
-	case IBV_QPT_XRC_RECV: return UR_OP_TYPE_XRC;
-	default: return UR_OP_TYPE_RC;
-	}
+	return qp->kind->opcodes;
 }
 
 static inline uint32_t ur_pad_of(uint32_t len)

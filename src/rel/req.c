@@ -10,9 +10,9 @@
 #include "core/limits.h"
 #include "core/mr.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/ack.h"
 #include "rel/inbox.h"
-#include "rel/kind.h"
 #include "rel/qp_error.h"
 #include "rel/rel_priv.h"
 #include "rel/timers.h"
@@ -128,14 +128,13 @@ static ur_xport_copy_fn *one_copy_op(const struct ur_qp *qp, const struct ur_sen
 {
 	const struct ur_xport_ops *ops = qp->path.xport ? qp->path.xport->ops : NULL;
 
-	/* DC: its targets' memory is reached through the packets alone. */
-	if (!ops || !w->length || qp->dc)
+	if (!ops || !w->length || !ur_qp_kind_has(qp, UR_KIND_ONE_COPY))
 		return NULL;
 	if (w->opcode == IBV_WR_RDMA_READ)
 		return qp->type == IBV_QPT_RC ? ops->fetch : NULL;
 	if (w->opcode != IBV_WR_RDMA_WRITE && w->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
 		return NULL;
-	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC ? ops->place : NULL;
+	return ops->place;
 }
 
 /* Whether every request before w that the responder has not acknowledged
@@ -235,13 +234,14 @@ static bool waits_to_place(struct ur_qp *qp, struct ur_send_wqe *w)
  * at once as a packet of its own: its ACK then covers this one's too, so
  * a stream of small messages asks for one ACK every UR_ACK_EVERY packets,
  * not one per message, and the message queued last always asks.  Not
- * behind a local WR (it sends nothing), a fence, or on a DC initiator
- * (which waits for its ACKs before it changes targets). */
+ * behind a local WR (it sends nothing), a fence, or on a kind that
+ * connects before a WQE (a DC initiator waits for its ACKs before it
+ * changes targets). */
 static bool followed_at_once(struct ur_qp *qp)
 {
 	const struct ur_send_wqe *next;
 
-	if (qp->req.wqe + 1 == qp->sq.tail || qp->dc == UR_DC_INI)
+	if (qp->req.wqe + 1 == qp->sq.tail || qp->kind->connect)
 		return false;
 	next = ur_sq_wqe(qp, qp->req.wqe + 1);
 	/* A large WRITE or READ that may wait for this one to land
@@ -475,7 +475,7 @@ static void req_run(struct ur_qp *qp)
 				return;
 			continue;
 		}
-		if (w->offset == 0 && qp->kind && qp->kind->connect && !qp->kind->connect(qp, w))
+		if (w->offset == 0 && qp->kind->connect && !qp->kind->connect(qp, w))
 			break;
 		if (ur_qp_is_reliable(qp)) {
 			if (window_full(qp))

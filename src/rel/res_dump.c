@@ -18,21 +18,21 @@
 #include "core/mr.h"
 #include "core/pd.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/qp_table.h"
 #include "rel/stack.h"
 #include "util/compiler.h"
 
 static const char *qp_type_name(const struct ur_qp *qp)
 {
-	if (qp->dc)
-		return "DRIVER";
-	switch (qp->type) {
+	switch (qp->qpx.qp_base.qp_type) {   /* the application's: a DC QP's is DRIVER */
 	case IBV_QPT_RC: return "RC";
 	case IBV_QPT_UC: return "UC";
 	case IBV_QPT_UD: return "UD";
 	case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
 	case IBV_QPT_XRC_SEND: return "XRC_INI";
 	case IBV_QPT_XRC_RECV: return "XRC_TGT";
+	case IBV_QPT_DRIVER: return "DRIVER";
 	default: return "UNKNOWN";
 	}
 }
@@ -83,8 +83,8 @@ static void qp_line(const struct ur_qp *qp, FILE *f)
 	if (connected(qp) && qp->state >= IBV_QPS_RTR)
 		fprintf(f, " rqpn=%u", a->dest_qp_num);
 	fprintf(f, " type=%s", qp_type_name(qp));
-	if (qp->dc)
-		fprintf(f, " subtype=%s", qp->dc == UR_DC_INI ? "DCI" : "DCT");
+	if (qp->kind->dc)
+		fprintf(f, " subtype=%s", qp->kind->name);
 	fprintf(f, " state=%s", ur_qp_state_name[qp->state]);
 	if (connected(qp))
 		fprintf(f, " rq-psn=%u", qp->resp.psn);
@@ -128,7 +128,7 @@ static void dump_qps(struct ur_stack *s, FILE *f)
 		qp = ur_stack_lock_qp(s, qpns[i]);
 		if (!qp)
 			continue;       /* destroyed meanwhile */
-		if (qp->dc != UR_DC_HALF && !qp->dying)
+		if (!qp->dying)
 			qp_line(qp, f);
 		pthread_mutex_unlock(&qp->lock);
 	}

@@ -1,6 +1,7 @@
 #include "rel/resp_batch.h"
 
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/resp_out.h"
 
 #define UR_RESP_BATCH_QPS 32u
@@ -35,7 +36,7 @@ void ur_resp_batch_end(void)
 bool ur_resp_batch_hold(struct ur_qp *qp)
 {
 	/* RC only: a DC target's halves and XRC's targets answer as before. */
-	if (!batch.depth || qp->type != IBV_QPT_RC || qp->dc)
+	if (!batch.depth || !ur_qp_plain_rc(qp))
 		return false;
 	if (!qp->resp.ack_held) {
 		if (batch.n == UR_RESP_BATCH_QPS)

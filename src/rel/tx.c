@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
@@ -19,23 +20,11 @@ void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t payl
 	p->write_data = false;
 	memset(p->hdr, 0, p->hdr_len);
 	bth_init(p->hdr, op, se, p->pad, UR_DEFAULT_PKEY, dqpn, ackreq, psn);
-	/* DC rides on RD's opcodes (docs/dc.md): the DCETH carries the DC
-	 * key, the RDETH the PSN the connection began at, and the DETH of a
-	 * request the connection's number (in the Q_Key field) and the
-	 * initiator. */
-	if (qp->dc) {
-		const struct ur_opcode_info *info = &ur_opcode[op];
-
-		dceth_set_key(p->hdr + info->offset[UR_HDR_DCETH], qp->dc_key);
-		rdeth_set_een(p->hdr + info->offset[UR_HDR_RDETH], qp->dc_start);
-		if (info->mask & UR_OPF_DETH) {
-			deth_set_qkey(p->hdr + info->offset[UR_HDR_DETH], qp->dc_conn);
-			deth_set_sqp(p->hdr + info->offset[UR_HDR_DETH], ur_qp_num(qp));
-		}
-	}
+	if (qp->kind->headers)
+		qp->kind->headers(qp, p->hdr, op);   /* DC's (docs/dc.md) */
 	/* Requests only: runs against Linux rxe (6.1) failed with marked
 	 * answers (docs/interop.md). */
-	if (qp->type == IBV_QPT_RC && !qp->dc && (ur_opcode[op].mask & UR_OPF_REQ) &&
+	if (ur_qp_plain_rc(qp) && (ur_opcode[op].mask & UR_OPF_REQ) &&
 	    qp->ctx->stack->selective)
 		bth_set_selective(p->hdr, true);
 }

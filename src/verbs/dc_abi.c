@@ -7,6 +7,7 @@
 
 #include "core/context.h"
 #include "core/qp.h"
+#include "core/qp_kind.h"
 #include "rel/dc.h"
 #include "util/compiler.h"
 #include "verbs/verbs_priv.h"
@@ -47,7 +48,7 @@ UR_EXPORT void uroce_dc_wr_set_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, ui
 
 UR_EXPORT enum uroce_dc_role uroce_dc_role(struct ibv_qp *qp)
 {
-	switch (to_uqp(qp)->dc) {
+	switch (to_uqp(qp)->kind->dc) {
 	case UR_DC_INI: return UROCE_DC_INITIATOR;
 	case UR_DC_TGT: return UROCE_DC_TARGET;
 	default: return UROCE_DC_NONE;
