@@ -13,6 +13,9 @@
 #
 #   bench/mpi_alltoall.sh [BUILD_DIR]    NS=8 RANKS_PER_NS=2 SIZE=65536 ROUNDS=30 REPEAT=2 MTU=1500
 #
+# MPI_ENV="VAR=VALUE ..." gives every rank of both ways more environment
+# (UCX_RNDV_THRESH=inf, say, to compare UCX's protocols).
+#
 # Prints markdown rows and a "ratio" line (uroce's aggregate / TCP's).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,15 +91,22 @@ sent_pkts() {
 	ip netns exec "$(ns 1)" "$uroce" devinfo -d "$dev" -c | awk '$1 == "sent_pkts" { print $2 }'
 }
 
+# MPI_ENV's variables, and mpirun's -x for each.
+extra_env=() extra_x=()
+for kv in ${MPI_ENV:-}; do
+	extra_env+=("$kv")
+	extra_x+=(-x "${kv%%=*}")
+done
+
 # way NAME TLS DEVICES: one mpirun; prints "aggregate_MBps alltoall_us".
 way() {
 	local name=$1 tls=$2 devs=$3 log=$tmp/$1.$RANDOM
 	ip netns exec "$(ns 0)" env LD_LIBRARY_PATH="$build/lib" UCX_TLS="$tls" UCX_NET_DEVICES="$devs" \
-		UCX_IB_REG_METHODS=rcache,direct \
+		UCX_IB_REG_METHODS=rcache,direct "${extra_env[@]}" \
 		timeout 600 mpirun --allow-run-as-root --oversubscribe --bind-to none -np $((ns_count * per_ns)) \
 		--hostfile "$tmp/hosts" --mca plm_rsh_agent "$tmp/agent" --mca oob_tcp_if_include "$net.0/24" \
 		--mca pml ucx --mca osc ucx --mca btl self --mca pml_ucx_tls any --mca pml_ucx_devices any \
-		-x UCX_TLS -x UCX_NET_DEVICES -x UCX_IB_REG_METHODS -x LD_LIBRARY_PATH \
+		-x UCX_TLS -x UCX_NET_DEVICES -x UCX_IB_REG_METHODS -x LD_LIBRARY_PATH "${extra_x[@]}" \
 		"$prog" "$size" "$rounds" >"$log" 2>&1 || true
 	local fig
 	fig=$(grep '^figure:' "$log" | tail -n 1 || true)
@@ -110,8 +120,8 @@ way() {
 }
 
 ranks=$((ns_count * per_ns))
-printf '%s namespaces x %s ranks, MPI_Alltoall %s B a pair, %s rounds, link MTU %s, uroce device %s\n\n' \
-	"$ns_count" "$per_ns" "$size" "$rounds" "${MTU:-1500}" "$dev"
+printf '%s namespaces x %s ranks, MPI_Alltoall %s B a pair, %s rounds, link MTU %s, uroce device %s%s\n\n' \
+	"$ns_count" "$per_ns" "$size" "$rounds" "${MTU:-1500}" "$dev" "${MPI_ENV:+, $MPI_ENV}"
 printf '| way | run | aggregate MB/s | us a round |\n|---|---|---|---|\n'
 sum_u=0 sum_t=0
 before=$(sent_pkts)
