@@ -358,3 +358,50 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
 	}
 	return len == 0;
 }
+
+int ur_mr_create(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova, unsigned access,
+		 bool implicit, struct ur_mr **out)
+{
+	struct ur_pd *pd = to_upd(ibpd);
+	struct ur_context *ctx = pd->ctx;
+	struct ur_mr *mr = calloc(1, sizeof(*mr));
+	int ret;
+
+	if (!mr)
+		return -ENOMEM;
+	mr->pd = pd;
+	mr->host = addr;
+	mr->length = length;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
+	mr->implicit = implicit;
+	mr->access = (int)access;
+	mr->ibmr.context = ibpd->context;
+	mr->ibmr.pd = ibpd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ke.kind = UR_KEY_MR;
+	ret = ur_mr_table_insert(&ctx->mrs, &mr->ke);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->ibmr.lkey = mr->ibmr.rkey = mr->ke.key;
+	mr->ibmr.handle = mr->ke.index;
+	atomic_fetch_add(&pd->users, 1);
+	ur_mr_expose(ctx, mr);
+	*out = mr;
+	return 0;
+}
+
+void ur_mr_destroy(struct ur_context *ctx, struct ur_mr *mr)
+{
+	/* Peers copying into it directly are waited out first, then the
+	 * table's write lock waits out our own copies. */
+	ur_mr_revoke(ctx, mr);
+	ur_mr_table_remove(&ctx->mrs, &mr->ke);
+	ur_mr_share_forget(mr);
+	atomic_fetch_sub(&mr->pd->users, 1);
+	if (mr->dm_users)
+		__atomic_sub_fetch(mr->dm_users, 1, __ATOMIC_RELEASE);
+	free(mr);
+}

@@ -31,6 +31,7 @@
 #include "util/list.h"
 #include "util/vm_share.h"
 
+struct ur_context;
 struct ur_pd;
 
 enum ur_key_kind {
@@ -163,6 +164,15 @@ void *ur_mr_check_remote(struct ur_mr_table *t, uint32_t key, const struct ur_pd
 bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct ibv_sge *sge,
 		   uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
 
+/* A region of ibpd over [addr, addr + length) seen at iova (implicit: the
+ * whole address space, zero-based), keyed in its context's table, its
+ * ibv_mr filled and published to peers (ur_mr_expose); the arguments
+ * checked by the caller.  ur_mr_destroy takes it back from the peers and
+ * the table (no window may be bound to it) and frees it. */
+int ur_mr_create(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova, unsigned access,
+		 bool implicit, struct ur_mr **out);
+void ur_mr_destroy(struct ur_context *ctx, struct ur_mr *mr);
+
 /* A region with remote access, published to the transports that copy
  * into (or out of) this process directly; ur_mr_revoke takes it back and
  * returns once no peer copies into it any more.  Before any change to the
@@ -174,7 +184,6 @@ bool ur_mr_scatter(struct ur_mr_table *t, const struct ur_pd *pd, const struct i
  * UROCE_SHM_SHARE_MR=1, so that peers copy with memcpy;
  * UROCE_SHM_SHARE_MR=0 (or single copy off) does neither: peers then copy
  * with the kernel.  Revoking moves them back. */
-struct ur_context;
 void ur_mr_expose(struct ur_context *ctx, struct ur_mr *mr);
 void ur_mr_revoke(struct ur_context *ctx, struct ur_mr *mr);
 

@@ -105,29 +105,9 @@ struct ibv_mr *ur_verbs_reg_range(struct ibv_pd *ibpd, void *addr, size_t length
 		ret = check_mapped(addr, length);
 	if (ret)
 		return ur_ret_obj(ret, NULL);
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
-		return ur_ret_obj(-ENOMEM, NULL);
-	mr->pd = pd;
-	mr->host = addr;
-	mr->length = length;
-	mr->iova = (access & IBV_ACCESS_ZERO_BASED) || implicit ? 0 : iova;
-	mr->implicit = implicit;
-	mr->access = (int)access;
-	mr->ibmr.context = &ctx->vctx.context;
-	mr->ibmr.pd = ibpd;
-	mr->ibmr.addr = addr;
-	mr->ibmr.length = length;
-	mr->ke.kind = UR_KEY_MR;
-	ret = ur_mr_table_insert(&ctx->mrs, &mr->ke);
-	if (ret) {
-		free(mr);
+	ret = ur_mr_create(ibpd, addr, length, iova, access, implicit, &mr);
+	if (ret)
 		return ur_ret_obj(ret, NULL);
-	}
-	mr->ibmr.lkey = mr->ibmr.rkey = mr->ke.key;
-	mr->ibmr.handle = mr->ke.index;
-	atomic_fetch_add(&pd->users, 1);
-	ur_mr_expose(ctx, mr);
 	return &mr->ibmr;
 }
 
@@ -161,15 +141,7 @@ UR_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	if (__atomic_load_n(&mr->windows, __ATOMIC_ACQUIRE))
 		return EBUSY;    /* memory windows are bound to it */
-	/* Peers copying into it directly are waited out first, then the
-	 * table's write lock waits out our own copies. */
-	ur_mr_revoke(ctx, mr);
-	ur_mr_table_remove(&ctx->mrs, &mr->ke);
-	ur_mr_share_forget(mr);
-	atomic_fetch_sub(&mr->pd->users, 1);
-	if (mr->dm_users)
-		__atomic_sub_fetch(mr->dm_users, 1, __ATOMIC_RELEASE);
-	free(mr);
+	ur_mr_destroy(ctx, mr);
 	return 0;
 }
 
