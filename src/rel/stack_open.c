@@ -19,6 +19,7 @@
 #include "rel/resp_batch.h"
 #include "rel/stack.h"
 #include "util/clock.h"
+#include "util/config.h"
 #include "util/log.h"
 
 #define UR_HOUSEKEEPING_NS 200000000ull   /* 200 ms */
@@ -105,11 +106,10 @@ static struct ur_stack *alloc_stack(void)
 	 * responder does not hold (rxe, a NIC without out-of-order
 	 * placement) learns so from its answers and goes back as before
 	 * (comp.c, docs/reliability.md). */
-	s->selective = !(getenv("UROCE_SELECTIVE_RETRANSMIT") &&
-			 !strcmp(getenv("UROCE_SELECTIVE_RETRANSMIT"), "0"));
+	s->selective = ur_config()->selective;
 	/* Opt-in as on NICs (mlx5's out-of-order data placement is a QP
 	 * creation flag): a real loss is NAKed a few packets later. */
-	s->ooo = getenv("UROCE_OOO") && !strcmp(getenv("UROCE_OOO"), "1");
+	s->ooo = ur_config()->ooo;
 	ur_mcast_init(&s->mcast);
 	return s;
 }
