@@ -40,6 +40,7 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/pd.h"
+#include "util/atfork.h"
 #include "util/config.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -363,7 +364,9 @@ static void at_child(void)
 
 static void atfork_install(void)
 {
-	pthread_atfork(NULL, NULL, at_child);
+	static const struct ur_atfork_hooks hooks = { .child = at_child };
+
+	ur_atfork_register(UR_ATFORK_SHARE_MOVER, &hooks);
 }
 
 /* queue_lock held. */

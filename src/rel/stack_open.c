@@ -18,6 +18,7 @@
 #include "rel/res.h"
 #include "rel/resp_batch.h"
 #include "rel/stack.h"
+#include "util/atfork.h"
 #include "util/clock.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -207,7 +208,11 @@ static void unlock_after_fork(void)
 
 static void watch_forks(void)
 {
-	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+	static const struct ur_atfork_hooks hooks = {
+		lock_for_fork, unlock_after_fork, unlock_after_fork,
+	};
+
+	ur_atfork_register(UR_ATFORK_STACK, &hooks);
 }
 
 int ur_stack_get(struct ur_stack **out)
