@@ -115,6 +115,16 @@ static struct ur_stack *alloc_stack(void)
 	return s;
 }
 
+static void free_stack(struct ur_stack *s)
+{
+	ur_qp_table_fini(&s->qps);
+	pthread_rwlock_destroy(&s->qps_lock);
+	pthread_mutex_destroy(&s->waiting_lock);
+	pthread_mutex_destroy(&s->gsi_lock);
+	pthread_mutex_destroy(&s->res.cm_lock);
+	free(s);
+}
+
 /* The one stack that ends with the process. */
 static struct ur_stack *exiting;
 static bool atexit_set;
@@ -149,36 +159,46 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	if (!s)
 		return -ENOMEM;
 	h.arg = s;
+	/* The registry stays attached on failure: the slot is the process's,
+	 * given back at exit. */
 	ret = ur_registry_attach();
 	if (ret)
-		goto err;
-	exiting = s;
+		goto err_free_stack;
 	if (!atexit_set) {   /* once: a child of fork() inherits the parent's */
 		atexit(stack_atexit);
 		atexit_set = true;
 	}
 	ret = ur_engine_create(engine_flags, "uroce-engine", &s->engine);
 	if (ret)
-		goto err;
+		goto err_free_stack;
 	if (given)
 		s->xports = *given;
 	else
-		ret = ur_xports_open(&s->xports, s->engine, &h);
+		ret = ur_xports_open(&s->xports, s->engine, &h);   /* none open on failure */
 	if (ret)
-		goto err;
+		goto err_destroy_engine;
 	if (!(engine_flags & UR_ENGINE_NO_THREAD))
 		ur_res_open(s);         /* unseen by `uroce res` without it, still working */
 	ret = ur_engine_timer_init(s->engine, &s->housekeeping, housekeeping);
 	if (ret)
-		goto err;
+		goto err_close_xports;
 	if (!(engine_flags & UR_ENGINE_NO_THREAD))
 		ur_engine_timer_arm(s->engine, &s->housekeeping, ur_now_ns());
+	exiting = s;
 	*out = s;
 	return 0;
 
-err:
-	/* What was started stays: the engine's thread may be running, its
-	 * fds watched.  The stack is simply not used. */
+	/* Undone while the engine's threads still run (the transports and
+	 * the resource window unwatch their fds and wait for callbacks in
+	 * progress), then the engine stops and joins them. */
+err_close_xports:
+	ur_res_close(s);
+	if (!given)             /* the caller's */
+		ur_xports_close(&s->xports);
+err_destroy_engine:
+	ur_engine_destroy(s->engine);
+err_free_stack:
+	free_stack(s);
 	ur_err(NULL, "cannot start the uroce engine: %s", strerror(-ret));
 	return ret;
 }

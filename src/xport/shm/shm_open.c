@@ -133,23 +133,6 @@ static void shm_drain(struct ur_xport *x, int timeout_ms)
 	unlink(s->bell_path);
 }
 
-static const struct ur_xport_ops shm_ops = {
-	.name = "shm",
-	.resolve = ur_shm_resolve,
-	.send = ur_shm_send,
-	.flush = ur_shm_flush,
-	.want_writable = ur_shm_want_writable,
-	.tick = shm_tick,
-	.drain = shm_drain,
-	.rx_pending = ur_shm_rx_pending,
-	.stats = shm_stats,
-	.place = ur_shm_place,
-	.fetch = ur_shm_fetch,
-	.expose_region = ur_shm_expose_region,
-	.revoke_region = ur_shm_revoke_region,
-	.expose_qp = ur_shm_expose_qp,
-};
-
 static void shm_close(struct ur_shm *s)
 {
 	ur_shm_peers_close(s);
@@ -162,6 +145,36 @@ static void shm_close(struct ur_shm *s)
 	unlink(s->bell_path);
 	free(s);
 }
+
+/* A transport ur_shm_open returned, undone: out of the engine's reach
+ * (remove_poller waits for callbacks in progress), then closed. */
+static void shm_xport_close(struct ur_xport *x)
+{
+	struct ur_shm *s = ur_shm_of(x);
+	const struct ur_poller poller = { .poll = ur_shm_poll, .arg = s };
+
+	ur_engine_unwatch(s->engine, s->bell_fd);
+	ur_engine_remove_poller(s->engine, &poller);
+	shm_close(s);
+}
+
+static const struct ur_xport_ops shm_ops = {
+	.name = "shm",
+	.resolve = ur_shm_resolve,
+	.send = ur_shm_send,
+	.flush = ur_shm_flush,
+	.want_writable = ur_shm_want_writable,
+	.tick = shm_tick,
+	.drain = shm_drain,
+	.close = shm_xport_close,
+	.rx_pending = ur_shm_rx_pending,
+	.stats = shm_stats,
+	.place = ur_shm_place,
+	.fetch = ur_shm_fetch,
+	.expose_region = ur_shm_expose_region,
+	.revoke_region = ur_shm_revoke_region,
+	.expose_qp = ur_shm_expose_qp,
+};
 
 static bool wanted(void)
 {
