@@ -154,6 +154,7 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	struct ur_stack *s;
 	int ret;
 
+	*out = NULL;            /* a child of fork() must not keep its parent's */
 	ur_log_init();
 	s = alloc_stack();
 	if (!s)
