@@ -10,7 +10,7 @@
 #include "core/limits.h"
 #include "util/compiler.h"
 #include "util/clock.h"
-#include "util/config_path.h"
+#include "util/config.h"
 #include "util/lock.h"
 #include "util/log.h"
 
@@ -59,13 +59,14 @@ static int parse_wishes(const char *spec, struct dev_wish *w, int max)
  * every interface gets a device. */
 static int read_devices_file(struct dev_wish *w, int max)
 {
-	char path[PATH_MAX], line[256];
+	const struct ur_config *cfg = ur_config();
+	char line[256];
 	FILE *f;
 	int n = 0;
 
-	if (ur_devices_file_path(path, sizeof(path)))
+	if (cfg->devices_file_err)
 		return -1;
-	f = fopen(path, "re");
+	f = fopen(cfg->devices_file, "re");
 	if (!f)
 		return -1;
 	while (n < max && fgets(line, sizeof(line), f)) {
@@ -89,7 +90,7 @@ static int read_devices_file(struct dev_wish *w, int max)
  * (uroce run leaves lo out this way for libfabric's MSG endpoints). */
 static bool skipped(const char *netdev)
 {
-	const char *t = getenv("UROCE_DEVICES_SKIP");
+	const char *t = ur_config()->devices_skip;
 	size_t len = strlen(netdev);
 
 	while (t && *t) {
@@ -159,7 +160,7 @@ static void auto_name(char *out, size_t len, unsigned pos)
 int ur_device_list(struct ur_device ***out, int *num)
 {
 	struct dev_wish wish[UR_MAX_DEVICES];
-	const char *spec = getenv("UROCE_DEVICES");
+	const char *spec = ur_config()->devices;
 	struct ur_device **list;
 	struct ur_netdev *nds;
 	unsigned nnd;
@@ -169,7 +170,7 @@ int ur_device_list(struct ur_device ***out, int *num)
 	ret = ur_netdev_scan(&nds, &nnd);
 	if (ret)
 		return ret;
-	if (spec && *spec)
+	if (spec)
 		nwish = parse_wishes(spec, wish, UR_MAX_DEVICES);
 	else
 		nwish = read_devices_file(wish, UR_MAX_DEVICES);
@@ -354,14 +355,9 @@ void ur_device_attr(struct ur_device *dev, struct ibv_device_attr *a)
 	a->max_mr_size = ~0ull;
 	a->page_size_cap = 0xfffff000;
 	a->vendor_id = 0xffffff;          /* no OUI: a software device, as rxe */
-	a->vendor_part_id = UR_VENDOR_PART_ID;
+	a->vendor_part_id = ur_config()->has_vendor_part_id ? ur_config()->vendor_part_id
+							    : UR_VENDOR_PART_ID;
 	a->hw_ver = 0;
-	{
-		const char *part = getenv("UROCE_VENDOR_PART_ID");
-
-		if (part && *part)
-			a->vendor_part_id = (uint32_t)strtoul(part, NULL, 0);
-	}
 	a->max_qp = UR_MAX_QP;
 	a->max_qp_wr = UR_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |

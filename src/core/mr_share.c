@@ -40,6 +40,8 @@
 #include "core/context.h"
 #include "core/device.h"
 #include "core/pd.h"
+#include "util/atfork.h"
+#include "util/config.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/vm_share.h"
@@ -68,18 +70,14 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * does, would not survive). */
 static enum ur_vm_move share_mode(void)
 {
-	static int mode = -1;
-
-	if (mode < 0) {
-		const char *v = getenv("UROCE_SHM_SHARE_MR");
-		const char *sc = getenv("UROCE_SHM_SINGLE_COPY");
-
-		if ((v && !strcmp(v, "0")) || (sc && !strcmp(sc, "0")))
-			mode = UR_VM_MOVE_NEVER;
-		else
-			mode = v && !strcmp(v, "1") ? UR_VM_MOVE_ANY : UR_VM_MOVE_HELD;
+	switch (ur_config()->shm_share_mr) {
+	case UR_CONFIG_SHARE_NEVER:
+		return UR_VM_MOVE_NEVER;
+	case UR_CONFIG_SHARE_ANY:
+		return UR_VM_MOVE_ANY;
+	default:
+		return UR_VM_MOVE_HELD;
 	}
-	return (enum ur_vm_move)mode;
 }
 
 static bool shareable(struct ur_context *ctx, const struct ur_mr *mr)
@@ -366,7 +364,9 @@ static void at_child(void)
 
 static void atfork_install(void)
 {
-	pthread_atfork(NULL, NULL, at_child);
+	static const struct ur_atfork_hooks hooks = { .child = at_child };
+
+	ur_atfork_register(UR_ATFORK_SHARE_MOVER, &hooks);
 }
 
 /* queue_lock held. */

@@ -24,6 +24,7 @@
 #include "engine/engine_priv.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/log.h"
 
 _Thread_local unsigned ur_engine_in_dispatch;
@@ -310,10 +311,9 @@ static void nap_until(struct ur_engine *e, uint64_t end)
  * then makes progress only when some core is idle.  Off by default. */
 static void set_priority(void)
 {
-	const char *p = getenv("UROCE_ENGINE_PRIO");
 	struct sched_param sp = { 0 };
 
-	if (!p || strcmp(p, "idle"))
+	if (!ur_config()->engine_idle)
 		return;
 	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp))
 		ur_info(NULL, "engine thread stays at normal priority: %s", strerror(errno));
@@ -445,25 +445,23 @@ static int add_own(struct ur_engine *e, int epfd, struct watch *w, int fd, ur_fd
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
+_Static_assert(UR_ENGINE_MAX_RX == 8, "util/config.c checks UROCE_RX_THREADS against 8");
+
 unsigned ur_engine_default_rx(void)
 {
-	const char *v = getenv("UROCE_RX_THREADS");
+	const struct ur_config *cfg = ur_config();
 	long n;
 
-	if (v && *v) {
-		char *end;
+	if (cfg->rx_threads < 0) {
+		static bool warned;
 
-		n = strtol(v, &end, 10);
-		if (*end || n < 1 || n > UR_ENGINE_MAX_RX) {
-			static bool warned;
-
-			if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
-				ur_warn(NULL, "UROCE_RX_THREADS=%s: expected 1 .. %d; one receive "
-					"context", v, UR_ENGINE_MAX_RX);
-			return 1;
-		}
-		return (unsigned)n;
+		if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+			ur_warn(NULL, "UROCE_RX_THREADS=%s: expected 1 .. %d; one receive "
+				"context", cfg->rx_threads_raw, UR_ENGINE_MAX_RX);
+		return 1;
 	}
+	if (cfg->rx_threads)
+		return (unsigned)cfg->rx_threads;
 	/* One context per 4 cores, at most 4: the application's threads and
 	 * the engine thread keep cores of their own.  Below 8 cores, one. */
 	n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -537,9 +535,7 @@ int ur_engine_create_rx(unsigned flags, const char *thread_name, unsigned rx,
 		e->watches[i].fd = -1;
 	e->cap = 2;
 	e->heap = calloc(e->cap, sizeof(*e->heap));
-	e->spin_ns = UR_SPIN_NS_DEFAULT;
-	if (getenv("UROCE_SPIN_US"))
-		e->spin_ns = strtoull(getenv("UROCE_SPIN_US"), NULL, 10) * 1000u;
+	e->spin_ns = ur_config()->spin_ns;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->own_epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->inline_epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -15,7 +15,6 @@
 #define UR_MAX_WATCH 96            /* sockets, and up to 64 local peers */
 #define UR_BATCH 32                /* events taken per epoll_wait */
 #define UR_MAX_POLLERS 2
-#define UR_SPIN_NS_DEFAULT 20000u   /* polling on after work, before sleeping */
 #define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
 #define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
 #define UR_SOCK_LOOK_EVERY 8u       /* polls per look at the sockets while rings are active */

@@ -30,6 +30,8 @@ struct ur_res {
  * that cannot (its name taken, no socket) still runs, unseen by `uroce
  * res`: 0 or -errno, said in the log. */
 int ur_res_open(struct ur_stack *s);
+/* Stops serving (a stack that could not start, before any query came). */
+void ur_res_close(struct ur_stack *s);
 
 /* Makes fn the writer of the CM's lines (NULL: none, waiting for a call
  * in progress to end). */

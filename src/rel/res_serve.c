@@ -250,6 +250,16 @@ err_say:
 	return ret;
 }
 
+void ur_res_close(struct ur_stack *s)
+{
+	if (s->res.fd < 0)
+		return;
+	ur_engine_unwatch(s->engine, s->res.fd);
+	ur_engine_quiesce(s->engine);       /* on_query is over */
+	close(s->res.fd);
+	s->res.fd = -1;
+}
+
 void ur_res_attach_cm(struct ur_stack *s, ur_res_cm_fn fn, void *arg)
 {
 	pthread_mutex_lock(&s->res.cm_lock);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "util/config.h"
+
 static int use_avx2 = -1;
 
 __attribute__((target("avx2")))
@@ -41,10 +43,8 @@ void ur_memcpy_medium(void *dst, const void *src, size_t n)
 	int avx2 = __atomic_load_n(&use_avx2, __ATOMIC_RELAXED);
 
 	if (avx2 < 0) {
-		const char *env = getenv("UROCE_COPY");
-
 		__builtin_cpu_init();
-		avx2 = __builtin_cpu_supports("avx2") && !(env && !strcmp(env, "libc"));
+		avx2 = __builtin_cpu_supports("avx2") && !ur_config()->copy_libc;
 		__atomic_store_n(&use_avx2, avx2, __ATOMIC_RELAXED);
 	}
 	if (avx2)

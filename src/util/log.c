@@ -3,27 +3,18 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 #include <time.h>
+
+#include "util/config.h"
 
 int ur_log_level = UR_LOG_WARN;
 
 void ur_log_init(void)
 {
-	const char *s = getenv("UROCE_LOG");
+	int level = ur_config()->log_level;
 
-	if (!s || !*s)
-		return;
-	if (!strcasecmp(s, "error") || !strcmp(s, "0"))
-		ur_log_level = UR_LOG_ERR;
-	else if (!strcasecmp(s, "warn") || !strcmp(s, "1"))
-		ur_log_level = UR_LOG_WARN;
-	else if (!strcasecmp(s, "info") || !strcmp(s, "2"))
-		ur_log_level = UR_LOG_INFO;
-	else if (!strcasecmp(s, "debug") || !strcmp(s, "3"))
-		ur_log_level = UR_LOG_DBG;
+	if (level >= 0)
+		ur_log_level = level;
 }
 
 static const char *const level_name[] = {

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "util/atfork.h"
 #include "util/fault_guard.h"
 #include "util/vm_pages.h"
 #include "util/vm_query.h"
@@ -519,7 +520,9 @@ found:
 
 static void atfork_install(void)
 {
-	pthread_atfork(at_prepare, at_parent, at_child);
+	static const struct ur_atfork_hooks hooks = { at_prepare, at_parent, at_child };
+
+	ur_atfork_register(UR_ATFORK_VM_SHARE, &hooks);
 }
 
 int ur_vm_share_get(void *addr, size_t len, enum ur_vm_move how, struct ur_vm_share *out,

@@ -21,9 +21,9 @@
  * and CM of its own: rel/stack_open.c, host/registry_slots.c, rdmacm/cma.c.)  This holds as long as no transport hands application memory to
  * the kernel for later use (io_uring fixed buffers, AF_XDP umem, vmsplice):
  * a transport that does must revisit this file.  Shared regions
- * (util/vm_share.h) are memory a peer maps: their own pthread_atfork child
- * handler gives the child private copies before fork() returns, so this
- * still holds.
+ * (util/vm_share.h) are memory a peer maps: their child hook in the
+ * process's fork handler (util/atfork.h) gives the child private copies
+ * before fork() returns, so this still holds.
  *
  * Consequences mirrored from rdma-core with a copy-on-fork kernel:
  * RDMAV_FORK_SAFE / IBV_FORK_SAFE need no action, ibv_fork_init() succeeds at

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/config.h"
 #include "wire/icrc.h"
 
 enum crc_engine { ENGINE_PORTABLE, ENGINE_PCLMUL, ENGINE_VPCLMUL };
@@ -41,7 +42,7 @@ static void crc_build_inverses(void)
 
 static void crc_setup(void)
 {
-	const char *env = getenv("UROCE_CRC");
+	enum ur_config_crc want = ur_config()->crc;
 
 	ur_crc32_tables_build();
 #if defined(__x86_64__)
@@ -52,9 +53,9 @@ static void crc_setup(void)
 #endif
 	crc_engine = crc_has_vpclmul ? ENGINE_VPCLMUL : crc_has_clmul ? ENGINE_PCLMUL
 								   : ENGINE_PORTABLE;
-	if (env && strcmp(env, "portable") == 0)
+	if (want == UR_CONFIG_CRC_PORTABLE)
 		crc_engine = ENGINE_PORTABLE;
-	else if (env && strcmp(env, "pclmul") == 0 && crc_has_clmul)
+	else if (want == UR_CONFIG_CRC_PCLMUL && crc_has_clmul)
 		crc_engine = ENGINE_PCLMUL;
 	crc_build_inverses();
 }

@@ -25,8 +25,10 @@ int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xpo
 	for (unsigned i = 0; i < UR_ARRAY_SIZE(kinds); i++) {
 		int ret = kinds[i](e, h, &s->x[s->n]);
 
-		if (ret)
+		if (ret) {
+			ur_xports_close(s);
 			return ret;
+		}
 		if (s->x[s->n])       /* NULL: off in this process */
 			s->n++;
 	}
@@ -124,6 +126,17 @@ void ur_xports_drain(struct ur_xports *s, int timeout_ms)
 	for (unsigned i = 0; i < s->n; i++)
 		if (s->x[i]->ops->drain)
 			s->x[i]->ops->drain(s->x[i], timeout_ms);
+}
+
+void ur_xports_close(struct ur_xports *s)
+{
+	while (s->n) {
+		struct ur_xport *x = s->x[--s->n];
+
+		s->x[s->n] = NULL;
+		if (x->ops->close)       /* a test's own transports have none */
+			x->ops->close(x);
+	}
 }
 
 void ur_xports_leave(struct ur_xports *s)

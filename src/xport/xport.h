@@ -187,6 +187,10 @@ struct ur_xport_ops {
 	/* Optional, at exit after drain: gives up at once what this process
 	 * serves for the host's other processes (UDP port 4791). */
 	void (*leave)(struct ur_xport *x);
+	/* Undoes open, for a stack that could not start (nothing was sent
+	 * yet): unwatches its fds on the engine (which still runs), closes
+	 * them and frees the transport. */
+	void (*close)(struct ur_xport *x);
 	/* Optional: whether something received waits to be taken by a poller
 	 * (a ring in shared memory; an fd's data is the kernel's to tell). */
 	bool (*rx_pending)(struct ur_xport *x);
@@ -234,8 +238,11 @@ struct ur_xports {
 	unsigned n;
 };
 
-/* Opens every transport this build has, watching their fds on e. */
+/* Opens every transport this build has, watching their fds on e: 0, or
+ * -errno with none left open. */
 int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h);
+/* Closes what ur_xports_open opened, last first (a stack that failed). */
+void ur_xports_close(struct ur_xports *s);
 int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned ifindex,
 		      const union ibv_gid *dgid, uint32_t dqpn, struct ur_path *path);
 /* Flushes every transport: 0, or -EAGAIN if any kept something. */

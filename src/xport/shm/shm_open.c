@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/config.h"
 #include "util/host_uid.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -132,23 +133,6 @@ static void shm_drain(struct ur_xport *x, int timeout_ms)
 	unlink(s->bell_path);
 }
 
-static const struct ur_xport_ops shm_ops = {
-	.name = "shm",
-	.resolve = ur_shm_resolve,
-	.send = ur_shm_send,
-	.flush = ur_shm_flush,
-	.want_writable = ur_shm_want_writable,
-	.tick = shm_tick,
-	.drain = shm_drain,
-	.rx_pending = ur_shm_rx_pending,
-	.stats = shm_stats,
-	.place = ur_shm_place,
-	.fetch = ur_shm_fetch,
-	.expose_region = ur_shm_expose_region,
-	.revoke_region = ur_shm_revoke_region,
-	.expose_qp = ur_shm_expose_qp,
-};
-
 static void shm_close(struct ur_shm *s)
 {
 	ur_shm_peers_close(s);
@@ -162,12 +146,41 @@ static void shm_close(struct ur_shm *s)
 	free(s);
 }
 
+/* A transport ur_shm_open returned, undone: out of the engine's reach
+ * (remove_poller waits for callbacks in progress), then closed. */
+static void shm_xport_close(struct ur_xport *x)
+{
+	struct ur_shm *s = ur_shm_of(x);
+	const struct ur_poller poller = { .poll = ur_shm_poll, .arg = s };
+
+	ur_engine_unwatch(s->engine, s->bell_fd);
+	ur_engine_remove_poller(s->engine, &poller);
+	shm_close(s);
+}
+
+static const struct ur_xport_ops shm_ops = {
+	.name = "shm",
+	.resolve = ur_shm_resolve,
+	.send = ur_shm_send,
+	.flush = ur_shm_flush,
+	.want_writable = ur_shm_want_writable,
+	.tick = shm_tick,
+	.drain = shm_drain,
+	.close = shm_xport_close,
+	.rx_pending = ur_shm_rx_pending,
+	.stats = shm_stats,
+	.place = ur_shm_place,
+	.fetch = ur_shm_fetch,
+	.expose_region = ur_shm_expose_region,
+	.revoke_region = ur_shm_revoke_region,
+	.expose_qp = ur_shm_expose_qp,
+};
+
 static bool wanted(void)
 {
-	const char *on = getenv("UROCE_SHM");
-	const char *faults = getenv("UROCE_FAULTS");
+	const struct ur_config *cfg = ur_config();
 
-	if (on && !strcmp(on, "0")) {
+	if (cfg->shm == 0) {
 		ur_info(NULL, "shared-memory transport off (UROCE_SHM=0): processes of this "
 			"host are reached over UDP and unix sockets");
 		return false;
@@ -177,13 +190,13 @@ static bool wanted(void)
 	 * which is how it sees that a peer's completion (told over TCP, say)
 	 * follows our placement; through shared memory it sees nothing and
 	 * reports the application's read of placed data as a race. */
-	if (!on || strcmp(on, "1")) {
+	if (cfg->shm != 1) {
 		ur_info(NULL, "shared-memory transport off under ThreadSanitizer (it cannot see "
 			"ordering between processes through shared memory); UROCE_SHM=1 forces it");
 		return false;
 	}
 #endif
-	if (faults && *faults) {
+	if (cfg->faults.set) {
 		ur_info(NULL, "shared-memory transport off: UROCE_FAULTS injects faults on the "
 			"UDP receive path, so this process's packets take it");
 		return false;
@@ -191,22 +204,19 @@ static bool wanted(void)
 	return true;
 }
 
-/* WRITEs and READs of at least this many bytes are copied straight into
- * or out of the peer (smaller WRITEs only while its engine thread naps or
- * sleeps).  UROCE_SHM_SINGLE_COPY=0 sends every byte through the rings. */
-#define UR_SHM_PLACE_MIN_DEFAULT 16384u
+/* WRITEs and READs of at least this many bytes (UROCE_SHM_PLACE_MIN,
+ * 16 KiB) are copied straight into or out of the peer (smaller WRITEs only
+ * while its engine thread naps or sleeps).  UROCE_SHM_SINGLE_COPY=0 sends
+ * every byte through the rings. */
 
 static uint64_t place_min(void)
 {
-	const char *on = getenv("UROCE_SHM_SINGLE_COPY");
-	const char *min = getenv("UROCE_SHM_PLACE_MIN");
-
-	if (on && !strcmp(on, "0")) {
+	if (!ur_config()->shm_single_copy) {
 		ur_info(NULL, "single copy off (UROCE_SHM_SINGLE_COPY=0): WRITEs and READs go "
 			"through the shared-memory rings");
 		return UINT64_MAX;
 	}
-	return min && *min ? strtoull(min, NULL, 10) : UR_SHM_PLACE_MIN_DEFAULT;
+	return ur_config()->shm_place_min;
 }
 
 int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)

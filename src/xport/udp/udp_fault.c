@@ -10,6 +10,7 @@
  * the ICRC check, so a corrupted packet is caught there as it would be off
  * a wire.  A reordered packet is held back and handed on after the next
  * one.  Setting it in both peers' environments faults both directions.
+ * The spec is parsed with the rest of the configuration (util/config.c).
  * Each receive context has its own (its callbacks never run concurrently):
  * no lock.
  */
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/config.h"
 #include "util/log.h"
 #include "xport/udp/udp_priv.h"
 
@@ -42,66 +44,30 @@ static double next_unit(struct ur_udp_fault *f)
 	return (double)((f->rng * 0x2545F4914F6CDD1Dull) >> 11) / (double)(1ull << 53);
 }
 
-static int parse(struct ur_udp_fault *f, const char *spec)
-{
-	char *copy = strdup(spec), *save = NULL, *tok;
-	int ret = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ", ", &save); tok && !ret; tok = strtok_r(NULL, ", ", &save)) {
-		char *eq = strchr(tok, '='), *end;
-		double v;
-
-		if (!eq) {
-			ret = -EINVAL;
-			break;
-		}
-		*eq = '\0';
-		v = strtod(eq + 1, &end);
-		if (*end || end == eq + 1) {
-			ret = -EINVAL;
-		} else if (!strcmp(tok, "seed")) {
-			f->rng = (uint64_t)v ? (uint64_t)v : 1;
-		} else if (v < 0 || v > 1) {
-			ret = -ERANGE;
-		} else if (!strcmp(tok, "loss")) {
-			f->loss = v;
-		} else if (!strcmp(tok, "reorder")) {
-			f->reorder = v;
-		} else if (!strcmp(tok, "dup")) {
-			f->dup = v;
-		} else if (!strcmp(tok, "corrupt")) {
-			f->corrupt = v;
-		} else {
-			ret = -EINVAL;
-		}
-	}
-	free(copy);
-	return ret;
-}
-
 struct ur_udp_fault *ur_udp_fault_new(unsigned index)
 {
-	const char *spec = getenv("UROCE_FAULTS");
+	const struct ur_config_faults *spec = &ur_config()->faults;
 	struct ur_udp_fault *f;
 
-	if (!spec || !*spec)
+	if (!spec->set)
 		return NULL;
+	if (!spec->valid) {
+		if (!index)
+			ur_err(NULL, "UROCE_FAULTS=\"%s\": expected comma-separated loss=, reorder=, "
+			       "dup=, corrupt= (probabilities 0..1) and seed=N; faults not injected",
+			       spec->spec);
+		return NULL;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		ur_err(NULL, "UROCE_FAULTS: no memory for the fault injector: faults not injected");
 		return NULL;
 	}
-	f->rng = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
-	if (parse(f, spec)) {
-		if (!index)
-			ur_err(NULL, "UROCE_FAULTS=\"%s\": expected comma-separated loss=, reorder=, "
-			       "dup=, corrupt= (probabilities 0..1) and seed=N; faults not injected",
-			       spec);
-		free(f);
-		return NULL;
-	}
+	f->loss = spec->loss;
+	f->reorder = spec->reorder;
+	f->dup = spec->dup;
+	f->corrupt = spec->corrupt;
+	f->rng = spec->seed ? spec->seed : (uint64_t)getpid() * 0x9E3779B97F4A7C15ull | 1;
 	/* Context 0 keeps the sequence a seed gave before there were more. */
 	f->rng += index * 0x9E3779B97F4A7C15ull;
 	if (!f->rng)

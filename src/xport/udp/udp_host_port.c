@@ -257,3 +257,13 @@ void ur_udp_router_leave(struct ur_udp *u)
 	ur_info(NULL, "this process exits: UDP port %d is free for the host's next process",
 		UR_ROCE_UDP_PORT);
 }
+
+void ur_udp_router_close(struct ur_udp *u)
+{
+	ur_udp_router_leave(u);
+	unwatch_router(u);
+	ur_engine_quiesce(u->engine);       /* on_router_exit is over */
+	if (u->router_lock_fd >= 0)
+		close(u->router_lock_fd);
+	u->router_lock_fd = -1;
+}

@@ -51,22 +51,6 @@ static void udp_leave(struct ur_xport *x)
 	ur_udp_router_leave(container_of(x, struct ur_udp, xport));
 }
 
-static const struct ur_xport_ops udp_ops = {
-	.name = "udp",
-	.resolve = ur_udp_resolve,
-	.send = ur_udp_send,
-	.flush = ur_udp_flush,
-	.want_writable = ur_udp_want_writable,
-	.flush_kept = ur_udp_flush_kept,
-	.peer_behind = ur_udp_peer_behind,
-	.mcast = ur_udp_mcast,
-	.local_msg = ur_udp_local_msg,
-	.tick = udp_tick,
-	.drain = udp_drain,
-	.leave = udp_leave,
-	.stats = udp_stats,
-};
-
 /* Our own sockets and our unix socket bring packets for this process's
  * QPs only: a polling application thread may read them (INLINE). */
 static int watch_own(struct ur_udp *u)
@@ -116,6 +100,44 @@ static int alloc_rx(struct ur_udp *u)
 	}
 	return 0;
 }
+
+/* Undoes ur_udp_open: the port and its election first, then our sockets
+ * out of the engine's reach, and once no callback reads them, closed. */
+static void udp_close(struct ur_xport *x)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+
+	ur_udp_router_close(u);
+	ur_registry_set_ports(0, 0);
+	ur_engine_unwatch(u->engine, u->own4.fd);
+	if (u->own6.fd >= 0)
+		ur_engine_unwatch(u->engine, u->own6.fd);
+	ur_engine_unwatch(u->engine, u->fwd_fd);
+	ur_engine_quiesce(u->engine);
+	ur_udp_peers_close(u);
+	ur_udp_close_sock(&u->own6);
+	ur_udp_close_sock(&u->own4);
+	close(u->fwd_fd);
+	free_rx(u);
+	free(u);
+}
+
+static const struct ur_xport_ops udp_ops = {
+	.name = "udp",
+	.resolve = ur_udp_resolve,
+	.send = ur_udp_send,
+	.flush = ur_udp_flush,
+	.want_writable = ur_udp_want_writable,
+	.flush_kept = ur_udp_flush_kept,
+	.peer_behind = ur_udp_peer_behind,
+	.mcast = ur_udp_mcast,
+	.local_msg = ur_udp_local_msg,
+	.tick = udp_tick,
+	.drain = udp_drain,
+	.leave = udp_leave,
+	.close = udp_close,
+	.stats = udp_stats,
+};
 
 int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
 {

@@ -287,6 +287,9 @@ void ur_udp_router_elect(struct ur_udp *u);
 /* At exit: frees port 4791 (and the router lock) now, for the next
  * election, and stands for none again. */
 void ur_udp_router_leave(struct ur_udp *u);
+/* Leaves, stops watching the router and closes the lock file: for a
+ * transport that is closed (udp_open.c). */
+void ur_udp_router_close(struct ur_udp *u);
 
 /* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/config.h"
 #include "wire/roce_hdr.h"
 #include "xport/udp/udp_priv.h"
 #include "util/sys_socket.h"
@@ -81,7 +82,7 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	 * 95% of a 64 KiB UC stream across a veth).  UROCE_UDP_GRO=0 turns it
 	 * off; on loopback IPv6 the kernel was seen to hold GRO datagrams for
 	 * ~2 ms, but processes of one host no longer talk over UDP. */
-	if (!getenv("UROCE_UDP_GRO") || strcmp(getenv("UROCE_UDP_GRO"), "0"))
+	if (ur_config()->udp_gro)
 		setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof(on));
 	if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on))) {
 		int err = errno;

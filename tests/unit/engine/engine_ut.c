@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/fault_guard.h"
 
 /* ---- timers ---------------------------------------------------------------- */
@@ -831,9 +832,11 @@ static void test_rx_setting(void)
 
 	for (size_t i = 0; i < UR_ARRAY_SIZE(cases); i++) {
 		setenv("UROCE_RX_THREADS", cases[i].v, 1);
+		ur_config_reread();
 		UT_EQ(ur_engine_default_rx(), cases[i].want);
 	}
 	unsetenv("UROCE_RX_THREADS");
+	ur_config_reread();
 	d = ur_engine_default_rx();
 	UT_CHECK(d >= 1 && d <= 4);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 8)

@@ -1,0 +1,27 @@
+/* The process's one fork handler.  Each part that must act around fork()
+ * registers its hooks here when it starts (any of them may be NULL); the
+ * one pthread_atfork registration calls the prepare hooks in the order of
+ * the slots below, which is the lock order (docs/design.md, "Locks",
+ * outermost first), and the parent and child hooks in the reverse order,
+ * so that each part finds the parts it nests in still held. */
+#ifndef UROCE_UTIL_ATFORK_H
+#define UROCE_UTIL_ATFORK_H
+
+enum ur_atfork_slot {
+	UR_ATFORK_STACK,        /* rel/stack_open.c: opening the stack */
+	UR_ATFORK_SHARE_MOVER,  /* core/mr_share.c: the shared-region mover */
+	UR_ATFORK_VM_SHARE,     /* util/vm_share.c: shared ranges of memory */
+	UR_ATFORK_SLOTS
+};
+
+struct ur_atfork_hooks {
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+
+/* Fills SLOT (once; a later call for it does nothing).  Hooks registered
+ * while another thread forks take part from the next fork on. */
+void ur_atfork_register(enum ur_atfork_slot slot, const struct ur_atfork_hooks *hooks);
+
+#endif
