@@ -176,21 +176,29 @@ iperf_case() {
 # each answer again the wrong one, over kernel UDP as over rsockets.  On a
 # loaded host an answer takes over 1 ms often enough.  So an echo client
 # killed by its timeout while the server took many times the count's
-# datagrams met that loop (said, and run once more), not a stall.
+# datagrams (UD receives, or the kernel's UDP datagrams where they go over
+# the UD MTU) met that loop (said, and run once more), not a stall.
 udpong_case() {
 	udpong_once "$@" && return
 	ur_log "$1: udpong's client resent a stale sequence number for ever (its own loop, above); once more"
 	UDPONG_LAST=1 udpong_once "$1.again" "${@:2}"
 }
 
+# udp_in NS: the UDP datagrams NS's kernel received (what datagrams over the
+# UD MTU, which go by UDP, move instead of the UD receive counter).
+udp_in() {
+	ur_nsexec "$1" awk '/^Udp:/ && n++ { print $2 }' /proc/net/snmp
+}
+
 # udpong_once: one run of udpong_case; 1 when it met udpong's own loop.
 udpong_once() {
-	local name=$1 host=$2 dev=$3 port before after n i per=${UDPONG_PER:-2} echo=
+	local name=$1 host=$2 dev=$3 port before after n i per=${UDPONG_PER:-2} echo= ubefore uafter
 	shift 3
 	port=$(ur_port)
 	n=$(printf '%s\n' "$@" | awk 'p { print; exit } $0 == "-C" { p = 1 }')
 	printf '%s\n' "$@" | grep -qx e && echo=1
 	before=$(rdma_recvs "${UR_SNS:-}" "$dev")
+	ubefore=$(udp_in "${UR_SNS:-}")
 	UR_NS=${UR_SNS:-} ur_start "$name.server" udpong -b "$host" -p "$port" "$@"
 	for ((i = 0; i < 100; i++)); do
 		ur_nsexec "${UR_SNS:-}" ss -Hunl "( sport = :$port )" | grep -q . && break
@@ -202,9 +210,14 @@ udpong_once() {
 		udpong -s "$host" -p "$port" "$@"
 	if [ -n "$echo" ] && [ -z "${UDPONG_LAST:-}" ] && [ "${UR_RC[$name.client]}" = 124 ]; then
 		after=$(rdma_recvs "${UR_SNS:-}" "$dev")
+		uafter=$(udp_in "${UR_SNS:-}")
 		ur_stop "$name.server"
 		if [ -n "$before" ] && [ -n "$after" ] && [ $((after - before)) -gt $((50 * n)) ]; then
 			ur_log "$name: the client hung while $dev took $((after - before)) receives for $n datagrams"
+			return 1
+		fi
+		if [ -n "$ubefore" ] && [ -n "$uafter" ] && [ $((uafter - ubefore)) -gt $((50 * n)) ]; then
+			ur_log "$name: the client hung while the server's kernel took $((uafter - ubefore)) UDP datagrams for $n"
 			return 1
 		fi
 	fi
