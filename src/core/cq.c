@@ -24,7 +24,7 @@ enum notify_action {
 /* cq->lock held: the event goes out now; the CQ is disarmed. */
 static enum notify_action fire(struct ur_cq *cq)
 {
-	cq->armed = false;
+	__atomic_store_n(&cq->armed, false, __ATOMIC_RELAXED);
 	cq->mod_pending = 0;
 	cq->mod_timer_armed = false;
 	return NOTIFY_FIRE;
@@ -247,14 +247,14 @@ int ur_cq_resize(struct ur_cq *cq, int cqe)
 		free(nring);
 		return -EINVAL;   /* would drop completions still queued */
 	}
-	for (uint32_t i = 0; i < used; i++)
-		nring[i] = cq->ring[(cq->head + i) & (cq->size - 1)];
+	/* The indices run on unchanged (a poll may look at them unlocked):
+	 * each entry moves to its index's place in the new ring. */
+	for (uint32_t i = cq->head; i != cq->tail; i++)
+		nring[i & (nsize - 1)] = cq->ring[i & (cq->size - 1)];
 	old = cq->ring;
 	cq->ring = nring;
 	cq->size = nsize;
 	cq->depth = (uint32_t)cqe;
-	cq->head = 0;
-	cq->tail = used;
 	cq->ibcq.cqe = cqe;
 	pthread_spin_unlock(&cq->lock);
 	free(old);
@@ -263,13 +263,17 @@ int ur_cq_resize(struct ur_cq *cq, int cqe)
 
 int ur_cq_poll(struct ur_cq *cq, int n, struct ibv_wc *wc)
 {
+	uint32_t head;
 	int i = 0;
 
+	/* Most polls of a spinning program find nothing: they take no lock. */
+	if (ur_cq_looks_empty(cq))
+		return 0;
 	pthread_spin_lock(&cq->lock);
-	while (i < n && cq->head != cq->tail) {
-		wc[i++] = cq->ring[cq->head & (cq->size - 1)].wc;
-		cq->head++;
-	}
+	head = cq->head;
+	while (i < n && head != cq->tail)
+		wc[i++] = cq->ring[head++ & (cq->size - 1)].wc;
+	__atomic_store_n(&cq->head, head, __ATOMIC_RELAXED);
 	pthread_spin_unlock(&cq->lock);
 	return i;
 }
@@ -286,14 +290,14 @@ void ur_cq_purge_qp(struct ur_cq *cq, uint32_t qp_num)
 		if (e->wc.qp_num != qp_num)
 			cq->ring[keep++ & (cq->size - 1)] = *e;
 	}
-	cq->tail = keep;
+	__atomic_store_n(&cq->tail, keep, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&cq->lock);
 }
 
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only)
 {
 	pthread_spin_lock(&cq->lock);
-	cq->armed = true;
+	__atomic_store_n(&cq->armed, true, __ATOMIC_RELAXED);
 	cq->solicited_only = solicited_only != 0;
 	pthread_spin_unlock(&cq->lock);
 	return 0;
@@ -301,7 +305,7 @@ int ur_cq_req_notify(struct ur_cq *cq, int solicited_only)
 
 bool ur_cq_armed(struct ur_cq *cq)
 {
-	return ur_read_locked(spin, &cq->lock, cq->armed);
+	return __atomic_load_n(&cq->armed, __ATOMIC_RELAXED);
 }
 
 static void overrun(struct ur_cq *cq)
@@ -345,7 +349,9 @@ int ur_cq_push_tm(struct ur_cq *cq, const struct ibv_wc *wc, bool solicited, uin
 	e->ts_ns = ts;
 	e->tm_tag = tag;
 	e->tm_priv = priv;
-	cq->tail++;
+	/* Published after the entry: an unlocked look that sees the new
+	 * tail takes the lock and reads the entry. */
+	__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELEASE);
 	a = decide(cq, solicited, wc->status != IBV_WC_SUCCESS);
 	pthread_spin_unlock(&cq->lock);
 	act(cq, a);

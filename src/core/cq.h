@@ -78,7 +78,17 @@ int ur_cq_start_poll(struct ur_cq *cq);
 /* The next completion of a started poll; -ENOENT: none. */
 int ur_cq_next_poll(struct ur_cq *cq);
 int ur_cq_req_notify(struct ur_cq *cq, int solicited_only);
-/* Whether the CQ is armed: its next completion posts an event. */
+/* Whether the CQ holds nothing, read without its lock: a poll that finds
+ * it so takes no lock.  An entry pushed before the caller learnt of it
+ * (an event, a flag it synchronised with) is seen. */
+static inline bool ur_cq_looks_empty(struct ur_cq *cq)
+{
+	return __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&cq->head, __ATOMIC_RELAXED);
+}
+
+/* Whether the CQ is armed: its next completion posts an event.  Read
+ * without the lock: a hint for how the caller will wait. */
 bool ur_cq_armed(struct ur_cq *cq);
 int ur_cq_modify(struct ur_cq *cq, const struct ibv_modify_cq_attr *attr);
 

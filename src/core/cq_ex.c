@@ -16,13 +16,15 @@ static inline struct ur_cq *ex_to_ucq(struct ibv_cq_ex *ex)
 static void load_cur(struct ur_cq *cq)
 {
 	cq->cur = cq->ring[cq->head & (cq->size - 1)];
-	cq->head++;
+	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELAXED);
 	cq->ibcq.wr_id = cq->cur.wc.wr_id;
 	cq->ibcq.status = cq->cur.wc.status;
 }
 
 int ur_cq_start_poll(struct ur_cq *cq)
 {
+	if (ur_cq_looks_empty(cq))
+		return -ENOENT;
 	pthread_spin_lock(&cq->lock);
 	if (cq->head == cq->tail) {
 		pthread_spin_unlock(&cq->lock);

@@ -12,31 +12,47 @@
 #include "util/lock.h"
 #include "util/log.h"
 
-/* A polling thread's count of its polls while rings are active. */
-static _Thread_local unsigned sock_turn;
-/* A polling thread's run of polls: when the last came, and how many came
- * in a row, each within UR_POLLED_RECENTLY_NS of the one before. */
-static _Thread_local uint64_t run_last;
-static _Thread_local unsigned run_len;
+/* A polling thread's own state, one thread-local (each costs a lookup
+ * in a shared library): its count of polls while rings are active, and
+ * its run of polls: when the last came that read the clock, how many
+ * came in a row, each within UR_POLLED_RECENTLY_NS of the one before, and
+ * how many since the clock was last read. */
+struct poll_run {
+	unsigned sock_turn;
+	uint64_t last;
+	unsigned len;
+	unsigned unclocked;
+};
+static _Thread_local struct poll_run run;
 
 /* Whether this thread spins: it has polled UR_SPINNING_POLLS times in a
  * row with no pause as long as the engine thread's nap.  A thread that
  * polls once or twice after each wake-up and then blocks (on a channel, a
- * socket, a condition) never gets there, however often it wakes. */
-static bool spinning(uint64_t now)
+ * socket, a condition) never gets there, however often it wakes.  A
+ * spinner reads the clock on one poll in UR_SPIN_CLOCK_EVERY (a clock
+ * read is a fifth of an empty poll): a pause among the others is seen a
+ * few polls late, and those polls only take what they find. */
+static bool spinning(struct poll_run *r)
 {
-	if (now - run_last >= UR_POLLED_RECENTLY_NS)
-		run_len = 0;
-	run_last = now;
-	if (run_len < UR_SPINNING_POLLS)
-		run_len++;
-	return run_len >= UR_SPINNING_POLLS;
+	uint64_t now;
+
+	if (r->len >= UR_SPINNING_POLLS && ++r->unclocked < UR_SPIN_CLOCK_EVERY)
+		return true;
+	r->unclocked = 0;
+	now = ur_now_ns();
+	if (now - r->last >= UR_POLLED_RECENTLY_NS)
+		r->len = 0;
+	r->last = now;
+	if (r->len < UR_SPINNING_POLLS)
+		r->len++;
+	return r->len >= UR_SPINNING_POLLS;
 }
 
 /* Context 0: the inline set and the pollers. */
 static bool poll_first(struct ur_engine *e, bool will_block)
 {
 	struct epoll_event evs[UR_BATCH];
+	struct poll_run *r = &run;
 	bool found;
 	int n;
 
@@ -47,15 +63,15 @@ static bool poll_first(struct ur_engine *e, bool will_block)
 	/* Only a spinning thread takes the inline set off the engine thread
 	 * (which then naps): one about to block would leave what comes next
 	 * waiting for the nap's end, half a millisecond a hop. */
-	if (!will_block && spinning(ur_now_ns())) {
-		atomic_store_explicit(&e->last_app_poll, run_last, memory_order_relaxed);
+	if (!will_block && spinning(r)) {
+		atomic_store_explicit(&e->last_app_poll, r->last, memory_order_relaxed);
 		/* Asleep, the engine thread has producers wake it for what we
 		 * take anyway: woken once, it naps instead. */
 		if (atomic_load_explicit(&e->deep_sleep, memory_order_relaxed) &&
 		    atomic_exchange(&e->deep_sleep, false))
 			ur_engine_wake(e);
 	} else if (will_block) {
-		run_len = 0;
+		r->len = 0;
 	}
 	found = ur_engine_run_pollers(e);
 	/* While rings bring work, the sockets get every UR_SOCK_LOOK_EVERY-th
@@ -63,7 +79,7 @@ static bool poll_first(struct ur_engine *e, bool will_block)
 	 * packet landing in a ring during it waits for it (ib_send_lat on
 	 * one host: 1.00 against 0.88 us). */
 	n = 0;
-	if (!(found || ur_engine_pollers_active(e)) || ++sock_turn % UR_SOCK_LOOK_EVERY == 0)
+	if (!(found || ur_engine_pollers_active(e)) || ++r->sock_turn % UR_SOCK_LOOK_EVERY == 0)
 		n = epoll_wait(e->inline_epfd, evs, UR_BATCH, 0);
 	if (n > 0)
 		ur_engine_run_events(e, evs, n);

@@ -222,6 +222,28 @@ static void test_cq_resize(void)
 	del_cq(cq);
 }
 
+/* A poll that finds the CQ empty takes no lock (a spinning program's
+ * polls are mostly empty): it answers while another thread holds the
+ * lock, as an ibv_start_poll session does; one that finds entries waits
+ * its turn.  The old poll spun here for ever. */
+static void test_cq_empty_poll_unlocked(void)
+{
+	struct ur_cq *cq = mk_cq(4, false);
+	struct ibv_wc wc[4];
+
+	pthread_spin_lock(&cq->lock);
+	UT_CHECK(ur_cq_looks_empty(cq));
+	UT_EQ(ur_cq_poll(cq, 4, wc), 0);
+	UT_EQ(ur_cq_start_poll(cq), -ENOENT);
+	pthread_spin_unlock(&cq->lock);
+	UT_EQ(push(cq, 7, IBV_WC_SUCCESS, false), 0);
+	UT_CHECK(!ur_cq_looks_empty(cq));
+	UT_EQ(ur_cq_poll(cq, 4, wc), 1);
+	UT_EQ(wc[0].wr_id, 7);
+	UT_CHECK(ur_cq_looks_empty(cq));
+	del_cq(cq);
+}
+
 static void test_cq_channel(void)
 {
 	struct ur_cq *cq = mk_cq(64, true);
@@ -419,6 +441,7 @@ int main(void)
 	UT_RUN(test_cq_full_empty_wrap);
 	UT_RUN(test_cq_overrun);
 	UT_RUN(test_cq_resize);
+	UT_RUN(test_cq_empty_poll_unlocked);
 	UT_RUN(test_cq_channel);
 	UT_RUN(test_cq_moderation_count);
 	UT_RUN(test_cq_moderation_period);
