@@ -27,7 +27,7 @@
 #include "util/config.h"
 #include "util/log.h"
 
-_Thread_local unsigned ur_engine_in_dispatch;
+_Thread_local unsigned ur_engine_in_dispatch UR_TLS_HOT;
 
 /* ---- fd watches --------------------------------------------------------- */
 

@@ -23,7 +23,7 @@ struct poll_run {
 	unsigned len;
 	unsigned unclocked;
 };
-static _Thread_local struct poll_run run;
+static _Thread_local struct poll_run run UR_TLS_HOT;
 
 /* Whether this thread spins: it has polled UR_SPINNING_POLLS times in a
  * row with no pause as long as the engine thread's nap.  A thread that

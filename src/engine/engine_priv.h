@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 
 #include "engine/engine.h"
+#include "util/compiler.h"
 
 #define UR_MAX_WATCH 96            /* sockets, and up to 64 local peers */
 #define UR_BATCH 32                /* events taken per epoll_wait */
@@ -86,7 +87,7 @@ struct ur_engine {
 
 /* While this thread runs callbacks: 1 + the receive context's index (0:
  * none); quiesce must not wait for itself. */
-extern _Thread_local unsigned ur_engine_in_dispatch;
+extern _Thread_local unsigned ur_engine_in_dispatch UR_TLS_HOT;
 
 /* engine_timer.c: the engine thread wakes to look again. */
 void ur_engine_wake(struct ur_engine *e);

@@ -133,7 +133,7 @@ void ur_progress_resume(struct ur_stack *s)
 
 void ur_progress_poll(struct ur_stack *s, bool will_block)
 {
-	static _Thread_local unsigned empty_polls;
+	static _Thread_local unsigned empty_polls UR_TLS_HOT;
 
 	if (ur_engine_poll(s->engine, will_block))
 		empty_polls = 0;

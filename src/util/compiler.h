@@ -9,6 +9,11 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define UR_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define UR_CACHELINE 64
+/* A thread-local on a per-poll path: the static TLS block, no
+ * __tls_get_addr call per access (a tenth of an empty poll).  The library
+ * holds a few dozen bytes of such; a program that loads it with dlopen
+ * (UCX, MPI) takes them from glibc's reserve for that case. */
+#define UR_TLS_HOT __attribute__((tls_model("initial-exec")))
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
