@@ -157,9 +157,92 @@ static int parse_op(struct ur_optparse *p, const char *word, struct bench_opts *
 	return ur_opt_error(p, "'%s': the operation is one of write, read, send, atomic", word);
 }
 
+enum { OPT_BW = 256, OPT_LAT, OPT_GBITS, OPT_JSON, OPT_CSV, OPT_PLOT };
+
+/* Which flags the user gave: their defaults depend on the others. */
+struct given {
+	bool size, iters, depth;
+};
+
+/* One option c of the bench's own (the shared ones are ur_opt_next's). */
+static int bench_opt(struct ur_optparse *p, int c, struct bench_opts *o, struct given *g)
+{
+	switch (c) {
+	case 's':
+		ur_opt_range(p, "a size in bytes", 1, BENCH_MAX_SIZE, &o->sizes[0]);
+		o->nsizes = 1;
+		g->size = true;
+		break;
+	case 'a':
+		o->all_sizes = true;
+		break;
+	case 'n':
+		ur_opt_count(p, "a number of iterations", 1, 1u << 30, &o->iters);
+		g->iters = true;
+		break;
+	case 'q':
+		ur_opt_range(p, "a number of QPs", 1, BENCH_MAX_QPS, &o->qps);
+		break;
+	case 'T':
+		ur_opt_range(p, "a number of threads", 1, BENCH_MAX_THREADS, &o->threads);
+		break;
+	case 'b':
+		o->bidir = true;
+		break;
+	case OPT_GBITS:
+		o->gbits = true;
+		break;
+	case 'c':
+		if (!strcasecmp(optarg, "RC"))
+			o->qpt = IBV_QPT_RC;
+		else if (!strcasecmp(optarg, "UC"))
+			o->qpt = IBV_QPT_UC;
+		else if (!strcasecmp(optarg, "UD"))
+			o->qpt = IBV_QPT_UD;
+		else
+			return ur_opt_error(p, "-c %s: one of RC, UC, UD", optarg);
+		break;
+	case 't':
+		ur_opt_range(p, "a queue depth", 1, 8192, &o->tx_depth);
+		g->depth = true;
+		break;
+	case 'I':
+		ur_opt_range(p, "an inline size in bytes", 0, 4096, &o->inline_size);
+		break;
+	case 'e':
+		o->events = true;
+		break;
+	case 'A':
+		if (!strcmp(optarg, "FETCH_AND_ADD"))
+			o->atomic = BENCH_FAA;
+		else if (!strcmp(optarg, "CMP_AND_SWAP"))
+			o->atomic = BENCH_CAS;
+		else
+			return ur_opt_error(p, "-A %s: FETCH_AND_ADD or CMP_AND_SWAP", optarg);
+		break;
+	case 'F':
+		break;
+	case OPT_BW:
+		o->lat = false;
+		break;
+	case OPT_LAT:
+		o->lat = true;
+		break;
+	case OPT_JSON:
+		o->json = optarg;
+		break;
+	case OPT_CSV:
+		o->csv = optarg;
+		break;
+	case OPT_PLOT:
+		o->plot = optarg;
+		break;
+	}
+	return 0;
+}
+
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
-	enum { OPT_BW = 256, OPT_LAT, OPT_GBITS, OPT_JSON, OPT_CSV, OPT_PLOT };
 	static const struct option longs[] = {
 		UR_OPT_LONGS_SHARED,
 		{ "gid-index", required_argument, NULL, 'x' },
@@ -188,7 +271,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 	struct ur_optparse p = { .cmd = "bench", .help = bench_help, .argc = argc - 1,
 				 .argv = argv + 1, .shorts = ":d:i:x:p:s:an:q:bc:m:t:I:eA:FT:h",
 				 .longs = longs, .conn = &o->conn, .gid_hint = true };
-	bool size_given = false, iters_given = false, depth_given = false;
+	struct given g = { 0 };
 	int c;
 
 	*o = (struct bench_opts){ .conn = UR_CONN_OPTS_DEFAULT, .qpt = IBV_QPT_RC, .qps = 1,
@@ -204,77 +287,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 	if (parse_op(&p, argv[1], o))
 		return UR_EXIT_USAGE;
 	while ((c = ur_opt_next(&p)) != -1) {
-		switch (c) {
-		case 's':
-			ur_opt_range(&p, "a size in bytes", 1, BENCH_MAX_SIZE, &o->sizes[0]);
-			o->nsizes = 1;
-			size_given = true;
-			break;
-		case 'a':
-			o->all_sizes = true;
-			break;
-		case 'n':
-			ur_opt_count(&p, "a number of iterations", 1, 1u << 30, &o->iters);
-			iters_given = true;
-			break;
-		case 'q':
-			ur_opt_range(&p, "a number of QPs", 1, BENCH_MAX_QPS, &o->qps);
-			break;
-		case 'T':
-			ur_opt_range(&p, "a number of threads", 1, BENCH_MAX_THREADS, &o->threads);
-			break;
-		case 'b':
-			o->bidir = true;
-			break;
-		case OPT_GBITS:
-			o->gbits = true;
-			break;
-		case 'c':
-			if (!strcasecmp(optarg, "RC"))
-				o->qpt = IBV_QPT_RC;
-			else if (!strcasecmp(optarg, "UC"))
-				o->qpt = IBV_QPT_UC;
-			else if (!strcasecmp(optarg, "UD"))
-				o->qpt = IBV_QPT_UD;
-			else
-				return ur_opt_error(&p, "-c %s: one of RC, UC, UD", optarg);
-			break;
-		case 't':
-			ur_opt_range(&p, "a queue depth", 1, 8192, &o->tx_depth);
-			depth_given = true;
-			break;
-		case 'I':
-			ur_opt_range(&p, "an inline size in bytes", 0, 4096, &o->inline_size);
-			break;
-		case 'e':
-			o->events = true;
-			break;
-		case 'A':
-			if (!strcmp(optarg, "FETCH_AND_ADD"))
-				o->atomic = BENCH_FAA;
-			else if (!strcmp(optarg, "CMP_AND_SWAP"))
-				o->atomic = BENCH_CAS;
-			else
-				return ur_opt_error(&p, "-A %s: FETCH_AND_ADD or CMP_AND_SWAP", optarg);
-			break;
-		case 'F':
-			break;
-		case OPT_BW:
-			o->lat = false;
-			break;
-		case OPT_LAT:
-			o->lat = true;
-			break;
-		case OPT_JSON:
-			o->json = optarg;
-			break;
-		case OPT_CSV:
-			o->csv = optarg;
-			break;
-		case OPT_PLOT:
-			o->plot = optarg;
-			break;
-		}
+		if (bench_opt(&p, c, o, &g))
+			return p.rc;
 	}
 	if (p.rc)       /* help printed, or a usage error */
 		return p.rc;
@@ -285,5 +299,5 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 				    p.argv[optind]);
 	if (o->op != BENCH_ATOMIC && o->atomic == BENCH_CAS)
 		return ur_opt_error(&p, "-A applies to `bench atomic`, not %s", bench_op_name(o->op));
-	return check_combination(&p, o, size_given, iters_given, depth_given);
+	return check_combination(&p, o, g.size, g.iters, g.depth);
 }
