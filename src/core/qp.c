@@ -317,7 +317,7 @@ retire:
 	while (!ur_wq_empty(&qp->sq) &&
 	       ur_sq_wqe(qp, qp->sq.head)->state == UR_WQE_DONE &&
 	       qp->sq.head != qp->req.wqe)
-		qp->sq.head++;
+		ur_sq_retire(qp);
 }
 
 void ur_qp_purge_completions(struct ur_qp *qp)

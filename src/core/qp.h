@@ -179,6 +179,14 @@ static inline struct ur_send_wqe *ur_sq_wqe(struct ur_qp *qp, uint32_t idx)
 	return ur_wq_slot(&qp->sq, idx);
 }
 
+/* The SQ's oldest WQE, completed, gives its slot back (QP lock held).  A
+ * release store: the ibv_wr_* builders read the head without the lock
+ * and may then reuse the slot. */
+static inline void ur_sq_retire(struct ur_qp *qp)
+{
+	__atomic_store_n(&qp->sq.head, qp->sq.head + 1, __ATOMIC_RELEASE);
+}
+
 /* The device a QP is on, for log lines. */
 #define ur_qp_dev(qp) ((qp)->ctx->dev->ibdev.name)
 

@@ -32,7 +32,9 @@ static struct ur_send_wqe *new_wqe(struct ibv_qp_ex *qpx, uint32_t opcode)
 
 	if (qp->wr_err)
 		return NULL;
-	if (qp->wr_tail - qp->sq.head >= qp->sq.max) {
+	/* Unlocked, as the builders are: the completer moves the head on
+	 * under the QP's lock, only ever forward (ur_sq_retire). */
+	if (qp->wr_tail - __atomic_load_n(&qp->sq.head, __ATOMIC_ACQUIRE) >= qp->sq.max) {
 		qp->wr_err = -ENOMEM;
 		return NULL;
 	}

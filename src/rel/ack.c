@@ -30,7 +30,7 @@ struct ur_send_wqe *ur_ack_head(struct ur_qp *qp)
 
 		if (w->state != UR_WQE_DONE)
 			return w;
-		qp->sq.head++;
+		ur_sq_retire(qp);
 	}
 	return NULL;
 }

@@ -84,7 +84,8 @@ static void enter_reset(struct ur_qp *qp)
 	qp->comm_est = false;
 	qp->cq_overrun = false;
 	ur_qp_purge_completions(qp);
-	qp->sq.head = qp->sq.tail = 0;
+	__atomic_store_n(&qp->sq.head, 0, __ATOMIC_RELEASE);
+	qp->sq.tail = 0;
 	qp->rq.head = qp->rq.tail = 0;
 }
 
