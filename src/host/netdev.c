@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <linux/if_packet.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/array.h"
+#include "util/compiler.h"
 #include "util/log.h"
 #include "util/sys_socket.h"
 #include "wire/gid.h"
@@ -54,40 +54,63 @@ static int read_speed(const char *ifname)
 	return speed;
 }
 
-static void read_link_info(struct ur_netdev *nd)
+/* Closes a socket of a scan's, unless a call on it said EBADF: a program
+ * that closed a descriptor twice took it then (see dump_addrs), and the
+ * number may be another's by now. */
+static void close_own(int fd, int err)
 {
-	struct ifreq ifr = { 0 };
-	int fd = ur_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	nd->mtu = 1500;
-	if (fd < 0)
-		return;
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", nd->name);
-	if (!ioctl(fd, SIOCGIFMTU, &ifr))
-		nd->mtu = (unsigned)ifr.ifr_mtu;
-	if (!ioctl(fd, SIOCGIFHWADDR, &ifr))
-		memcpy(nd->mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
-		nd->flags = (unsigned short)ifr.ifr_flags;
-	close(fd);
-	nd->speed_mbps = read_speed(nd->name);
+	if (err != -EBADF)
+		close(fd);
 }
 
-static struct ur_netdev *find_or_add(struct ur_netdev **arr, unsigned *n,
-				     unsigned *cap, const char *name)
+/* The interface's MTU, MAC and flags through ioc (an AF_INET socket), and
+ * its speed: 0, or -errno when they cannot be read (a scan that fails is
+ * retried; one that said the interface was down would be believed). */
+static int read_link_info(int ioc, struct ur_netdev *nd)
 {
+	struct ifreq ifr = { 0 };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", nd->name);
+	if (ioctl(ioc, SIOCGIFMTU, &ifr))
+		return -errno;
+	nd->mtu = (unsigned)ifr.ifr_mtu;
+	if (ioctl(ioc, SIOCGIFHWADDR, &ifr))
+		return -errno;
+	memcpy(nd->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(ioc, SIOCGIFFLAGS, &ifr))
+		return -errno;
+	nd->flags = (unsigned short)ifr.ifr_flags;
+	nd->speed_mbps = read_speed(nd->name);
+	return 0;
+}
+
+/* The interface of index ifindex in *arr, added (with the name the kernel
+ * gives it, through ioc) if new; *out is NULL when the interface went away
+ * during the scan.  0 or -errno. */
+static int find_or_add(int ioc, struct ur_netdev **arr, unsigned *n, unsigned *cap,
+		       unsigned ifindex, struct ur_netdev **out)
+{
+	struct ifreq ifr = { .ifr_ifindex = (int)ifindex };
 	struct ur_netdev *nd;
 
+	*out = NULL;
 	for (unsigned i = 0; i < *n; i++)
-		if (!strcmp((*arr)[i].name, name))
-			return &(*arr)[i];
+		if ((*arr)[i].ifindex == ifindex) {
+			*out = &(*arr)[i];
+			return 0;
+		}
+	if (ioctl(ioc, SIOCGIFNAME, &ifr))
+		return errno == ENODEV ? 0 : -errno;
 	if (UR_ARRAY_ROOM(*arr, *cap, *n, 8))
-		return NULL;
+		return -ENOMEM;
 	nd = &(*arr)[(*n)++];
 	memset(nd, 0, sizeof(*nd));
-	snprintf(nd->name, sizeof(nd->name), "%s", name);
-	nd->ifindex = if_nametoindex(name);
-	return nd;
+	snprintf(nd->name, sizeof(nd->name), "%.*s", (int)sizeof(ifr.ifr_name), ifr.ifr_name);
+	nd->ifindex = ifindex;
+	nd->mtu = 1500;
+	nd->speed_mbps = -1;
+	*out = nd;
+	return 0;
 }
 
 static void gid_add(struct ur_netdev *nd, const union ibv_gid *gid, int family)
@@ -121,17 +144,27 @@ static int cmp_ifindex(const void *a, const void *b)
 	return (x->ifindex > y->ifindex) - (x->ifindex < y->ifindex);
 }
 
-/* IPv4 addresses with the index of their interface, in the kernel's order.
- * getifaddrs() names an IPv4 address by its label, which is the interface
- * name only by convention ("eth0:1", or anything `ip addr add ... label`
- * sets), so it cannot say which interface an IPv4 address belongs to; the
- * RTM_GETADDR dump it is built on can. */
-struct v4_addr {
+/* The addresses of this namespace's interfaces, each with its interface's
+ * index, in the kernel's order (IPv4 ones first), from an RTM_GETADDR dump.
+ *
+ * Not getifaddrs(), built on the same dump, for two reasons.  It names an
+ * IPv4 address by its label, which is the interface name only by convention
+ * ("eth0:1", or anything `ip addr add ... label` sets), so it cannot say
+ * which interface an IPv4 address belongs to.  And glibc aborts the process
+ * when its netlink socket says EBADF ("Unexpected error 9 on netlink
+ * descriptor N"): a program that closes a descriptor twice closes, the
+ * second time, whatever another thread opened under that number meanwhile,
+ * and uroce's threads scan every second (the engine's port watch, the CM
+ * thread's peer check).  iperf3 3.12's server does close its UDP test
+ * socket twice; here such a close makes a scan fail, and the next one
+ * runs a second later. */
+struct if_addr {
 	unsigned ifindex;
-	struct in_addr addr;
+	int family;                /* AF_INET or AF_INET6 */
+	uint8_t addr[16];          /* 4 bytes of it for AF_INET */
 };
 
-static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
+static int dump_addrs(struct if_addr **out, unsigned *count)
 {
 	struct {
 		struct nlmsghdr nh;
@@ -140,16 +173,18 @@ static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
 		.nh = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg)),
 			.nlmsg_type = RTM_GETADDR, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
 			.nlmsg_seq = 1 },
-		.ifa = { .ifa_family = AF_INET },
+		.ifa = { .ifa_family = AF_UNSPEC },
 	};
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	struct v4_addr *arr = NULL;
+	struct if_addr *arr = NULL;
 	unsigned n = 0, cap = 0;
 	char buf[16384] __attribute__((aligned(4)));
 	int fd, ret = 0;
 	bool done = false;
 
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	/* The kernel's call: a preloaded librspreload.so would first offer
+	 * the socket to rsockets (sys_socket.h). */
+	fd = ur_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return -errno;
 	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -166,9 +201,14 @@ static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
 			ret = -errno;
 			goto out;
 		}
+		if (len == 0) {
+			ret = -EIO;
+			goto out;
+		}
 		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
 		     nh = NLMSG_NEXT(nh, len)) {
 			struct ifaddrmsg *ifa = NLMSG_DATA(nh);
+			unsigned alen = ifa->ifa_family == AF_INET6 ? 16 : 4;
 			struct rtattr *rta;
 			unsigned rlen;
 			const void *local = NULL, *addr = NULL;
@@ -181,11 +221,12 @@ static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
 				ret = -EIO;
 				goto out;
 			}
-			if (nh->nlmsg_type != RTM_NEWADDR || ifa->ifa_family != AF_INET)
+			if (nh->nlmsg_type != RTM_NEWADDR ||
+			    (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6))
 				continue;
 			rlen = (unsigned)IFA_PAYLOAD(nh);
 			for (rta = IFA_RTA(ifa); RTA_OK(rta, rlen); rta = RTA_NEXT(rta, rlen)) {
-				if (RTA_PAYLOAD(rta) < 4)
+				if (RTA_PAYLOAD(rta) < alen)
 					continue;
 				if (rta->rta_type == IFA_LOCAL)
 					local = RTA_DATA(rta);
@@ -199,13 +240,15 @@ static int dump_v4_addrs(struct v4_addr **out, unsigned *count)
 			ret = UR_ARRAY_ROOM(arr, cap, n, 16);
 			if (ret)
 				goto out;
+			memset(&arr[n], 0, sizeof(arr[n]));
 			arr[n].ifindex = ifa->ifa_index;
-			memcpy(&arr[n].addr, local, 4);
+			arr[n].family = ifa->ifa_family;
+			memcpy(arr[n].addr, local, alen);
 			n++;
 		}
 	}
 out:
-	close(fd);
+	close_own(fd, ret);
 	if (ret) {
 		free(arr);
 		return ret;
@@ -213,19 +256,6 @@ out:
 	*out = arr;
 	*count = n;
 	return 0;
-}
-
-static struct ur_netdev *find_or_add_index(struct ur_netdev **arr, unsigned *n,
-					   unsigned *cap, unsigned ifindex)
-{
-	char name[IF_NAMESIZE];
-
-	for (unsigned i = 0; i < *n; i++)
-		if ((*arr)[i].ifindex == ifindex)
-			return &(*arr)[i];
-	if (!if_indextoname(ifindex, name))
-		return NULL;   /* gone meanwhile */
-	return find_or_add(arr, n, cap, name);
 }
 
 /* GID 0 has to be usable: rdma-core's tests and programs run without a
@@ -253,77 +283,74 @@ static void fill_gid0(struct ur_netdev *nd)
 
 /* The table order is GID 0 (the link-local address), then every IPv4
  * address, then every IPv6 address, whatever order the kernel lists them
- * in; see fill_gid0 for an interface without a link-local address.  IPv6 addresses come
- * from getifaddrs, which names them by interface; IPv4 ones from the
- * netlink dump, which gives their interface index (see dump_v4_addrs). */
+ * in; see fill_gid0 for an interface without a link-local address. */
 int ur_netdev_scan(struct ur_netdev **out, unsigned *count)
 {
-	struct ifaddrs *ifa_list, *ifa;
+	static const int families[] = { AF_INET, AF_INET6 };
 	struct ur_netdev *arr = NULL, *nd;
-	struct v4_addr *v4 = NULL;
-	unsigned n = 0, cap = 0, nv4 = 0;
+	struct if_addr *a = NULL;
+	unsigned n = 0, cap = 0, na = 0;
 	union ibv_gid gid;
-	int ret;
+	int ioc, ret;
 
-	ret = dump_v4_addrs(&v4, &nv4);
+	ret = dump_addrs(&a, &na);
 	if (ret)
 		return ret;
-	if (getifaddrs(&ifa_list)) {
+	ioc = ur_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (ioc < 0) {
 		ret = -errno;
-		free(v4);
+		free(a);
 		return ret;
 	}
-
-	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET6)
-			continue;
-		if (!find_or_add(&arr, &n, &cap, ifa->ifa_name))
-			goto err_nomem;
-	}
-	for (unsigned i = 0; i < nv4; i++)
-		find_or_add_index(&arr, &n, &cap, v4[i].ifindex);
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < na && !ret; i++)
+		ret = find_or_add(ioc, &arr, &n, &cap, a[i].ifindex, &nd);
+	for (unsigned i = 0; i < n && !ret; i++) {
 		nd = &arr[i];
-		read_link_info(nd);
+		ret = read_link_info(ioc, nd);
+		if (ret == -ENODEV)
+			ret = 0;   /* gone meanwhile: the next scan drops it */
 		ur_gid_eui64(&gid, nd->mac);
 		nd->gid[0].gid = gid;
 		nd->gid[0].valid = false;   /* until the interface lists it */
 		nd->gid[0].family = AF_INET6;
 		nd->ngid = 1;
 	}
-	for (unsigned i = 0; i < nv4; i++) {
-		nd = NULL;
-		for (unsigned k = 0; k < n && !nd; k++)
-			if (arr[k].ifindex == v4[i].ifindex)
-				nd = &arr[k];
-		if (!nd)
-			continue;   /* its interface vanished during the scan */
-		ur_gid_from_v4(&gid, v4[i].addr);
-		gid_add(nd, &gid, AF_INET);
-	}
-	for (ifa = ifa_list; ifa; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET6)
-			continue;
-		nd = find_or_add(&arr, &n, &cap, ifa->ifa_name);
-		if (!nd)
-			goto err_nomem;
-		memcpy(gid.raw, &((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
-		gid_add(nd, &gid, AF_INET6);
+	close_own(ioc, ret);
+	if (ret)
+		goto err;
+	for (unsigned f = 0; f < UR_ARRAY_SIZE(families); f++) {
+		for (unsigned i = 0; i < na; i++) {
+			if (a[i].family != families[f])
+				continue;
+			nd = NULL;
+			for (unsigned k = 0; k < n && !nd; k++)
+				if (arr[k].ifindex == a[i].ifindex)
+					nd = &arr[k];
+			if (!nd)
+				continue;   /* its interface vanished during the scan */
+			if (a[i].family == AF_INET) {
+				struct in_addr v4;
+
+				memcpy(&v4, a[i].addr, 4);
+				ur_gid_from_v4(&gid, v4);
+			} else {
+				memcpy(gid.raw, a[i].addr, 16);
+			}
+			gid_add(nd, &gid, a[i].family);
+		}
 	}
 	for (unsigned i = 0; i < n; i++)
 		fill_gid0(&arr[i]);
-	freeifaddrs(ifa_list);
-	free(v4);
+	free(a);
 	qsort(arr, n, sizeof(*arr), cmp_ifindex);
 	*out = arr;
 	*count = n;
 	return 0;
 
-err_nomem:
-	freeifaddrs(ifa_list);
-	free(v4);
+err:
+	free(a);
 	free(arr);
-	return -ENOMEM;
+	return ret;
 }
 
 int ur_netdev_get(const char *name, struct ur_netdev *out)
@@ -348,21 +375,18 @@ int ur_netdev_get(const char *name, struct ur_netdev *out)
 
 bool ur_gid_is_local_addr(const union ibv_gid *gid)
 {
-	struct ifaddrs *ifa_list, *ifa;
-	bool found = false;
+	bool v4 = ur_gid_is_v4mapped(gid), found = false;
+	struct if_addr *a;
+	unsigned n;
 
-	if (getifaddrs(&ifa_list))
+	if (dump_addrs(&a, &n))
 		return false;
-	for (ifa = ifa_list; ifa && !found; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr)
-			continue;
-		if (ifa->ifa_addr->sa_family == AF_INET && ur_gid_is_v4mapped(gid))
-			found = !memcmp(&gid->raw[12],
-					&((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, 4);
-		else if (ifa->ifa_addr->sa_family == AF_INET6)
-			found = !memcmp(gid->raw,
-					&((struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr, 16);
+	for (unsigned i = 0; i < n && !found; i++) {
+		if (a[i].family == AF_INET && v4)
+			found = !memcmp(&gid->raw[12], a[i].addr, 4);
+		else if (a[i].family == AF_INET6)
+			found = !memcmp(gid->raw, a[i].addr, 16);
 	}
-	freeifaddrs(ifa_list);
+	free(a);
 	return found;
 }

@@ -44,7 +44,7 @@ int ur_netdev_scan(struct ur_netdev **out, unsigned *count);
 int ur_netdev_get(const char *name, struct ur_netdev *out);
 
 /* Is this GID (IPv4-mapped or IPv6) an address of some interface of this
- * network namespace? */
+ * network namespace?  false too when the addresses cannot be read. */
 bool ur_gid_is_local_addr(const union ibv_gid *gid);
 
 /* IB MTU enum from an interface MTU, as rxe derives it: minus 80 bytes of

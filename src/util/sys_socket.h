@@ -1,9 +1,10 @@
-/* socket(2) for uroce's own IP sockets, as the kernel's call rather than
- * through the symbol: a preloaded library that takes socket() over (rdma-core's
- * librspreload.so makes every AF_INET/AF_INET6 socket an rsocket, datagram
- * ones included) must not take the sockets uroce itself runs on.  The calls
- * on the descriptor after it (bind, sendmsg...) pass through such a
- * library untouched: it knows only the sockets it made. */
+/* socket(2) for uroce's own sockets, as the kernel's call rather than
+ * through the symbol: a preloaded library that takes socket() over
+ * (rdma-core's librspreload.so makes every AF_INET/AF_INET6 socket an
+ * rsocket, datagram ones included, and offers any other to rsocket() first,
+ * behind a placeholder descriptor) must not take the sockets uroce itself
+ * runs on.  The calls on the descriptor after it (bind, sendmsg...) pass
+ * through such a library untouched: it knows only the sockets it made. */
 #ifndef UROCE_UTIL_SYS_SOCKET_H
 #define UROCE_UTIL_SYS_SOCKET_H
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <linux/ipv6.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include "ut.h"
@@ -16,6 +17,7 @@
 #include "host/netdev.h"
 #include "core/route.h"
 #include "xport/udp/udp_priv.h"
+#include "util/clock.h"
 #include "util/compiler.h"
 
 static union ibv_gid gid_of(const char *text)
@@ -310,6 +312,76 @@ static void test_gid_table_full(void)
 	UT_EQ(find_gid(&nd, "10.11.12.13"), 1);
 }
 
+/* ---- a program's stale close ---------------------------------------------- */
+
+/* A program that closes a descriptor twice (iperf3 3.12's server closes its
+ * UDP test socket at TEST_END and again when it cleans up) closes, the
+ * second time, whatever the process opened under that number meanwhile.
+ * uroce's threads scan the interfaces every second (the engine's port
+ * watch, the CM thread's peer check), each scan opening sockets of its own:
+ * such a close may make a scan fail, and must not take the process down
+ * (glibc's getifaddrs aborts on EBADF from its netlink socket: "Unexpected
+ * error 9 on netlink descriptor N").  Here a thread closes the number the
+ * next descriptor gets, over and over, while scans run. */
+static int stale_fd;
+static bool stale_stop;
+static unsigned long stale_hits;
+
+/* Closes stale_fd whenever it is open, a little later each time (0 to 15
+ * us after it saw it open), so that the closes land all along the scans. */
+static void *stale_closer(void *arg)
+{
+	unsigned lag = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&stale_stop, __ATOMIC_RELAXED)) {
+		uint64_t until;
+
+		if (fcntl(stale_fd, F_GETFD) < 0)
+			continue;
+		until = ur_now_ns() + 1000u * (lag++ % 16);
+		while (ur_now_ns() < until)
+			;
+		if (!close(stale_fd))
+			__atomic_add_fetch(&stale_hits, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Scans until 200 of their descriptors were closed under them (10 s at
+ * most: the closer needs a core of its own now and then). */
+static void test_stale_close(void)
+{
+	union ibv_gid g = gid_of("10.11.12.13");
+	uint64_t end = ur_now_ns() + 10 * 1000000000ull;
+	unsigned scans = 0, failed = 0, n;
+	struct ur_netdev *all, nd;
+	pthread_t t;
+
+	stale_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	UT_CHECK(stale_fd >= 0);
+	close(stale_fd);
+	UT_EQ(pthread_create(&t, NULL, stale_closer, NULL), 0);
+	while (__atomic_load_n(&stale_hits, __ATOMIC_RELAXED) < 200 && ur_now_ns() < end) {
+		if (ur_netdev_scan(&all, &n))
+			failed++;
+		else
+			free(all);
+		ur_gid_is_local_addr(&g);
+		scans++;
+	}
+	__atomic_store_n(&stale_stop, true, __ATOMIC_RELAXED);
+	pthread_join(t, NULL);
+	fprintf(stderr, "  %lu descriptors closed under %u scans, %u of them failed\n",
+		stale_hits, scans, failed);
+	UT_CHECK(stale_hits > 0);   /* the closes did hit the scans' descriptors */
+	/* Once the closes stop, the scans see the interface as before. */
+	UT_EQ(ur_netdev_get("uttap0", &nd), 0);
+	UT_EQ(find_gid(&nd, "10.11.12.13"), 1);
+	UT_CHECK(find_gid(&nd, "fd00::1") > 1);
+	UT_CHECK(ur_gid_is_local_addr(&g));
+}
+
 /* ---- route resolution --------------------------------------------------- */
 
 static struct ibv_ah_attr av(const char *dgid, unsigned sgid_index)
@@ -490,6 +562,7 @@ int main(void)
 		return 1;
 	}
 	UT_RUN(test_gid_table);
+	UT_RUN(test_stale_close);
 	UT_RUN(test_route_lo);
 	UT_RUN(test_route_tap);
 	UT_RUN(test_gid_table_alias);
