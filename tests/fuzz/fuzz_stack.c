@@ -267,6 +267,16 @@ void fuzz_stack_setup(void)
 	fz.ready = 1;
 }
 
+static uint32_t srq_used(struct ur_srq *srq)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&srq->lock);
+	n = ur_wq_used(&srq->rq);
+	pthread_mutex_unlock(&srq->lock);
+	return n;
+}
+
 void fuzz_stack_tidy(void)
 {
 	struct ibv_wc wc[64];
@@ -277,7 +287,7 @@ void fuzz_stack_tidy(void)
 		;
 	for (int i = 0; i < FUZZ_DCT; i++) {
 		struct ur_qp *qp = to_uqp(fz.qp[i]);
-		int err, low;
+		int err, low, idle;
 
 		pthread_mutex_lock(&qp->lock);
 		/* Fire whatever timers the packet armed, far in the future. */
@@ -285,14 +295,16 @@ void fuzz_stack_tidy(void)
 		ur_qp_run(qp);   /* what they kicked, as the timer's entry would */
 		err = qp->state == IBV_QPS_ERR;
 		low = qp->type != IBV_QPT_XRC_RECV && ur_wq_used(&qp->rq) < 4;
+		/* Read under the lock: the engine thread completes on timers. */
+		idle = qp->type == IBV_QPT_RC && ur_wq_empty(&qp->sq);
 		pthread_mutex_unlock(&qp->lock);
-		if (err || (qp->type == IBV_QPT_RC && ur_wq_empty(&qp->sq)))
+		if (err || idle)
 			connect_qp(fz.qp[i]);
 		else if (low)
 			post_recvs(fz.qp[i]);
 	}
-	if (ur_wq_used(&to_usrq(fz.xsrq)->rq) < 8)
+	if (srq_used(to_usrq(fz.xsrq)) < 8)
 		post_recvs(NULL);
-	if (ur_wq_used(&to_usrq(fz.srq)->rq) < 8)
+	if (srq_used(to_usrq(fz.srq)) < 8)
 		post_recvs_to(NULL, fz.srq);
 }
