@@ -11,11 +11,15 @@
 static int ut_failures;
 static int ut_checks;
 
+/* Counted atomically: a check may run on an engine thread's callback. */
+#define UT_COUNT_(v) __atomic_add_fetch(&(v), 1, __ATOMIC_RELAXED)
+#define UT_READ_(v) __atomic_load_n(&(v), __ATOMIC_RELAXED)
+
 #define UT_CHECK(cond)                                                      \
 	do {                                                                \
-		ut_checks++;                                                \
+		UT_COUNT_(ut_checks);                                       \
 		if (!(cond)) {                                              \
-			ut_failures++;                                      \
+			UT_COUNT_(ut_failures);                             \
 			fprintf(stderr, "%s:%d: %s: check failed: %s\n",    \
 				__FILE__, __LINE__, __func__, #cond);       \
 		}                                                           \
@@ -24,9 +28,9 @@ static int ut_checks;
 #define UT_EQ(a, b)                                                         \
 	do {                                                                \
 		long long _ua = (long long)(a), _ub = (long long)(b);       \
-		ut_checks++;                                                \
+		UT_COUNT_(ut_checks);                                       \
 		if (_ua != _ub) {                                           \
-			ut_failures++;                                      \
+			UT_COUNT_(ut_failures);                             \
 			fprintf(stderr,                                     \
 				"%s:%d: %s: %s == %s failed: %lld != %lld\n", \
 				__FILE__, __LINE__, __func__, #a, #b, _ua, _ub); \
@@ -38,13 +42,13 @@ static int ut_checks;
 /* UT_ONLY=name runs only that test (to replay one while debugging). */
 #define UT_RUN(fn)                                                          \
 	do {                                                                \
-		int _before = ut_failures;                                  \
+		int _before = UT_READ_(ut_failures);                        \
 		const char *_only = getenv("UT_ONLY");                      \
 		if (_only && strcmp(_only, #fn))                            \
 			break;                                              \
 		fn();                                                       \
 		fprintf(stderr, "%-6s %s\n",                                \
-			ut_failures == _before ? "ok" : "FAIL", #fn);       \
+			UT_READ_(ut_failures) == _before ? "ok" : "FAIL", #fn); \
 	} while (0)
 
 /* A test in a table, named as UT_RUN names it: UT_CASE(test_x).  A long
@@ -62,20 +66,21 @@ static inline void ut_run_cases(const struct ut_case *c, size_t n)
 	const char *only = getenv("UT_ONLY");
 
 	for (size_t i = 0; i < n; i++) {
-		int before = ut_failures;
+		int before = UT_READ_(ut_failures);
 
 		if (only && strcmp(only, c[i].name))
 			continue;
 		c[i].fn();
-		fprintf(stderr, "%-6s %s\n", ut_failures == before ? "ok" : "FAIL", c[i].name);
+		fprintf(stderr, "%-6s %s\n", UT_READ_(ut_failures) == before ? "ok" : "FAIL",
+			c[i].name);
 	}
 }
 
 #define UT_DONE()                                                           \
 	({                                                                  \
-		fprintf(stderr, "%d checks, %d failed\n", ut_checks,        \
-			ut_failures);                                       \
-		(ut_failures || !ut_checks) ? 1 : 0;                        \
+		fprintf(stderr, "%d checks, %d failed\n", UT_READ_(ut_checks), \
+			UT_READ_(ut_failures));                             \
+		(UT_READ_(ut_failures) || !UT_READ_(ut_checks)) ? 1 : 0;    \
 	})
 
 #endif

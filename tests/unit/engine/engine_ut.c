@@ -193,18 +193,20 @@ struct t_fd {
 };
 
 static int running;
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 
 static void on_fd(void *arg, uint32_t events)
 {
 	struct t_fd *f = arg;
 	uint64_t v;
 
+	/* Atomic: the test thread reads them while the engine thread runs. */
 	if (__atomic_add_fetch(&running, 1, __ATOMIC_SEQ_CST) > 1)
-		f->overlap++;
+		__atomic_add_fetch(&f->overlap, 1, __ATOMIC_SEQ_CST);
 	if (read(f->fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		f->calls = -1000;
-	f->calls++;
-	f->who = pthread_self();
+		__atomic_store_n(&f->calls, -1000, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&f->who, pthread_self(), __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&f->calls, 1, __ATOMIC_SEQ_CST);
 	__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -266,8 +268,8 @@ static void test_classes_threaded(void)
 	UT_EQ(ur_engine_watch(e, eng.fd, EPOLLIN, UR_WATCH_ENGINE, on_fd, &eng), 0);
 	poke(eng.fd);
 	wait_for(&eng.calls, 1);
-	UT_EQ(eng.calls, 1);
-	UT_CHECK(!pthread_equal(eng.who, pthread_self()));
+	UT_EQ(LD(eng.calls), 1);
+	UT_CHECK(!pthread_equal(LD(eng.who), pthread_self()));
 	/* Many pokes, the test thread polling all the while. */
 	for (int i = 0; i < 2000; i++) {
 		poke(in.fd);
@@ -275,8 +277,8 @@ static void test_classes_threaded(void)
 		ur_engine_poll(e, false);
 	}
 	usleep(50000);
-	UT_EQ(in.overlap + eng.overlap, 0);
-	UT_CHECK(in.calls >= 1 && eng.calls >= 2);
+	UT_EQ(LD(in.overlap) + LD(eng.overlap), 0);
+	UT_CHECK(LD(in.calls) >= 1 && LD(eng.calls) >= 2);
 	ur_engine_unwatch(e, in.fd);
 	ur_engine_unwatch(e, eng.fd);
 	close(in.fd);
@@ -412,14 +414,14 @@ static void test_poller_threaded(void)
 			usleep(25 + next_rand(&seed) % 50);
 	}
 	wait_for(&p.taken, n);
-	UT_EQ(p.taken, n);
+	UT_EQ(LD(p.taken), n);
 	wait_for(&p.sleeping, 1);
-	UT_EQ(p.sleeping, 1);                    /* idle: asleep, not spinning */
-	UT_CHECK(p.sleeps >= 1);
+	UT_EQ(LD(p.sleeping), 1);                /* idle: asleep, not spinning */
+	UT_CHECK(LD(p.sleeps) >= 1);
 	/* One more after it sleeps: the bell wakes it. */
 	produce(&p);
 	wait_for(&p.taken, n + 1);
-	UT_EQ(p.taken, n + 1);
+	UT_EQ(LD(p.taken), n + 1);
 	ur_engine_remove_poller(e, &pl);
 	ur_engine_unwatch(e, p.bell);
 	close(p.bell);
