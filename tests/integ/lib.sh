@@ -416,13 +416,17 @@ ur_gid_index() {
 # ur_clock_spoiled NAME TRY: whether perftest's pair NAME could not time
 # itself: it calibrates the TSC by a regression that a busy machine can
 # spoil ("Correlation coefficient r^2 ... Can't produce a report"), which is
-# perftest's own clock, not the device, so such a run is made again.  If so,
-# says it and moves the outputs aside (NAME.server.out.tryTRY); the caller
-# runs the pair again, a few times at most.
+# perftest's own clock, not the device, so such a run is made again.  A
+# latency row whose minimum is "inf" is the same failure where perftest
+# went on with a clock rate of 0 (every sample divided by it; no finite
+# number of cycles gives an infinite minimum).  If so, says it and moves
+# the outputs aside (NAME.server.out.tryTRY); the caller runs the pair
+# again, a few times at most.
 ur_clock_spoiled() {
 	local side
 	grep -q "Can't produce a report" "$(ur_out "$1.server")" "$(ur_out "$1.client")" 2>/dev/null ||
-		return 1
+		grep -Eq '^ *[0-9]+ +[0-9]+ +inf ' "$(ur_out "$1.server")" "$(ur_out "$1.client")" \
+			2>/dev/null || return 1
 	ur_log "note: $1: perftest could not calibrate its clock (busy machine); run again"
 	for side in server client; do
 		mv "$(ur_out "$1.$side")" "$(ur_out "$1.$side").try$2"
