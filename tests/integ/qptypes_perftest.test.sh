@@ -39,7 +39,7 @@ pt() {
 		port=$(ur_port)
 	done
 	qt_expect_pair "$tag.$name" "$tag: $* ($name)" &&
-	ur_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row" >/dev/null
+	ur_expect_grep "$tag.$name.client" "$ROW" "$tag: $name client result row"
 }
 
 run_set() {
