@@ -157,6 +157,16 @@ bool ur_engine_run_pollers(struct ur_engine *e)
 	return found;
 }
 
+bool ur_engine_pollers_pending(struct ur_engine *e)
+{
+	unsigned n = atomic_load_explicit(&e->npollers, memory_order_acquire);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!e->pollers[i].pending || e->pollers[i].pending(e->pollers[i].arg))
+			return true;
+	return false;
+}
+
 /* Whether any poller may get work: else the thread just sleeps. */
 bool ur_engine_pollers_active(struct ur_engine *e)
 {

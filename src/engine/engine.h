@@ -113,6 +113,9 @@ struct ur_poller {
 	/* The thread naps (true: work may wait half a millisecond unless an
 	 * application thread takes it) or is up again.  May be NULL. */
 	void (*doze)(void *arg, bool dozing);
+	/* Whether work waits, looked at without taking it (NULL: it may):
+	 * an application's poll that finds none takes no lock. */
+	bool (*pending)(void *arg);
 	void *arg;
 };
 

@@ -96,5 +96,7 @@ void ur_engine_run_events(struct ur_engine *e, const struct epoll_event *evs, in
 bool ur_engine_run_set(struct ur_engine *e, int epfd);
 bool ur_engine_run_pollers(struct ur_engine *e);
 bool ur_engine_pollers_active(struct ur_engine *e);
+/* Whether a poller has work waiting, by a look that takes nothing. */
+bool ur_engine_pollers_pending(struct ur_engine *e);
 
 #endif

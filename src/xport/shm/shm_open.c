@@ -250,7 +250,8 @@ int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 		ret = ur_engine_watch(e, s->bell_fd, EPOLLIN, UR_WATCH_INLINE, ur_shm_on_bell, s);
 	if (!ret) {
 		poller = (struct ur_poller){ .poll = ur_shm_poll, .sleep = ur_shm_sleep,
-					     .active = ur_shm_active, .doze = ur_shm_doze, .arg = s };
+					     .active = ur_shm_active, .doze = ur_shm_doze,
+					     .pending = ur_shm_pending, .arg = s };
 		ret = ur_engine_add_poller(e, &poller);
 		if (ret)
 			ur_engine_unwatch(e, s->bell_fd);

@@ -137,6 +137,7 @@ void ur_shm_ring_bell(int fd);
 bool ur_shm_poll(void *arg);
 bool ur_shm_sleep(void *arg, bool going);
 bool ur_shm_active(void *arg);
+bool ur_shm_pending(void *arg);
 bool ur_shm_rx_pending(struct ur_xport *x);
 void ur_shm_doze(void *arg, bool dozing);
 void ur_shm_on_bell(void *arg, uint32_t events);

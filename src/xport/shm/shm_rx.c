@@ -107,6 +107,11 @@ static bool any_pending(struct ur_shm *s)
 	return false;
 }
 
+bool ur_shm_pending(void *arg)
+{
+	return any_pending(arg);
+}
+
 bool ur_shm_rx_pending(struct ur_xport *x)
 {
 	return any_pending(ur_shm_of(x));
