@@ -95,7 +95,7 @@ struct ur_reg_local {
 	char path[128];
 	struct owned_block *blocks;
 	unsigned nblocks;
-	pid_t pid;                    /* whose mapping, file and slot these are */
+	unsigned gen;                 /* the fork generation whose mapping, file and slot these are */
 };
 
 /* One per process (registry_file.c defines it).  Named `reg` in every

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util/atfork.h"
 #include "util/log.h"
 
 /* A child of fork() inherits its parent's mapping, file (with its lock:
@@ -30,17 +31,18 @@ static void forget_parent(void)
 
 int ur_registry_attach(void)
 {
-	pid_t me = getpid();
+	unsigned gen = ur_fork_generation();
+	pid_t me = getpid();          /* the slot's owner, as other processes see it */
 	int ret;
 
 	pthread_mutex_lock(&reg.lock);
-	if (reg.shm && reg.pid != me)
+	if (reg.shm && reg.gen != gen)
 		forget_parent();
 	if (reg.shm) {
 		pthread_mutex_unlock(&reg.lock);
 		return 0;
 	}
-	reg.pid = me;
+	reg.gen = gen;
 	ret = ur_reg_map_file();   /* returns with the file lock held on success */
 	if (ret)
 		goto out;
@@ -93,6 +95,8 @@ out:
 void ur_registry_detach(void)
 {
 	pthread_mutex_lock(&reg.lock);
+	/* The table says whose the slot is: not ours once given back, nor in
+	 * a child of fork() that kept its parent's view (it never attached). */
 	if (reg.shm && reg.slot >= 0 &&
 	    atomic_load(&reg.shm->slot[reg.slot].pid) == (uint32_t)getpid()) {
 		ur_reg_lock_file();
