@@ -7,9 +7,10 @@
  * Made with the library (statically: nothing has to start) and kept until
  * the process ends, so there is nothing to take apart: a device is never
  * freed (an interface that goes away leaves its device, not present), an
- * XRC domain goes with its last close.  A child of fork() keeps both as
- * its parent left them (devices are the host's interfaces, the same in
- * the child).
+ * XRC domain goes with its last close.  Around fork() both locks are held
+ * (util/atfork.h's slot, in the lock order), so a child's copy is whole;
+ * the child keeps its parent's devices (the host's interfaces, the same in
+ * the child) but not its XRC domains (each names a parent's context).
  *
  * What else is the process's lies where the folders allow
  * (docs/design.md, "Process state"): the host registry's view

@@ -17,6 +17,7 @@ enum ur_atfork_slot {
 	UR_ATFORK_STACK,        /* rel/stack_open.c: opening the stack */
 	UR_ATFORK_SHARE_MOVER,  /* core/mr_share.c: the shared-region mover */
 	UR_ATFORK_VM_SHARE,     /* util/vm_share.c: shared ranges of memory */
+	UR_ATFORK_PROCESS,      /* core/process.c: the device list, the XRC domains */
 	UR_ATFORK_SLOTS
 };
 
