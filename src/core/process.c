@@ -10,40 +10,49 @@ static struct ur_process process = {
 };
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-/* Held across fork(), in the lock order, so that the child's copy of
- * either list is whole and its lock free. */
-static void lock_for_fork(void)
+/* Each list's lock is held across fork(), in the lock order (the host
+ * registry's slot comes between them), so that the child's copy is whole
+ * and its lock free.  A call, not a jump, after each lock: the lock-order
+ * recorder names a lock by where its call returns (rel/stack_open.c). */
+static void lock_devices(void)
 {
 	pthread_mutex_lock(&process.devices.lock);
-	pthread_mutex_lock(&process.xrcds.lock);
-	/* A call, not a jump: the lock-order recorder names a lock by where
-	 * its call returns (rel/stack_open.c's lock_for_fork says more). */
 	__asm__ volatile("" ::: "memory");
 }
 
-static void unlock_after_fork(void)
+static void unlock_devices(void)
+{
+	pthread_mutex_unlock(&process.devices.lock);
+}
+
+static void lock_xrcds(void)
+{
+	pthread_mutex_lock(&process.xrcds.lock);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void unlock_xrcds(void)
 {
 	pthread_mutex_unlock(&process.xrcds.lock);
-	pthread_mutex_unlock(&process.devices.lock);
 }
 
 /* The parent's XRC domains are the parent's: each names a context of the
  * parent's, which the child cannot use, so one the child opens through the
  * same file must be its own.  Their memory is left (nothing is freed in a
  * child hook), as the parent's contexts are. */
-static void child_after_fork(void)
+static void child_xrcds(void)
 {
 	ur_list_init(&process.xrcds.all);
-	unlock_after_fork();
+	unlock_xrcds();
 }
 
 static void watch_forks(void)
 {
-	static const struct ur_atfork_hooks hooks = {
-		lock_for_fork, unlock_after_fork, child_after_fork,
-	};
+	static const struct ur_atfork_hooks devices = { lock_devices, unlock_devices, unlock_devices };
+	static const struct ur_atfork_hooks xrcds = { lock_xrcds, unlock_xrcds, child_xrcds };
 
-	ur_atfork_register(UR_ATFORK_PROCESS, &hooks);
+	ur_atfork_register(UR_ATFORK_DEVICES, &devices);
+	ur_atfork_register(UR_ATFORK_XRCDS, &xrcds);
 }
 
 struct ur_process *ur_process(void)

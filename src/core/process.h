@@ -8,7 +8,7 @@
  * the process ends, so there is nothing to take apart: a device is never
  * freed (an interface that goes away leaves its device, not present), an
  * XRC domain goes with its last close.  Around fork() both locks are held
- * (util/atfork.h's slot, in the lock order), so a child's copy is whole;
+ * (util/atfork.h's slots, in the lock order), so a child's copy is whole;
  * the child keeps its parent's devices (the host's interfaces, the same in
  * the child) but not its XRC domains (each names a parent's context).
  *

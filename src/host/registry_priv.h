@@ -11,9 +11,10 @@
  * slot's process alive), which the sweep asks too; registry_listen.c (the
  * CM's listeners) -> registry_mcast.c (group memberships).
  *
- * Locks: `reg.lock` (a mutex) guards this process's view; the file lock
- * (flock on the registry file) guards changes other processes could race
- * with, and is taken under `reg.lock` where both are held. */
+ * Locks: `reg.lock` (a mutex) guards this process's view, and is held
+ * across fork() (registry_slots.c); the file lock (flock on the registry
+ * file) guards changes other processes could race with, and is taken
+ * under `reg.lock` where both are held. */
 #ifndef UROCE_HOST_REGISTRY_PRIV_H
 #define UROCE_HOST_REGISTRY_PRIV_H
 

@@ -29,12 +29,39 @@ static void forget_parent(void)
 	reg.nblocks = 0;
 }
 
+/* reg.lock is held across fork(), so that a child never finds it taken by
+ * a thread it does not have (one claiming a QPN block, or the engine
+ * thread's counters) and its first attach does not wait for ever.  A call,
+ * not a jump, after the lock: the lock-order recorder names a lock by
+ * where its call returns (rel/stack_open.c). */
+static void lock_for_fork(void)
+{
+	pthread_mutex_lock(&reg.lock);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&reg.lock);
+}
+
+static void watch_forks(void)
+{
+	static const struct ur_atfork_hooks hooks = {
+		lock_for_fork, unlock_after_fork, unlock_after_fork,
+	};
+
+	ur_atfork_register(UR_ATFORK_REGISTRY, &hooks);
+}
+
 int ur_registry_attach(void)
 {
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 	unsigned gen = ur_fork_generation();
 	pid_t me = getpid();          /* the slot's owner, as other processes see it */
 	int ret;
 
+	pthread_once(&fork_once, watch_forks);
 	pthread_mutex_lock(&reg.lock);
 	if (reg.shm && reg.gen != gen)
 		forget_parent();

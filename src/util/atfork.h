@@ -17,7 +17,9 @@ enum ur_atfork_slot {
 	UR_ATFORK_STACK,        /* rel/stack_open.c: opening the stack */
 	UR_ATFORK_SHARE_MOVER,  /* core/mr_share.c: the shared-region mover */
 	UR_ATFORK_VM_SHARE,     /* util/vm_share.c: shared ranges of memory */
-	UR_ATFORK_PROCESS,      /* core/process.c: the device list, the XRC domains */
+	UR_ATFORK_DEVICES,      /* core/process.c: the device list */
+	UR_ATFORK_REGISTRY,     /* host/registry_slots.c: the host registry's view */
+	UR_ATFORK_XRCDS,        /* core/process.c: the XRC domains */
 	UR_ATFORK_SLOTS
 };
 
