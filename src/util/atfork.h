@@ -9,7 +9,9 @@
  * generation.  State that is the process's own (a mapping, a thread, an fd
  * set) records the generation it was made in; a child finds the record
  * older than its generation and makes its own, on first use, where locks
- * may be taken and memory freed (a child hook may do neither safely). */
+ * may be taken and memory freed (a child hook may do neither safely).
+ * What needs neither to start again (a list head, a lock) a child hook
+ * resets (core/process.c). */
 #ifndef UROCE_UTIL_ATFORK_H
 #define UROCE_UTIL_ATFORK_H
 
