@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/atfork.h"
 #include "util/log.h"
 #include "util/wakeup.h"
 
@@ -53,7 +54,7 @@ int ur_channel_destroy(struct ur_comp_channel *ch)
 		free(ur_list_entry(pos, struct ur_chan_event, link));
 	}
 	pthread_mutex_destroy(&ch->lock);
-	if (ch->wait_epfd >= 0 && ch->wait_pid == getpid())
+	if (ch->wait_epfd >= 0 && ch->wait_gen == ur_fork_generation())
 		close(ch->wait_epfd);
 	close(ch->ibch.fd);
 	close(ch->wfd);
@@ -110,10 +111,10 @@ void ur_channel_wait(struct ur_comp_channel *ch, struct ur_engine *e)
 	if (!e || flags < 0 || (flags & O_NONBLOCK))
 		return;
 	pthread_mutex_lock(&ch->lock);
-	if (ch->wait_epfd < 0 || ch->wait_pid != getpid()) {
+	if (ch->wait_epfd < 0 || ch->wait_gen != ur_fork_generation()) {
 		/* A parent's set is the parent's (fork shares it): ours. */
 		ch->wait_epfd = ur_engine_wait_set(e, ch->ibch.fd);
-		ch->wait_pid = getpid();
+		ch->wait_gen = ur_fork_generation();
 		if (ch->wait_epfd < 0)
 			ur_warn_ratelimited(NULL, "completion channel: the engine thread serves "
 					    "its waits: %s", strerror(-ch->wait_epfd));

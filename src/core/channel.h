@@ -16,7 +16,7 @@ struct ur_comp_channel {
 	pthread_mutex_t lock;          /* events */
 	struct ur_list events;         /* struct ur_chan_event, oldest first */
 	int wait_epfd;                 /* ur_channel_wait's set (-1: none yet) ... */
-	pid_t wait_pid;                /* ... made by this process (not a parent) */
+	unsigned wait_gen;             /* ... made in this fork generation (not a parent's) */
 };
 
 static inline struct ur_comp_channel *to_uchan(struct ibv_comp_channel *c)

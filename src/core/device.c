@@ -8,18 +8,15 @@
 #include <string.h>
 
 #include "core/limits.h"
+#include "core/process.h"
 #include "util/compiler.h"
 #include "util/clock.h"
 #include "util/config.h"
 #include "util/lock.h"
 #include "util/log.h"
 
-#define UR_MAX_DEVICES 64
 #define UR_NETDEV_REFRESH_NS 1000000000ull   /* GIDs follow address changes within 1 s */
 
-static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ur_device *devices[UR_MAX_DEVICES];
-static unsigned ndevices;
 
 /* Which interfaces become devices, and under which names.
  * UROCE_DEVICES="netdev,name:netdev,..." selects explicitly; otherwise the
@@ -103,27 +100,29 @@ static bool skipped(const char *netdev)
 	return false;
 }
 
-static struct ur_device *find_by_netdev(const char *netdev)
+/* The helpers below run with devices->lock held. */
+static struct ur_device *find_by_netdev(struct ur_device_list *devices, const char *netdev)
 {
-	for (unsigned i = 0; i < ndevices; i++)
-		if (!strcmp(devices[i]->netdev_name, netdev))
-			return devices[i];
+	for (unsigned i = 0; i < devices->n; i++)
+		if (!strcmp(devices->dev[i]->netdev_name, netdev))
+			return devices->dev[i];
 	return NULL;
 }
 
-static bool name_taken(const char *name)
+static bool name_taken(struct ur_device_list *devices, const char *name)
 {
-	for (unsigned i = 0; i < ndevices; i++)
-		if (!strcmp(devices[i]->ibdev.name, name))
+	for (unsigned i = 0; i < devices->n; i++)
+		if (!strcmp(devices->dev[i]->ibdev.name, name))
 			return true;
 	return false;
 }
 
-static struct ur_device *device_new(const char *name, const struct ur_netdev *nd)
+static struct ur_device *device_new(struct ur_device_list *devices, const char *name,
+				    const struct ur_netdev *nd)
 {
 	struct ur_device *dev;
 
-	if (ndevices == UR_MAX_DEVICES)
+	if (devices->n == UR_MAX_DEVICES)
 		return NULL;
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -131,7 +130,7 @@ static struct ur_device *device_new(const char *name, const struct ur_netdev *nd
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_mutex_init(&dev->ctx_lock, NULL);
 	ur_list_init(&dev->contexts);
-	dev->index = ndevices;
+	dev->index = devices->n;
 	snprintf(dev->netdev_name, sizeof(dev->netdev_name), "%s", nd->name);
 	dev->nd = *nd;
 	dev->refreshed_ns = ur_now_ns();
@@ -143,22 +142,23 @@ static struct ur_device *device_new(const char *name, const struct ur_netdev *nd
 		 "/sys/class/infiniband_verbs/uverbs-%s", name);
 	snprintf(dev->ibdev.ibdev_path, sizeof(dev->ibdev.ibdev_path),
 		 "/sys/class/infiniband/%s", name);
-	devices[ndevices++] = dev;
+	devices->dev[devices->n++] = dev;
 	ur_info(name, "created on interface %s", nd->name);
 	return dev;
 }
 
-static void auto_name(char *out, size_t len, unsigned pos)
+static void auto_name(struct ur_device_list *devices, char *out, size_t len, unsigned pos)
 {
 	unsigned n = pos;
 
 	do
 		snprintf(out, len, "uroce%u", n++);
-	while (name_taken(out));
+	while (name_taken(devices, out));
 }
 
 int ur_device_list(struct ur_device ***out, int *num)
 {
+	struct ur_device_list *devices = &ur_process()->devices;
 	struct dev_wish wish[UR_MAX_DEVICES];
 	const char *spec = ur_config()->devices;
 	struct ur_device **list;
@@ -175,14 +175,14 @@ int ur_device_list(struct ur_device ***out, int *num)
 	else
 		nwish = read_devices_file(wish, UR_MAX_DEVICES);
 
-	pthread_mutex_lock(&devices_lock);
-	for (unsigned i = 0; i < ndevices; i++) {
-		pthread_mutex_lock(&devices[i]->lock);
-		devices[i]->present = 0;
-		pthread_mutex_unlock(&devices[i]->lock);
+	pthread_mutex_lock(&devices->lock);
+	for (unsigned i = 0; i < devices->n; i++) {
+		pthread_mutex_lock(&devices->dev[i]->lock);
+		devices->dev[i]->present = 0;
+		pthread_mutex_unlock(&devices->dev[i]->lock);
 	}
 	for (unsigned i = 0; i < nnd; i++) {
-		struct ur_device *dev = find_by_netdev(nds[i].name);
+		struct ur_device *dev = find_by_netdev(devices, nds[i].name);
 		char name[UR_DEV_NAME_MAX];
 		int w = -1;
 
@@ -199,8 +199,8 @@ int ur_device_list(struct ur_device ***out, int *num)
 			if (w >= 0 && wish[w].name[0])
 				snprintf(name, sizeof(name), "%s", wish[w].name);
 			else
-				auto_name(name, sizeof(name), w >= 0 ? (unsigned)w : i);
-			dev = device_new(name, &nds[i]);
+				auto_name(devices, name, sizeof(name), w >= 0 ? (unsigned)w : i);
+			dev = device_new(devices, name, &nds[i]);
 			if (!dev)
 				continue;
 		}
@@ -210,13 +210,13 @@ int ur_device_list(struct ur_device ***out, int *num)
 		dev->present = 1;
 		pthread_mutex_unlock(&dev->lock);
 	}
-	list = calloc(ndevices + 1, sizeof(*list));
+	list = calloc(devices->n + 1, sizeof(*list));
 	if (list) {
-		for (unsigned i = 0; i < ndevices; i++)
-			if (ur_device_snapshot_present(devices[i]))
-				list[count++] = devices[i];
+		for (unsigned i = 0; i < devices->n; i++)
+			if (ur_device_snapshot_present(devices->dev[i]))
+				list[count++] = devices->dev[i];
 	}
-	pthread_mutex_unlock(&devices_lock);
+	pthread_mutex_unlock(&devices->lock);
 	free(nds);
 	if (!list)
 		return -ENOMEM;
@@ -227,13 +227,14 @@ int ur_device_list(struct ur_device ***out, int *num)
 
 void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg)
 {
+	struct ur_device_list *devices = &ur_process()->devices;
 	struct ur_device *snap[UR_MAX_DEVICES];
 	unsigned n;
 
-	pthread_mutex_lock(&devices_lock);
-	n = ndevices;
-	memcpy(snap, devices, n * sizeof(*snap));
-	pthread_mutex_unlock(&devices_lock);
+	pthread_mutex_lock(&devices->lock);
+	n = devices->n;
+	memcpy(snap, devices->dev, n * sizeof(*snap));
+	pthread_mutex_unlock(&devices->lock);
 	for (unsigned i = 0; i < n; i++)
 		fn(snap[i], arg);
 }
@@ -254,13 +255,14 @@ struct ur_device *ur_device_by_name(const char *name)
 
 bool ur_device_is_ours(const struct ibv_device *ibdev)
 {
+	struct ur_device_list *devices = &ur_process()->devices;
 	bool ours = false;
 
-	pthread_mutex_lock(&devices_lock);
-	for (unsigned i = 0; i < ndevices; i++)
-		if (&devices[i]->ibdev == ibdev)
+	pthread_mutex_lock(&devices->lock);
+	for (unsigned i = 0; i < devices->n; i++)
+		if (&devices->dev[i]->ibdev == ibdev)
 			ours = true;
-	pthread_mutex_unlock(&devices_lock);
+	pthread_mutex_unlock(&devices->lock);
 	return ours;
 }
 

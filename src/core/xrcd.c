@@ -8,16 +8,16 @@
 
 #include "core/context.h"
 #include "core/device.h"
+#include "core/process.h"
 #include "core/srq.h"
 
-static pthread_mutex_t xrcds_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ur_list xrcds = UR_LIST_INIT(xrcds);
-
-static struct ur_xrcd *find_inode(struct ur_context *ctx, dev_t dev, ino_t ino)
+/* xrcds->lock held. */
+static struct ur_xrcd *find_inode(struct ur_xrcd_list *xrcds, struct ur_context *ctx,
+				  dev_t dev, ino_t ino)
 {
 	struct ur_list *pos;
 
-	ur_list_for_each(pos, &xrcds) {
+	ur_list_for_each(pos, &xrcds->all) {
 		struct ur_xrcd *x = ur_list_entry(pos, struct ur_xrcd, link);
 
 		if (x->has_inode && x->dev == dev && x->ino == ino && x->ctx->dev == ctx->dev)
@@ -27,10 +27,11 @@ static struct ur_xrcd *find_inode(struct ur_context *ctx, dev_t dev, ino_t ino)
 }
 
 /* An existing domain of the file (dev, ino) for these flags, or none:
- * 0, or -EEXIST / -ENOENT as open(2) answers.  xrcds_lock held. */
-static int lookup(struct ur_context *ctx, const struct stat *st, int oflags, struct ur_xrcd **x)
+ * 0, or -EEXIST / -ENOENT as open(2) answers.  xrcds->lock held. */
+static int lookup(struct ur_xrcd_list *xrcds, struct ur_context *ctx, const struct stat *st,
+		  int oflags, struct ur_xrcd **x)
 {
-	*x = find_inode(ctx, st->st_dev, st->st_ino);
+	*x = find_inode(xrcds, ctx, st->st_dev, st->st_ino);
 	if (*x && (oflags & O_EXCL) && (oflags & O_CREAT))
 		return -EEXIST;
 	if (!*x && !(oflags & O_CREAT))
@@ -41,6 +42,7 @@ static int lookup(struct ur_context *ctx, const struct stat *st, int oflags, str
 int ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr,
 		 struct ur_xrcd **out)
 {
+	struct ur_xrcd_list *xrcds = &ur_process()->xrcds;
 	int fd = (attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) ? attr->fd : -1;
 	int oflags = (attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS) ? attr->oflags : 0;
 	struct ur_xrcd *x = NULL;
@@ -54,9 +56,9 @@ int ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr,
 		return -errno;
 	if (fd < 0 && !(oflags & O_CREAT))
 		return -EINVAL;    /* an anonymous domain can only be created */
-	pthread_mutex_lock(&xrcds_lock);
+	pthread_mutex_lock(&xrcds->lock);
 	if (fd >= 0)
-		ret = lookup(ctx, &st, oflags, &x);
+		ret = lookup(xrcds, ctx, &st, oflags, &x);
 	if (!ret && x)
 		x->opens++;
 	if (ret || x)
@@ -76,9 +78,9 @@ int ur_xrcd_open(struct ur_context *ctx, const struct ibv_xrcd_init_attr *attr,
 	}
 	pthread_mutex_init(&x->lock, NULL);
 	ur_list_init(&x->srqs);
-	ur_list_add_tail(&xrcds, &x->link);
+	ur_list_add_tail(&xrcds->all, &x->link);
 out:
-	pthread_mutex_unlock(&xrcds_lock);
+	pthread_mutex_unlock(&xrcds->lock);
 	if (!ret)
 		*out = x;
 	return ret;
@@ -86,17 +88,19 @@ out:
 
 int ur_xrcd_close(struct ur_xrcd *x)
 {
-	pthread_mutex_lock(&xrcds_lock);
+	struct ur_xrcd_list *xrcds = &ur_process()->xrcds;
+
+	pthread_mutex_lock(&xrcds->lock);
 	if (x->opens == 1 && __atomic_load_n(&x->users, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_unlock(&xrcds_lock);
+		pthread_mutex_unlock(&xrcds->lock);
 		return -EBUSY;
 	}
 	if (--x->opens) {
-		pthread_mutex_unlock(&xrcds_lock);
+		pthread_mutex_unlock(&xrcds->lock);
 		return 0;
 	}
 	ur_list_del(&x->link);
-	pthread_mutex_unlock(&xrcds_lock);
+	pthread_mutex_unlock(&xrcds->lock);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 	return 0;
@@ -123,11 +127,12 @@ struct ur_srq *ur_xrcd_find_srq(struct ur_xrcd *x, uint32_t srq_num)
 struct ur_srq *ur_xrcd_find_shared_srq(const char *ibdev, uint64_t dev, uint64_t ino,
 				       uint32_t srq_num)
 {
+	struct ur_xrcd_list *xrcds = &ur_process()->xrcds;
 	struct ur_srq *found = NULL;
 	struct ur_list *pos;
 
-	pthread_mutex_lock(&xrcds_lock);
-	ur_list_for_each(pos, &xrcds) {
+	pthread_mutex_lock(&xrcds->lock);
+	ur_list_for_each(pos, &xrcds->all) {
 		struct ur_xrcd *x = ur_list_entry(pos, struct ur_xrcd, link);
 
 		if (!x->has_inode || (uint64_t)x->dev != dev || (uint64_t)x->ino != ino ||
@@ -137,7 +142,7 @@ struct ur_srq *ur_xrcd_find_shared_srq(const char *ibdev, uint64_t dev, uint64_t
 		if (found)
 			break;
 	}
-	pthread_mutex_unlock(&xrcds_lock);
+	pthread_mutex_unlock(&xrcds->lock);
 	return found;
 }
 

@@ -31,7 +31,7 @@ struct ur_xrcd {
 	uint32_t users;            /* SRQs and QPs in it: close waits... -> EBUSY */
 	pthread_mutex_t lock;      /* srqs */
 	struct ur_list srqs;
-	struct ur_list link;       /* on the process list */
+	struct ur_list link;       /* on the process's list (core/process.h) */
 };
 
 static inline struct ur_xrcd *to_uxrcd(struct ibv_xrcd *x)

@@ -11,9 +11,10 @@
  * slot's process alive), which the sweep asks too; registry_listen.c (the
  * CM's listeners) -> registry_mcast.c (group memberships).
  *
- * Locks: `reg.lock` (a mutex) guards this process's view; the file lock
- * (flock on the registry file) guards changes other processes could race
- * with, and is taken under `reg.lock` where both are held. */
+ * Locks: `reg.lock` (a mutex) guards this process's view, and is held
+ * across fork() (registry_slots.c); the file lock (flock on the registry
+ * file) guards changes other processes could race with, and is taken
+ * under `reg.lock` where both are held. */
 #ifndef UROCE_HOST_REGISTRY_PRIV_H
 #define UROCE_HOST_REGISTRY_PRIV_H
 
@@ -95,7 +96,7 @@ struct ur_reg_local {
 	char path[128];
 	struct owned_block *blocks;
 	unsigned nblocks;
-	pid_t pid;                    /* whose mapping, file and slot these are */
+	unsigned gen;                 /* the fork generation whose mapping, file and slot these are */
 };
 
 /* One per process (registry_file.c defines it).  Named `reg` in every

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util/atfork.h"
 #include "util/log.h"
 
 /* A child of fork() inherits its parent's mapping, file (with its lock:
@@ -28,19 +29,47 @@ static void forget_parent(void)
 	reg.nblocks = 0;
 }
 
+/* reg.lock is held across fork(), so that a child never finds it taken by
+ * a thread it does not have (one claiming a QPN block, or the engine
+ * thread's counters) and its first attach does not wait for ever.  A call,
+ * not a jump, after the lock: the lock-order recorder names a lock by
+ * where its call returns (rel/stack_open.c). */
+static void lock_for_fork(void)
+{
+	pthread_mutex_lock(&reg.lock);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&reg.lock);
+}
+
+static void watch_forks(void)
+{
+	static const struct ur_atfork_hooks hooks = {
+		lock_for_fork, unlock_after_fork, unlock_after_fork,
+	};
+
+	ur_atfork_register(UR_ATFORK_REGISTRY, &hooks);
+}
+
 int ur_registry_attach(void)
 {
-	pid_t me = getpid();
+	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+	unsigned gen = ur_fork_generation();
+	pid_t me = getpid();          /* the slot's owner, as other processes see it */
 	int ret;
 
+	pthread_once(&fork_once, watch_forks);
 	pthread_mutex_lock(&reg.lock);
-	if (reg.shm && reg.pid != me)
+	if (reg.shm && reg.gen != gen)
 		forget_parent();
 	if (reg.shm) {
 		pthread_mutex_unlock(&reg.lock);
 		return 0;
 	}
-	reg.pid = me;
+	reg.gen = gen;
 	ret = ur_reg_map_file();   /* returns with the file lock held on success */
 	if (ret)
 		goto out;
@@ -93,6 +122,8 @@ out:
 void ur_registry_detach(void)
 {
 	pthread_mutex_lock(&reg.lock);
+	/* The table says whose the slot is: not ours once given back, nor in
+	 * a child of fork() that kept its parent's view (it never attached). */
 	if (reg.shm && reg.slot >= 0 &&
 	    atomic_load(&reg.shm->slot[reg.slot].pid) == (uint32_t)getpid()) {
 		ur_reg_lock_file();

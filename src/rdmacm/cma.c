@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/atfork.h"
 #include "verbs/cm_abi.h"
 
 struct cma cma = {
@@ -220,12 +221,13 @@ static void forget_parent(void)
 
 int cma_init(void)
 {
+	unsigned gen = ur_fork_generation();
 	int ret;
 
-	if (cma.pid != getpid()) {
-		if (cma.pid)
+	if (cma.gen != gen) {
+		if (cma.gen)
 			forget_parent();
-		cma.pid = getpid();
+		cma.gen = gen;
 	}
 	pthread_mutex_lock(&cma.lock);
 	if (cma.ready || cma.init_err) {

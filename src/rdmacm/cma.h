@@ -90,7 +90,7 @@ struct cma_id {
 struct cma {
 	pthread_mutex_t lock;
 	pthread_cond_t acked;          /* an event was acked */
-	pid_t pid;                     /* whose CM this is (fork: cma.c) */
+	unsigned gen;                  /* the fork generation whose CM this is (cma.c) */
 	bool ready;
 	int init_err;
 	struct cma_dev devs[CMA_MAX_DEVS];

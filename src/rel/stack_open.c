@@ -211,7 +211,7 @@ err_free_stack:
  * devices (pyverbs' rdma_cm tests, multiprocessing servers) works. */
 static struct ur_stack *the_stack;
 static int the_err;
-static pid_t the_pid;
+static unsigned the_gen;          /* the fork generation that opened it; 0: none */
 static pthread_mutex_t the_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -242,13 +242,14 @@ static void watch_forks(void)
 
 int ur_stack_get(struct ur_stack **out)
 {
-	pid_t me = getpid();
+	unsigned gen;
 	int err;
 
 	pthread_once(&fork_once, watch_forks);
+	gen = ur_fork_generation();
 	pthread_mutex_lock(&the_lock);
-	if (the_pid != me) {
-		the_pid = me;
+	if (the_gen != gen) {
+		the_gen = gen;
 		exiting = NULL;   /* the parent's: not drained at this exit */
 		the_err = open_stack(NULL, 0, &the_stack);
 	}

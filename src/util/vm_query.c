@@ -7,6 +7,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "util/atfork.h"
+
 /* Linux 6.11's uapi (include/uapi/linux/fs.h), for older headers. */
 struct ur_procmap_query {
 	uint64_t size;
@@ -35,18 +37,20 @@ _Static_assert(sizeof(struct ur_procmap_query) == 104, "PROCMAP_QUERY's argument
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int maps_fd = -1;
-static pid_t maps_pid;          /* whose maps: a child of fork() opens its own */
+static unsigned maps_gen;       /* whose maps: a child of fork() opens its own */
 static bool unsupported;
 
 static int maps(void)
 {
-	if (maps_fd >= 0 && maps_pid != getpid()) {
+	unsigned gen = ur_fork_generation();
+
+	if (maps_fd >= 0 && maps_gen != gen) {
 		close(maps_fd);
 		maps_fd = -1;
 	}
 	if (maps_fd < 0) {
 		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-		maps_pid = getpid();
+		maps_gen = gen;
 	}
 	return maps_fd;
 }

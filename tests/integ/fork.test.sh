@@ -3,7 +3,8 @@
 # A child of fork() that opens the device anew works (progs/fork_child.c):
 # its own context, RC pair, SEND and RDMA WRITE checked byte for byte, the
 # parent's pair unharmed; its own rdma_cm channel and id resolving an
-# address.  Before, the child found its parent's stack with no engine thread
+# address; an XRC domain of its own where its parent has one on the same
+# file (it was handed the parent's, on the parent's context).  Before, the child found its parent's stack with no engine thread
 # behind it: nothing completed (pyverbs' rdma_cm tests, which fork their two
 # sides, timed out).
 . "$(dirname "$0")/lib.sh"

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "util/atfork.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
 #include "host/registry.h"
@@ -234,7 +235,7 @@ void ur_udp_router_elect(struct ur_udp *u)
  * parent's too. */
 void ur_udp_router_leave(struct ur_udp *u)
 {
-	if (getpid() != u->owner)
+	if (u->gen != ur_fork_generation())
 		return;
 	__atomic_store_n(&u->leaving, true, __ATOMIC_RELEASE);
 	ur_engine_quiesce(u->engine);       /* an election in progress ends */

@@ -7,6 +7,7 @@
 
 #include "engine/engine.h"
 #include "host/registry.h"
+#include "util/atfork.h"
 #include "util/log.h"
 #include "xport/udp/udp_priv.h"
 
@@ -152,7 +153,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
 	u->router_pidfd = -1;
-	u->owner = getpid();
+	u->gen = ur_fork_generation();
 	ret = alloc_rx(u);
 	if (ret)
 		goto err_free;

@@ -175,7 +175,7 @@ struct ur_udp {
 	int router_pid;
 	bool router;
 	bool leaving;                      /* at exit: never elected again */
-	pid_t owner;                       /* the process that opened it (not a fork child) */
+	unsigned gen;                      /* the fork generation that opened it (not a child's) */
 	bool bind_warned;
 	uint64_t next_election_ns;
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */

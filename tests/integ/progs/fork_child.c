@@ -5,11 +5,15 @@
  *    opens its own context, connects its own pair and moves a SEND and an
  *    RDMA WRITE, checked byte for byte; the parent's pair still works after;
  *  - rdmacm: the parent makes an event channel and an id; its child makes
- *    its own and resolves 127.0.0.1 (its CM runs: ADDR_RESOLVED comes).
+ *    its own and resolves 127.0.0.1 (its CM runs: ADDR_RESOLVED comes);
+ *  - xrcd: the parent opens an XRC domain through a file; its child, on a
+ *    context of its own, opening the same file gets a domain of its own
+ *    context, not the parent's.
  *
  *   fork_child DEVICE GID_INDEX [CASE...]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,9 +151,57 @@ static void case_rdmacm(struct vt_dev *d)
 	rdma_destroy_event_channel(ch);
 }
 
+struct xrcd_arg {
+	const char *dev;
+	int gid_index;
+	int fd;
+};
+
+static void child_xrcd(void *p)
+{
+	struct xrcd_arg *x = p;
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = x->fd, .oflags = O_CREAT,
+	};
+	struct ibv_xrcd *xrcd;
+	struct vt_dev d;
+
+	vt_dev_open(&d, x->dev, x->gid_index);
+	xrcd = ibv_open_xrcd(d.ctx, &attr);
+	if (vt_check(xrcd, "the child opens the file's XRC domain: %s", xrcd ? "ok" : strerror(errno))) {
+		vt_check(xrcd->context == d.ctx, "the child's domain is on the child's context");
+		vt_check(!ibv_close_xrcd(xrcd), "the child closes its domain");
+	}
+	vt_dev_close(&d);
+}
+
+static void case_xrcd(struct vt_dev *d)
+{
+	char path[] = "/tmp/uroce-fork-xrcd-XXXXXX";
+	struct xrcd_arg x = { .gid_index = d->gid_index, .fd = mkstemp(path) };
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = x.fd, .oflags = O_CREAT,
+	};
+	struct ibv_xrcd *xrcd;
+
+	if (!vt_check(x.fd >= 0, "a file for the domain"))
+		return;
+	unlink(path);
+	x.dev = ibv_get_device_name(d->ctx->device);
+	xrcd = ibv_open_xrcd(d->ctx, &attr);
+	if (vt_check(xrcd, "the parent opens the file's XRC domain")) {
+		in_child("an XRC domain after fork", child_xrcd, &x);
+		vt_check(!ibv_close_xrcd(xrcd), "the parent closes its domain");
+	}
+	close(x.fd);
+}
+
 static const struct vt_case cases[] = {
 	{ "verbs", case_verbs },
 	{ "rdmacm", case_rdmacm },
+	{ "xrcd", case_xrcd },
 	{ NULL, NULL },
 };
 

@@ -4,11 +4,12 @@
  * process's slot, blocks and multicast memberships reclaimed, pid reuse
  * (start time) not fooling the liveness check, multicast member lists,
  * the files of a network namespace that is gone removed (and kept while a
- * process uses them).
+ * process uses them), a fork while another thread holds the registry's lock.
  *
  * Child processes stand for other uroce processes: right after fork() a
  * child forgets the parent's registry state (as a freshly started process
  * has none) and attaches on its own. */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -543,6 +544,55 @@ static void test_counters_once(void)
 	UT_EQ(total[1], 900);
 }
 
+/* A thread that holds reg.lock for a while, as one claiming a QPN block
+ * or publishing counters does; held tells the test it has it (checked by
+ * the test's read: the check counters are the main thread's). */
+static void *hold_reg_lock(void *held)
+{
+	char c = 1;
+	ssize_t n;
+
+	pthread_mutex_lock(&reg.lock);
+	n = write(*(int *)held, &c, 1);
+	(void)n;
+	usleep(200 * 1000);
+	pthread_mutex_unlock(&reg.lock);
+	return NULL;
+}
+
+/* A fork while another thread holds reg.lock: the fork waits for it (the
+ * fork handler's registry slot), so the child, whose copy of the lock
+ * would otherwise stay taken by a thread it does not have, attaches on its
+ * own (the fork generation tells it the view is its parent's). */
+static void test_fork_while_held(void)
+{
+	int held[2], st = -1;
+	pthread_t t;
+	pid_t pid;
+	char c;
+
+	UT_EQ(ur_registry_attach(), 0);   /* as a process does before any fork */
+	UT_EQ(pipe(held), 0);
+	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &held[1]), 0);
+	UT_EQ(read(held[0], &c, 1), 1);
+	pid = fork();
+	if (pid == 0) {
+		int parent_slot = reg.slot;
+
+		alarm(5);                        /* a child that waits for ever dies */
+		if (ur_registry_attach() || reg.slot < 0 || reg.slot == parent_slot)
+			_exit(1);
+		ur_registry_detach();
+		_exit(0);
+	}
+	UT_CHECK(pid > 0);
+	UT_EQ(waitpid(pid, &st, 0), pid);
+	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	UT_EQ(pthread_join(t, NULL), 0);
+	close(held[0]);
+	close(held[1]);
+}
+
 /* A child that stands for a process in a network namespace of its own:
  * attaches there (registry and router lock file), reports both paths,
  * then, if leave, moves back to our namespace (its own is then gone while
@@ -721,6 +771,7 @@ int main(void)
 	UT_RUN(test_slots_exhausted);
 	UT_RUN(test_detach_and_layout);
 	UT_RUN(test_counters_once);
+	UT_RUN(test_fork_while_held);
 	UT_RUN(test_netns_gone_swept);
 	UT_RUN(test_netns_swept_past_another_sweeper);
 	UT_RUN(test_netns_user_keeps);
