@@ -147,6 +147,9 @@ struct ur_qp {
 	bool comm_est;                   /* IBV_EVENT_COMM_EST raised */
 	bool cq_overrun;                 /* a completion found its CQ full: QP_FATAL next */
 	uint64_t cnt[UR_CNT_NR];         /* this QP's share of the device counters */
+	/* When it last received a packet and last sent one (coarse: what a
+	 * QP that gives up, and uroce res, tell). */
+	uint64_t rx_ns, tx_ns;
 };
 
 /* Counts an event (n events) on the QP and on its device. */

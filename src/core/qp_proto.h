@@ -39,6 +39,20 @@ struct ur_req_state {
 	uint8_t place_missing;   /* refused in a row as not published (a region moving) */
 };
 
+/* A counted retry, as the QP saw it (rel/giveup.c): when, why (the timer,
+ * or the answer that started it: its BTH opcode and AETH syndrome), where
+ * the requester stood, and the QP's packet counts by then. */
+#define UR_RETRY_MARKS 8u
+struct ur_retry_mark {
+	uint64_t ns;
+	bool timer;
+	uint8_t opcode, syn;     /* else the answer's */
+	uint32_t psn;            /* oldest unacknowledged */
+	uint32_t sent_psn;       /* next to send, before going back */
+	uint64_t rcvd, sent;     /* the QP's rcvd_pkts, sent_pkts */
+	uint64_t early;          /* its go-backs that did not count, so far */
+};
+
 enum ur_peer_holds {
 	UR_PEER_HOLDS_UNKNOWN = 0,
 	UR_PEER_HOLDS_YES,
@@ -94,6 +108,12 @@ struct ur_comp_state {
 	bool rs_any;                 /* some stamp may be set, below rs_end */
 	uint32_t rs_end;             /* one past the newest PSN stamped */
 	uint16_t rs_stamp[128];      /* by PSN modulo the largest window */
+	/* For the lines a QP that gives up logs (rel/giveup.c): the last
+	 * progress, and the counted retries since. */
+	uint64_t progress_ns;
+	uint64_t early_retries;      /* go-backs that did not count, ever */
+	uint8_t nmarks;
+	struct ur_retry_mark marks[UR_RETRY_MARKS];
 };
 
 enum ur_res_type {

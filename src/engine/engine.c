@@ -241,8 +241,13 @@ void ur_engine_remove_poller(struct ur_engine *e, const struct ur_poller *p)
  * need not wake it): then the flag is up, and app_waits sees it. */
 static bool may_nap(struct ur_engine *e, uint64_t now)
 {
+	uint64_t last;
+
 	atomic_store(&e->light_sleep, true);
-	if (now - atomic_load(&e->last_app_poll) < UR_POLLED_RECENTLY_NS)
+	last = atomic_load(&e->last_app_poll);
+	/* A poll stamped after this thread read its clock is recent too, not
+	 * an unsigned difference of centuries. */
+	if (last && (last >= now || now - last < UR_POLLED_RECENTLY_NS))
 		return true;
 	atomic_store(&e->light_sleep, false);
 	return false;
@@ -349,6 +354,16 @@ static void *engine_main(void *arg)
 	struct ur_engine *e = arg;
 	struct epoll_event evs[UR_BATCH];
 	uint64_t last_work = 0;
+	/* A nap found the inline set ready: the application thread that
+	 * polls did not take it all (it polls only when its CQ is empty; a
+	 * program busy with the completions the other receive contexts
+	 * bring polls now and then, one batch a poll).  Taken on, without a
+	 * nap, until the set has nothing, as a further context's thread
+	 * takes its own: with one batch a nap, context 0 read a tenth of
+	 * what each of the others did in a failing integ.rxctx run, and one
+	 * of its QPs received none of its answers for half a second
+	 * (RETRY_EXC_ERR, docs/reliability.md). */
+	bool behind = false;
 
 	block_signals();
 	set_priority();
@@ -370,7 +385,7 @@ static void *engine_main(void *arg)
 		 * their work will wake us. */
 		bool active = polled && ur_engine_pollers_active(e);
 
-		if (polled && now - last_work < e->spin_ns) {
+		if ((polled && now - last_work < e->spin_ns) || behind) {
 			to = &now_ts;
 		} else if (may_nap(e, now)) {
 			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
@@ -409,8 +424,12 @@ static void *engine_main(void *arg)
 		ur_engine_in_dispatch = 1;
 		if (n > 0)
 			ur_engine_run_events(e, evs, n);
-		if (napped)        /* what the application thread left, if it stopped */
-			ur_engine_run_set(e, e->inline_epfd);
+		/* What the application thread left, if it stopped or is busy:
+		 * while there is some, on at once. */
+		if (napped)
+			behind = ur_engine_run_set(e, e->inline_epfd);
+		else if (behind)
+			behind = n > 0;
 		if (polled && ur_engine_run_pollers(e))
 			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());

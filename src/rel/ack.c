@@ -77,6 +77,7 @@ void ur_ack_progress(struct ur_qp *qp, uint32_t new_psn)
 		qp->req.recovering = false;   /* the window of that loss is through */
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
+	qp->comp.nmarks = 0;             /* counted retries start anew (giveup.h) */
 	if (qp->req.cwnd < UR_MAX_UNACKED_PSNS) {
 		qp->req.cwnd += ur_max(acked / ur_max(qp->req.cwnd, 1u), 1u);
 		qp->req.cwnd = ur_min(qp->req.cwnd, UR_MAX_UNACKED_PSNS);

@@ -13,6 +13,7 @@
 #include "core/qp.h"
 #include "core/qp_kind.h"
 #include "rel/ack.h"
+#include "rel/giveup.h"
 #include "rel/held.h"
 #include "rel/inbox.h"
 #include "rel/kick.h"
@@ -21,6 +22,7 @@
 #include "rel/req.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
+#include "util/clock.h"
 #include "util/enum_name.h"
 #include "util/log.h"
 
@@ -235,6 +237,7 @@ static enum comp_state rnr_nak(struct comp_ctx *c)
 	ur_ack_through(qp, psn_add(c->pkt->psn, UR_PSN_MASK));
 	if (!qp->comp.rnr_retry_left) {
 		UR_QP_COUNT(qp, UR_CNT_RETRY_RNR_EXCEEDED_ERR);
+		ur_giveup_log(qp, c->pkt, c->syn, IBV_WC_RNR_RETRY_EXC_ERR);
 		return error(c, ur_ack_head(qp), IBV_WC_RNR_RETRY_EXC_ERR);
 	}
 	if (qp->attr.rnr_retry != 7)        /* 7: retry forever */
@@ -537,13 +540,18 @@ static enum comp_state retry(struct comp_ctx *c)
 
 	if (!c->early && !qp->comp.retry_left) {
 		UR_QP_COUNT(qp, UR_CNT_RETRY_EXCEEDED_ERR);
+		ur_giveup_log(qp, c->pkt, c->syn, IBV_WC_RETRY_EXC_ERR);
 		return error(c, ur_ack_oldest(qp), IBV_WC_RETRY_EXC_ERR);
 	}
 	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: %sretry from PSN 0x%06x (sent up to 0x%06x, cwnd %u, %u left)",
 	       ur_qp_num(qp), c->early ? "early " : "", qp->comp.psn, qp->req.psn, qp->req.cwnd,
 	       qp->comp.retry_left);
-	if (!c->early)
+	if (!c->early) {
+		ur_giveup_mark(qp, c->pkt, c->syn);
 		qp->comp.retry_left--;
+	} else {
+		qp->comp.early_retries++;
+	}
 	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);     /* every go-back, as rxe's */
 	qp->comp.retrying = true;
 	ur_held_clear(&qp->held_resp);     /* asked for again */
@@ -654,6 +662,7 @@ void ur_comp_inbox(struct ur_qp *qp)
 			continue;
 		}
 		UR_QP_COUNT(qp, UR_CNT_ACKS_INBOX);
+		qp->rx_ns = ur_coarse_now_ns();
 		ur_comp_rx(qp, &v);
 	}
 	if (covered) {

@@ -15,6 +15,7 @@
 #include "rel/stack.h"
 #include "rel/xrc.h"
 #include "rel/xrc_owner.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "wire/gid.h"
 #include "wire/pkt_parse.h"
@@ -75,6 +76,7 @@ static void wrong_peer(struct ur_qp *qp, const struct ur_rx_meta *meta)
 static void to_qp(struct ur_qp *qp, const struct ur_pkt_view *pkt, const struct ur_rx_meta *meta)
 {
 	UR_QP_COUNT(qp, UR_CNT_RCVD_PKTS);
+	qp->rx_ns = ur_coarse_now_ns();
 	if (qp->dying || !transport_matches(qp, pkt->opcode) ||
 	    bth_pkey(pkt->bth) != UR_DEFAULT_PKEY) {
 		UR_QP_COUNT(qp, UR_CNT_DROPPED);

@@ -19,8 +19,10 @@
 #include "core/pd.h"
 #include "core/qp.h"
 #include "core/qp_kind.h"
+#include "rel/held.h"
 #include "rel/qp_table.h"
 #include "rel/stack.h"
+#include "util/clock.h"
 #include "util/compiler.h"
 
 static const char *qp_type_name(const struct ur_qp *qp)
@@ -74,6 +76,29 @@ static void qp_counters(const struct ur_qp *qp, FILE *f)
 		fprintf(f, " +%s=%" PRIu64, ur_counter_name[c], qp->cnt[c]);
 }
 
+/* Where a reliable QP's requester and responder stand: what a QP that
+ * gives up logs of its own side (rel/giveup.c), for its peer's. */
+static void qp_rel_state(const struct ur_qp *qp, uint64_t now, FILE *f)
+{
+	const struct ur_comp_state *c = &qp->comp;
+	const struct ur_req_state *r = &qp->req;
+	const struct ur_resp_state *p = &qp->resp;
+	uint64_t coarse = ur_coarse_now_ns();
+
+	fprintf(f, " +comp-psn=%u +psn-max=%u +retry-left=%u +cwnd=%u +rd-atomic=%u +srtt-us=%" PRIu64
+		" +backoff=%u +retrying=%d +blocked=%d +rnr-wait=%d +progress-ms-ago=%" PRIu64,
+		c->psn, r->psn_max, c->retry_left, r->cwnd, r->rd_atomic, c->srtt_ns / 1000,
+		c->backoff, c->retrying, r->blocked, r->rnr_wait,
+		c->progress_ns && now > c->progress_ns ? (now - c->progress_ns) / 1000000 : 0);
+	fprintf(f, " +rx-ms-ago=%" PRIu64 " +tx-ms-ago=%" PRIu64,
+		qp->rx_ns && coarse > qp->rx_ns ? (coarse - qp->rx_ns) / 1000000 : 0,
+		qp->tx_ns && coarse > qp->tx_ns ? (coarse - qp->tx_ns) / 1000000 : 0);
+	fprintf(f, " +resp-opcode=%d +resp-nak-sent=%d +resp-rnr-sent=%d +resp-held=%u"
+		" +resp-ack-pending=%d +resp-ack-psn=%u +resp-res-next=%u +resp-res-tx=%u",
+		p->opcode, p->nak_sent, p->rnr_sent, ur_held_count(qp->held), p->ack_pending,
+		p->ack_psn, p->res_next, p->res_tx);
+}
+
 /* One QP, its lock held. */
 static void qp_line(const struct ur_qp *qp, FILE *f)
 {
@@ -103,6 +128,8 @@ static void qp_line(const struct ur_qp *qp, FILE *f)
 		fprintf(f, " +srq=yes");
 	if (qp->mtu)
 		fprintf(f, " +mtu=%u", qp->mtu);
+	if (ur_qp_is_reliable(qp))
+		qp_rel_state(qp, ur_now_ns(), f);
 	qp_counters(qp, f);
 	fputc('\n', f);
 }

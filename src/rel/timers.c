@@ -142,6 +142,7 @@ void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn)
 	}
 	c->backoff = 0;
 	c->behind_ns = 0;
+	c->progress_ns = now;
 	/* Idle once all is acknowledged; else a new period from now. */
 	c->period_ns = new_psn == qp->req.psn_max ? 0 : now;
 }

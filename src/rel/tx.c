@@ -8,6 +8,7 @@
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
+#include "util/clock.h"
 
 void ur_tx_init(struct ur_qp *qp, struct ur_tx_pkt *p, uint8_t op, uint32_t paylen, bool se,
 		uint32_t dqpn, bool ackreq, uint32_t psn)
@@ -44,6 +45,7 @@ int ur_tx_send(struct ur_qp *qp, const struct ur_path *path, struct ur_tx_pkt *p
 		return 0;
 	}
 	UR_QP_COUNT(qp, UR_CNT_SENT_PKTS);
+	qp->tx_ns = ur_coarse_now_ns();
 	return 0;
 }
 

@@ -18,6 +18,48 @@ STORM_GBPS=
 STORM_MANY_QPS=(--timeout 16)
 STORM_ENV=()          # more environment for both sides of a case
 
+# storm_onfail_script TAG SNS CNS: writes the STORM_ON_FAIL command of a
+# case, which storm.c starts at its first failure while the run goes on:
+# each side's UDP sockets (queues, drops), its QPs as uroce res qp -d
+# lists them (counters, where requester and responder stand, when each
+# last received and sent), each storm process's threads (state, where
+# they sleep, and a backtrace), and the kernel's UDP counters, into
+# TAG.onfail.PID; storm_case shows it when the case fails.
+storm_onfail_script() {
+	local tag=$1 f side ns
+	f=$UR_TMP/$tag.onfail.sh
+	{
+		echo '#!/bin/bash'
+		printf 'exec >> %q.$PPID 2>&1\n' "$UR_TMP/$tag.onfail"
+		printf 'echo "=== storm pid $PPID failed; at $(date +%%T.%%N)"\n'
+		for side in server client; do
+			if [ "$side" = server ]; then ns=$2; else ns=$3; fi
+			[ "$side" = client ] && [ "$ns" = "$2" ] && break   # one namespace: once
+			ur_ns_prefix "$ns"
+			printf '%s() { %s "$@"; }\n' "in_$side" "$(printf '%q ' "${UR_NS_PREFIX[@]}")"
+		done
+		echo 'sides=$(declare -F | sed -n "s/^declare -f in_//p")'
+		echo 'for s in $sides; do echo "--- $s side: ss -uamn"; in_$s ss -uamn; done'
+		printf 'for s in $sides; do echo "--- $s side: uroce res qp -d"; in_$s %q res qp -d > /tmp/onfail.$$.$s; cat /tmp/onfail.$$.$s; done\n' "$UR_BUILD/bin/uroce"
+		cat <<'EOS'
+for s in $sides; do
+	for p in $(grep -o " pid [0-9]*" /tmp/onfail.$$.$s | cut -d" " -f3 | sort -u); do
+		echo "--- $s side: threads of pid $p (tid comm state utime stime wchan)"
+		for t in /proc/$p/task/*; do echo "$(cut -d" " -f1,2,3,14,15 $t/stat) $(cat $t/wchan)"; done
+		echo "--- $s side: backtraces of pid $p"
+		timeout 20 gdb -p $p -batch -nx -ex "thread apply all bt 12" 2>/dev/null |
+			grep -E '^(Thread|#)'
+	done
+	rm -f /tmp/onfail.$$.$s
+done
+for s in $sides; do echo "--- $s side: ss -uamn, again"; in_$s ss -uamn; done
+for s in $sides; do echo "--- $s side: Udp in /proc/net/snmp"; in_$s grep '^Udp:' /proc/net/snmp; done
+EOS
+	} > "$f"
+	chmod +x "$f"
+	printf '%s' "$f"
+}
+
 storm_case() {
 	local tag=$1 dev=$2 g=$3 addr=$4 faults=$5 port line
 	shift 5
@@ -25,9 +67,16 @@ storm_case() {
 	local UR_ENV=()
 	[ "$faults" = none ] || UR_ENV=("UROCE_FAULTS=$faults,seed=$port")
 	UR_ENV+=("${STORM_ENV[@]}")
+	UR_ENV+=("STORM_ON_FAIL=$(storm_onfail_script "$tag" "${UR_SNS-$UR_NS}" "${UR_CNS-$UR_NS}")")
 	ur_pair "$tag" "$port" "$STORM" "$dev" "$g" -s "$port" \
 		-- "$STORM" "$dev" "$g" -c "$addr" "$port" "$@"
-	ur_expect_pair_ok "$tag" "$tag: storm $*, faults: $faults"
+	if ! ur_expect_pair_ok "$tag" "$tag: storm $*, faults: $faults"; then
+		for f in "$UR_TMP/$tag".onfail.[0-9]*; do
+			[ -s "$f" ] || continue
+			ur_log "    --- $tag: both sides at a side's first failure ($f)"
+			sed 's/^/    | /' "$f"
+		done
+	fi
 	ur_report "$tag.server" grep -E '^(ok|FAIL): ' "$(ur_out "$tag.server")"
 	ur_report "$tag.client" grep -E '^(ok|FAIL): ' "$(ur_out "$tag.client")"
 	ur_sanitizer_clean "$tag.server"

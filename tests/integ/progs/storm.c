@@ -28,6 +28,10 @@
  * read-back counts) per second.  Run it with UROCE_FAULTS in both
  * processes' environment to check all this under loss, reordering,
  * duplication and corruption.
+ *
+ * STORM_ON_FAIL in the environment is a shell command started once, at
+ * the first failure, beside the run, which waits for it before it tears
+ * its QPs down: a test dumps both sides there (tests/integ/storm_lib.sh).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vt.h"
@@ -197,6 +202,40 @@ static void connect_qps(const uint32_t *peer_qpn, const union ibv_gid *gid)
 /* A mismatch: one FAIL line; after MAX_REPORTS the run stops. */
 static double t_start;   /* when the program started: vt_lag_watch's zero */
 
+/* The first failure starts STORM_ON_FAIL beside the run, which goes on
+ * as it was (stopping this thread to wait would change what the command
+ * sees: this thread's polls receive packets); the exit waits for it. */
+static pid_t on_fail_pid;
+
+static void on_fail_wait(void)
+{
+	int status;
+
+	if (on_fail_pid > 0 && waitpid(on_fail_pid, &status, 0) == on_fail_pid &&
+	    (!WIFEXITED(status) || WEXITSTATUS(status)))
+		fprintf(stderr, "storm: STORM_ON_FAIL ended with status 0x%x\n", status);
+	on_fail_pid = 0;
+}
+
+static void on_fail(void)
+{
+	static bool ran;
+	const char *cmd = getenv("STORM_ON_FAIL");
+
+	if (ran || !cmd || !*cmd)
+		return;
+	ran = true;
+	on_fail_pid = fork();
+	if (on_fail_pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (on_fail_pid < 0)
+		fprintf(stderr, "storm: STORM_ON_FAIL not started: %s\n", strerror(errno));
+	else
+		atexit(on_fail_wait);
+}
+
 static void mismatch(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void mismatch(const char *fmt, ...)
 {
@@ -208,6 +247,7 @@ static void mismatch(const char *fmt, ...)
 	va_end(ap);
 	/* The time, to set beside the peers' wake-up lags (vt_lag_watch). */
 	vt_fail("%s (at %.3f s)", msg, vt_now() - t_start);
+	on_fail();
 	if (++reports >= MAX_REPORTS) {
 		vt_fail("%d mismatches: giving up", reports);
 		exit(1);
@@ -349,6 +389,7 @@ static int receive_all(int fd)
 					srv.expect_total += takes_receive(plan_of(q, i).op);
 		}
 		if (n < 0 || vt_now() - srv.last > STALL_SECONDS) {
+			on_fail();
 			vt_fail("server: no receive completion for %.0f s: %llu of %s%llu arrived",
 				STALL_SECONDS, (unsigned long long)srv.got_total,
 				srv.counts_known ? "" : "at least ", (unsigned long long)srv.expect_total);
@@ -432,6 +473,7 @@ static int serve(const char *port)
 	if (channel)
 		vt_check(events > 0, "server: slept on a completion channel: %llu events",
 			 (unsigned long long)events);
+	on_fail_wait();   /* it sees the QPs as they are */
 	vt_peer_verdict_send(fd);
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		vt_qp_destroy(&qps[q]);
@@ -679,6 +721,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 				break;
 		}
 		if (t - last > STALL_SECONDS) {
+			on_fail();
 			vt_fail("client: no completion for %.0f s: %llu of %llu messages done",
 				STALL_SECONDS, (unsigned long long)done, (unsigned long long)total);
 			return 1;
@@ -694,6 +737,7 @@ static int drive(const char *host, const char *port, uint64_t messages, double s
 		 (unsigned long long)ops[OP_FAA], (unsigned long long)ops[OP_CAS]);
 	printf("storm: %llu messages on %u QPs, %.1f MB in %.2f s: %.3f Gb/s, %.0f messages/s\n",
 	       (unsigned long long)done, cfg.qps, bytes / 1e6, t, bytes * 8 / t / 1e9, done / t);
+	on_fail_wait();   /* it sees the QPs as they are */
 	for (uint32_t q = 0; q < cfg.qps; q++)
 		count[q] = cs[q].next;
 	vt_xfer(fd, count, cfg.qps * sizeof(*count), true);
@@ -767,6 +811,7 @@ int main(int argc, char **argv)
 	vt_dev_open(&dev, argv[optind], atoi(argv[optind + 1]));
 	ret = server ? serve(argv[optind + 2])
 		     : drive(argv[optind + 2], argv[optind + 3], messages, seconds);
+	on_fail_wait();
 	vt_dev_close(&dev);
 	fprintf(stderr, "storm: %d checks, %d failed\n", vt_checks, vt_failures);
 	return ret ? ret : vt_failures ? 1 : 0;

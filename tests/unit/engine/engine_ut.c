@@ -11,7 +11,8 @@
  * the same time, quiesce waiting for all of them; UROCE_RX_THREADS; a
  * thread blocked on a channel's fd runs what the INLINE class brings
  * itself, and gives it back to the engine thread when it returns or is
- * cancelled. */
+ * cancelled; a backlog the polling thread leaves in the INLINE class is
+ * taken on by the engine thread, not one dispatch a nap. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "ut.h"
 
 #include "engine/engine.h"
+#include "engine/engine_priv.h"   /* last_app_poll: an application's mark */
 #include "util/clock.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -562,6 +564,65 @@ static void test_poll_then_block(void)
 }
 
 
+/* An application thread that polls keeps the engine thread napping, and
+ * it may leave what the inline set holds: a program busy with the
+ * completions its further receive contexts bring polls an empty CQ only
+ * now and then, one batch a poll.  What the engine thread finds after a
+ * nap, it takes on without a nap until the set is empty: one dispatch a
+ * nap served context 0's socket a fraction of what each further context's
+ * thread took, and its backlog outgrew the QP timeout (integ.rxctx).
+ * The application is played by its mark (last_app_poll, as poll_first
+ * sets it), so that it takes nothing; each dispatch takes one unit (a
+ * semaphore eventfd), as each takes one batch of datagrams off a socket. */
+static int taken;
+
+static void take_one(void *arg, uint32_t events)
+{
+	int *fd = arg;
+	uint64_t v;
+
+	if (read(*fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		__atomic_add_fetch(&taken, 1, __ATOMIC_SEQ_CST);
+}
+
+static void tick(struct ur_timer *t)
+{
+}
+
+static void test_nap_takes_backlog(void)
+{
+	struct ur_timer wake;
+	struct ur_engine *e;
+	uint64_t units = 2000, t0, took;
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC | EFD_SEMAPHORE);
+
+	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, fd, EPOLLIN, UR_WATCH_INLINE, take_one, &fd), 0);
+	/* The engine thread sees the application poll when it next wakes (a
+	 * QP's timer, in a process): then it naps. */
+	UT_EQ(ur_engine_timer_init(e, &wake, tick), 0);
+	ur_engine_timer_arm(e, &wake, ur_now_ns() + 2000000);
+	taken = 0;
+	/* Polled "now" for the whole test, however late this thread runs on
+	 * a loaded host. */
+	atomic_store(&e->last_app_poll, ur_now_ns() + 20000000000ull);
+	usleep(5000);
+	UT_EQ(write(fd, &units, sizeof(units)), (ssize_t)sizeof(units));
+	t0 = ur_now_ns();
+	while (__atomic_load_n(&taken, __ATOMIC_SEQ_CST) < (int)units &&
+	       ur_now_ns() - t0 < 10000000000ull)
+		usleep(1000);
+	took = ur_now_ns() - t0;
+	UT_EQ(taken, (int)units);
+	/* One a nap: a second at least.  Taken on: milliseconds. */
+	UT_CHECK(took < 300000000ull);
+	ur_engine_app_waits(e);
+	ur_engine_timer_fini(e, &wake);
+	ur_engine_unwatch(e, fd);
+	close(fd);
+	ur_engine_destroy(e);
+}
+
 /* ---- a thread blocked on a channel ------------------------------------------ */
 
 /* What a completion channel does: an INLINE fd's callback (a packet) makes
@@ -857,6 +918,7 @@ int main(void)
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
 	UT_RUN(test_poll_then_block);
+	UT_RUN(test_nap_takes_backlog);
 	UT_RUN(test_block_on_takes_the_packet);
 	UT_RUN(test_block_on_cancelled);
 	UT_RUN(test_engine_thread_fault_guarded);

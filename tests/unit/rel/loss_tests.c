@@ -356,6 +356,50 @@ T_PAIR_TEST(test_loss_retry_exhausted, 256, 0, 0, .retry_cnt = 2)
 	UT_EQ(t_count(), 0);
 }
 
+/* What a QP that gives up tells (rel/giveup.c): each counted retry since
+ * its last progress is marked (the timer's, where the requester stood,
+ * the QP's packet counts then), progress clears them, and the give-up
+ * finds one mark per retry of retry_cnt. */
+T_PAIR_TEST(test_loss_giveup_marks, 256, 256, IBV_ACCESS_LOCAL_WRITE, .retry_cnt = 2)
+{
+	struct ur_comp_state *c = &p->a.qp->comp;
+	struct ibv_wc wc;
+	uint32_t psn;
+
+	UT_EQ(t_post_recv_mem(&p->b, 9, 0, 256), 0);
+	UT_EQ(t_post_send_mem(&p->a, 1, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	t_drop(0);
+	t_advance(T_TIMEOUT_NS);          /* one counted retry */
+	UT_EQ(c->nmarks, 1);
+	UT_CHECK(c->marks[0].timer);
+	UT_EQ(c->marks[0].psn, c->psn);
+	UT_EQ(c->marks[0].rcvd, 0u);
+	t_run();                          /* its resend and the ACK: progress */
+	t_expect_wc(p->a.scq, &wc, 1, IBV_WC_SUCCESS);
+	UT_EQ(c->nmarks, 0);
+	UT_CHECK(c->progress_ns != 0);
+	UT_EQ(p->a.qp->cnt[UR_CNT_RCVD_PKTS], 1u);
+	UT_CHECK(p->a.qp->rx_ns != 0 && p->a.qp->tx_ns != 0);
+
+	psn = c->psn;
+	UT_EQ(t_post_send_mem(&p->a, 2, IBV_WR_SEND, 0, 10, IBV_SEND_SIGNALED), 0);
+	for (int round = 0; round < 3; round++) {
+		while (t_count())
+			t_drop(0);
+		t_advance(T_TIMEOUT_NS);
+	}
+	UT_EQ(p->a.qp->state, IBV_QPS_ERR);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_RETRY_EXC_ERR);
+	UT_EQ(c->nmarks, 2);
+	for (int i = 0; i < 2; i++) {
+		UT_CHECK(c->marks[i].timer);
+		UT_EQ(c->marks[i].psn, psn);
+		UT_EQ(c->marks[i].rcvd, 1u);   /* nothing since the progress */
+	}
+	UT_CHECK(c->marks[1].ns > c->marks[0].ns);
+	UT_CHECK(c->marks[1].sent > c->marks[0].sent);   /* the resend between */
+}
+
 /* retry_cnt 0: the first timeout fails the WQE. */
 T_PAIR_TEST(test_loss_retry_zero, 256, 0, 0, .retry_cnt = T_ZERO)
 {

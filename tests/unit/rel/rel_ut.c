@@ -83,6 +83,7 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_loss_read_response_acks_behind),
 	UT_CASE(test_loss_read_chunked),
 	UT_CASE(test_loss_retry_exhausted),
+	UT_CASE(test_loss_giveup_marks),
 	UT_CASE(test_loss_retry_zero),
 	UT_CASE(test_loss_rtt_timer),
 	UT_CASE(test_loss_peer_frozen),
