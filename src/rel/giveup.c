@@ -64,7 +64,7 @@ static void log_marks(struct ur_qp *qp, uint64_t now)
 	};
 
 	if (!c->nmarks)
-		ur_warn(ur_qp_dev(qp), "QP 0x%06x: no counted retry since the last progress",
+		ur_info(ur_qp_dev(qp), "QP 0x%06x: no counted retry since the last progress",
 			ur_qp_num(qp));
 	for (unsigned i = 0; i < c->nmarks; i++) {
 		const struct ur_retry_mark *m = &c->marks[i];
@@ -72,7 +72,7 @@ static void log_marks(struct ur_qp *qp, uint64_t now)
 		char w[48];
 
 		why(w, sizeof(w), m->timer, m->opcode, m->syn);
-		ur_warn(ur_qp_dev(qp), "QP 0x%06x: counted retry %u, %.1f ms before: %s, oldest PSN "
+		ur_info(ur_qp_dev(qp), "QP 0x%06x: counted retry %u, %.1f ms before: %s, oldest PSN "
 			"0x%06x, next 0x%06x; from it until the %s: rcvd %" PRIu64 " sent %" PRIu64
 			" early go-backs %" PRIu64, ur_qp_num(qp), i + 1, ms_ago(now, m->ns), w,
 			m->psn, m->sent_psn, n == &here ? "end" : "next", n->rcvd - m->rcvd,
@@ -91,7 +91,7 @@ static void log_counters(struct ur_qp *qp)
 		if (qp->cnt[i])
 			at += (size_t)snprintf(line + at, sizeof(line) - at, " %s=%" PRIu64,
 					       ur_counter_name[i], qp->cnt[i]);
-	ur_warn(ur_qp_dev(qp), "QP 0x%06x: counters:%s", ur_qp_num(qp), line);
+	ur_info(ur_qp_dev(qp), "QP 0x%06x: counters:%s", ur_qp_num(qp), line);
 }
 
 void ur_giveup_log(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint8_t syn, int status)
@@ -104,10 +104,10 @@ void ur_giveup_log(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint8_t syn,
 	char by[48];
 
 	/* A few QPs a second: many that give up at once say the same. */
-	if (UR_LOG_WARN > ur_log_level || !ur_log_ratelimit_ok(&rl_sec, &rl_cnt))
+	if (UR_LOG_INFO > ur_log_level || !ur_log_ratelimit_ok(&rl_sec, &rl_cnt))
 		return;
 	why(by, sizeof(by), !pkt, pkt ? pkt->opcode : 0, syn);
-	ur_warn(ur_qp_dev(qp), "QP 0x%06x (peer 0x%06x) gives up, %s, at %s: oldest PSN 0x%06x, "
+	ur_info(ur_qp_dev(qp), "QP 0x%06x (peer 0x%06x) gives up, %s, at %s: oldest PSN 0x%06x, "
 		"next 0x%06x, sent up to 0x%06x; oldest WR %s PSN 0x%06x-0x%06x; retry_cnt %u, "
 		"timeout %.1f ms, last progress %.1f ms ago, last packet in %.0f ms ago, out %.0f ms ago (-1: never)",
 		ur_qp_num(qp), qp->attr.dest_qp_num, ur_wc_status_name(status), by, c->psn, r->psn,
@@ -116,7 +116,7 @@ void ur_giveup_log(struct ur_qp *qp, const struct ur_pkt_view *pkt, uint8_t syn,
 		w ? w->first_psn : 0, w ? w->last_psn : 0, qp->attr.retry_cnt,
 		(double)ur_rel_timeout_ns(qp->attr.timeout) / 1e6, ms_ago(now, c->progress_ns),
 		ms_ago(coarse, qp->rx_ns), ms_ago(coarse, qp->tx_ns));
-	ur_warn(ur_qp_dev(qp), "QP 0x%06x: srtt %.3f ms rttvar %.3f ms backoff %u cwnd %u "
+	ur_info(ur_qp_dev(qp), "QP 0x%06x: srtt %.3f ms rttvar %.3f ms backoff %u cwnd %u "
 		"rd_atomic %u retrying %d rnr_wait %d blocked %d (waiting %.1f ms) behind %.1f ms "
 		"sel_pending %d peer_holds %u probing %d", ur_qp_num(qp),
 		(double)c->srtt_ns / 1e6, (double)c->rttvar_ns / 1e6, c->backoff, r->cwnd,

@@ -1,8 +1,10 @@
 /* What a QP that gives up (RETRY_EXC_ERR, RNR_RETRY_EXC_ERR) tells: a rare
- * event, so it says at warning level where its requester stood, each
- * counted retry since the last progress (when, why, what the QP received
- * and sent by then) and its counters, so that a failure seen once
- * explains itself.  qp->lock held throughout. */
+ * event, so it says (at info level: UROCE_LOG=info) where its requester
+ * stood, each counted retry since the last progress (when, why, what the
+ * QP received and sent by then) and its counters, so that a failure seen
+ * once explains itself.  Not at warning level: a failed work request is
+ * the application's to report (its completion says so), and the library
+ * writes nothing on stderr for it by default.  qp->lock held throughout. */
 #ifndef UROCE_REL_GIVEUP_H
 #define UROCE_REL_GIVEUP_H
 
