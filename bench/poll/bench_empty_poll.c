@@ -14,26 +14,7 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i] && !ctx; i++)
-		if (!name || !strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
+#include "../bench_verbs.h"
 
 /* The QP connected to itself: INIT, RTR, RTS, as a program's would be. */
 static int connect_self(struct ibv_qp *qp)
@@ -72,7 +53,7 @@ int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : NULL;
 	double secs = argc > 2 ? atof(argv[2]) : 1.0;
-	struct ibv_context *ctx = open_dev(name);
+	struct ibv_context *ctx = bench_open_dev(name);
 	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	struct ibv_qp_init_attr init = {
@@ -95,12 +76,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_empty_poll: cannot bring an RC QP to RTS\n");
 		return 1;
 	}
-	t0 = now();
+	t0 = bench_now();
 	do {
 		for (int i = 0; i < 1000; i++)
 			found += (unsigned long)ibv_poll_cq(cq, 16, wc);
 		calls += 1000;
-		t = now();
+		t = bench_now();
 	} while (t - t0 < secs);
 	printf("%12s %12s %12s\n", "calls", "ns/call", "completions");
 	printf("%12lu %12.1f %12lu\n", calls, (t - t0) * 1e9 / (double)calls, found);

@@ -15,35 +15,16 @@
 #include <time.h>
 #include <infiniband/verbs.h>
 
+#include "../bench_verbs.h"
+
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i] && !ctx; i++)
-		if (!name || !strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
 
 int main(int argc, char **argv)
 {
 	static const size_t sizes[] = { 4096, 65536, 1u << 20, 16u << 20, 256u << 20 };
 	const char *name = argc > 1 ? argv[1] : NULL;
 	double secs = argc > 2 ? atof(argv[2]) : 0.5;
-	struct ibv_context *ctx = open_dev(name);
+	struct ibv_context *ctx = bench_open_dev(name);
 	struct ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 
 	if (!pd) {
@@ -60,7 +41,7 @@ int main(int argc, char **argv)
 		if (buf == MAP_FAILED)
 			return 1;
 		memset(buf, 0x5a, len);
-		t0 = now();
+		t0 = bench_now();
 		do {
 			struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, ACCESS);
 
@@ -73,7 +54,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			pairs++;
-			t = now();
+			t = bench_now();
 		} while (t - t0 < secs);
 		printf("%12zu %12.1f %10lu\n", len, (t - t0) / pairs * 1e6, pairs);
 		munmap(buf, len);
