@@ -329,10 +329,25 @@ struct t_poll {
 	int dozes;                     /* times the engine thread napped */
 };
 
+static int t_polls;                   /* calls of t_poll */
+
+static bool t_pending(void *arg)
+{
+	return __atomic_load_n(&((struct t_poll *)arg)->work, __ATOMIC_SEQ_CST) > 0;
+}
+
+static bool t_active(void *arg)
+{
+	(void)arg;
+	return true;
+}
+
 static bool t_poll(void *arg)
 {
 	struct t_poll *p = arg;
 	int n = __atomic_exchange_n(&p->work, 0, __ATOMIC_SEQ_CST);
+
+	__atomic_add_fetch(&t_polls, 1, __ATOMIC_SEQ_CST);
 
 	__atomic_add_fetch(&p->taken, n, __ATOMIC_SEQ_CST);
 	return n > 0;
@@ -375,6 +390,38 @@ static void produce(struct t_poll *p)
 
 /* Without a thread: ur_engine_poll runs the poller and says whether it
  * found work. */
+/* A poller that says nothing is pending is not run, nor the dispatch lock
+ * taken, between the looks at the sockets (one poll in UR_SOCK_LOOK_EVERY
+ * while a poller is active): an empty poll stays cheap.  Work it says is
+ * pending is taken at the next poll. */
+static void test_poller_pending(void)
+{
+	struct t_poll p = { 0 };
+	struct ur_poller pl = { .poll = t_poll, .sleep = t_sleep, .active = t_active,
+				.pending = t_pending, .arg = &p };
+	struct ur_engine *e;
+	int before;
+
+	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	before = t_polls;
+	for (int i = 0; i < 64; i++)
+		UT_CHECK(!ur_engine_poll(e, false));
+	UT_EQ(t_polls - before, 64 / UR_SOCK_LOOK_EVERY);   /* the sockets' turns only */
+	p.work = 2;
+	UT_CHECK(ur_engine_poll(e, false));
+	UT_EQ(p.taken, 2);
+	/* Taken while another thread dispatches: nothing to wait for. */
+	pthread_mutex_lock(&e->dispatch_lock);
+	before = t_polls;
+	for (int i = 0; i < 7; i++)
+		UT_CHECK(!ur_engine_poll(e, false));
+	pthread_mutex_unlock(&e->dispatch_lock);
+	UT_EQ(t_polls - before, 0);
+	ur_engine_remove_poller(e, &pl);
+	ur_engine_destroy(e);
+}
+
 static void test_poller_polled(void)
 {
 	struct t_poll p = { 0 };
@@ -915,6 +962,7 @@ int main(void)
 	UT_RUN(test_classes_threaded);
 	UT_RUN(test_quiesce);
 	UT_RUN(test_poller_polled);
+	UT_RUN(test_poller_pending);
 	UT_RUN(test_poller_threaded);
 	UT_RUN(test_poller_app_waits);
 	UT_RUN(test_poll_then_block);
