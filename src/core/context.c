@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "core/process.h"
 #include "util/fault_guard.h"
 #include "util/log.h"
 
@@ -15,6 +16,7 @@ int ur_context_open(struct ur_device *dev, struct ur_context **out)
 		return -ENOMEM;
 	ctx->stack_err = -EIO;
 	ctx->dev = dev;
+	ctx->reg = &ur_process()->registry;
 	pthread_mutex_init(&ctx->cqs_lock, NULL);
 	ur_list_init(&ctx->cqs);
 	/* Regions are reached through the process's own mappings, which it

@@ -12,6 +12,7 @@
 #include "core/mr.h"
 
 struct ur_engine;
+struct ur_registry;
 struct ur_xports;
 struct ur_stack;
 
@@ -34,6 +35,9 @@ struct ur_context {
 	struct ur_xports *xports;
 	struct ur_stack *stack;
 	int stack_err;
+	/* The process's view of the host registry (core/process.h), there
+	 * whether the stack started or not: XRC SRQ numbers, counters. */
+	struct ur_registry *reg;
 };
 
 static inline struct ur_context *to_uctx(struct ibv_context *ibctx)

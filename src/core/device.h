@@ -21,6 +21,8 @@
 /* Kinds of objects whose number ibv_query_device limits (core/limits.h). */
 enum ur_obj_kind { UR_OBJ_PD, UR_OBJ_CQ, UR_OBJ_QP, UR_OBJ_SRQ, UR_OBJ_AH, UR_OBJ_NR };
 
+struct ur_registry;
+
 struct ur_device {
 	struct ibv_device ibdev;   /* applications get &ibdev: keep first */
 	unsigned index;            /* ibv_get_device_index */
@@ -80,10 +82,11 @@ uint64_t ur_device_guid(struct ur_device *dev);   /* network byte order */
  * the destination address (if any). */
 void ur_device_count_by_gid(const union ibv_gid *dgid, enum ur_counter c);
 /* Publishes this process's counts to the host registry. */
-void ur_device_publish_counters(void);
+void ur_device_publish_counters(struct ur_registry *r);
 /* A counter of the device summed over the host's processes (what
  * hw_counters/<name> reads). */
-uint64_t ur_device_counter_total(struct ur_device *dev, enum ur_counter c);
+uint64_t ur_device_counter_total(struct ur_registry *r, struct ur_device *dev,
+				 enum ur_counter c);
 
 /* Calls fn on every device created so far. */
 void ur_device_foreach(void (*fn)(struct ur_device *dev, void *arg), void *arg);

@@ -37,6 +37,7 @@ void ur_device_count_by_gid(const union ibv_gid *dgid, enum ur_counter c)
 
 static void publish_one(struct ur_device *dev, void *arg)
 {
+	struct ur_registry *r = arg;
 	uint64_t snap[UR_CNT_NR];
 	unsigned ifindex;
 	bool any = false;
@@ -50,22 +51,23 @@ static void publish_one(struct ur_device *dev, void *arg)
 	pthread_mutex_lock(&dev->lock);
 	ifindex = dev->nd.ifindex;
 	pthread_mutex_unlock(&dev->lock);
-	ur_registry_publish_counters(ifindex, snap, UR_CNT_NR);
+	ur_registry_publish_counters(r, ifindex, snap, UR_CNT_NR);
 }
 
-void ur_device_publish_counters(void)
+void ur_device_publish_counters(struct ur_registry *r)
 {
-	ur_device_foreach(publish_one, NULL);
+	ur_device_foreach(publish_one, r);
 }
 
-uint64_t ur_device_counter_total(struct ur_device *dev, enum ur_counter c)
+uint64_t ur_device_counter_total(struct ur_registry *r, struct ur_device *dev,
+				 enum ur_counter c)
 {
 	uint64_t cnt[UR_CNT_NR];
 	struct ur_netdev nd;
 
-	ur_device_publish_counters();   /* this process's own, up to now */
+	ur_device_publish_counters(r);   /* this process's own, up to now */
 	ur_device_snapshot(dev, &nd);
-	if (ur_registry_read_counters(nd.ifindex, cnt, UR_CNT_NR))
+	if (ur_registry_read_counters(r, nd.ifindex, cnt, UR_CNT_NR))
 		return 0;
 	return cnt[c];
 }

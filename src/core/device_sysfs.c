@@ -8,6 +8,7 @@
 #include <endian.h>
 
 #include "core/device.h"
+#include "core/process.h"
 #include "engine/engine.h"
 #include "host/registry.h"
 
@@ -65,13 +66,16 @@ static int device_file(struct ur_device *dev, const char *file, char *out, size_
 		return snprintf(out, len, "RoCE v2\n");
 	}
 	if (!strncmp(file, "ports/1/hw_counters/", 20)) {
+		/* rdma-core's sysfs hook names a file, not a context: the
+		 * process's registry is reached through its object. */
+		struct ur_registry *r = &ur_process()->registry;
 		uint64_t cnt[UR_CNT_NR];
 		int c = ur_counter_by_name(file + 20);
 
 		if (c < 0)
 			return -ENOENT;
-		ur_device_publish_counters();   /* this process's own, up to now */
-		if (ur_registry_read_counters(nd.ifindex, cnt, UR_CNT_NR))
+		ur_device_publish_counters(r);   /* this process's own, up to now */
+		if (ur_registry_read_counters(r, nd.ifindex, cnt, UR_CNT_NR))
 			return -EIO;
 		return snprintf(out, len, "%llu\n", (unsigned long long)cnt[c]);
 	}

@@ -6,12 +6,14 @@
 
 static struct ur_process process = {
 	.devices = { .lock = PTHREAD_MUTEX_INITIALIZER },
+	.registry = UR_REGISTRY_INIT,
 	.xrcds = { .lock = PTHREAD_MUTEX_INITIALIZER, .all = UR_LIST_INIT(process.xrcds.all) },
 };
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-/* Each list's lock is held across fork(), in the lock order (the host
- * registry's slot comes between them), so that the child's copy is whole
+/* Each list's lock is held across fork(), in the lock order (the
+ * registry's slot comes between them: host/registry_slots.c holds its
+ * lock, registered by its first attach), so that the child's copy is whole
  * and its lock free.  A call, not a jump, after each lock: the lock-order
  * recorder names a lock by where its call returns (rel/stack_open.c). */
 static void lock_devices(void)

@@ -40,7 +40,8 @@ static int check_attr(struct ur_context *ctx, const struct ibv_srq_init_attr_ex 
 /* An XRC SRQ is named on the wire by a number unique on the host. */
 static int attach_xrc(struct ur_srq *srq, struct ibv_srq_init_attr_ex *a)
 {
-	int ret = srq->ctx->stack ? ur_registry_alloc_qpn(&srq->srq_num) : srq->ctx->stack_err;
+	int ret = srq->ctx->stack ? ur_registry_alloc_qpn(srq->ctx->reg, &srq->srq_num)
+				  : srq->ctx->stack_err;
 
 	if (ret)
 		return ret;
@@ -126,7 +127,7 @@ int ur_srq_destroy(struct ur_srq *srq)
 		ur_engine_quiesce(srq->ctx->engine);
 		sinks_fini(srq);
 		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);
-		ur_registry_free_qpn(srq->srq_num);
+		ur_registry_free_qpn(srq->ctx->reg, srq->srq_num);
 	}
 	if (srq->tm) {
 		__atomic_sub_fetch(&srq->cq->users, 1, __ATOMIC_RELAXED);

@@ -17,9 +17,11 @@
 
 /* pkt: BTH .. ICRC.  0 with the owner, -ENOENT (nobody: deliver here, or
  * drop) or -EINVAL (not a CM MAD to QP1). */
-int ur_host_cm_owner(const uint8_t *pkt, size_t len, struct ur_reg_owner *out);
+int ur_host_cm_owner(const struct ur_registry *r, const uint8_t *pkt, size_t len,
+		     struct ur_reg_owner *out);
 /* The same from the MAD alone (a sender of this host, before the packet
  * is built around it). */
-int ur_host_cm_mad_owner(const uint8_t *mad, size_t len, struct ur_reg_owner *out);
+int ur_host_cm_mad_owner(const struct ur_registry *r, const uint8_t *mad, size_t len,
+			 struct ur_reg_owner *out);
 
 #endif

@@ -13,6 +13,7 @@
 #ifndef UROCE_XPORT_REGISTRY_H
 #define UROCE_XPORT_REGISTRY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,6 +30,28 @@
 #define UR_REG_RETIRED_DEVS 64u
 #define UR_REG_COUNTERS 40u          /* room for enum ur_counter */
 
+struct ur_reg_shm;
+struct ur_reg_block;
+
+/* A process's view of the registry: the file it mapped, the slot it holds
+ * there, the QPN blocks it claimed.  One per process: the process object
+ * (core/process.h) holds it, and whoever has a context, the stack or a
+ * transport reaches it through the pointer they were given.  Its insides
+ * are registry*.c's (registry_priv.h says what each guards). */
+struct ur_registry {
+	pthread_mutex_t lock;         /* the view; held across fork() */
+	int fd;                       /* the registry file (its flock: the file lock) */
+	struct ur_reg_shm *shm;       /* NULL: not attached */
+	int slot;                     /* ours, or -1 */
+	char path[128];
+	struct ur_reg_block *blocks;  /* the QPN blocks we claimed */
+	unsigned nblocks;
+	unsigned gen;                 /* the fork generation whose mapping, file and slot these are */
+};
+
+/* Not attached: what a registry starts as (statically, nothing to free). */
+#define UR_REGISTRY_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 }
+
 struct ur_reg_owner {
 	pid_t pid;
 	uint16_t port4, port6;        /* its direct UDP ports (0: none) */
@@ -36,56 +59,61 @@ struct ur_reg_owner {
 };
 
 /* Maps the registry and claims this process's slot. 0 or -errno. */
-int ur_registry_attach(void);
-void ur_registry_detach(void);
+int ur_registry_attach(struct ur_registry *r);
+void ur_registry_detach(struct ur_registry *r);
 
-int ur_registry_alloc_qpn(uint32_t *qpn);
-void ur_registry_free_qpn(uint32_t qpn);
-int ur_registry_set_ports(uint16_t port4, uint16_t port6);
+int ur_registry_alloc_qpn(struct ur_registry *r, uint32_t *qpn);
+void ur_registry_free_qpn(struct ur_registry *r, uint32_t qpn);
+int ur_registry_set_ports(struct ur_registry *r, uint16_t port4, uint16_t port6);
 /* Who owns qpn on this host; -ENOENT if nobody.  A process that died
  * keeps its blocks until they are reclaimed (at the next attach, or when
  * QPNs run out), so the owner found may be dead: what is sent to it is
  * lost, as it would be for a QP that no longer exists.  Checking liveness
  * here would cost a system call per packet. */
-int ur_registry_lookup(uint32_t qpn, struct ur_reg_owner *out);
+int ur_registry_lookup(const struct ur_registry *r, uint32_t qpn, struct ur_reg_owner *out);
 
 /* Multicast membership: which processes of the host have QPs attached to
  * a group, so that the process serving port 4791 hands each datagram to
  * every member. */
 /* Marks / clears this process as a member; -ENOSPC when the table is full. */
-int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex);
-void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex);
+int ur_registry_mcast_join(struct ur_registry *r, const union ibv_gid *gid, unsigned ifindex);
+void ur_registry_mcast_leave(struct ur_registry *r, const union ibv_gid *gid, unsigned ifindex);
 /* The pids of the members of a group (self flagged); returns how many. */
-int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max);
+int ur_registry_mcast_members(const struct ur_registry *r, const union ibv_gid *gid,
+			      struct ur_reg_owner *out, int max);
 
 /* The communication manager's listeners, kept in the group table under
  * keys no multicast group has: which process listens on a service ID, so
  * that a REQ arriving at port 4791 reaches it.  Service ID 0 lists every
  * process with a CM (one of them answers a REQ nobody listens for). */
-int ur_registry_cm_listen(uint64_t service_id);
-void ur_registry_cm_unlisten(uint64_t service_id);
+int ur_registry_cm_listen(struct ur_registry *r, uint64_t service_id);
+void ur_registry_cm_unlisten(struct ur_registry *r, uint64_t service_id);
 /* A live listener of service_id: 0, or -ENOENT. */
-int ur_registry_cm_listener(uint64_t service_id, struct ur_reg_owner *out);
+int ur_registry_cm_listener(const struct ur_registry *r, uint64_t service_id,
+			    struct ur_reg_owner *out);
 
 /* Counters: each process publishes its per-device totals (by interface
  * index); a process that ends or dies has its totals folded into a
  * retired table, so the sum is monotonic like a NIC's. */
-int ur_registry_publish_counters(unsigned ifindex, const uint64_t *cnt, unsigned n);
+int ur_registry_publish_counters(struct ur_registry *r, unsigned ifindex, const uint64_t *cnt,
+				 unsigned n);
 /* The host-wide totals of an interface's device; maps the registry
  * read-only-in-spirit (no slot claimed) if this process has none. */
-int ur_registry_read_counters(unsigned ifindex, uint64_t *cnt, unsigned n);
+int ur_registry_read_counters(struct ur_registry *r, unsigned ifindex, uint64_t *cnt, unsigned n);
 
 /* Opens (creating it, mode 0600) a file of this user's in /dev/shm: the
  * fd, or -EPERM if someone else owns it or may read or write it, or
  * -errno.  Links are not followed. */
 int ur_registry_open_private(const char *path);
+/* The registry file of this user and network namespace. */
+int ur_registry_file_path(char *buf, size_t len);
 /* The lock file whose exclusive holder serves UDP port 4791 here. */
 int ur_registry_router_lock_path(char *buf, size_t len);
-/* Where the registry lives, for messages. */
-const char *ur_registry_path(void);
+/* Where r lives, for messages ("" if it never attached). */
+const char *ur_registry_path(const struct ur_registry *r);
 
 /* Test hooks: reclaim what dead processes left. Returns slots reclaimed. */
-int ur_registry_reclaim_dead(void);
+int ur_registry_reclaim_dead(struct ur_registry *r);
 /* Removes the registries (and router lock files) this user's processes
  * left in network namespaces that are gone, as every attach does.
  * Returns registries removed. */

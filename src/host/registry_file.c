@@ -1,6 +1,6 @@
 /* The registry's file: its name (user, network namespace, version), opening
  * it as this user's alone, the use lock every process holds on it, mapping
- * it and checking its layout; and this process's view of it, `reg`. */
+ * it and checking its layout. */
 #include "host/registry_priv.h"
 
 #include <fcntl.h>
@@ -12,8 +12,6 @@
 
 #include "util/host_uid.h"
 #include "util/log.h"
-
-struct ur_reg_local reg = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .slot = -1 };
 
 unsigned long ur_reg_netns_id(void)
 {
@@ -57,35 +55,34 @@ static int hold_use_lock(int fd)
 	return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
 }
 
-int ur_reg_map_file(void)
+int ur_reg_map_file(struct ur_registry *r)
 {
 	struct stat st;
 	void *p;
 	int fd;
 
-	snprintf(reg.path, sizeof(reg.path), "/dev/shm/uroce-%u-net%lu-v%u",
-		 (unsigned)ur_host_uid(), ur_reg_netns_id(), UR_REG_VERSION);
+	ur_registry_file_path(r->path, sizeof(r->path));
 again:
-	fd = ur_registry_open_private(reg.path);
+	fd = ur_registry_open_private(r->path);
 	if (fd < 0) {
 		if (fd == -EPERM)
 			ur_err(NULL, "the host registry %s is not this user's alone (another user "
-			       "created it, or may read or write it): not used; remove it", reg.path);
+			       "created it, or may read or write it): not used; remove it", r->path);
 		else
-			ur_err(NULL, "cannot open the host registry %s: %s", reg.path, strerror(-fd));
+			ur_err(NULL, "cannot open the host registry %s: %s", r->path, strerror(-fd));
 		return fd;
 	}
-	reg.fd = fd;
-	ur_reg_lock_file();
+	r->fd = fd;
+	ur_reg_lock_file(r);
 	if (fstat(fd, &st))
 		goto err_errno;
 	/* Removed between our open and our lock, by a process that took this
 	 * namespace for a dead one (sweep_netns_registry): not the file our
 	 * namespace's next process would find.  Open it anew. */
 	if (st.st_nlink == 0) {
-		ur_reg_unlock_file();
+		ur_reg_unlock_file(r);
 		close(fd);
-		reg.fd = -1;
+		r->fd = -1;
 		goto again;
 	}
 	if (hold_use_lock(fd))
@@ -99,40 +96,47 @@ again:
 	p = mmap(NULL, sizeof(struct ur_reg_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		goto err_errno;
-	reg.shm = p;
-	if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) == 0) {
-		reg.shm->version = UR_REG_VERSION;
-		reg.shm->layout_size = sizeof(struct ur_reg_shm);
-		reg.shm->nslots = UR_REG_SLOTS;
-		reg.shm->nblocks = UR_REG_BLOCKS;
+	r->shm = p;
+	if (__atomic_load_n(&r->shm->magic, __ATOMIC_ACQUIRE) == 0) {
+		r->shm->version = UR_REG_VERSION;
+		r->shm->layout_size = sizeof(struct ur_reg_shm);
+		r->shm->nslots = UR_REG_SLOTS;
+		r->shm->nblocks = UR_REG_BLOCKS;
 		/* The fields above are seen by whoever sees the magic. */
-		__atomic_store_n(&reg.shm->magic, UR_REG_MAGIC, __ATOMIC_RELEASE);
-	} else if (__atomic_load_n(&reg.shm->magic, __ATOMIC_ACQUIRE) != UR_REG_MAGIC ||
-		   reg.shm->version != UR_REG_VERSION ||
-		   reg.shm->layout_size != sizeof(struct ur_reg_shm)) {
+		__atomic_store_n(&r->shm->magic, UR_REG_MAGIC, __ATOMIC_RELEASE);
+	} else if (__atomic_load_n(&r->shm->magic, __ATOMIC_ACQUIRE) != UR_REG_MAGIC ||
+		   r->shm->version != UR_REG_VERSION ||
+		   r->shm->layout_size != sizeof(struct ur_reg_shm)) {
 		munmap(p, sizeof(struct ur_reg_shm));
-		reg.shm = NULL;
+		r->shm = NULL;
 		goto err_layout;
 	}
 	return 0;
 
 err_layout:
-	ur_reg_unlock_file();
+	ur_reg_unlock_file(r);
 	ur_err(NULL, "the host registry %s was written by another uroce version; "
-	       "stop the programs using it and remove the file", reg.path);
+	       "stop the programs using it and remove the file", r->path);
 	close(fd);
-	reg.fd = -1;
+	r->fd = -1;
 	return -EPROTO;
 err_errno:
 	{
 		int err = errno;
 
-		ur_reg_unlock_file();
-		ur_err(NULL, "host registry %s: %s", reg.path, strerror(err));
+		ur_reg_unlock_file(r);
+		ur_err(NULL, "host registry %s: %s", r->path, strerror(err));
 		close(fd);
-		reg.fd = -1;
+		r->fd = -1;
 		return -err;
 	}
+}
+
+int ur_registry_file_path(char *buf, size_t len)
+{
+	snprintf(buf, len, "/dev/shm/uroce-%u-net%lu-v%u", (unsigned)ur_host_uid(), ur_reg_netns_id(),
+		 UR_REG_VERSION);
+	return 0;
 }
 
 int ur_registry_router_lock_path(char *buf, size_t len)
@@ -141,7 +145,7 @@ int ur_registry_router_lock_path(char *buf, size_t len)
 	return 0;
 }
 
-const char *ur_registry_path(void)
+const char *ur_registry_path(const struct ur_registry *r)
 {
-	return reg.path;
+	return r->path;
 }

@@ -18,30 +18,31 @@ static void cm_key(union ibv_gid *g, uint64_t service_id)
 		g->raw[8 + i] = (uint8_t)(service_id >> (56 - 8 * i));
 }
 
-int ur_registry_cm_listen(uint64_t service_id)
+int ur_registry_cm_listen(struct ur_registry *r, uint64_t service_id)
 {
 	union ibv_gid g;
 
 	cm_key(&g, service_id);
-	return ur_registry_mcast_join(&g, UR_REG_CM_IFINDEX);
+	return ur_registry_mcast_join(r, &g, UR_REG_CM_IFINDEX);
 }
 
-void ur_registry_cm_unlisten(uint64_t service_id)
+void ur_registry_cm_unlisten(struct ur_registry *r, uint64_t service_id)
 {
 	union ibv_gid g;
 
 	cm_key(&g, service_id);
-	ur_registry_mcast_leave(&g, UR_REG_CM_IFINDEX);
+	ur_registry_mcast_leave(r, &g, UR_REG_CM_IFINDEX);
 }
 
-int ur_registry_cm_listener(uint64_t service_id, struct ur_reg_owner *out)
+int ur_registry_cm_listener(const struct ur_registry *r, uint64_t service_id,
+			    struct ur_reg_owner *out)
 {
 	struct ur_reg_owner o[8];
 	union ibv_gid g;
 	int n;
 
 	cm_key(&g, service_id);
-	n = ur_registry_mcast_members(&g, o, (int)(sizeof(o) / sizeof(o[0])));
+	n = ur_registry_mcast_members(r, &g, o, (int)(sizeof(o) / sizeof(o[0])));
 	/* A REQ is rare: checking that the listener lives is affordable, and
 	 * a dead one's entry stays until its slot is reclaimed. */
 	for (int i = 0; i < n; i++)

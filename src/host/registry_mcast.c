@@ -14,12 +14,13 @@ static bool group_empty(const struct ur_reg_mcast *m)
 }
 
 /* File lock held.  The entry for (gid, ifindex), or a free one if make. */
-static struct ur_reg_mcast *find_group(const union ibv_gid *gid, unsigned ifindex, bool make)
+static struct ur_reg_mcast *find_group(struct ur_registry *r, const union ibv_gid *gid,
+				       unsigned ifindex, bool make)
 {
 	struct ur_reg_mcast *free_entry = NULL;
 
 	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++) {
-		struct ur_reg_mcast *m = &reg.shm->mcast[g];
+		struct ur_reg_mcast *m = &r->shm->mcast[g];
 
 		if (group_empty(m)) {
 			if (!free_entry)
@@ -37,49 +38,50 @@ static struct ur_reg_mcast *find_group(const union ibv_gid *gid, unsigned ifinde
 	return NULL;
 }
 
-int ur_registry_mcast_join(const union ibv_gid *gid, unsigned ifindex)
+int ur_registry_mcast_join(struct ur_registry *r, const union ibv_gid *gid, unsigned ifindex)
 {
 	struct ur_reg_mcast *m;
 	int ret = 0;
 
-	if (!reg.shm || reg.slot < 0)
+	if (!r->shm || r->slot < 0)
 		return -ENODEV;
-	ur_reg_lock_file();
-	m = find_group(gid, ifindex, true);
+	ur_reg_lock_file(r);
+	m = find_group(r, gid, ifindex, true);
 	if (m)
-		atomic_fetch_or(&m->members[reg.slot / 64], 1ull << (reg.slot % 64));
+		atomic_fetch_or(&m->members[r->slot / 64], 1ull << (r->slot % 64));
 	else
 		ret = -ENOSPC;
-	ur_reg_unlock_file();
+	ur_reg_unlock_file(r);
 	return ret;
 }
 
-void ur_registry_mcast_leave(const union ibv_gid *gid, unsigned ifindex)
+void ur_registry_mcast_leave(struct ur_registry *r, const union ibv_gid *gid, unsigned ifindex)
 {
 	struct ur_reg_mcast *m;
 
-	if (!reg.shm || reg.slot < 0)
+	if (!r->shm || r->slot < 0)
 		return;
-	ur_reg_lock_file();
-	m = find_group(gid, ifindex, false);
+	ur_reg_lock_file(r);
+	m = find_group(r, gid, ifindex, false);
 	if (m)
-		atomic_fetch_and(&m->members[reg.slot / 64], ~(1ull << (reg.slot % 64)));
-	ur_reg_unlock_file();
+		atomic_fetch_and(&m->members[r->slot / 64], ~(1ull << (r->slot % 64)));
+	ur_reg_unlock_file(r);
 }
 
-int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out, int max)
+int ur_registry_mcast_members(const struct ur_registry *r, const union ibv_gid *gid,
+			      struct ur_reg_owner *out, int max)
 {
 	uint64_t any[UR_REG_SLOTS / 64] = { 0 };
 	int n = 0;
 
-	if (!reg.shm)
+	if (!r->shm)
 		return 0;
 	/* Lock-free read: a member joining meanwhile misses one datagram at
 	 * most, which multicast UD allows.  A process may be a member of the
 	 * group on several interfaces (one entry each): it is listed once, so
 	 * that it gets each datagram once. */
 	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++) {
-		struct ur_reg_mcast *m = &reg.shm->mcast[g];
+		struct ur_reg_mcast *m = &r->shm->mcast[g];
 
 		if (memcmp(m->gid, gid->raw, 16))
 			continue;
@@ -91,7 +93,7 @@ int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out
 
 		while (bits && n < max) {
 			unsigned slot = w * 64 + (unsigned)__builtin_ctzll(bits);
-			struct ur_reg_slot *s = &reg.shm->slot[slot];
+			struct ur_reg_slot *s = &r->shm->slot[slot];
 
 			bits &= bits - 1;
 			out[n].pid = (pid_t)atomic_load(&s->pid);
@@ -99,7 +101,7 @@ int ur_registry_mcast_members(const union ibv_gid *gid, struct ur_reg_owner *out
 				continue;
 			out[n].port4 = atomic_load(&s->port4);
 			out[n].port6 = atomic_load(&s->port6);
-			out[n].self = (int)slot == reg.slot;
+			out[n].self = (int)slot == r->slot;
 			n++;
 		}
 	}

@@ -1,6 +1,7 @@
 /* The host registry's insides, shared by its files: the layout of the
- * shared file, this process's view of it (`reg`), and the file lock that
- * serialises changes to the table.
+ * shared file, the QPN blocks a process's view (struct ur_registry,
+ * registry.h) keeps, and the file lock that serialises changes to the
+ * table.
  *
  * The files, one job each, call each other one way, from the top:
  * registry_counters.c (publish, sum; a reader with no slot attaches) ->
@@ -11,10 +12,10 @@
  * slot's process alive), which the sweep asks too; registry_listen.c (the
  * CM's listeners) -> registry_mcast.c (group memberships).
  *
- * Locks: `reg.lock` (a mutex) guards this process's view, and is held
+ * Locks: `r->lock` (a mutex) guards this process's view, and is held
  * across fork() (registry_slots.c); the file lock (flock on the registry
  * file) guards changes other processes could race with, and is taken
- * under `reg.lock` where both are held. */
+ * under `r->lock` where both are held. */
 #ifndef UROCE_HOST_REGISTRY_PRIV_H
 #define UROCE_HOST_REGISTRY_PRIV_H
 
@@ -81,50 +82,33 @@ _Static_assert(offsetof(struct ur_reg_shm, mcast) ==
 	       32 + 32 * UR_REG_SLOTS + 2 * UR_REG_BLOCKS, "multicast table layout");
 
 /* A block of QPNs this process claimed, and which of them it uses. */
-struct owned_block {
+struct ur_reg_block {
 	uint32_t block;
 	uint32_t next;                /* round-robin cursor: delays QPN reuse */
 	uint64_t used[UR_REG_BLOCK_QPNS / 64];
 };
 
-/* This process's view of the registry. */
-struct ur_reg_local {
-	pthread_mutex_t lock;
-	int fd;
-	struct ur_reg_shm *shm;
-	int slot;
-	char path[128];
-	struct owned_block *blocks;
-	unsigned nblocks;
-	unsigned gen;                 /* the fork generation whose mapping, file and slot these are */
-};
-
-/* One per process (registry_file.c defines it).  Named `reg` in every
- * registry file, so that its lock reads `reg.lock` wherever it is taken
- * (docs/design.md's lock table names it so). */
-extern struct ur_reg_local reg;
-
 /* The file lock: serialises changes to the shared table among the
- * processes of the host.  Taken under `reg.lock` where both are held. */
-static inline void ur_reg_lock_file(void)
+ * processes of the host.  Taken under r->lock where both are held. */
+static inline void ur_reg_lock_file(const struct ur_registry *r)
 {
-	while (flock(reg.fd, LOCK_EX) && errno == EINTR)
+	while (flock(r->fd, LOCK_EX) && errno == EINTR)
 		;
 }
 
-static inline void ur_reg_unlock_file(void)
+static inline void ur_reg_unlock_file(const struct ur_registry *r)
 {
-	flock(reg.fd, LOCK_UN);
+	flock(r->fd, LOCK_UN);
 }
 
 /* registry_file.c */
 /* The inode of this process's network namespace (0 if unknown): part of
  * the registry's name. */
 unsigned long ur_reg_netns_id(void);
-/* Opens and maps this namespace's registry into reg (fd, shm, path),
+/* Opens and maps this namespace's registry into r (fd, shm, path),
  * creating it if new.  0 with the file lock held, or -errno with it
  * released. */
-int ur_reg_map_file(void);
+int ur_reg_map_file(struct ur_registry *r);
 
 /* registry_liveness.c */
 /* Field 22 of /proc/PID/stat, 0 if the process is not there. */
@@ -134,8 +118,8 @@ bool ur_reg_slot_alive(const struct ur_reg_slot *s);
 
 /* registry_reclaim.c, the file lock held */
 /* Everything the slot owned goes back (it stays taken: the caller frees it). */
-void ur_reg_release_slot(int slot);
+void ur_reg_release_slot(struct ur_registry *r, int slot);
 /* Releases and frees the slots of dead processes; returns how many. */
-int ur_reg_reclaim_dead_locked(void);
+int ur_reg_reclaim_dead_locked(struct ur_registry *r);
 
 #endif

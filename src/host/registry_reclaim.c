@@ -6,25 +6,25 @@
 #include "host/registry_priv.h"
 
 /* File lock held: a slot's published counters join the retired totals. */
-static void retire_counters(int slot)
+static void retire_counters(struct ur_registry *r, int slot)
 {
 	for (unsigned d = 0; d < UR_REG_SLOT_DEVS; d++) {
-		struct ur_reg_devcnt *c = &reg.shm->slot_cnt[slot][d];
+		struct ur_reg_devcnt *c = &r->shm->slot_cnt[slot][d];
 		uint32_t ifindex = atomic_load(&c->ifindex);
-		struct ur_reg_devcnt *r = NULL;
+		struct ur_reg_devcnt *t = NULL;   /* the interface's retired totals */
 
 		if (!ifindex)
 			continue;
-		for (unsigned k = 0; k < UR_REG_RETIRED_DEVS && !r; k++) {
+		for (unsigned k = 0; k < UR_REG_RETIRED_DEVS && !t; k++) {
 			uint32_t expect = 0;
 
-			if (atomic_load(&reg.shm->retired[k].ifindex) == ifindex ||
-			    atomic_compare_exchange_strong(&reg.shm->retired[k].ifindex, &expect, ifindex))
-				r = &reg.shm->retired[k];
+			if (atomic_load(&r->shm->retired[k].ifindex) == ifindex ||
+			    atomic_compare_exchange_strong(&r->shm->retired[k].ifindex, &expect, ifindex))
+				t = &r->shm->retired[k];
 		}
 		for (unsigned i = 0; i < UR_REG_COUNTERS; i++) {
-			if (r)
-				atomic_fetch_add(&r->cnt[i], atomic_load(&c->cnt[i]));
+			if (t)
+				atomic_fetch_add(&t->cnt[i], atomic_load(&c->cnt[i]));
 			atomic_store(&c->cnt[i], 0);
 		}
 		atomic_store(&c->ifindex, 0);
@@ -32,28 +32,28 @@ static void retire_counters(int slot)
 }
 
 /* File lock held: everything a slot owned goes back. */
-void ur_reg_release_slot(int slot)
+void ur_reg_release_slot(struct ur_registry *r, int slot)
 {
 	uint64_t bit = 1ull << (slot % 64);
 
-	retire_counters(slot);
+	retire_counters(r, slot);
 	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
-		if (atomic_load(&reg.shm->block_owner[b]) == (uint16_t)(slot + 1))
-			atomic_store(&reg.shm->block_owner[b], 0);
+		if (atomic_load(&r->shm->block_owner[b]) == (uint16_t)(slot + 1))
+			atomic_store(&r->shm->block_owner[b], 0);
 	for (unsigned g = 0; g < UR_REG_MCAST_GROUPS; g++)
-		atomic_fetch_and(&reg.shm->mcast[g].members[slot / 64], ~bit);
+		atomic_fetch_and(&r->shm->mcast[g].members[slot / 64], ~bit);
 }
 
-int ur_reg_reclaim_dead_locked(void)
+int ur_reg_reclaim_dead_locked(struct ur_registry *r)
 {
 	int n = 0;
 
 	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
-		struct ur_reg_slot *s = &reg.shm->slot[i];
+		struct ur_reg_slot *s = &r->shm->slot[i];
 
-		if ((int)i == reg.slot || !atomic_load(&s->pid) || ur_reg_slot_alive(s))
+		if ((int)i == r->slot || !atomic_load(&s->pid) || ur_reg_slot_alive(s))
 			continue;
-		ur_reg_release_slot((int)i);
+		ur_reg_release_slot(r, (int)i);
 		atomic_store(&s->port4, 0);
 		atomic_store(&s->port6, 0);
 		atomic_store(&s->pid, 0);
@@ -62,18 +62,18 @@ int ur_reg_reclaim_dead_locked(void)
 	return n;
 }
 
-int ur_registry_reclaim_dead(void)
+int ur_registry_reclaim_dead(struct ur_registry *r)
 {
 	int n;
 
-	pthread_mutex_lock(&reg.lock);
-	if (!reg.shm) {
-		pthread_mutex_unlock(&reg.lock);
+	pthread_mutex_lock(&r->lock);
+	if (!r->shm) {
+		pthread_mutex_unlock(&r->lock);
 		return -ENODEV;
 	}
-	ur_reg_lock_file();
-	n = ur_reg_reclaim_dead_locked();
-	ur_reg_unlock_file();
-	pthread_mutex_unlock(&reg.lock);
+	ur_reg_lock_file(r);
+	n = ur_reg_reclaim_dead_locked(r);
+	ur_reg_unlock_file(r);
+	pthread_mutex_unlock(&r->lock);
 	return n;
 }

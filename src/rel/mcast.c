@@ -37,7 +37,7 @@ static int join(struct ur_qp *qp, const union ibv_gid *gid, unsigned ifindex)
 
 	if (ret)
 		return ret;
-	ret = ur_registry_mcast_join(gid, ifindex);
+	ret = ur_registry_mcast_join(qp->ctx->stack->reg, gid, ifindex);
 	if (ret)
 		ur_xports_mcast(qp->ctx->xports, gid, ifindex, false);
 	return ret;
@@ -81,7 +81,7 @@ static void remove_at(struct ur_qp *qp, struct ur_mcast *m, unsigned i)
 
 	m->att[i] = m->att[--m->n];
 	if (!count_group(m, &gid, ifindex)) {
-		ur_registry_mcast_leave(&gid, ifindex);
+		ur_registry_mcast_leave(qp->ctx->stack->reg, &gid, ifindex);
 		ur_xports_mcast(qp->ctx->xports, &gid, ifindex, false);
 	}
 }

@@ -138,7 +138,7 @@ out:
 static int add_to_stack(struct ur_stack *s, struct ur_qp *qp)
 {
 	uint32_t qpn;
-	int ret = ur_registry_alloc_qpn(&qpn);
+	int ret = ur_registry_alloc_qpn(s->reg, &qpn);
 
 	if (ret)
 		return ret;
@@ -147,7 +147,7 @@ static int add_to_stack(struct ur_stack *s, struct ur_qp *qp)
 	ret = ur_qp_table_insert(&s->qps, qpn, qp);
 	pthread_rwlock_unlock(&s->qps_lock);
 	if (ret)
-		ur_registry_free_qpn(qpn);
+		ur_registry_free_qpn(s->reg, qpn);
 	return ret;
 }
 
@@ -230,7 +230,7 @@ int ur_qp_destroy(struct ur_qp *qp)
 	ur_engine_timer_fini(s->engine, &qp->timer);
 	if (qp->kind->destroy)
 		qp->kind->destroy(qp);
-	ur_registry_free_qpn(ur_qp_num(qp));
+	ur_registry_free_qpn(s->reg, ur_qp_num(qp));
 	/* Also waits out a resource snapshot that locked the QP while the
 	 * table still held it (rel/res_dump.c). */
 	pthread_mutex_lock(&qp->lock);

@@ -3,7 +3,8 @@
  *
  * Its parts are defined here, below every file of src/rel that uses them:
  * the reactor and the transports (also lent to contexts for src/core's
- * use), the table of this process's QPs, the QPs a full transport stopped.
+ * use), the process's host registry view it attached, the table of this
+ * process's QPs, the QPs a full transport stopped.
  * stack_open.c assembles it at the first open and wires the transports'
  * hooks to the protocol.
  */
@@ -23,6 +24,10 @@
 struct ur_stack {
 	struct ur_engine *engine;
 	struct ur_xports xports;
+	/* The process's view of the host registry (core/process.h's, attached
+	 * as the stack opens, handed to the transports): QPNs, multicast
+	 * members, counters. */
+	struct ur_registry *reg;
 
 	pthread_rwlock_t qps_lock;          /* qps */
 	struct ur_qp_table qps;             /* this process's QPs by number */

@@ -12,6 +12,7 @@
 
 #include "core/context.h"
 #include "core/device.h"
+#include "core/process.h"
 #include "host/registry.h"
 #include "rel/progress.h"
 #include "rel/recv.h"
@@ -81,7 +82,7 @@ static void housekeeping(struct ur_timer *t)
 
 	ur_xports_tick(&s->xports, now);
 	ur_device_watch();
-	ur_device_publish_counters();
+	ur_device_publish_counters(s->reg);
 	ur_engine_timer_arm(s->engine, t, now + UR_HOUSEKEEPING_NS);
 }
 
@@ -133,12 +134,17 @@ static bool atexit_set;
  * host's port goes to the next process at once (udp_host_port.c). */
 static void stack_atexit(void)
 {
+	/* The registry stays attached when the stack failed (no `exiting`),
+	 * and an atexit handler gets no argument: the process's, from its
+	 * object. */
+	struct ur_registry *reg = &ur_process()->registry;
+
 	if (exiting) {
 		ur_xports_drain(&exiting->xports, 500);
 		ur_xports_leave(&exiting->xports);
 	}
-	ur_device_publish_counters();
-	ur_registry_detach();
+	ur_device_publish_counters(reg);
+	ur_registry_detach(reg);
 }
 
 static int open_stack(const struct ur_xports *given, unsigned engine_flags,
@@ -160,9 +166,11 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	if (!s)
 		return -ENOMEM;
 	h.arg = s;
-	/* The registry stays attached on failure: the slot is the process's,
-	 * given back at exit. */
-	ret = ur_registry_attach();
+	/* The registry is the process's (core/process.h): the stack attaches
+	 * it and passes it down.  It stays attached on failure: the slot is
+	 * the process's, given back at exit. */
+	s->reg = &ur_process()->registry;
+	ret = ur_registry_attach(s->reg);
 	if (ret)
 		goto err_free_stack;
 	if (!atexit_set) {   /* once: a child of fork() inherits the parent's */
@@ -175,7 +183,7 @@ static int open_stack(const struct ur_xports *given, unsigned engine_flags,
 	if (given)
 		s->xports = *given;
 	else
-		ret = ur_xports_open(&s->xports, s->engine, &h);   /* none open on failure */
+		ret = ur_xports_open(&s->xports, s->engine, s->reg, &h);   /* none open on failure */
 	if (ret)
 		goto err_destroy_engine;
 	if (!(engine_flags & UR_ENGINE_NO_THREAD))

@@ -68,7 +68,7 @@ static bool xrc_owner(struct ur_qp *qp, uint32_t srqn, pid_t *pid)
 
 	if (!qp->xrcd || !qp->xrcd->has_inode)
 		return false;   /* an anonymous domain is this process's alone */
-	if (ur_registry_lookup(srqn, &o) || o.self || o.pid <= 0)
+	if (ur_registry_lookup(qp->ctx->reg, srqn, &o) || o.self || o.pid <= 0)
 		return false;
 	*pid = o.pid;
 	return true;

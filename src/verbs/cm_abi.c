@@ -1,11 +1,14 @@
 /* The private exports librdmacm.so.1 uses (cm_abi.h): QP1 and the host's
- * CM directory, reached through the context's stack. */
+ * CM directory, reached through the context's stack.  The CM's comm IDs and
+ * listens are the process's, and their calls carry no context: they reach
+ * the host registry through the process object (cm_registry()). */
 #include "verbs/cm_abi.h"
 
 #include <errno.h>
 #include <signal.h>
 
 #include "core/context.h"
+#include "core/process.h"
 #include "host/netdev.h"
 #include "host/registry.h"
 #include "core/qp.h"
@@ -46,30 +49,38 @@ UR_EXPORT int uroce_gsi_send(struct ibv_context *ibctx, const struct ibv_ah_attr
 	return ur_gsi_send(to_uctx(ibctx), ah, mad, len);
 }
 
+/* The process's view of the host registry, for the calls below: the CM
+ * asks for them without a context (a comm ID or a listen is the
+ * process's, not a device's). */
+static struct ur_registry *cm_registry(void)
+{
+	return &ur_process()->registry;
+}
+
 UR_EXPORT int uroce_cm_id_alloc(uint32_t *num)
 {
-	return ur_registry_alloc_qpn(num);
+	return ur_registry_alloc_qpn(cm_registry(), num);
 }
 
 UR_EXPORT void uroce_cm_id_free(uint32_t num)
 {
-	ur_registry_free_qpn(num);
+	ur_registry_free_qpn(cm_registry(), num);
 }
 
 UR_EXPORT int uroce_cm_listen(uint64_t service_id, int on)
 {
 	if (!on) {
-		ur_registry_cm_unlisten(service_id);
+		ur_registry_cm_unlisten(cm_registry(), service_id);
 		return 0;
 	}
-	return ur_registry_cm_listen(service_id);
+	return ur_registry_cm_listen(cm_registry(), service_id);
 }
 
 UR_EXPORT int uroce_cm_listen_check(uint64_t service_id)
 {
 	struct ur_reg_owner o;
 
-	if (ur_registry_cm_listener(service_id, &o) == 0 && !o.self)
+	if (ur_registry_cm_listener(cm_registry(), service_id, &o) == 0 && !o.self)
 		return -EADDRINUSE;
 	return 0;
 }
@@ -82,7 +93,7 @@ UR_EXPORT int uroce_cm_peer_gone(const union ibv_gid *gid, uint32_t comm_id)
 	if (ur_gid_is_local_addr(gid)) {
 		/* A comm ID's low 24 bits are a number its process holds in
 		 * the registry: nobody holding it, or a dead holder, is gone. */
-		if (ur_registry_lookup(comm_id & 0xffffff, &o))
+		if (ur_registry_lookup(cm_registry(), comm_id & 0xffffff, &o))
 			gone = 1;
 		else if (!o.self)
 			gone = kill(o.pid, 0) && errno == ESRCH;

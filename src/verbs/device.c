@@ -153,7 +153,8 @@ int ur_verbs_query_port(struct ibv_context *context, uint8_t port,
 	/* The port's Q_Key violation counter (16 bits, saturating), as rxe
 	 * reports it: the device's qkey_violations. */
 	full.qkey_viol_cntr = (uint32_t)ur_min(
-		ur_device_counter_total(to_uctx(context)->dev, UR_CNT_QKEY_VIOLATIONS), 0xffffull);
+		ur_device_counter_total(to_uctx(context)->reg, to_uctx(context)->dev,
+					UR_CNT_QKEY_VIOLATIONS), 0xffffull);
 	memcpy(attr, &full, ur_min(len, sizeof(full)));
 	return 0;
 }

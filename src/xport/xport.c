@@ -12,18 +12,19 @@
 
 /* In the order paths prefer them: a transport that reaches fewer peers
  * (this host's) goes first and answers -ENOENT for the others. */
-static int (*const kinds[])(struct ur_engine *e, const struct ur_xport_hooks *h,
-			     struct ur_xport **out) = {
+static int (*const kinds[])(struct ur_engine *e, struct ur_registry *reg,
+			     const struct ur_xport_hooks *h, struct ur_xport **out) = {
 	ur_shm_open,
 	ur_udp_open,
 };
 
-int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h)
+int ur_xports_open(struct ur_xports *s, struct ur_engine *e, struct ur_registry *reg,
+		   const struct ur_xport_hooks *h)
 {
 	memset(s, 0, sizeof(*s));
 	ur_capture_attach();
 	for (unsigned i = 0; i < UR_ARRAY_SIZE(kinds); i++) {
-		int ret = kinds[i](e, h, &s->x[s->n]);
+		int ret = kinds[i](e, reg, h, &s->x[s->n]);
 
 		if (ret) {
 			ur_xports_close(s);

@@ -25,6 +25,7 @@
 #include <infiniband/verbs.h>
 
 struct ur_engine;
+struct ur_registry;
 struct ur_xport;
 
 /* Largest header block a packet can have: BTH + DETH/XRCETH + RETH or
@@ -238,9 +239,12 @@ struct ur_xports {
 	unsigned n;
 };
 
-/* Opens every transport this build has, watching their fds on e: 0, or
- * -errno with none left open. */
-int ur_xports_open(struct ur_xports *s, struct ur_engine *e, const struct ur_xport_hooks *h);
+/* Opens every transport this build has, watching their fds on e and
+ * finding this host's peers in reg (the process's view of the host
+ * registry, attached; the transports keep the pointer): 0, or -errno with
+ * none left open. */
+int ur_xports_open(struct ur_xports *s, struct ur_engine *e, struct ur_registry *reg,
+		   const struct ur_xport_hooks *h);
 /* Closes what ur_xports_open opened, last first (a stack that failed). */
 void ur_xports_close(struct ur_xports *s);
 int ur_xports_resolve(struct ur_xports *s, const union ibv_gid *sgid, unsigned ifindex,

@@ -32,6 +32,8 @@
 
 #include "host/registry.h"
 
+static struct ur_registry reg = UR_REGISTRY_INIT;
+
 #define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "fuzz_registry: %s\n", #c); abort(); } } while (0)
 #define HEADER_BYTES 32u    /* magic, version, sizes, cursor: checked at attach only */
 
@@ -67,8 +69,8 @@ static void setup(void)
 		fprintf(stderr, "fuzz_registry: needs root (private namespaces): skipped\n");
 		exit(77);
 	}
-	FUZZ_ASSERT(ur_registry_attach() == 0);
-	fd = open(ur_registry_path(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	FUZZ_ASSERT(ur_registry_attach(&reg) == 0);
+	fd = open(ur_registry_path(&reg), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	FUZZ_ASSERT(fd >= 0 && !fstat(fd, &st));
 	r.size = (size_t)st.st_size;
 	r.table = mmap(NULL, r.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -92,35 +94,35 @@ static void use_registry(const uint8_t *data, size_t size)
 		uint32_t q;
 
 		memcpy(&q, data + i, 4);
-		if (ur_registry_lookup(q & 0xffffff, &o) == 0)
+		if (ur_registry_lookup(&reg, q & 0xffffff, &o) == 0)
 			FUZZ_ASSERT(o.pid != 0);
 	}
 	memset(&gid, 0, sizeof(gid));
 	memcpy(gid.raw, data, size < 16 ? size : 16);
-	n = ur_registry_mcast_members(&gid, members, 16);
+	n = ur_registry_mcast_members(&reg, &gid, members, 16);
 	FUZZ_ASSERT(n >= 0 && n <= 16);
 	for (int i = 0; i < n; i++)
 		FUZZ_ASSERT(members[i].pid != 0);
-	(void)ur_registry_cm_listener(size, &o);
-	FUZZ_ASSERT(ur_registry_read_counters(1, cnt, UR_REG_COUNTERS) == 0);
-	(void)ur_registry_reclaim_dead();
+	(void)ur_registry_cm_listener(&reg, size, &o);
+	FUZZ_ASSERT(ur_registry_read_counters(&reg, 1, cnt, UR_REG_COUNTERS) == 0);
+	(void)ur_registry_reclaim_dead(&reg);
 	/* QP numbers still come out valid.  (Which process the table names
 	 * as their owner is whatever was written there: a process that
 	 * scribbles over the table misroutes packets, within this user.) */
 	for (int i = 0; i < 4; i++) {
-		if (ur_registry_alloc_qpn(&qpn[i])) {
+		if (ur_registry_alloc_qpn(&reg, &qpn[i])) {
 			qpn[i] = 0;
 			continue;
 		}
 		FUZZ_ASSERT(qpn[i] > 1 && qpn[i] <= 0xffffff);
-		n = ur_registry_lookup(qpn[i], &o);
+		n = ur_registry_lookup(&reg, qpn[i], &o);
 		FUZZ_ASSERT(n == 0 || n == -ENOENT);
 	}
 	for (int i = 0; i < 4; i++)
 		if (qpn[i])
-			ur_registry_free_qpn(qpn[i]);
-	(void)ur_registry_mcast_join(&gid, 1);
-	ur_registry_mcast_leave(&gid, 1);
+			ur_registry_free_qpn(&reg, qpn[i]);
+	(void)ur_registry_mcast_join(&reg, &gid, 1);
+	ur_registry_mcast_leave(&reg, &gid, 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

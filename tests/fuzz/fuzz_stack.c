@@ -43,8 +43,8 @@ static void forget_registry(void)
 {
 	char path[128];
 
-	if (ur_registry_path()[0])
-		unlink(ur_registry_path());
+	ur_registry_file_path(path, sizeof(path));
+	unlink(path);
 	ur_registry_router_lock_path(path, sizeof(path));
 	unlink(path);
 }

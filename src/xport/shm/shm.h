@@ -24,6 +24,7 @@
 
 /* 0 and *out set; 0 and *out NULL when the transport is off (said why at
  * info level); or -errno. */
-int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out);
+int ur_shm_open(struct ur_engine *e, struct ur_registry *reg, const struct ur_xport_hooks *h,
+		struct ur_xport **out);
 
 #endif

@@ -219,7 +219,8 @@ static uint64_t place_min(void)
 	return ur_config()->shm_place_min;
 }
 
-int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
+int ur_shm_open(struct ur_engine *e, struct ur_registry *reg, const struct ur_xport_hooks *h,
+		struct ur_xport **out)
 {
 	struct ur_poller poller;
 	struct ur_shm *s;
@@ -233,6 +234,7 @@ int ur_shm_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 		return -ENOMEM;
 	s->xport.ops = &shm_ops;
 	s->engine = e;
+	s->reg = reg;
 	s->hooks = *h;
 	s->bell_fd = -1;
 	for (unsigned i = 0; i < UR_SHM_RINGS; i++)

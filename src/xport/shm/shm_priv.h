@@ -61,6 +61,7 @@ struct ur_shm_peer {
 struct ur_shm {
 	struct ur_xport xport;
 	struct ur_engine *engine;
+	struct ur_registry *reg;        /* the process's view of the host registry: peers' owners */
 	struct ur_xport_hooks hooks;
 	uint64_t id;                    /* ours, written into the rings we claim */
 

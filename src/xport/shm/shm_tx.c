@@ -33,7 +33,7 @@ int ur_shm_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifind
 		return -ENOENT;
 	if (ur_gid_is_v4mapped(sgid) != ur_gid_is_v4mapped(dgid) || !ur_gid_is_local_addr(dgid))
 		return -ENOENT;
-	if (ur_registry_lookup(dqpn, &o))
+	if (ur_registry_lookup(s->reg, dqpn, &o))
 		return -ENOENT;
 	peer = ur_shm_peer_get(s, o.pid);
 	if (peer < 0)

@@ -19,6 +19,7 @@
 
 /* Opens the sockets, watches them on e, takes part in the port-4791
  * election.  0 or -errno. */
-int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out);
+int ur_udp_open(struct ur_engine *e, struct ur_registry *reg, const struct ur_xport_hooks *h,
+		struct ur_xport **out);
 
 #endif

@@ -109,7 +109,7 @@ static void udp_close(struct ur_xport *x)
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
 
 	ur_udp_router_close(u);
-	ur_registry_set_ports(0, 0);
+	ur_registry_set_ports(u->reg, 0, 0);
 	ur_engine_unwatch(u->engine, u->own4.fd);
 	if (u->own6.fd >= 0)
 		ur_engine_unwatch(u->engine, u->own6.fd);
@@ -140,7 +140,8 @@ static const struct ur_xport_ops udp_ops = {
 	.stats = udp_stats,
 };
 
-int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_xport **out)
+int ur_udp_open(struct ur_engine *e, struct ur_registry *reg, const struct ur_xport_hooks *h,
+		struct ur_xport **out)
 {
 	struct ur_udp *u = calloc(1, sizeof(*u));
 	int ret;
@@ -149,6 +150,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 		return -ENOMEM;
 	u->xport.ops = &udp_ops;
 	u->engine = e;
+	u->reg = reg;
 	u->hooks = *h;
 	u->fwd_fd = -1;
 	u->router_lock_fd = -1;
@@ -167,7 +169,7 @@ int ur_udp_open(struct ur_engine *e, const struct ur_xport_hooks *h, struct ur_x
 		u->own6.fd = -1;         /* IPv6 disabled: IPv4 GIDs still work */
 	ret = watch_own(u);
 	if (!ret)
-		ret = ur_registry_set_ports(u->own4.port, u->own6.fd >= 0 ? u->own6.port : 0);
+		ret = ur_registry_set_ports(u->reg, u->own4.port, u->own6.fd >= 0 ? u->own6.port : 0);
 	if (ret) {
 		ur_err(NULL, "cannot set up the UDP transport: %s", strerror(-ret));
 		goto err_socks;

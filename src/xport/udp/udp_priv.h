@@ -164,6 +164,7 @@ struct ur_udp_peer {
 struct ur_udp {
 	struct ur_xport xport;
 	struct ur_engine *engine;
+	struct ur_registry *reg;           /* the process's view of the host registry */
 	struct ur_xport_hooks hooks;
 	struct ur_xport_stats stats;       /* atomic adds */
 	struct ur_udp_sock own4, own6;     /* direct sockets, ephemeral ports */

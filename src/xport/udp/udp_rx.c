@@ -108,7 +108,7 @@ static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const stru
 		ur_gid_from_v4(&dgid, ip->v4.daddr);
 	else
 		memcpy(dgid.raw, &ip->v6.daddr, 16);
-	n = ur_registry_mcast_members(&dgid, members, (int)UR_ARRAY_SIZE(members));
+	n = ur_registry_mcast_members(u->reg, &dgid, members, (int)UR_ARRAY_SIZE(members));
 	for (int i = 0; i < n; i++) {
 		if (members[i].self)
 			deliver(u, u->rx[0], pkt, len, ip, tclass, hop);
@@ -190,7 +190,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		}
 		/* QP1 is the host's: a CM MAD goes to the process it is for. */
 		if (qpn == UR_GSI_QPN) {
-			if (ur_host_cm_owner(buf, len, &o) == 0 && !o.self) {
+			if (ur_host_cm_owner(u->reg, buf, len, &o) == 0 && !o.self) {
 				tap(buf, len, ip, tclass, hop, o.pid);
 				ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
 			} else {
@@ -200,7 +200,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 			return;
 		}
 		/* Another process's QP: hand it over. */
-		if (ur_registry_lookup(qpn, &o) == 0 && !o.self) {
+		if (ur_registry_lookup(u->reg, qpn, &o) == 0 && !o.self) {
 			tap(buf, len, ip, tclass, hop, o.pid);
 			ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
 			return;

@@ -144,8 +144,8 @@ static void dest_of(struct ur_udp *u, const struct ur_path *up, const struct ur_
 		 * port-4791 owner would hand it on, but without its lossy
 		 * hop: a burst of connections loses nothing to a full queue. */
 		int found = dqpn == UR_GSI_QPN && pkt->niov == 1 ?
-			ur_host_cm_mad_owner(pkt->iov[0].iov_base, pkt->iov[0].iov_len, &o) :
-			ur_registry_lookup(dqpn, &o);
+			ur_host_cm_mad_owner(u->reg, pkt->iov[0].iov_base, pkt->iov[0].iov_len, &o) :
+			ur_registry_lookup(u->reg, dqpn, &o);
 
 		if (!found) {
 			uint16_t port = path->family == AF_INET ? o.port4 : o.port6;

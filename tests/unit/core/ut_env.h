@@ -64,8 +64,8 @@ static inline void ut_env_cleanup(void)
 	char path[128];
 
 	/* Runs after the engine's own exit handler has detached. */
-	if (ur_registry_path()[0])
-		unlink(ur_registry_path());
+	ur_registry_file_path(path, sizeof(path));
+	unlink(path);
 	ur_registry_router_lock_path(path, sizeof(path));
 	unlink(path);
 }

@@ -28,6 +28,10 @@
 #include "host/registry_listen.c"
 #include "host/registry_counters.c"
 
+/* The registry under test: this process's view, as the process object
+ * (core/process.h) holds one in the library. */
+static struct ur_registry reg = UR_REGISTRY_INIT;
+
 /* In a child: no registry yet, as in a new process. */
 static void forget_parent_registry(void)
 {
@@ -55,11 +59,11 @@ static void test_alloc_unique(void)
 	static uint32_t q[N];
 	uint32_t again[N / 2];
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	UT_CHECK(reg.slot >= 0);
-	UT_EQ(ur_registry_attach(), 0);          /* idempotent */
+	UT_EQ(ur_registry_attach(&reg), 0);          /* idempotent */
 	for (int i = 0; i < N; i++) {
-		UT_EQ(ur_registry_alloc_qpn(&q[i]), 0);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &q[i]), 0);
 		UT_CHECK(q[i] >= UR_REG_BLOCK_QPNS);  /* QPNs 0 and 1 never, nor block 0 */
 		UT_CHECK(q[i] <= 0xffffff);
 		UT_EQ(used[q[i]], 0);
@@ -71,11 +75,11 @@ static void test_alloc_unique(void)
 	/* Free every other one and allocate as many again: still unique
 	 * among those in use. */
 	for (int i = 0; i < N; i += 2) {
-		ur_registry_free_qpn(q[i]);
+		ur_registry_free_qpn(&reg, q[i]);
 		used[q[i]] = 0;
 	}
 	for (int i = 0; i < N / 2; i++) {
-		UT_EQ(ur_registry_alloc_qpn(&again[i]), 0);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &again[i]), 0);
 		UT_EQ(used[again[i]], 0);
 		used[again[i]] = 1;
 	}
@@ -86,29 +90,29 @@ static void test_alloc_unique(void)
 	{
 		uint32_t a, b;
 
-		UT_EQ(ur_registry_alloc_qpn(&a), 0);
-		ur_registry_free_qpn(a);
-		UT_EQ(ur_registry_alloc_qpn(&b), 0);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &a), 0);
+		ur_registry_free_qpn(&reg, a);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &b), 0);
 		UT_CHECK(a != b);
-		ur_registry_free_qpn(b);
+		ur_registry_free_qpn(&reg, b);
 	}
 	/* Lookups: ours, with our ports; unknown blocks. */
-	UT_EQ(ur_registry_set_ports(1111, 2222), 0);
+	UT_EQ(ur_registry_set_ports(&reg, 1111, 2222), 0);
 	{
 		struct ur_reg_owner o;
 
-		UT_EQ(ur_registry_lookup(q[1], &o), 0);
+		UT_EQ(ur_registry_lookup(&reg, q[1], &o), 0);
 		UT_EQ(o.pid, getpid());
 		UT_CHECK(o.self);
 		UT_EQ(o.port4, 1111);
 		UT_EQ(o.port6, 2222);
-		UT_EQ(ur_registry_lookup(0x10, &o), -ENOENT);          /* block 0 */
-		UT_EQ(ur_registry_lookup(0xfffff0, &o), -ENOENT);
+		UT_EQ(ur_registry_lookup(&reg, 0x10, &o), -ENOENT);          /* block 0 */
+		UT_EQ(ur_registry_lookup(&reg, 0xfffff0, &o), -ENOENT);
 	}
 	for (int i = 1; i < N; i += 2)
-		ur_registry_free_qpn(q[i]);
+		ur_registry_free_qpn(&reg, q[i]);
 	for (int i = 0; i < N / 2; i++)
-		ur_registry_free_qpn(again[i]);
+		ur_registry_free_qpn(&reg, again[i]);
 }
 
 /* Pipes to talk to a child. */
@@ -151,16 +155,16 @@ static void kid_start(struct kid *k, int n)
 		int slot;
 
 		forget_parent_registry();
-		if (ur_registry_attach())
+		if (ur_registry_attach(&reg))
 			_exit(91);
 		slot = reg.slot;
 		kid_send(k->from[1], &slot, sizeof(slot));
 		for (int i = 0; i < n; i++) {
-			if (ur_registry_alloc_qpn(&qpn))
+			if (ur_registry_alloc_qpn(&reg, &qpn))
 				_exit(92);
 			kid_send(k->from[1], &qpn, sizeof(qpn));
 		}
-		if (ur_registry_mcast_join(&g, 7) || ur_registry_set_ports(3333, 0))
+		if (ur_registry_mcast_join(&reg, &g, 7) || ur_registry_set_ports(&reg, 3333, 0))
 			_exit(93);
 		c = 1;
 		kid_send(k->from[1], &c, 1);
@@ -194,9 +198,9 @@ static void test_two_processes(void)
 	int slot = -1, dup = 0;
 	char c = 0;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	for (int i = 0; i < N / 2; i++) {
-		UT_EQ(ur_registry_alloc_qpn(&q), 0);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &q), 0);
 		mine[q] = 1;
 	}
 	kid_start(&k, N);
@@ -213,7 +217,7 @@ static void test_two_processes(void)
 		UT_EQ(owner_of(theirs), slot + 1);
 		/* Interleave our own allocations with the child's. */
 		if (i % 2) {
-			UT_EQ(ur_registry_alloc_qpn(&q), 0);
+			UT_EQ(ur_registry_alloc_qpn(&reg, &q), 0);
 			dup += q == theirs;
 			mine[q] = 1;
 		}
@@ -221,7 +225,7 @@ static void test_two_processes(void)
 	UT_CHECK(kid_recv(k.from[0], &c, 1));
 	UT_EQ(dup, 0);
 	kid_finish(&k);
-	ur_registry_reclaim_dead();
+	ur_registry_reclaim_dead(&reg);
 }
 
 /* A process that died without detaching: its slot, blocks and multicast
@@ -236,8 +240,8 @@ static void test_dead_reclaimed(void)
 	int slot = -1, n;
 	char c = 0;
 
-	UT_EQ(ur_registry_attach(), 0);
-	UT_EQ(ur_registry_mcast_join(&g, 7), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
+	UT_EQ(ur_registry_mcast_join(&reg, &g, 7), 0);
 	kid_start(&k, 300);
 	UT_CHECK(kid_recv(k.from[0], &slot, sizeof(slot)));
 	for (int i = 0; i < 300; i++) {
@@ -247,32 +251,32 @@ static void test_dead_reclaimed(void)
 	}
 	UT_CHECK(kid_recv(k.from[0], &c, 1));
 	/* Alive: two members, the child's QPNs are the child's. */
-	n = ur_registry_mcast_members(&g, o, 8);
+	n = ur_registry_mcast_members(&reg, &g, o, 8);
 	UT_EQ(n, 2);
-	UT_EQ(ur_registry_lookup(last, o), 0);
+	UT_EQ(ur_registry_lookup(&reg, last, o), 0);
 	UT_EQ(o[0].pid, k.pid);
 	UT_CHECK(!o[0].self);
 	UT_EQ(o[0].port4, 3333);
-	UT_EQ(ur_registry_reclaim_dead(), 0);    /* nobody is dead yet */
+	UT_EQ(ur_registry_reclaim_dead(&reg), 0);    /* nobody is dead yet */
 	kid_finish(&k);
 
 	/* Dead, not yet reclaimed: the lookup still names it (liveness is not
 	 * checked per packet); what is sent there is lost. */
-	UT_EQ(ur_registry_lookup(last, o), 0);
+	UT_EQ(ur_registry_lookup(&reg, last, o), 0);
 	UT_EQ(o[0].pid, k.pid);
 	UT_EQ(kill(k.pid, 0), -1);
 	/* Reclaimed: slot free, blocks free, membership gone. */
-	UT_EQ(ur_registry_reclaim_dead(), 1);
+	UT_EQ(ur_registry_reclaim_dead(&reg), 1);
 	UT_EQ(atomic_load(&reg.shm->slot[slot].pid), 0);
 	UT_EQ(owner_of(last), 0);
 	UT_EQ(owner_of(q), 0);
-	UT_EQ(ur_registry_lookup(last, o), -ENOENT);
-	n = ur_registry_mcast_members(&g, o, 8);
+	UT_EQ(ur_registry_lookup(&reg, last, o), -ENOENT);
+	n = ur_registry_mcast_members(&reg, &g, o, 8);
 	UT_EQ(n, 1);
 	UT_CHECK(n == 1 && o[0].self);
-	UT_EQ(ur_registry_reclaim_dead(), 0);
-	ur_registry_mcast_leave(&g, 7);
-	UT_EQ(ur_registry_mcast_members(&g, o, 8), 0);
+	UT_EQ(ur_registry_reclaim_dead(&reg), 0);
+	ur_registry_mcast_leave(&reg, &g, 7);
+	UT_EQ(ur_registry_mcast_members(&reg, &g, o, 8), 0);
 
 	/* A process that starts later reclaims at attach, before it needs
 	 * room: simulate it by attaching afresh in a child. */
@@ -293,7 +297,7 @@ static void test_dead_reclaimed(void)
 		UT_EQ(slot2, slot);
 		kid_finish(&k2);
 	}
-	ur_registry_reclaim_dead();
+	ur_registry_reclaim_dead(&reg);
 }
 
 /* Liveness is pid and start time: a slot naming a live pid with another
@@ -304,7 +308,7 @@ static void test_pid_reuse(void)
 	uint32_t blk = UR_REG_BLOCKS - 3;
 	int k = -1;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	for (unsigned i = 0; i < UR_REG_SLOTS && k < 0; i++)
 		if (!atomic_load(&reg.shm->slot[i].pid))
 			k = (int)i;
@@ -317,13 +321,13 @@ static void test_pid_reuse(void)
 	atomic_store(&s->pid, (uint32_t)getpid());
 	atomic_store(&reg.shm->block_owner[blk], (uint16_t)(k + 1));
 	UT_CHECK(ur_reg_slot_alive(s));
-	UT_EQ(ur_registry_reclaim_dead(), 0);
+	UT_EQ(ur_registry_reclaim_dead(&reg), 0);
 	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), k + 1);
 	/* Same pid, another start time: the process that registered it is
 	 * gone and the pid belongs to someone else now. */
 	s->start_time += 1;
 	UT_CHECK(!ur_reg_slot_alive(s));
-	UT_EQ(ur_registry_reclaim_dead(), 1);
+	UT_EQ(ur_registry_reclaim_dead(&reg), 1);
 	UT_EQ(atomic_load(&s->pid), 0);
 	UT_EQ(atomic_load(&reg.shm->block_owner[blk]), 0);
 	/* A pid that does not exist at all. */
@@ -336,14 +340,14 @@ static void test_pid_reuse(void)
 		s->start_time = 12345;
 		atomic_store(&s->pid, (uint32_t)gone);
 		UT_CHECK(!ur_reg_slot_alive(s));
-		UT_EQ(ur_registry_reclaim_dead(), 1);
+		UT_EQ(ur_registry_reclaim_dead(&reg), 1);
 	}
 	/* Our own slot is never reclaimed, whatever it says. */
 	{
 		uint64_t saved = reg.shm->slot[reg.slot].start_time;
 
 		reg.shm->slot[reg.slot].start_time = 1;
-		UT_EQ(ur_registry_reclaim_dead(), 0);
+		UT_EQ(ur_registry_reclaim_dead(&reg), 0);
 		UT_EQ(atomic_load(&reg.shm->slot[reg.slot].pid), (uint32_t)getpid());
 		reg.shm->slot[reg.slot].start_time = saved;
 	}
@@ -358,50 +362,50 @@ static void test_mcast_members(void)
 	struct ur_reg_owner o[4];
 	int n;
 
-	UT_EQ(ur_registry_attach(), 0);
-	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 0);
-	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);
-	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);     /* twice: still one member */
-	n = ur_registry_mcast_members(&g1, o, 4);
+	UT_EQ(ur_registry_attach(&reg), 0);
+	UT_EQ(ur_registry_mcast_members(&reg, &g1, o, 4), 0);
+	UT_EQ(ur_registry_mcast_join(&reg, &g1, 3), 0);
+	UT_EQ(ur_registry_mcast_join(&reg, &g1, 3), 0);     /* twice: still one member */
+	n = ur_registry_mcast_members(&reg, &g1, o, 4);
 	UT_EQ(n, 1);
 	UT_CHECK(o[0].self);
 	UT_EQ(o[0].pid, getpid());
-	UT_EQ(ur_registry_mcast_members(&g2, o, 4), 0);
+	UT_EQ(ur_registry_mcast_members(&reg, &g2, o, 4), 0);
 	/* The same group on two interfaces: the process is one member (it
 	 * must get each datagram once). */
-	UT_EQ(ur_registry_mcast_join(&g1, 4), 0);
-	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 1);
-	ur_registry_mcast_leave(&g1, 4);
-	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 1);
-	ur_registry_mcast_leave(&g1, 3);
-	UT_EQ(ur_registry_mcast_members(&g1, o, 4), 0);
+	UT_EQ(ur_registry_mcast_join(&reg, &g1, 4), 0);
+	UT_EQ(ur_registry_mcast_members(&reg, &g1, o, 4), 1);
+	ur_registry_mcast_leave(&reg, &g1, 4);
+	UT_EQ(ur_registry_mcast_members(&reg, &g1, o, 4), 1);
+	ur_registry_mcast_leave(&reg, &g1, 3);
+	UT_EQ(ur_registry_mcast_members(&reg, &g1, o, 4), 0);
 	/* The table holds UR_REG_MCAST_GROUPS groups; an empty entry is
 	 * free again. */
 	for (unsigned i = 0; i < UR_REG_MCAST_GROUPS; i++) {
 		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = (uint8_t)(i >> 8),
 					     [15] = (uint8_t)i } };
 
-		UT_EQ(ur_registry_mcast_join(&g, 1), 0);
+		UT_EQ(ur_registry_mcast_join(&reg, &g, 1), 0);
 	}
-	UT_EQ(ur_registry_mcast_join(&g2, 1), -ENOSPC);
+	UT_EQ(ur_registry_mcast_join(&reg, &g2, 1), -ENOSPC);
 	{
 		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = 0, [15] = 77 } };
 
-		ur_registry_mcast_leave(&g, 1);
-		UT_EQ(ur_registry_mcast_join(&g2, 1), 0);
-		UT_EQ(ur_registry_mcast_members(&g2, o, 4), 1);
+		ur_registry_mcast_leave(&reg, &g, 1);
+		UT_EQ(ur_registry_mcast_join(&reg, &g2, 1), 0);
+		UT_EQ(ur_registry_mcast_members(&reg, &g2, o, 4), 1);
 	}
 	for (unsigned i = 0; i < UR_REG_MCAST_GROUPS; i++) {
 		union ibv_gid g = { .raw = { 0xff, 0x0e, [13] = 1, [14] = (uint8_t)(i >> 8),
 					     [15] = (uint8_t)i } };
 
-		ur_registry_mcast_leave(&g, 1);
+		ur_registry_mcast_leave(&reg, &g, 1);
 	}
-	ur_registry_mcast_leave(&g2, 1);
+	ur_registry_mcast_leave(&reg, &g2, 1);
 	/* Output bounded by max. */
-	UT_EQ(ur_registry_mcast_join(&g1, 3), 0);
-	UT_EQ(ur_registry_mcast_members(&g1, o, 0), 0);
-	ur_registry_mcast_leave(&g1, 3);
+	UT_EQ(ur_registry_mcast_join(&reg, &g1, 3), 0);
+	UT_EQ(ur_registry_mcast_members(&reg, &g1, o, 0), 0);
+	ur_registry_mcast_leave(&reg, &g1, 3);
 }
 
 /* When every block is claimed, QPNs come from blocks a dead process left;
@@ -413,7 +417,7 @@ static void test_blocks_exhausted(void)
 	uint32_t q;
 	pid_t gone;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	/* Start with no blocks of our own, so the next QPN needs a claim. */
 	for (unsigned i = 0; i < reg.nblocks; i++)
 		atomic_store(&reg.shm->block_owner[reg.blocks[i].block], 0);
@@ -426,7 +430,7 @@ static void test_blocks_exhausted(void)
 	/* Every block taken by the live process (us)... */
 	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
 		owner[b] = (uint16_t)(alive + 1);
-	UT_EQ(ur_registry_alloc_qpn(&q), -ENOSPC);
+	UT_EQ(ur_registry_alloc_qpn(&reg, &q), -ENOSPC);
 	/* ...or one of them by a process that died since: reclaimed, claimed. */
 	gone = fork();
 	if (gone == 0)
@@ -435,7 +439,7 @@ static void test_blocks_exhausted(void)
 	reg.shm->slot[dead].start_time = 1;
 	atomic_store(&reg.shm->slot[dead].pid, (uint32_t)gone);
 	owner[777] = (uint16_t)(dead + 1);
-	UT_EQ(ur_registry_alloc_qpn(&q), 0);
+	UT_EQ(ur_registry_alloc_qpn(&reg, &q), 0);
 	UT_EQ(q >> UR_REG_BLOCK_SHIFT, 777);
 	UT_EQ(atomic_load(&reg.shm->slot[dead].pid), 0);
 	for (uint32_t b = 1; b < UR_REG_BLOCKS; b++)
@@ -452,7 +456,7 @@ static void test_slots_exhausted(void)
 	pid_t c;
 	int st = -1;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	for (unsigned i = 0; i < UR_REG_SLOTS; i++) {
 		if ((int)i == reg.slot)
 			continue;
@@ -462,7 +466,7 @@ static void test_slots_exhausted(void)
 	c = fork();
 	if (c == 0) {
 		forget_parent_registry();
-		_exit(ur_registry_attach() == -EUSERS ? 0 : 1);
+		_exit(ur_registry_attach(&reg) == -EUSERS ? 0 : 1);
 	}
 	waitpid(c, &st, 0);
 	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -479,30 +483,30 @@ static void test_detach_and_layout(void)
 	struct ur_reg_owner o[2];
 	int slot;
 
-	UT_EQ(ur_registry_attach(), 0);
-	UT_EQ(ur_registry_alloc_qpn(&q), 0);
-	UT_EQ(ur_registry_mcast_join(&g, 1), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
+	UT_EQ(ur_registry_alloc_qpn(&reg, &q), 0);
+	UT_EQ(ur_registry_mcast_join(&reg, &g, 1), 0);
 	slot = reg.slot;
-	ur_registry_detach();
+	ur_registry_detach(&reg);
 	UT_EQ(atomic_load(&reg.shm->slot[slot].pid), 0);
 	UT_EQ(owner_of(q), 0);
-	UT_EQ(ur_registry_mcast_members(&g, o, 2), 0);
+	UT_EQ(ur_registry_mcast_members(&reg, &g, o, 2), 0);
 	UT_EQ(reg.shm->magic, UR_REG_MAGIC);
 	UT_EQ(reg.shm->version, UR_REG_VERSION);
 	UT_EQ(reg.shm->layout_size, sizeof(struct ur_reg_shm));
-	UT_CHECK(strstr(ur_registry_path(), "/dev/shm/uroce-") == ur_registry_path());
+	UT_CHECK(strstr(ur_registry_path(&reg), "/dev/shm/uroce-") == ur_registry_path(&reg));
 	/* A file of another layout is refused, not trusted, and left alone. */
 	{
 		char path[128];
 		uint32_t v = UR_REG_VERSION;
 		int fd;
 
-		snprintf(path, sizeof(path), "%s", ur_registry_path());
+		snprintf(path, sizeof(path), "%s", ur_registry_path(&reg));
 		reg.shm->version = 99;
 		forget_parent_registry();
-		UT_EQ(ur_registry_attach(), -EPROTO);
+		UT_EQ(ur_registry_attach(&reg), -EPROTO);
 		UT_EQ(reg.shm, NULL);
-		UT_EQ(ur_registry_alloc_qpn(&q), -ENODEV);
+		UT_EQ(ur_registry_alloc_qpn(&reg, &q), -ENODEV);
 		fd = open(path, O_RDWR);
 		UT_CHECK(fd >= 0);
 		UT_EQ(pwrite(fd, &v, sizeof(v), offsetof(struct ur_reg_shm, version)), (ssize_t)sizeof(v));
@@ -510,7 +514,7 @@ static void test_detach_and_layout(void)
 	}
 	/* Attach again for the tests that follow (and the exit handler). */
 	forget_parent_registry();
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 }
 
 /* Counters published, then detached: they join the retired totals once.
@@ -523,23 +527,23 @@ static void test_counters_once(void)
 	uint64_t c[UR_REG_COUNTERS] = { 0 }, total[UR_REG_COUNTERS];
 	int slot;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	c[0] = 1000;
 	c[1] = 900;
-	UT_EQ(ur_registry_publish_counters(IFX, c, UR_REG_COUNTERS), 0);
-	UT_EQ(ur_registry_read_counters(IFX, total, UR_REG_COUNTERS), 0);
+	UT_EQ(ur_registry_publish_counters(&reg, IFX, c, UR_REG_COUNTERS), 0);
+	UT_EQ(ur_registry_read_counters(&reg, IFX, total, UR_REG_COUNTERS), 0);
 	UT_EQ(total[0], 1000);
 	slot = reg.slot;
-	ur_registry_detach();
+	ur_registry_detach(&reg);
 	c[0] = 1010;                     /* late: after the detach */
-	UT_EQ(ur_registry_publish_counters(IFX, c, UR_REG_COUNTERS), -ENODEV);
+	UT_EQ(ur_registry_publish_counters(&reg, IFX, c, UR_REG_COUNTERS), -ENODEV);
 	/* A late write that got in anyway (an older library): stale. */
 	atomic_store(&reg.shm->slot_cnt[slot][0].cnt[0], 1010);
 	atomic_store(&reg.shm->slot_cnt[slot][0].ifindex, IFX);
 	forget_parent_registry();
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	UT_EQ(reg.slot, slot);            /* the first free slot again */
-	UT_EQ(ur_registry_read_counters(IFX, total, UR_REG_COUNTERS), 0);
+	UT_EQ(ur_registry_read_counters(&reg, IFX, total, UR_REG_COUNTERS), 0);
 	UT_EQ(total[0], 1000);            /* retired once, nothing stale */
 	UT_EQ(total[1], 900);
 }
@@ -571,7 +575,7 @@ static void test_fork_while_held(void)
 	pid_t pid;
 	char c;
 
-	UT_EQ(ur_registry_attach(), 0);   /* as a process does before any fork */
+	UT_EQ(ur_registry_attach(&reg), 0);   /* as a process does before any fork */
 	UT_EQ(pipe(held), 0);
 	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &held[1]), 0);
 	UT_EQ(read(held[0], &c, 1), 1);
@@ -580,9 +584,9 @@ static void test_fork_while_held(void)
 		int parent_slot = reg.slot;
 
 		alarm(5);                        /* a child that waits for ever dies */
-		if (ur_registry_attach() || reg.slot < 0 || reg.slot == parent_slot)
+		if (ur_registry_attach(&reg) || reg.slot < 0 || reg.slot == parent_slot)
 			_exit(1);
-		ur_registry_detach();
+		ur_registry_detach(&reg);
 		_exit(0);
 	}
 	UT_CHECK(pid > 0);
@@ -612,12 +616,12 @@ static void netns_kid_start(struct kid *k, bool leave, char reg_path[128], char 
 		forget_parent_registry();
 		if (home < 0 || unshare(CLONE_NEWNET))
 			_exit(91);
-		if (ur_registry_attach())
+		if (ur_registry_attach(&reg))
 			_exit(92);
 		ur_registry_router_lock_path(path, sizeof(path));
 		if (ur_registry_open_private(path) < 0)
 			_exit(93);
-		kid_send(k->from[1], ur_registry_path(), 128);
+		kid_send(k->from[1], ur_registry_path(&reg), 128);
 		kid_send(k->from[1], path, 128);
 		if (leave && setns(home, CLONE_NEWNET))
 			_exit(94);
@@ -648,9 +652,9 @@ static void test_netns_gone_swept(void)
 	struct kid k;
 	int fd;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	netns_kid_start(&k, false, path, router);
-	UT_CHECK(strcmp(path, ur_registry_path()) != 0);
+	UT_CHECK(strcmp(path, ur_registry_path(&reg)) != 0);
 	UT_CHECK(exists(path) && exists(router));
 	snprintf(capture, sizeof(capture), "/dev/shm/uroce-%u-net%lu.capture", (unsigned)getuid(),
 		 strtoul(strstr(path, "-net") + 4, NULL, 10));
@@ -671,12 +675,12 @@ static void test_netns_gone_swept(void)
 	close(fd);
 	ur_registry_sweep_dead_netns();
 	UT_CHECK(!exists(capture));
-	UT_CHECK(exists(ur_registry_path()));              /* ours stays */
+	UT_CHECK(exists(ur_registry_path(&reg)));              /* ours stays */
 	/* A process that attaches removes them too, as any start does. */
 	netns_kid_start(&k, false, path, router);
 	kid_finish(&k);
 	forget_parent_registry();
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	UT_CHECK(!exists(path) && !exists(router));
 }
 
@@ -692,7 +696,7 @@ static void test_netns_swept_past_another_sweeper(void)
 	struct kid k;
 	pid_t other;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	netns_kid_start(&k, false, path, router);
 	kid_finish(&k);
 	UT_EQ(pipe(ready), 0);
@@ -725,7 +729,7 @@ static void test_netns_user_keeps(void)
 	struct kid k;
 	int fd;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	netns_kid_start(&k, true, path, router);
 	UT_EQ(netns_has_process(strtoul(strstr(path, "-net") + 4, NULL, 10)), false);
 	ur_registry_sweep_dead_netns();
@@ -775,6 +779,6 @@ int main(void)
 	UT_RUN(test_netns_gone_swept);
 	UT_RUN(test_netns_swept_past_another_sweeper);
 	UT_RUN(test_netns_user_keeps);
-	ur_registry_detach();
+	ur_registry_detach(&reg);
 	return UT_DONE();
 }

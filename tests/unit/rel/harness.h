@@ -56,10 +56,11 @@ static inline uint64_t ur_now_ns(void)
 #include "host/registry.h"
 static pid_t t_xrc_other_pid;
 static bool t_xrc_other_dead;
-static inline int t_registry_lookup(uint32_t qpn, struct ur_reg_owner *o)
+static inline int t_registry_lookup(const struct ur_registry *r, uint32_t qpn,
+				    struct ur_reg_owner *o)
 {
 	if (!t_xrc_other_pid)
-		return ur_registry_lookup(qpn, o);
+		return ur_registry_lookup(r, qpn, o);
 	memset(o, 0, sizeof(*o));
 	o->pid = t_xrc_other_pid;
 	return 0;

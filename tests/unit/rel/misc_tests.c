@@ -134,7 +134,7 @@ static void test_mcast_fanout(void)
 		ur_gid_from_v4(&unicast, lo);
 		UT_EQ(ur_mcast_attach(u.a.qp, &unicast), -EINVAL);   /* not a group */
 	}
-	UT_EQ(ur_registry_mcast_members(&grp, own, 4), 1);  /* this process, once */
+	UT_EQ(ur_registry_mcast_members(t_stack()->reg, &grp, own, 4), 1);  /* this process, once */
 	for (int i = 0; i < 3; i++) {
 		UT_EQ(t_post_recv(&u.b, 10 + i, rb1.buf, 256, rb1.mr->lkey), 0);
 		UT_EQ(t_post_recv(&v.b, 20 + i, rb2.buf, 256, rb2.mr->lkey), 0);
@@ -167,7 +167,7 @@ static void test_mcast_fanout(void)
 	t_mem_free(&rb1);
 	t_mem_free(&rb2);
 	t_ud_close(&v);         /* destroying the last attached QP leaves the group */
-	UT_EQ(ur_registry_mcast_members(&grp, own, 4), 0);
+	UT_EQ(ur_registry_mcast_members(t_stack()->reg, &grp, own, 4), 0);
 out_u:
 	t_ud_close(&u);
 }

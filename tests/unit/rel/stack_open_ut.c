@@ -75,7 +75,7 @@ static void test_failure_undone(void)
 
 	/* What stays with the process whatever happens: its registry slot,
 	 * the capture switch. */
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&ur_process()->registry), 0);
 	ur_capture_attach();
 	threads = uroce_threads();
 	fds = entries("/proc/self/fd");

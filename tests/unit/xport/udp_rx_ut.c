@@ -20,6 +20,9 @@ static unsigned got;
 /* A transport lives as long as its process (it has no close): kept here,
  * reachable, as a stack keeps it, so LeakSanitizer does not count it. */
 static struct ur_engine *e;
+/* The transport's view of the host registry: its own, handed to it as the
+ * stack hands it the process's. */
+static struct ur_registry reg = UR_REGISTRY_INIT;
 static struct ur_xport *x;
 
 static void on_local_msg(void *arg, const uint8_t *msg, size_t len)
@@ -54,9 +57,9 @@ static void test_fwd_read_bounded(void)
 	struct iovec iov = { m, sizeof(m) };
 	unsigned sent = 0, calls = 0;
 
-	UT_EQ(ur_registry_attach(), 0);
+	UT_EQ(ur_registry_attach(&reg), 0);
 	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut", &e), 0);
-	UT_EQ(ur_udp_open(e, &h, &x), 0);
+	UT_EQ(ur_udp_open(e, &reg, &h, &x), 0);
 	if (ut_failures)
 		return;
 	u = container_of(x, struct ur_udp, xport);
