@@ -37,7 +37,8 @@ struct ur_reg_block;
  * there, the QPN blocks it claimed.  One per process: the process object
  * (core/process.h) holds it, and whoever has a context, the stack or a
  * transport reaches it through the pointer they were given.  Its insides
- * are registry*.c's (registry_priv.h says what each guards). */
+ * are registry*.c's: r->lock guards them, and is held across fork()
+ * (registry_slots.c); registry_priv.h has the layout they map. */
 struct ur_registry {
 	pthread_mutex_t lock;         /* the view; held across fork() */
 	int fd;                       /* the registry file (its flock: the file lock) */
@@ -58,7 +59,9 @@ struct ur_reg_owner {
 	bool self;
 };
 
-/* Maps the registry and claims this process's slot. 0 or -errno. */
+/* Maps the registry into r (UR_REGISTRY_INIT before the first attach) and
+ * claims this process's slot; again after fork(), in the child, a slot of
+ * its own.  0 or -errno. */
 int ur_registry_attach(struct ur_registry *r);
 void ur_registry_detach(struct ur_registry *r);
 
