@@ -52,6 +52,42 @@ static uint16_t owner_of(uint32_t qpn)
 	return atomic_load(&reg.shm->block_owner[qpn >> UR_REG_BLOCK_SHIFT]);
 }
 
+/* A view is an object, not the process's one global: two views in one
+ * process hold two slots, claim QPNs in blocks of their own, and each
+ * calls its own QPNs its own and the other's another's (the library has
+ * one, the process object's; the transports use the one they are
+ * handed). */
+static void test_two_views(void)
+{
+	struct ur_registry other = UR_REGISTRY_INIT;
+	struct ur_reg_owner o;
+	uint32_t a, b;
+
+	UT_EQ(ur_registry_attach(&reg), 0);
+	UT_EQ(ur_registry_attach(&other), 0);
+	UT_CHECK(other.slot >= 0 && other.slot != reg.slot);
+	UT_EQ(strcmp(ur_registry_path(&other), ur_registry_path(&reg)), 0);
+	UT_EQ(ur_registry_alloc_qpn(&reg, &a), 0);
+	UT_EQ(ur_registry_alloc_qpn(&other, &b), 0);
+	UT_CHECK(a >> UR_REG_BLOCK_SHIFT != b >> UR_REG_BLOCK_SHIFT);
+	UT_EQ(owner_of(b), other.slot + 1);
+	UT_EQ(ur_registry_lookup(&reg, b, &o), 0);
+	UT_CHECK(!o.self && o.pid == getpid());
+	UT_EQ(ur_registry_lookup(&other, b, &o), 0);
+	UT_CHECK(o.self);
+	UT_EQ(ur_registry_lookup(&other, a, &o), 0);
+	UT_CHECK(!o.self);
+	ur_registry_free_qpn(&reg, a);
+	ur_registry_free_qpn(&other, b);
+	/* Gone, with all it held: the first view's are untouched. */
+	ur_registry_detach(&other);
+	UT_EQ(owner_of(b), 0);
+	UT_EQ(owner_of(a), reg.slot + 1);
+	munmap(other.shm, sizeof(*other.shm));
+	close(other.fd);
+	free(other.blocks);
+}
+
 static void test_alloc_unique(void)
 {
 	enum { N = 3000 };
@@ -767,6 +803,7 @@ int main(void)
 	ut_env_init("ut0:lo");
 	private_dev_shm();
 	UT_RUN(test_alloc_unique);
+	UT_RUN(test_two_views);
 	UT_RUN(test_two_processes);
 	UT_RUN(test_dead_reclaimed);
 	UT_RUN(test_pid_reuse);
