@@ -545,18 +545,27 @@ static void test_counters_once(void)
 }
 
 /* A thread that holds reg.lock for a while, as one claiming a QPN block
- * or publishing counters does; held tells the test it has it (checked by
- * the test's read: the check counters are the main thread's). */
-static void *hold_reg_lock(void *held)
+ * or publishing counters does; it writes to held[1] once it has it
+ * (checked by the test's read: the check counters are the main thread's),
+ * and ends only when the test writes to go[1]: a thread that ended
+ * unjoined before the fork would be one the child can never join
+ * (ThreadSanitizer fails the child's exit for it, a thread leak). */
+struct reg_holder {
+	int held[2], go[2];
+};
+
+static void *hold_reg_lock(void *arg)
 {
+	struct reg_holder *h = arg;
 	char c = 1;
 	ssize_t n;
 
 	pthread_mutex_lock(&reg.lock);
-	n = write(*(int *)held, &c, 1);
-	(void)n;
+	n = write(h->held[1], &c, 1);
 	usleep(200 * 1000);
 	pthread_mutex_unlock(&reg.lock);
+	n = read(h->go[0], &c, 1);
+	(void)n;
 	return NULL;
 }
 
@@ -566,15 +575,17 @@ static void *hold_reg_lock(void *held)
  * own (the fork generation tells it the view is its parent's). */
 static void test_fork_while_held(void)
 {
-	int held[2], st = -1;
+	struct reg_holder h;
+	int st = -1;
 	pthread_t t;
 	pid_t pid;
-	char c;
+	char c = 1;
 
 	UT_EQ(ur_registry_attach(), 0);   /* as a process does before any fork */
-	UT_EQ(pipe(held), 0);
-	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &held[1]), 0);
-	UT_EQ(read(held[0], &c, 1), 1);
+	UT_EQ(pipe(h.held), 0);
+	UT_EQ(pipe(h.go), 0);
+	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &h), 0);
+	UT_EQ(read(h.held[0], &c, 1), 1);
 	pid = fork();
 	if (pid == 0) {
 		int parent_slot = reg.slot;
@@ -588,9 +599,12 @@ static void test_fork_while_held(void)
 	UT_CHECK(pid > 0);
 	UT_EQ(waitpid(pid, &st, 0), pid);
 	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	UT_EQ(write(h.go[1], &c, 1), 1);
 	UT_EQ(pthread_join(t, NULL), 0);
-	close(held[0]);
-	close(held[1]);
+	for (int i = 0; i < 2; i++) {
+		close(h.held[i]);
+		close(h.go[i]);
+	}
 }
 
 /* A child that stands for a process in a network namespace of its own:
