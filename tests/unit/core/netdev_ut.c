@@ -335,9 +335,8 @@ static void *stale_closer(void *arg)
 
 	(void)arg;
 	while (!__atomic_load_n(&stale_stop, __ATOMIC_RELAXED)) {
-		uint64_t until;
-
 		int fd = __atomic_load_n(&stale_fd, __ATOMIC_RELAXED);
+		uint64_t until;
 
 		if (fcntl(fd, F_GETFD) < 0)
 			continue;
