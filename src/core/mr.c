@@ -80,10 +80,20 @@ static void low_give(struct ur_mr_table *t, uint32_t x)
 	low_move(t, x, t->low_nfree++);
 }
 
+/* Where index's probe starts: the top bits of a Fibonacci hash.  The low
+ * indexes, all taken once 65 536 keys live, are consecutive numbers: as
+ * their own slots they made one run of 65 536 full slots, and a high index
+ * whose probe started in it walked the run (a quarter of them: tens of
+ * thousands of steps for each such key's lookup). */
+static uint32_t home(const struct ur_mr_table *t, uint32_t index)
+{
+	return (uint32_t)((index * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_ctz(t->size)));
+}
+
 /* The slot holding index, or the empty slot where it would go. */
 static uint32_t probe(const struct ur_mr_table *t, uint32_t index)
 {
-	uint32_t mask = t->size - 1, i = index & mask;
+	uint32_t mask = t->size - 1, i = home(t, index);
 
 	while (t->slot[i].e && t->slot[i].index != index)
 		i = (i + 1) & mask;
@@ -100,14 +110,14 @@ static void slot_clear(struct ur_mr_table *t, uint32_t i)
 	if (t->slot[i].index < LOW_INDEXES)
 		low_give(t, t->slot[i].index);
 	for (;;) {
-		uint32_t home;
+		uint32_t h;
 
 		j = (j + 1) & mask;
 		if (!t->slot[j].e)
 			break;
-		home = t->slot[j].index & mask;
+		h = home(t, t->slot[j].index);
 		/* Slot j stays if its home lies cyclically in (i, j]. */
-		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+		if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
 			continue;
 		t->slot[i] = t->slot[j];
 		i = j;

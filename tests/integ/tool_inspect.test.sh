@@ -4,7 +4,10 @@
 # against Debian's ibv_devinfo, on this host and in a namespace pair:
 #  - devices lists uroce devices with GUIDs; netdev maps each device to the
 #    interface its GIDs are on; the GID table holds a RoCE v2 GID for every
-#    address `ip -j addr` shows, GID 0 the EUI-64 link-local entry;
+#    address `ip -j addr` shows, GID 0 the EUI-64 link-local entry on an
+#    interface that has a link-local address (on one without, such as a
+#    tap with no carrier, a copy of its first address); link shows a port
+#    ACTIVE exactly when its interface is up with carrier;
 #  - devinfo -v prints exactly what ibv_devinfo -v prints; -c adds counters
 #    that move when traffic flows;
 #  - gid --ip PEER names the index whose GID is the local address routed
@@ -44,6 +47,7 @@ inspect_here() {   # inspect_here TAG: UR_NS's tables against its interfaces
 	ur_run "$tag.ibv_devinfo" ibv_devinfo -v
 	check "$tag" devinfo "$(ur_out "$tag.devinfo")" "$(ur_out "$tag.ibv_devinfo")"
 	ur_run "$tag.link" "$UROCE" link
+	check "$tag" link "$UR_TMP/$tag.ip.json" "$(ur_out "$tag.link")"
 	ur_expect_grep "$tag.link" '^link uroce[0-9]+/1 state ACTIVE physical_state LINK_UP netdev lo$' \
 		"$tag: link shows the loopback device ACTIVE"
 }

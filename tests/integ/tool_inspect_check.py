@@ -3,9 +3,16 @@
 interfaces (`ip -j addr`) and against Debian's `ibv_devinfo -v`.
 
 usage: tool_inspect_check.py gid IP_JSON GID_OUT
+       tool_inspect_check.py link IP_JSON LINK_OUT
        tool_inspect_check.py netdev GID_OUT NETDEV_OUT
        tool_inspect_check.py devinfo OURS THEIRS
-Prints "ok: ..." and "FAIL: ..." lines."""
+Prints "ok: ..." and "FAIL: ..." lines.
+
+An interface is asked first what it is: one with a link-local address has
+it (its EUI-64 one) as GID 0; one without (a tap with no carrier has none:
+the kernel configures IPv6 only once the link is up) has a copy of its first
+IPv6 GID there, else of its first IPv4 one (src/host/netdev.c, fill_gid0);
+a port is ACTIVE exactly when its interface is up with carrier."""
 import ipaddress
 import json
 import sys
@@ -54,15 +61,70 @@ def check_gid(ip_json, gid_out):
             else:
                 print(f"ok: {itf['ifname']} {want} is GID {hit[0]['dev']}/{hit[0]['index']}")
         if itf["ifname"] != "lo" and itf.get("address"):
-            mac = bytes.fromhex(itf["address"].replace(":", ""))
-            eui = bytes([mac[0] ^ 2]) + mac[1:3] + b"\xff\xfe" + mac[3:]
-            ll = ipaddress.IPv6Address(b"\xfe\x80" + b"\0" * 6 + eui)
-            zero = [r for r in mine if r["index"] == 0]
-            if not zero or ipaddress.ip_address(zero[0]["gid"]) != ll:
-                print(f"FAIL: {itf['ifname']} GID 0 is not {ll} (EUI-64 of the MAC): {zero}")
-                ok = False
+            if has_link_local(itf):
+                ok = check_gid0_link_local(itf, mine) and ok
             else:
-                print(f"ok: {itf['ifname']} GID 0 is the link-local {ll}")
+                ok = check_gid0_copy(itf, mine) and ok
+    return ok
+
+
+def has_link_local(itf):
+    return any(a["family"] == "inet6" and a["local"].startswith("fe80")
+               for a in itf.get("addr_info", []))
+
+
+def check_gid0_link_local(itf, mine):
+    """GID 0 of an interface with a link-local address: the EUI-64 one."""
+    mac = bytes.fromhex(itf["address"].replace(":", ""))
+    eui = bytes([mac[0] ^ 2]) + mac[1:3] + b"\xff\xfe" + mac[3:]
+    ll = ipaddress.IPv6Address(b"\xfe\x80" + b"\0" * 6 + eui)
+    zero = [r for r in mine if r["index"] == 0]
+    if not zero or ipaddress.ip_address(zero[0]["gid"]) != ll:
+        print(f"FAIL: {itf['ifname']} GID 0 is not {ll} (EUI-64 of the MAC): {zero}")
+        return False
+    print(f"ok: {itf['ifname']} GID 0 is the link-local {ll}")
+    return True
+
+
+def check_gid0_copy(itf, mine):
+    """GID 0 of an interface without a link-local address: no link-local
+    GID (none could be used), a copy of its first IPv6 GID, else IPv4."""
+    rest = sorted((r for r in mine if r["index"] > 0), key=lambda r: r["index"])
+    v6 = [r for r in rest if ipaddress.ip_address(r["ip"]).version == 6]
+    want = (v6 or rest)[0]["gid"] if rest else None
+    zero = [r for r in mine if r["index"] == 0]
+    if not zero or want is None or \
+            ipaddress.ip_address(zero[0]["gid"]) != ipaddress.ip_address(want):
+        print(f"FAIL: {itf['ifname']} has no link-local address; GID 0 is not a copy "
+              f"of {want}: {zero}")
+        return False
+    print(f"ok: {itf['ifname']} has no link-local address (flags {','.join(itf.get('flags', []))}): "
+          f"GID 0 is a copy of {want}")
+    return True
+
+
+def check_link(ip_json, link_out):
+    """Each port's state against its interface: ACTIVE when it is up with
+    carrier (iproute2 says NO-CARRIER for an interface up without), DOWN
+    otherwise."""
+    ifs = {itf["ifname"]: itf for itf in json.load(open(ip_json))}
+    ok, ports = True, 0
+    for line in open(link_out):
+        f = line.split()
+        if len(f) < 8 or f[0] != "link" or f[6] != "netdev" or f[7] not in ifs:
+            continue
+        flags = ifs[f[7]].get("flags", [])
+        up = "UP" in flags and "NO-CARRIER" not in flags
+        want = "ACTIVE" if up else "DOWN"
+        ports += 1
+        if f[3] != want:
+            print(f"FAIL: {f[1]} on {f[7]} (flags {','.join(flags)}) is {f[3]}, not {want}")
+            ok = False
+        else:
+            print(f"ok: {f[1]} on {f[7]} is {want}")
+    if not ports:
+        print("FAIL: uroce link shows no port on an interface ip lists")
+        ok = False
     return ok
 
 
@@ -96,5 +158,6 @@ def check_devinfo(ours, theirs):
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    fn = {"gid": check_gid, "netdev": check_netdev, "devinfo": check_devinfo}[cmd]
+    fn = {"gid": check_gid, "link": check_link, "netdev": check_netdev,
+          "devinfo": check_devinfo}[cmd]
     sys.exit(0 if fn(*sys.argv[2:]) else 1)

@@ -39,6 +39,19 @@ static int ut_checks;
 
 #define UT_MEMEQ(a, b, n) UT_CHECK(memcmp((a), (b), (n)) == 0)
 
+/* Whether this is a ThreadSanitizer build (gcc says so with a macro,
+ * clang with a feature): a test it cannot judge says why and skips. */
+#if defined(__SANITIZE_THREAD__)
+#define UT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UT_TSAN 1
+#endif
+#endif
+#ifndef UT_TSAN
+#define UT_TSAN 0
+#endif
+
 /* UT_ONLY=name runs only that test (to replay one while debugging). */
 #define UT_RUN(fn)                                                          \
 	do {                                                                \

@@ -553,17 +553,17 @@ static void test_poller_app_waits(void)
 		if (i >= 100 && __atomic_load_n(&p.sleeping, __ATOMIC_SEQ_CST))
 			slept++;
 	}
-	UT_EQ(p.taken, 1);
+	UT_EQ(LD(p.taken), 1);
 	/* Napping is a matter of timing (a loaded machine can leave more than
 	 * 1 ms between two polls, and then the thread rightly sleeps): it must
 	 * have napped at some point, not all along. */
 	UT_CHECK(slept < 200);
 	ur_engine_app_waits(e);
 	wait_for(&p.sleeping, 1);
-	UT_EQ(p.sleeping, 1);
+	UT_EQ(LD(p.sleeping), 1);
 	produce(&p);
 	wait_for(&p.taken, 2);
-	UT_EQ(p.taken, 2);
+	UT_EQ(LD(p.taken), 2);
 	ur_engine_remove_poller(e, &pl);
 	ur_engine_unwatch(e, p.bell);
 	close(p.bell);
@@ -596,13 +596,13 @@ static void test_poll_then_block(void)
 		ur_engine_poll(e, false);
 		usleep(1500);
 	}
-	UT_EQ(p.taken, 100);
-	UT_EQ(p.dozes, 0);
+	UT_EQ(LD(p.taken), 100);
+	UT_EQ(LD(p.dozes), 0);
 	for (int i = 0; i < 3000 && !__atomic_load_n(&p.dozes, __ATOMIC_SEQ_CST); i++) {
 		ur_engine_poll(e, false);        /* spinning */
 		usleep(10);
 	}
-	UT_CHECK(p.dozes > 0);
+	UT_CHECK(LD(p.dozes) > 0);
 	ur_engine_app_waits(e);
 	ur_engine_remove_poller(e, &pl);
 	ur_engine_unwatch(e, p.bell);
@@ -660,7 +660,7 @@ static void test_nap_takes_backlog(void)
 	       ur_now_ns() - t0 < 10000000000ull)
 		usleep(1000);
 	took = ur_now_ns() - t0;
-	UT_EQ(taken, (int)units);
+	UT_EQ(LD(taken), (int)units);
 	/* One a nap: a second at least.  Taken on: milliseconds. */
 	UT_CHECK(took < 300000000ull);
 	ur_engine_app_waits(e);
@@ -690,7 +690,7 @@ static void on_packet(void *arg, uint32_t events)
 
 	on_fd(&c->in, events);
 	if (write(c->pipe[1], &b, 1) != 1)
-		c->in.calls = -1000;
+		__atomic_store_n(&c->in.calls, -1000, __ATOMIC_SEQ_CST);
 }
 
 static void *blocked(void *arg)
@@ -722,9 +722,13 @@ static void chan_open(struct t_chan *c, struct ur_engine *e)
 	UT_CHECK(c->wait_epfd >= 0);
 }
 
+/* Unwatching does not wait for a callback in progress, and on_packet
+ * writes to the pipe after it counts its call: quiesced before the pipe
+ * is closed under it. */
 static void chan_close(struct t_chan *c)
 {
 	ur_engine_unwatch(c->e, c->in.fd);
+	ur_engine_quiesce(c->e);
 	close(c->in.fd);
 	close(c->pipe[0]);
 	close(c->pipe[1]);
@@ -753,16 +757,16 @@ static void test_block_on_takes_the_packet(void)
 		poke(c.in.fd);
 		pthread_join(t, NULL);
 		UT_EQ(c.ret, 0);
-		UT_EQ(c.in.calls, round + 1);
-		UT_CHECK(pthread_equal(c.in.who, t));     /* the waiter, not the engine thread */
+		UT_EQ(LD(c.in.calls), round + 1);
+		UT_CHECK(pthread_equal(LD(c.in.who), t));     /* the waiter, not the engine thread */
 		UT_EQ(read(c.pipe[0], &b, 1), 1);
 	}
 	/* Nobody waits: the engine thread takes the packet. */
 	poke(c.in.fd);
 	wait_for(&c.in.calls, 51);
-	UT_EQ(c.in.calls, 51);
-	UT_CHECK(!pthread_equal(c.in.who, pthread_self()) && !pthread_equal(c.in.who, t));
-	UT_EQ(c.in.overlap, 0);
+	UT_EQ(LD(c.in.calls), 51);
+	UT_CHECK(!pthread_equal(LD(c.in.who), pthread_self()) && !pthread_equal(LD(c.in.who), t));
+	UT_EQ(LD(c.in.overlap), 0);
 	UT_EQ(read(c.pipe[0], &b, 1), 1);
 	chan_close(&c);
 	ur_engine_destroy(e);
@@ -776,6 +780,16 @@ static void test_block_on_cancelled(void)
 	struct t_chan c;
 	pthread_t t;
 
+	/* ThreadSanitizer does not see the locks a cleanup handler takes
+	 * when pthread_cancel ends a wait in a call it intercepts
+	 * (epoll_wait): waiter_leave's update of the waiter count, under
+	 * waiters_lock, is reported as racing with this thread's read of it
+	 * under the same lock (google/sanitizers#646; a 30-line program with
+	 * a mutex, epoll_wait and pthread_cancel shows it without uroce). */
+	if (UT_TSAN) {
+		fprintf(stderr, "  skipped under ThreadSanitizer: it cannot follow a cancelled wait\n");
+		return;
+	}
 	UT_EQ(ur_engine_create(0, "ut-engine", &e), 0);
 	chan_open(&c, e);
 	UT_EQ(pthread_create(&t, NULL, blocked, &c), 0);
@@ -786,8 +800,8 @@ static void test_block_on_cancelled(void)
 	UT_EQ(ur_engine_waiting(e), 0);
 	poke(c.in.fd);
 	wait_for(&c.in.calls, 1);
-	UT_EQ(c.in.calls, 1);            /* fails if the set stayed with the dead waiter */
-	UT_CHECK(!pthread_equal(c.in.who, pthread_self()));
+	UT_EQ(LD(c.in.calls), 1);        /* fails if the set stayed with the dead waiter */
+	UT_CHECK(!pthread_equal(LD(c.in.who), pthread_self()));
 	chan_close(&c);
 	ur_engine_destroy(e);
 }

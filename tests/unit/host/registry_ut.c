@@ -585,18 +585,27 @@ static void test_counters_once(void)
 }
 
 /* A thread that holds reg.lock for a while, as one claiming a QPN block
- * or publishing counters does; held tells the test it has it (checked by
- * the test's read: the check counters are the main thread's). */
-static void *hold_reg_lock(void *held)
+ * or publishing counters does; it writes to held[1] once it has it
+ * (checked by the test's read: the check counters are the main thread's),
+ * and ends only when the test writes to go[1]: a thread that ended
+ * unjoined before the fork would be one the child can never join
+ * (ThreadSanitizer fails the child's exit for it, a thread leak). */
+struct reg_holder {
+	int held[2], go[2];
+};
+
+static void *hold_reg_lock(void *arg)
 {
+	struct reg_holder *h = arg;
 	char c = 1;
 	ssize_t n;
 
 	pthread_mutex_lock(&reg.lock);
-	n = write(*(int *)held, &c, 1);
-	(void)n;
+	n = write(h->held[1], &c, 1);
 	usleep(200 * 1000);
 	pthread_mutex_unlock(&reg.lock);
+	n = read(h->go[0], &c, 1);
+	(void)n;
 	return NULL;
 }
 
@@ -606,15 +615,17 @@ static void *hold_reg_lock(void *held)
  * own (the fork generation tells it the view is its parent's). */
 static void test_fork_while_held(void)
 {
-	int held[2], st = -1;
+	struct reg_holder h;
+	int st = -1;
 	pthread_t t;
 	pid_t pid;
-	char c;
+	char c = 1;
 
 	UT_EQ(ur_registry_attach(&reg), 0);   /* as a process does before any fork */
-	UT_EQ(pipe(held), 0);
-	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &held[1]), 0);
-	UT_EQ(read(held[0], &c, 1), 1);
+	UT_EQ(pipe(h.held), 0);
+	UT_EQ(pipe(h.go), 0);
+	UT_EQ(pthread_create(&t, NULL, hold_reg_lock, &h), 0);
+	UT_EQ(read(h.held[0], &c, 1), 1);
 	pid = fork();
 	if (pid == 0) {
 		int parent_slot = reg.slot;
@@ -628,9 +639,12 @@ static void test_fork_while_held(void)
 	UT_CHECK(pid > 0);
 	UT_EQ(waitpid(pid, &st, 0), pid);
 	UT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	UT_EQ(write(h.go[1], &c, 1), 1);
 	UT_EQ(pthread_join(t, NULL), 0);
-	close(held[0]);
-	close(held[1]);
+	for (int i = 0; i < 2; i++) {
+		close(h.held[i]);
+		close(h.go[i]);
+	}
 }
 
 /* A child that stands for a process in a network namespace of its own:
@@ -798,10 +812,46 @@ static void private_dev_shm(void)
 	}
 }
 
+/* A pid namespace and /proc of the test's own, the tests running in its
+ * first process (the caller waits for it and exits as it did): the sweep
+ * asks /proc whether a process is in a gone namespace, and the kernel
+ * gives a freed namespace's inode number to the next namespace made on
+ * the host.  One made beside the test (another test starting) took the
+ * number of the one a test had let go, and the sweep rightly kept its
+ * registry: test_netns_swept_past_another_sweeper failed so, 1 run in 10
+ * with namespaces made beside it. */
+static void private_pids(void)
+{
+	pid_t tests;
+	int st = -1;
+
+	if (unshare(CLONE_NEWPID)) {
+		fprintf(stderr, "no pid namespace of our own (%s): the sweep tests would see "
+			"the host's namespaces: skipped\n", strerror(errno));
+		exit(77);
+	}
+	tests = fork();
+	if (tests == 0) {
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
+			fprintf(stderr, "cannot mount /proc: %s\n", strerror(errno));
+			_exit(1);
+		}
+		return;
+	}
+	if (tests < 0 || waitpid(tests, &st, 0) != tests) {
+		fprintf(stderr, "cannot start the tests in their pid namespace: %s\n",
+			strerror(errno));
+		exit(1);
+	}
+	/* The tests' own exit handlers ran in them, not here. */
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
 	private_dev_shm();
+	private_pids();
 	UT_RUN(test_alloc_unique);
 	UT_RUN(test_two_views);
 	UT_RUN(test_two_processes);
