@@ -13,12 +13,14 @@
 #include "util/log.h"
 
 /* A polling thread's own state, one thread-local (each costs a lookup
- * in a shared library): its count of polls while rings are active, and
+ * in a shared library): its polls since its last look at the sockets
+ * while rings are active and how many it lets pass between looks, and
  * its run of polls: when the last came that read the clock, how many
  * came in a row, each within UR_POLLED_RECENTLY_NS of the one before, and
  * how many since the clock was last read. */
 struct poll_run {
 	unsigned sock_turn;
+	unsigned sock_every;
 	uint64_t last;
 	unsigned len;
 	unsigned unclocked;
@@ -67,21 +69,45 @@ static void note_poll(struct ur_engine *e, struct poll_run *r, bool will_block)
 		ur_engine_wake(e);
 }
 
+/* The polls between a spinner's looks at the sockets while rings bring
+ * work: UR_SOCK_LOOK_EVERY while the sockets bring packets, twice as many
+ * after each look that found none, up to UR_SOCK_LOOK_MAX.  A look is an
+ * epoll_wait system call, dearer than a poll of every ring, and a record
+ * landing in a ring during it waits for it: between two processes of one
+ * host the sockets are idle.  The first datagram after a quiet spell
+ * waits up to UR_SOCK_LOOK_MAX polls (tens of microseconds), or the
+ * engine thread's look after its nap. */
+static unsigned sock_every(const struct poll_run *r)
+{
+	return r->sock_every ? r->sock_every : UR_SOCK_LOOK_EVERY;
+}
+
+static void looked(struct poll_run *r, bool found)
+{
+	unsigned every = sock_every(r);
+
+	r->sock_turn = 0;
+	if (found)
+		r->sock_every = UR_SOCK_LOOK_EVERY;
+	else if (every < UR_SOCK_LOOK_MAX)
+		r->sock_every = every * 2;
+}
+
 /* Context 0: the inline set and the pollers. */
 static bool poll_first(struct ur_engine *e, bool will_block)
 {
 	struct epoll_event evs[UR_BATCH];
 	struct poll_run *r = &run;
-	bool sockets, found;
+	bool rings, sockets, found;
 	int n;
 
 	note_poll(e, r, will_block);
-	/* While rings bring work, the sockets get every UR_SOCK_LOOK_EVERY-th
-	 * look: an epoll_wait costs more than a look at every ring, and a
-	 * packet landing in a ring during it waits for it (ib_send_lat on
-	 * one host: 1.00 against 0.88 us).  Between those looks a poll that
-	 * sees no record in any ring is done, with no lock taken. */
-	sockets = !ur_engine_pollers_active(e) || ++r->sock_turn % UR_SOCK_LOOK_EVERY == 0;
+	/* While rings bring work, the sockets get a look every sock_every()
+	 * polls (ib_send_lat on one host, a look every poll against one in
+	 * 8: 1.00 against 0.88 us).  Between those looks a poll that sees no
+	 * record in any ring is done, with no lock taken. */
+	rings = ur_engine_pollers_active(e);
+	sockets = !rings || ++r->sock_turn >= sock_every(r);
 	if (!sockets && !ur_engine_pollers_pending(e))
 		return false;
 	/* Somebody is dispatching already: what arrives, they take. */
@@ -92,6 +118,8 @@ static bool poll_first(struct ur_engine *e, bool will_block)
 	n = sockets ? epoll_wait(e->inline_epfd, evs, UR_BATCH, 0) : 0;
 	if (n > 0)
 		ur_engine_run_events(e, evs, n);
+	if (sockets && rings)
+		looked(r, n > 0);
 	ur_engine_in_dispatch = 0;
 	pthread_mutex_unlock(&e->dispatch_lock);
 	return n > 0 || found;

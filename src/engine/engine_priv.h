@@ -19,6 +19,7 @@
 #define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
 #define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
 #define UR_SOCK_LOOK_EVERY 8u       /* polls per look at the sockets while rings are active */
+#define UR_SOCK_LOOK_MAX 256u       /* ... at most, after looks that found nothing */
 #define UR_SPINNING_POLLS 8u        /* polls in a row, each within UR_POLLED_RECENTLY_NS: a spinner */
 #define UR_SPIN_CLOCK_EVERY 8u      /* a spinner's polls per clock read */
 

@@ -390,10 +390,22 @@ static void produce(struct t_poll *p)
 
 /* Without a thread: ur_engine_poll runs the poller and says whether it
  * found work. */
-/* A poller that says nothing is pending is not run, nor the dispatch lock
- * taken, between the looks at the sockets (one poll in UR_SOCK_LOOK_EVERY
- * while a poller is active): an empty poll stays cheap.  Work it says is
- * pending is taken at the next poll. */
+/* A packet on a socket (the bell), taken by the look on its turn. */
+static void take_bell(struct ur_engine *e, struct t_poll *p)
+{
+	unsigned polls = 0;
+
+	poke(p->bell);
+	while (polls < UR_SOCK_LOOK_MAX && !ur_engine_poll(e, false))
+		polls++;
+	UT_CHECK(polls < UR_SOCK_LOOK_MAX);
+}
+
+/* Without a thread: a poll that sees no record in any ring runs no poller
+ * and takes no lock but on the sockets' turns, which space out while the
+ * looks find nothing (8, 16, ... UR_SOCK_LOOK_MAX polls apart) and close
+ * up at once when one finds a packet.  Work a poller says is pending is
+ * taken at the next poll. */
 static void test_poller_pending(void)
 {
 	struct t_poll p = { 0 };
@@ -402,12 +414,20 @@ static void test_poller_pending(void)
 	struct ur_engine *e;
 	int before;
 
+	p.bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	UT_EQ(ur_engine_create(UR_ENGINE_NO_THREAD, "ut-engine", &e), 0);
+	UT_EQ(ur_engine_watch(e, p.bell, EPOLLIN, UR_WATCH_INLINE, t_bell, &p), 0);
 	UT_EQ(ur_engine_add_poller(e, &pl), 0);
+	take_bell(e, &p);                  /* the turns start 8 apart */
 	before = t_polls;
-	for (int i = 0; i < 64; i++)
+	for (unsigned i = 0; i < 8 + 16 + 32 + 64 + 128 + 256 + 256; i++)
 		UT_CHECK(!ur_engine_poll(e, false));
-	UT_EQ(t_polls - before, 64 / UR_SOCK_LOOK_EVERY);   /* the sockets' turns only */
+	UT_EQ(t_polls - before, 7);        /* the sockets' turns only */
+	take_bell(e, &p);
+	before = t_polls;
+	for (unsigned i = 0; i < UR_SOCK_LOOK_EVERY; i++)
+		UT_CHECK(!ur_engine_poll(e, false));
+	UT_EQ(t_polls - before, 1);        /* 8 apart again */
 	p.work = 2;
 	UT_CHECK(ur_engine_poll(e, false));
 	UT_EQ(p.taken, 2);
@@ -419,7 +439,9 @@ static void test_poller_pending(void)
 	pthread_mutex_unlock(&e->dispatch_lock);
 	UT_EQ(t_polls - before, 0);
 	ur_engine_remove_poller(e, &pl);
+	ur_engine_unwatch(e, p.bell);
 	ur_engine_destroy(e);
+	close(p.bell);
 }
 
 static void test_poller_polled(void)
