@@ -212,6 +212,16 @@ static void on_fd(void *arg, uint32_t events)
 	__atomic_sub_fetch(&running, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Unwatched, then closed once no callback can still be running on it:
+ * unwatch does not wait for a callback in progress (on another context's
+ * thread, say), which may still read the fd. */
+static void unwatch_close(struct ur_engine *e, int fd)
+{
+	ur_engine_unwatch(e, fd);
+	ur_engine_quiesce(e);
+	close(fd);
+}
+
 static void poke(int fd)
 {
 	uint64_t one = 1;
@@ -281,10 +291,8 @@ static void test_classes_threaded(void)
 	usleep(50000);
 	UT_EQ(LD(in.overlap) + LD(eng.overlap), 0);
 	UT_CHECK(LD(in.calls) >= 1 && LD(eng.calls) >= 2);
-	ur_engine_unwatch(e, in.fd);
-	ur_engine_unwatch(e, eng.fd);
-	close(in.fd);
-	close(eng.fd);
+	unwatch_close(e, in.fd);
+	unwatch_close(e, eng.fd);
 	ur_engine_destroy(e);          /* the thread stops and is joined */
 }
 
@@ -494,8 +502,7 @@ static void test_poller_threaded(void)
 	wait_for(&p.taken, n + 1);
 	UT_EQ(LD(p.taken), n + 1);
 	ur_engine_remove_poller(e, &pl);
-	ur_engine_unwatch(e, p.bell);
-	close(p.bell);
+	unwatch_close(e, p.bell);
 	ur_engine_destroy(e);
 }
 
@@ -543,8 +550,7 @@ static void test_engine_thread_fault_guarded(void)
 	}
 	UT_EQ(f.refused, 3);
 	UT_EQ(f.copied, 0);
-	ur_engine_unwatch(e, f.fd);
-	close(f.fd);
+	unwatch_close(e, f.fd);
 	ur_engine_destroy(e);
 	munmap(f.gone, (size_t)page);
 }
@@ -587,8 +593,7 @@ static void test_poller_app_waits(void)
 	wait_for(&p.taken, 2);
 	UT_EQ(LD(p.taken), 2);
 	ur_engine_remove_poller(e, &pl);
-	ur_engine_unwatch(e, p.bell);
-	close(p.bell);
+	unwatch_close(e, p.bell);
 	ur_engine_destroy(e);
 }
 
@@ -627,8 +632,7 @@ static void test_poll_then_block(void)
 	UT_CHECK(LD(p.dozes) > 0);
 	ur_engine_app_waits(e);
 	ur_engine_remove_poller(e, &pl);
-	ur_engine_unwatch(e, p.bell);
-	close(p.bell);
+	unwatch_close(e, p.bell);
 	ur_engine_destroy(e);
 }
 
@@ -687,8 +691,7 @@ static void test_nap_takes_backlog(void)
 	UT_CHECK(took < 300000000ull);
 	ur_engine_app_waits(e);
 	ur_engine_timer_fini(e, &wake);
-	ur_engine_unwatch(e, fd);
-	close(fd);
+	unwatch_close(e, fd);
 	ur_engine_destroy(e);
 }
 
@@ -855,8 +858,7 @@ static void test_rx_polled(void)
 	for (unsigned i = 0; i < 3; i++) {
 		UT_EQ(f[i].calls, 1);
 		UT_CHECK(pthread_equal(f[i].who, pthread_self()));
-		ur_engine_unwatch(e, f[i].fd);
-		close(f[i].fd);
+		unwatch_close(e, f[i].fd);
 	}
 	ur_engine_destroy(e);
 	UT_EQ(ur_engine_create_rx(UR_ENGINE_NO_THREAD, "ut", 0, &e), -EINVAL);
@@ -913,8 +915,7 @@ static void test_rx_threaded(void)
 	UT_CHECK(!pthread_equal(meet[0].who, pthread_self()));
 	UT_CHECK(!pthread_equal(meet[1].who, pthread_self()));
 	for (unsigned i = 0; i < 2; i++) {
-		ur_engine_unwatch(e, meet[i].fd);
-		close(meet[i].fd);
+		unwatch_close(e, meet[i].fd);
 	}
 	/* One context's thread and a polling thread: one at a time. */
 	running = 0;
@@ -925,8 +926,7 @@ static void test_rx_threaded(void)
 		ur_engine_poll(e, false);
 	}
 	usleep(50000);
-	ur_engine_unwatch(e, f.fd);
-	close(f.fd);
+	unwatch_close(e, f.fd);
 	ur_engine_destroy(e);          /* every thread stops and is joined */
 	UT_EQ(f.overlap, 0);
 	UT_CHECK(f.calls >= 1);
@@ -960,8 +960,7 @@ static void test_rx_quiesce(void)
 	UT_EQ(slow_rx_started, 1);
 	ur_engine_quiesce(e);
 	UT_EQ(slow_rx_done, 1);
-	ur_engine_unwatch(e, fd);
-	close(fd);
+	unwatch_close(e, fd);
 	ur_engine_destroy(e);
 }
 
