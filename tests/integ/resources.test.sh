@@ -5,7 +5,7 @@
 # up to the limits ibv_query_device reports and not one more (ENOMEM);
 # send queues, receive queues and SRQs refuse the work request past their
 # depth with ENOMEM and *bad_wr on it; 10 rounds of 10 000 QPs created
-# (1000 of them connected) and destroyed leave the process's resident memory
+# (1000 of them connected) and destroyed leave the process's live heap, mapped memory
 # and open files where the first round left them.  The limit refusals print
 # nothing at the default log level.
 . "$(dirname "$0")/lib.sh"
