@@ -30,8 +30,9 @@
 #    requester maps; or a memfd of the responder's own, MAP_SHARED, mapped
 #    as it is): the sizes, the dereg stream and UC copy with memcpy
 #    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
-#    kernel; fork after registration (the child has its own copy; parent
-#    and requester unaffected); `uroce devinfo -c` counts regions shared
+#    kernel; compare-and-swap and fetch-and-add into a region moved when
+#    registered (every result and word checked); fork after registration
+#    (the child has its own copy; parent and requester unaffected); `uroce devinfo -c` counts regions shared
 #    and copies by each path; by default heap memory moves where the
 #    kernel's writes can be held too (root), else stays private and says
 #    why; integ_shared_mr: a thread writing a buffer while it is registered
@@ -268,6 +269,14 @@ sc_pair sc.ring sizes && {
 	ur_expect_grep sc.ring.client "single copy off \(UROCE_SHM_SINGLE_COPY=0\)" "sc.ring: the requester says single copy is off"
 	ur_expect_no_grep sc.ring.client "copied straight" "sc.ring: and copies nothing straight"
 	ur_expect_grep sc.ring.client "reached by shared memory \(ring" "sc.ring: the rings carry the bytes"
+}
+# Atomics into a region that moved when registered, after the requester
+# copied into it with memcpy: each returns the value before it, and the
+# words end as the swaps left them.
+UR_ENV=(UROCE_LOG=info "$MOVE")
+sc_pair sc.atomics atomics && {
+	ur_expect_grep sc.atomics.client "$MAPPED" "sc.atomics: the requester copied with memcpy into the responder's shared region"
+	ur_expect_no_grep sc.atomics.server "stays private" "sc.atomics: the responder's region moved"
 }
 UR_ENV=(UROCE_LOG=info "$MOVE")
 sc_pair sc.dereg dereg && ur_expect_grep sc.dereg.client "$MAPPED" \

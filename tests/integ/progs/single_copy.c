@@ -36,6 +36,13 @@
  *   times (enough for each to move into a memfd), each round its own
  *   bytes; the responder then finds in each region the last round's bytes
  *   and every byte around the regions unchanged.
+ * MODE atomics: the requester WRITEs the region's first MiB, then at
+ *   AT_WORDS words spread over it a FETCH_AND_ADD, a CMP_AND_SWP that
+ *   matches and one that does not, each returning the word's value before
+ *   it; the responder then finds each word as the matching swap left it
+ *   and every other byte as written (the region moved into a memfd when
+ *   registered, under UROCE_SHM_SHARE_MR=1: the atomics land in memory a
+ *   peer also maps and copies into).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,11 +59,15 @@
 #define REGION (8u << 20)
 #define SRC_SLACK 64u
 #define DEPTH 4
-#define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		    IBV_ACCESS_REMOTE_ATOMIC)
 #define NB_REGIONS 8
 #define NB_LEN (64u << 10)
 #define NB_SKEW 16u       /* the first region's distance past a page start */
 #define NB_ROUNDS 40
+#define AT_SPAN (1u << 20)   /* MODE atomics: the bytes written first */
+#define AT_WORDS 64
+#define AT_KEY 77            /* their stream's key */
 
 /* MODE neighbours: where each region is, and its key. */
 struct nb_regions {
@@ -332,6 +343,40 @@ static void serve_neighbours(void)
 	free(shadow);
 }
 
+/* MODE atomics, word i: where it is, and its value once written. */
+static uint32_t at_off(int i)
+{
+	return (uint32_t)i * (AT_SPAN / AT_WORDS) + (uint32_t)(i % 7) * 8;
+}
+
+static uint64_t at_written(const uint8_t *stream, int i)
+{
+	uint64_t v;
+
+	memcpy(&v, stream + at_off(i), sizeof(v));
+	return v;
+}
+
+/* Each word as the matching swap left it (its value plus i + 1, then
+ * inverted), every other byte the WRITE's or untouched. */
+static void serve_atomics(uint8_t *shadow)
+{
+	uint8_t *region = shadow + VT_GUARD, go;
+	long diff;
+
+	vt_xfer(fd, &go, 1, false);   /* written and swapped */
+	vt_stream_fill(region, AT_SPAN, AT_KEY, 0);
+	for (int i = 0; i < AT_WORDS; i++) {
+		uint64_t want = ~(at_written(region, i) + (uint64_t)i + 1);
+
+		memcpy(region + at_off(i), &want, sizeof(want));
+	}
+	diff = first_diff(shadow, buf.len + 2 * VT_GUARD);
+	vt_check(diff < 0, "%d words after FETCH_AND_ADD and CMP_AND_SWP as the swaps left them, "
+		 "every other byte of the region and its guards as written (first difference at "
+		 "%ld)", AT_WORDS, diff);
+}
+
 static void serve(const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
@@ -375,6 +420,13 @@ static void serve(const char *port, const char *mode)
 		serve_dereg();
 	} else if (!strcmp(mode, "neighbours")) {
 		serve_neighbours();
+	} else if (!strcmp(mode, "atomics")) {
+		shadow = malloc(buf.len + 2 * VT_GUARD);
+		if (!shadow)
+			die("out of memory");
+		memcpy(shadow, buf.base, buf.len + 2 * VT_GUARD);
+		serve_atomics(shadow);
+		free(shadow);
 	} else {
 		serve_killed();
 	}
@@ -554,6 +606,63 @@ static void request_neighbours(const struct hello *peer)
 	vt_xfer(fd, &go, 1, true);
 }
 
+/* One atomic on word i, its old value into back: whether it completed
+ * and returned want. */
+static bool atomic_returns(const struct hello *peer, int i, enum ibv_wr_opcode op,
+			   uint64_t compare_add, uint64_t swap, uint64_t want, const char *what)
+{
+	struct ibv_sge sge = vt_sge(&back, 0, 8);
+	struct ibv_send_wr wr = vt_wr((uint64_t)i, op, &sge);
+	struct ibv_wc wc;
+	uint64_t got;
+
+	wr.wr.atomic.remote_addr = peer->addr + at_off(i);
+	wr.wr.atomic.rkey = peer->rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	memset(back.p, 0, 8);
+	if (vt_post_send(&qp, &wr))
+		die("cannot post an atomic");
+	if (vt_poll(qp.scq, &wc, 1, 20) != 1 || wc.status != IBV_WC_SUCCESS) {
+		vt_fail("word %d: %s did not complete", i, what);
+		return false;
+	}
+	memcpy(&got, back.p, sizeof(got));
+	if (got == want)
+		return true;
+	vt_fail("word %d: %s returned 0x%016llx, must be 0x%016llx", i, what,
+		(unsigned long long)got, (unsigned long long)want);
+	return false;
+}
+
+static void request_atomics(const struct hello *peer)
+{
+	struct ibv_sge sge = vt_sge(&buf, 0, AT_SPAN);
+	struct ibv_send_wr wr = write_wr(peer, 1, &sge, 1, 0, AT_SPAN);
+	struct ibv_wc wc;
+	int good = 0;
+	uint8_t go = 1;
+
+	vt_stream_fill(buf.p, AT_SPAN, AT_KEY, 0);
+	if (vt_post_send(&qp, &wr))
+		die("cannot post a WRITE");
+	if (vt_poll(qp.scq, &wc, 1, 20) != 1 || wc.status != IBV_WC_SUCCESS)
+		die("the first MiB's WRITE failed");
+	for (int i = 0; i < AT_WORDS; i++) {
+		uint64_t v = at_written(buf.p, i), added = v + (uint64_t)i + 1;
+
+		good += atomic_returns(peer, i, IBV_WR_ATOMIC_FETCH_AND_ADD, (uint64_t)i + 1, 0, v,
+				       "FETCH_AND_ADD") &&
+			atomic_returns(peer, i, IBV_WR_ATOMIC_CMP_AND_SWP, added, ~added, added,
+				       "CMP_AND_SWP that matches") &&
+			atomic_returns(peer, i, IBV_WR_ATOMIC_CMP_AND_SWP, added, 0, ~added,
+				       "CMP_AND_SWP that does not match");
+	}
+	vt_check(good == AT_WORDS, "%d of %d words: each atomic returned the value before it", good,
+		 AT_WORDS);
+	vt_xfer(fd, &go, 1, true);
+}
+
 static void request(const char *host, const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
@@ -574,6 +683,8 @@ static void request(const char *host, const char *port, const char *mode)
 		request_dereg(&peer);
 	else if (!strcmp(mode, "neighbours"))
 		request_neighbours(&peer);
+	else if (!strcmp(mode, "atomics"))
+		request_atomics(&peer);
 	else
 		request_killed(&peer);
 }
@@ -587,9 +698,9 @@ int main(int argc, char **argv)
 	    (!strcmp(argv[3], "-c") && argc < 7) ||
 	    (strcmp(mode, "sizes") && strcmp(mode, "uc") && strcmp(mode, "dereg") &&
 	     strcmp(mode, "killed") && strcmp(mode, "fork") && strcmp(mode, "memfd") &&
-	     strcmp(mode, "neighbours"))) {
+	     strcmp(mode, "neighbours") && strcmp(mode, "atomics"))) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
-			"MODE: sizes, fork, memfd, uc, dereg, killed or neighbours\n", argv[0]);
+			"MODE: sizes, fork, memfd, uc, dereg, killed, neighbours or atomics\n", argv[0]);
 		return 2;
 	}
 	uc = !strcmp(mode, "uc");
