@@ -32,8 +32,8 @@
 #    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
 #    kernel; compare-and-swap and fetch-and-add into a region moved when
 #    registered (every result and word checked); fork after registration
-#    (the child has its own copy; parent and requester unaffected); `uroce devinfo -c` counts regions shared
-#    and copies by each path; by default heap memory moves where the
+#    (the child has its own copy; parent and requester unaffected);
+#    `uroce devinfo -c` counts regions shared and copies by each path; by default heap memory moves where the
 #    kernel's writes can be held too (root), else stays private and says
 #    why; integ_shared_mr: a thread writing a buffer while it is registered
 #    and deregistered 20 times loses no write (also with a SIGSEGV handler
