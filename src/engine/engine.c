@@ -28,6 +28,7 @@
 #include "util/log.h"
 
 _Thread_local unsigned ur_engine_in_dispatch UR_TLS_HOT;
+_Thread_local const struct ur_engine *ur_engine_dispatched UR_TLS_HOT;
 
 /* ---- fd watches --------------------------------------------------------- */
 
@@ -253,6 +254,11 @@ static bool may_nap(struct ur_engine *e, uint64_t now)
 	return false;
 }
 
+bool ur_engine_dispatching(const struct ur_engine *e)
+{
+	return ur_engine_dispatched == e;
+}
+
 /* Context 0's dispatch lock first, then the others' in order: only
  * context 0's callbacks quiesce, so no thread waits the other way round. */
 void ur_engine_quiesce(struct ur_engine *e)
@@ -421,7 +427,7 @@ static void *engine_main(void *arg)
 		/* A polling thread may hold the lock: wait for it, then take
 		 * what it left. */
 		pthread_mutex_lock(&e->dispatch_lock);
-		ur_engine_in_dispatch = 1;
+		ur_dispatch_enter(e, 0);
 		if (n > 0)
 			ur_engine_run_events(e, evs, n);
 		/* What the application thread left, if it stopped or is busy:
@@ -433,7 +439,7 @@ static void *engine_main(void *arg)
 		if (polled && ur_engine_run_pollers(e))
 			last_work = ur_now_ns();
 		ur_engine_run_timers(e, ur_now_ns());
-		ur_engine_in_dispatch = 0;
+		ur_dispatch_leave();
 		pthread_mutex_unlock(&e->dispatch_lock);
 	}
 	return NULL;
@@ -456,9 +462,9 @@ static void *rx_main(void *arg)
 			continue;
 		/* A polling thread may hold the lock: what it leaves, we take. */
 		pthread_mutex_lock(&c->dispatch_lock);
-		ur_engine_in_dispatch = 1 + c->index;
+		ur_dispatch_enter(e, c->index);
 		ur_engine_run_events(e, evs, n);
-		ur_engine_in_dispatch = 0;
+		ur_dispatch_leave();
 		pthread_mutex_unlock(&c->dispatch_lock);
 	}
 	return NULL;

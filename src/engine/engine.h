@@ -163,5 +163,8 @@ void ur_engine_run_timers(struct ur_engine *e, uint64_t now);
  * own context (nothing else runs there); only context 0's callbacks may
  * call it (its dispatch lock comes before the other contexts'). */
 void ur_engine_quiesce(struct ur_engine *e);
+/* Whether this thread runs e's callbacks now: then what e's quiesce
+ * guards (an object freed only after one) stays while it runs. */
+bool ur_engine_dispatching(const struct ur_engine *e);
 
 #endif

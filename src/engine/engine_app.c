@@ -113,14 +113,14 @@ static bool poll_first(struct ur_engine *e, bool will_block)
 	/* Somebody is dispatching already: what arrives, they take. */
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
-	ur_engine_in_dispatch = 1;
+	ur_dispatch_enter(e, 0);
 	found = ur_engine_run_pollers(e);
 	n = sockets ? epoll_wait(e->inline_epfd, evs, UR_BATCH, 0) : 0;
 	if (n > 0)
 		ur_engine_run_events(e, evs, n);
 	if (sockets && rings)
 		looked(r, n > 0);
-	ur_engine_in_dispatch = 0;
+	ur_dispatch_leave();
 	pthread_mutex_unlock(&e->dispatch_lock);
 	return n > 0 || found;
 }
@@ -134,11 +134,11 @@ static bool poll_rx(struct rx_ctx *c)
 
 	if (pthread_mutex_trylock(&c->dispatch_lock))
 		return false;
-	ur_engine_in_dispatch = 1 + c->index;
+	ur_dispatch_enter(c->e, c->index);
 	n = epoll_wait(c->epfd, evs, UR_BATCH, 0);
 	if (n > 0)
 		ur_engine_run_events(c->e, evs, n);
-	ur_engine_in_dispatch = 0;
+	ur_dispatch_leave();
 	pthread_mutex_unlock(&c->dispatch_lock);
 	return n > 0;
 }
@@ -213,11 +213,11 @@ static bool waiter_dispatch(struct ur_engine *e)
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	pthread_mutex_lock(&e->dispatch_lock);
-	ur_engine_in_dispatch = 1;
+	ur_dispatch_enter(e, 0);
 	found = ur_engine_run_set(e, e->inline_epfd);
 	if (ur_engine_run_pollers(e))
 		found = true;
-	ur_engine_in_dispatch = 0;
+	ur_dispatch_leave();
 	pthread_mutex_unlock(&e->dispatch_lock);
 	pthread_setcancelstate(old, NULL);
 	return found;

@@ -87,8 +87,23 @@ struct ur_engine {
 };
 
 /* While this thread runs callbacks: 1 + the receive context's index (0:
- * none); quiesce must not wait for itself. */
+ * none); quiesce must not wait for itself.  And whose. */
 extern _Thread_local unsigned ur_engine_in_dispatch UR_TLS_HOT;
+extern _Thread_local const struct ur_engine *ur_engine_dispatched UR_TLS_HOT;
+
+/* Around the callbacks a thread runs, holding a dispatch lock of e's:
+ * ctx 0 is the engine's own, 1.. its further receive contexts. */
+static inline void ur_dispatch_enter(const struct ur_engine *e, unsigned ctx)
+{
+	ur_engine_in_dispatch = 1 + ctx;
+	ur_engine_dispatched = e;
+}
+
+static inline void ur_dispatch_leave(void)
+{
+	ur_engine_in_dispatch = 0;
+	ur_engine_dispatched = NULL;
+}
 
 /* engine_timer.c: the engine thread wakes to look again. */
 void ur_engine_wake(struct ur_engine *e);

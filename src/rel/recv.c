@@ -37,15 +37,25 @@ static bool may_wait_in_inbox(const struct ur_qp *qp, const struct ur_pkt_view *
 
 /* As ur_stack_lock_qp, for a received packet: where another thread holds the lock
  * with its inbox open, a response without payload is put there instead
- * (NULL, *left true). */
+ * (NULL, *left true).  A thread running the engine's callbacks, as every
+ * transport's receive does, finds the QP without the table's lock: a QP
+ * being destroyed leaves the table, then quiesces the engine (waits for
+ * this callback) before it is freed, so the one found stays until the
+ * callback ends; a QP leaving meanwhile is dying when locked, and its
+ * packet dropped. */
 static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v,
 				 const uint8_t *pkt, size_t len, const struct ur_rx_meta *meta,
 				 bool *left)
 {
+	bool racing = ur_engine_dispatching(s->engine);
 	struct ur_qp *qp;
 
-	pthread_rwlock_rdlock(&s->qps_lock);
-	qp = ur_qp_table_find(&s->qps, v->qpn);
+	if (racing) {
+		qp = ur_qp_table_find_racing(&s->qps, v->qpn);
+	} else {
+		pthread_rwlock_rdlock(&s->qps_lock);
+		qp = ur_qp_table_find(&s->qps, v->qpn);
+	}
 	if (qp && pthread_mutex_trylock(&qp->lock)) {
 		if (may_wait_in_inbox(qp, v) && ur_inbox_put(qp, pkt, len, &meta->sgid)) {
 			*left = true;
@@ -54,7 +64,8 @@ static struct ur_qp *lock_qp_for(struct ur_stack *s, const struct ur_pkt_view *v
 			pthread_mutex_lock(&qp->lock);
 		}
 	}
-	pthread_rwlock_unlock(&s->qps_lock);
+	if (!racing)
+		pthread_rwlock_unlock(&s->qps_lock);
 	return qp;
 }
 

@@ -143,9 +143,9 @@ static void dump_qps(struct ur_stack *s, FILE *f)
 
 	pthread_rwlock_rdlock(&s->qps_lock);
 	qpns = calloc(s->qps.count + 1, sizeof(*qpns));
-	for (uint32_t i = 0; qpns && i < s->qps.size; i++)
-		if (s->qps.keys[i])
-			qpns[n++] = s->qps.keys[i];
+	for (uint32_t i = 0; qpns && i < s->qps.slots->size; i++)
+		if (s->qps.slots->keys[i])
+			qpns[n++] = s->qps.slots->keys[i];
 	pthread_rwlock_unlock(&s->qps_lock);
 	if (!qpns)
 		return;
