@@ -32,7 +32,8 @@
 #    (the requester says so); the sizes with UROCE_SHM_SHARE_MR=0 by the
 #    kernel; compare-and-swap and fetch-and-add into a region moved when
 #    registered (every result and word checked); fork after registration
-#    (the child has its own copy; parent and requester unaffected);
+#    (the child has its own copy; parent and requester unaffected), with
+#    and without ibv_fork_init();
 #    `uroce devinfo -c` counts regions shared and copies by each path; by default heap memory moves where the
 #    kernel's writes can be held too (root), else stays private and says
 #    why; integ_shared_mr: a thread writing a buffer while it is registered
@@ -225,6 +226,8 @@ else
 fi
 sc_pair sc.uc uc && ur_expect_grep sc.uc.client "$MAPPED" "sc.uc: the requester copied with memcpy into the responder"
 sc_pair sc.fork fork && ur_expect_grep sc.fork.client "$MAPPED" "sc.fork: the requester copied with memcpy into the responder, after its fork"
+sc_pair sc.forkinit forkinit && ur_expect_grep sc.forkinit.client "$MAPPED" \
+	"sc.forkinit: the same after ibv_fork_init(): the requester copied with memcpy into the responder"
 # By default: a memfd the responder maps itself is shared as it is; heap
 # memory moves once the requester has copied into it, where the kernel's
 # writes can be held too, else it stays private, says why, and the kernel

@@ -17,6 +17,8 @@
  *   byte the parent writes after fork() returns, and its own writes over
  *   the whole region stay in the child; then the sizes as above (the
  *   requester's WRITEs land in the parent alone).
+ * MODE forkinit: fork, the program having called ibv_fork_init() first,
+ *   as rdma-core asks of a program that forks (it must succeed).
  * MODE memfd: the sizes into a region the responder mapped MAP_SHARED from
  *   a memfd it keeps open: peers map that memfd as it is.
  * MODE uc: the same WRITEs on UC (no READ back, no straddling WRITE: UC
@@ -407,9 +409,10 @@ static void serve(const char *port, const char *mode)
 	me.addr = (uintptr_t)buf.p;
 	hello_out(&me);     /* the requester connects after this: we are at RTR already */
 	vt_case = mode;
-	if (!strcmp(mode, "fork"))
+	if (!strcmp(mode, "fork") || !strcmp(mode, "forkinit"))
 		fork_child_own_copy();
-	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "memfd") || uc) {
+	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "forkinit") ||
+	    !strcmp(mode, "memfd") || uc) {
 		shadow = malloc(buf.len + 2 * VT_GUARD);
 		if (!shadow)
 			die("out of memory");
@@ -677,7 +680,8 @@ static void request(const char *host, const char *port, const char *mode)
 	if (vt_qp_connect_remote(&qp, peer.qpn, &peer.gid))
 		die("cannot connect the QP");
 	vt_case = mode;
-	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "memfd") || uc)
+	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "forkinit") ||
+	    !strcmp(mode, "memfd") || uc)
 		request_sizes(&peer);
 	else if (!strcmp(mode, "dereg"))
 		request_dereg(&peer);
@@ -698,12 +702,15 @@ int main(int argc, char **argv)
 	    (!strcmp(argv[3], "-c") && argc < 7) ||
 	    (strcmp(mode, "sizes") && strcmp(mode, "uc") && strcmp(mode, "dereg") &&
 	     strcmp(mode, "killed") && strcmp(mode, "fork") && strcmp(mode, "memfd") &&
-	     strcmp(mode, "neighbours") && strcmp(mode, "atomics"))) {
+	     strcmp(mode, "neighbours") && strcmp(mode, "atomics") && strcmp(mode, "forkinit"))) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX -s PORT MODE | -c HOST PORT MODE\n"
-			"MODE: sizes, fork, memfd, uc, dereg, killed, neighbours or atomics\n", argv[0]);
+			"MODE: sizes, fork, forkinit, memfd, uc, dereg, killed, neighbours or "
+			"atomics\n", argv[0]);
 		return 2;
 	}
 	uc = !strcmp(mode, "uc");
+	if (!strcmp(mode, "forkinit") && ibv_fork_init())
+		die("ibv_fork_init failed");
 	vt_dev_open(&dev, argv[1], atoi(argv[2]));
 	if (!strcmp(argv[3], "-s"))
 		serve(argv[4], mode);
