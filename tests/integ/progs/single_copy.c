@@ -379,6 +379,24 @@ static void serve_atomics(uint8_t *shadow)
 		 "%ld)", AT_WORDS, diff);
 }
 
+/* The modes that run the sizes. */
+static bool sizes_mode(const char *mode)
+{
+	return !strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "forkinit") ||
+	       !strcmp(mode, "memfd") || uc;
+}
+
+/* A copy of the region with its guards, as it is now. */
+static uint8_t *snapshot(void)
+{
+	uint8_t *copy = malloc(buf.len + 2 * VT_GUARD);
+
+	if (!copy)
+		die("out of memory");
+	memcpy(copy, buf.base, buf.len + 2 * VT_GUARD);
+	return copy;
+}
+
 static void serve(const char *port, const char *mode)
 {
 	struct hello me = { 0 }, peer;
@@ -411,12 +429,8 @@ static void serve(const char *port, const char *mode)
 	vt_case = mode;
 	if (!strcmp(mode, "fork") || !strcmp(mode, "forkinit"))
 		fork_child_own_copy();
-	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "forkinit") ||
-	    !strcmp(mode, "memfd") || uc) {
-		shadow = malloc(buf.len + 2 * VT_GUARD);
-		if (!shadow)
-			die("out of memory");
-		memcpy(shadow, buf.base, buf.len + 2 * VT_GUARD);
+	if (sizes_mode(mode)) {
+		shadow = snapshot();
 		serve_sizes(shadow);
 		free(shadow);
 	} else if (!strcmp(mode, "dereg")) {
@@ -424,10 +438,7 @@ static void serve(const char *port, const char *mode)
 	} else if (!strcmp(mode, "neighbours")) {
 		serve_neighbours();
 	} else if (!strcmp(mode, "atomics")) {
-		shadow = malloc(buf.len + 2 * VT_GUARD);
-		if (!shadow)
-			die("out of memory");
-		memcpy(shadow, buf.base, buf.len + 2 * VT_GUARD);
+		shadow = snapshot();
 		serve_atomics(shadow);
 		free(shadow);
 	} else {
@@ -680,8 +691,7 @@ static void request(const char *host, const char *port, const char *mode)
 	if (vt_qp_connect_remote(&qp, peer.qpn, &peer.gid))
 		die("cannot connect the QP");
 	vt_case = mode;
-	if (!strcmp(mode, "sizes") || !strcmp(mode, "fork") || !strcmp(mode, "forkinit") ||
-	    !strcmp(mode, "memfd") || uc)
+	if (sizes_mode(mode))
 		request_sizes(&peer);
 	else if (!strcmp(mode, "dereg"))
 		request_dereg(&peer);
