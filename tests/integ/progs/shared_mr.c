@@ -24,6 +24,11 @@
  *   pages intact, and MADV_DONTNEED zeroes it as an allocator expects.
  * CASE sparse: a 64 MiB region never written moves without becoming
  *   resident, and reads zero.
+ * CASE huge: a range advised MADV_HUGEPAGE (transparent huge pages)
+ *   moves, to small pages, where writers are held by userfaultfd, and
+ *   stays private under the SIGSEGV hold, its bytes kept either way; a
+ *   hugetlb mapping, where the host has huge pages reserved, stays
+ *   private.  CASE hugesig: the same with userfaultfd refused by seccomp.
  * CASE fallback: regions that cannot move are registered all the same,
  *   their pages left where they are (the log says why): on the stack, on
  *   a thread's stack (registered by it, and by another), an mlocked
@@ -486,19 +491,94 @@ static void case_fallback(void)
 	munmap(shared, len);
 }
 
+/* AnonHugePages of the mappings over [p, p+len), from smaps, in KiB. */
+static long anon_huge_kib(const void *p, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/smaps", "r");
+	bool over = false;
+	long kib = 0, v;
+
+	if (!f)
+		die("/proc/self/smaps");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b;
+
+		if (sscanf(line, "%llx-%llx ", &a, &b) == 2)   /* a mapping's first line */
+			over = a < (uintptr_t)p + len && b > (uintptr_t)p;
+		else if (over && sscanf(line, "AnonHugePages: %ld", &v) == 1)
+			kib += v;
+	}
+	fclose(f);
+	return kib;
+}
+
+/* Transparent huge pages (a range advised MADV_HUGEPAGE): it moves to
+ * small pages where writers are held by userfaultfd, and stays private
+ * under the SIGSEGV hold; its bytes are kept either way.  A hugetlb
+ * mapping never moves.  What this host cannot give is said, not failed. */
+static void case_huge(void)
+{
+	size_t huge = 2u << 20, len = 4 * huge;
+	uint8_t *map = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0), *p, *tlb;
+	bool moved = moves && uffd_allowed(), same = true;
+	struct ibv_mr *mr;
+	long thp;
+
+	vt_case = "huge";
+	if (map == MAP_FAILED)
+		die("mmap");
+	p = (uint8_t *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (madvise(p, len, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 13 + 5);
+	thp = anon_huge_kib(p, len);
+	vt_ok("an 8 MiB range advised MADV_HUGEPAGE: %ld KiB of it in transparent huge pages%s",
+	      thp, thp ? "" : " (the kernel gave none: what follows covers small pages only)");
+	mr = ibv_reg_mr(dev.pd, p, len, ACCESS);
+	if (!mr)
+		die("ibv_reg_mr");
+	vt_check(in_memfd(p, len) == moved, "transparent huge pages: %s",
+		 moved ? "moved into a memfd (small pages)"
+		 : moves ? "stayed private (the SIGSEGV hold)"
+			 : "stayed private (nothing moves when registered, by default)");
+	p[len - 1] = 0x77;
+	if (ibv_dereg_mr(mr))
+		die("ibv_dereg_mr");
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (i == len - 1 ? 0x77 : (uint8_t)(i * 13 + 5)))
+			same = false;
+	vt_check(same && !in_memfd(p, len), "transparent huge pages: deregistered, private again "
+		 "with every byte kept");
+	munmap(map, len + huge);
+	tlb = mmap(NULL, huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+		   -1, 0);
+	if (tlb == MAP_FAILED) {
+		vt_ok("a hugetlb mapping: none to be had here (%s; /proc/sys/vm/nr_hugepages), not "
+		      "tried", strerror(errno));
+		return;
+	}
+	memset(tlb, 9, huge);
+	fallback_one("a hugetlb mapping", tlb, huge);
+	vt_check(tlb[0] == 9 && tlb[huge - 1] == 9, "a hugetlb mapping: its bytes kept");
+	munmap(tlb, huge);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 4) {
 		fprintf(stderr, "usage: %s DEVICE GID_INDEX "
-			"writer|handler|syscall|sigwriter|back|sparse|fallback\n", argv[0]);
+			"writer|handler|syscall|sigwriter|back|sparse|fallback|huge|hugesig\n", argv[0]);
 		return 2;
 	}
 	if (!strcmp(argv[3], "probe")) {
 		printf("kernel faults held: %s\n", kernel_faults_held() ? "yes" : "no");
 		return 0;
 	}
-	if (!strcmp(argv[3], "sigwriter"))
+	if (!strcmp(argv[3], "sigwriter") || !strcmp(argv[3], "hugesig"))
 		refuse_userfaultfd();
 	moves = getenv("UROCE_SHM_SHARE_MR") && !strcmp(getenv("UROCE_SHM_SHARE_MR"), "1");
 	vt_dev_open(&dev, argv[1], atoi(argv[2]));
@@ -516,6 +596,8 @@ int main(int argc, char **argv)
 		case_back();
 	else if (!strcmp(argv[3], "fallback"))
 		case_fallback();
+	else if (!strcmp(argv[3], "huge") || !strcmp(argv[3], "hugesig"))
+		case_huge();
 	else
 		return 2;
 	vt_dev_close(&dev);
