@@ -26,7 +26,8 @@
  * MODE dereg: the requester keeps 8 MiB WRITEs in flight; the responder
  *   deregisters the region under them, refills it at once and checks 0.5 s
  *   later that nothing landed after ibv_dereg_mr returned; the requester
- *   ends with IBV_WC_REM_ACCESS_ERR after some successes.
+ *   ends with IBV_WC_REM_ACCESS_ERR after some successes, and where it
+ *   mapped the region (shared) drops that mapping within seconds.
  * MODE killed: the requester keeps 8 MiB WRITEs in flight until it is
  *   killed (by the test); the responder, seeing its side channel close,
  *   deregisters within a second (a copier that died holds nothing) and
@@ -532,6 +533,24 @@ static void request_sizes(const struct hello *peer)
 
 /* 8 MiB WRITEs, DEPTH in flight, until one fails: how many succeeded, and
  * the failing status (or -1 if none failed within seconds). */
+/* Shared regions mapped in this process: its own moved ones and its
+ * peers' that it copies into (/proc/self/maps). */
+static int memfd_mappings(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	if (!f)
+		die("/proc/self/maps");
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:uroce-mr") != NULL;
+	fclose(f);
+	return n;
+}
+
+static int mapped_while_copying = -1;
+
 static int stream_writes(const struct hello *peer, uint8_t *said, double seconds, int *status)
 {
 	struct ibv_sge sge = vt_sge(&buf, 0, REGION);
@@ -560,6 +579,7 @@ static int stream_writes(const struct hello *peer, uint8_t *said, double seconds
 			if (++ok == 2 && said) {
 				uint8_t go = 1;
 
+				mapped_while_copying = memfd_mappings();
 				vt_xfer(fd, &go, 1, true);
 				*said = 1;
 			}
@@ -576,6 +596,17 @@ static void request_dereg(const struct hello *peer)
 	vt_check(ok >= 2, "%d 8 MiB WRITEs succeeded before the region went", ok);
 	VT_EXPECT_STATUS("the first WRITE after ibv_dereg_mr", IBV_WC_REM_ACCESS_ERR,
 			 (enum ibv_wc_status)status);
+	/* The peer's region, mapped while it was shared, is unmapped at the
+	 * next tick once its slot no longer names it: its memory goes. */
+	if (mapped_while_copying > 0) {
+		double end = vt_now() + 3;
+		int now;
+
+		while ((now = memfd_mappings()) >= mapped_while_copying && vt_now() < end)
+			vt_sleep(0.02);
+		vt_check(now < mapped_while_copying, "the deregistered region's mapping dropped: "
+			 "%d shared regions mapped while copying, %d after", mapped_while_copying, now);
+	}
 	if (said)
 		vt_xfer(fd, &go, 1, true);
 }
