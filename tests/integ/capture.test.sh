@@ -92,7 +92,7 @@ run_pair() {
 		if [ $seen = 0 ] && [ "$a" = -- ]; then seen=1; continue; fi
 		if [ $seen = 0 ]; then s+=("$a"); else c+=("$a"); fi
 	done
-	for try in 1 2 3; do
+	for try in $(seq "$UR_CLOCK_TRIES"); do
 		port=$(ur_port)
 		ur_pair "$name" "$port" "${s[@]}" -p "$port" -- "${s[@]}" -p "$port" "${c[@]}"
 		ur_clock_spoiled "$name" "$try" || break

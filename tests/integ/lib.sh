@@ -420,8 +420,13 @@ ur_gid_index() {
 # latency row whose minimum is "inf" is the same failure where perftest
 # went on with a clock rate of 0 (every sample divided by it; no finite
 # number of cycles gives an infinite minimum).  If so, says it and moves
-# the outputs aside (NAME.server.out.tryTRY); the caller runs the pair
-# again, a few times at most.
+# the outputs aside (NAME.server.out.tryTRY) and pauses a second, so that
+# the next try's calibration does not fall in the same busy moment; the
+# caller runs the pair again, UR_CLOCK_TRIES times in all at most.  Its
+# calibration times 200 spins of 0.1-2 ms against the TSC and wants a fit
+# of r^2 0.9: a loop of two suites at once (load average 20 on 2 cores)
+# spoiled 3 tries in a row of one pair in 20 runs of integ.dc.
+UR_CLOCK_TRIES=5
 ur_clock_spoiled() {
 	local side
 	grep -q "Can't produce a report" "$(ur_out "$1.server")" "$(ur_out "$1.client")" 2>/dev/null ||
@@ -431,6 +436,7 @@ ur_clock_spoiled() {
 	for side in server client; do
 		mv "$(ur_out "$1.$side")" "$(ur_out "$1.$side").try$2"
 	done
+	sleep 1
 }
 
 # ur_dev_of IPV4 [NAME]: the uroce device (in UR_NS) whose GID table holds

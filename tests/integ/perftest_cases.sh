@@ -46,7 +46,7 @@ pt_ok() {
 	# perftest counts the iterations of all QPs together.
 	[ "$iters" = - ] || iters=$((iters * qps))
 	case $tool in *_lat) kind=lat ;; esac
-	for try in 1 2 3; do
+	for try in $(seq "$UR_CLOCK_TRIES"); do
 		port=$(ur_port)
 		ur_pair "$tag" "$port" "$tool" -d "$sdev" -p "$port" "$@" \
 			-- "$tool" -d "$cdev" -p "$port" "$@" "$addr"

@@ -33,7 +33,7 @@ ROW='^ +[0-9]+ +[0-9]+ +[0-9.]+'      # "#bytes #iterations ..." result row
 pt() {
 	local tag=$1 name=$2 port=$3 ip=$4 try
 	shift 4
-	for try in 1 2 3; do
+	for try in $(seq "$UR_CLOCK_TRIES"); do
 		ur_pair "$tag.$name" "$port" "$@" -p "$port" -- "$@" -p "$port" "$ip"
 		ur_clock_spoiled "$tag.$name" "$try" || break
 		port=$(ur_port)
