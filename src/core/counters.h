@@ -64,7 +64,12 @@
 	X(UR_CNT_TIMER_RESENDS, "timer_resends")				\
 	/* completer: ACKs that arrived while another thread held the QP for	\
 	 * a long copy, left in its inbox (rel/inbox.h) instead of waiting */	\
-	X(UR_CNT_ACKS_INBOX, "acks_inbox")
+	X(UR_CNT_ACKS_INBOX, "acks_inbox")					\
+	/* transports: packets lost between processes of this host, handed	\
+	 * to a process whose socket was full or that had ended, or still	\
+	 * waiting for room when the process exited (counted against the	\
+	 * receiving device where known, else the sending one) */		\
+	X(UR_CNT_HOST_LOST, "host_lost")
 
 UR_ENUM_DECLARE(ur_counter, UR_COUNTER_LIST, UR_CNT_NR, ur_counter_name);
 

@@ -53,9 +53,15 @@ static void on_writable(void *arg)
 
 static void on_dropped(void *arg, enum ur_xport_drop why, const union ibv_gid *dgid)
 {
+	static const enum ur_counter cnt[] = {
+		[UR_XPORT_DROP_ICRC] = UR_CNT_ICRC_ERRORS,
+		[UR_XPORT_DROP_MALFORMED] = UR_CNT_MALFORMED,
+		[UR_XPORT_DROP_HOST_LOST] = UR_CNT_HOST_LOST,
+	};
+
+	(void)arg;
 	if (dgid)
-		ur_device_count_by_gid(dgid, why == UR_XPORT_DROP_ICRC ? UR_CNT_ICRC_ERRORS
-									: UR_CNT_MALFORMED);
+		ur_device_count_by_gid(dgid, cnt[why]);
 }
 
 static void on_injected(void *arg, enum ur_xport_fault what, const union ibv_gid *dgid)

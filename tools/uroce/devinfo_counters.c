@@ -21,6 +21,7 @@ static const char *const known_names[] = {
 	"injected_loss",
 	"injected_reorder", "injected_dup", "injected_corrupt",
 	"mr_shared", "copies_mapped", "copies_kernel", "timer_resends", "acks_inbox",
+	"host_lost",
 };
 
 static void print_one(const char *ibdev_path, int port, const char *name)

@@ -128,8 +128,11 @@ void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t l
 	msg.msg_name = &sun;
 	msg.msg_namelen = ur_udp_fwd_addr(&sun, pid);
 	if (sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT) < 0) {
+		union ibv_gid sgid, dgid;
+
 		/* Full or gone: a lost packet, which RC recovers from. */
-		UR_UDP_COUNT(u, lost, 1);
+		ur_udp_ip_gids(ip, &sgid, &dgid);
+		ur_udp_host_lost(u, &dgid, 1);
 		return;
 	}
 	UR_UDP_COUNT(u, forwarded, 1);

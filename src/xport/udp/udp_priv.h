@@ -237,6 +237,9 @@ bool ur_udp_has_pending(struct ur_udp_sock *s);
 /* Sends what one socket / every socket kept; -EAGAIN while some remain. */
 int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s);
 int ur_udp_flush_pending(struct ur_udp *u);
+/* Frees what s keeps, every packet counted lost (host_lost); returns
+ * how many. */
+uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s);
 /* Which sockets the engine watches for room: those with kept batches and,
  * while somebody waits with nothing kept, our own (writable at once). */
 void ur_udp_update_writable(struct ur_udp *u, bool waiting);
@@ -253,6 +256,12 @@ void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len);
 
 /* A received packet's addresses as GIDs. */
 void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_gid *dgid);
+
+/* n packets lost between processes of this host, counted in the
+ * transport's stats and against the device of gid (UR_XPORT_DROP_HOST_LOST). */
+void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n);
+/* The same for a batch that will not leave: against its sender's device. */
+void ur_udp_batch_lost(struct ur_udp *u, const struct tx_batch *b);
 
 /* Checks a received packet's ICRC and hands it up (counted, or dropped and counted). */
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
@@ -278,6 +287,8 @@ int ur_udp_local_msg(struct ur_xport *x, pid_t pid, const struct iovec *iov, int
 /* ---- udp_tx.c: staging ----------------------------------------------------- */
 int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_tx_pkt *pkt);
 int ur_udp_flush(struct ur_xport *x);
+/* Sends what waits for room, for at most timeout_ms; what still waits
+ * then is dropped, counted (host_lost) and said. */
 void ur_udp_drain(struct ur_xport *x, int timeout_ms);
 void ur_udp_want_writable(struct ur_xport *x, bool waiting);
 int ur_udp_flush_kept(struct ur_xport *x);

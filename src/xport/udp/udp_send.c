@@ -19,7 +19,7 @@ static int send_error(struct ur_udp *u, const struct tx_batch *b, int err)
 	}
 	if (b->d.sock->family == AF_UNIX) {
 		ur_udp_sock_stale(b->d.sock);    /* the process ended: a loss */
-		UR_UDP_COUNT(u, lost, b->nseg);
+		ur_udp_batch_lost(u, b);
 	} else {
 		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
 				    strerror(err));
@@ -171,6 +171,24 @@ int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s)
 	return ret;
 }
 
+uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&s->pending_lock);
+	while (s->pending) {
+		struct tx_batch *b = s->pending;
+
+		__atomic_store_n(&s->pending, b->next, __ATOMIC_RELEASE);
+		n += b->nseg;
+		ur_udp_batch_lost(u, b);
+		free(b);
+	}
+	s->pending_tail = NULL;
+	pthread_mutex_unlock(&s->pending_lock);
+	return n;
+}
+
 int ur_udp_flush_pending(struct ur_udp *u)
 {
 	struct ur_udp_sock *s;
@@ -217,7 +235,7 @@ int ur_udp_park(struct ur_udp *u, const struct tx_batch *st)
 	struct tx_batch *b = malloc(size);
 
 	if (!b) {
-		UR_UDP_COUNT(u, lost, st->nseg);
+		ur_udp_batch_lost(u, st);
 		return -ENOMEM;    /* lost: retransmission recovers it */
 	}
 	memcpy(b, st, size);

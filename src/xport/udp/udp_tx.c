@@ -95,13 +95,14 @@ void ur_udp_drain(struct ur_xport *x, int timeout_ms)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
 	uint64_t end = ur_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	struct ur_udp_sock *s;
+	uint32_t left = 0;
+	int i;
 
 	ur_udp_flush(x);
 	while (ur_udp_flush_pending(u) == -EAGAIN && ur_now_ns() < end) {
 		struct pollfd pfd[2 + UR_UDP_PEERS];
-		struct ur_udp_sock *s;
 		nfds_t n = 0;
-		int i;
 
 		ur_udp_for_each_sock(u, s, i)
 			if (ur_udp_has_pending(s))
@@ -109,6 +110,14 @@ void ur_udp_drain(struct ur_xport *x, int timeout_ms)
 		if (n)
 			poll(pfd, n, 10);
 	}
+	/* What still waits for room will not leave: a loss, counted and said
+	 * (a process that exits while its peers read slowly). */
+	ur_udp_for_each_sock(u, s, i)
+		if (ur_udp_has_pending(s))
+			left += ur_udp_drop_pending(u, s);
+	if (left)
+		ur_warn(NULL, "exiting: %u packet(s) still waiting after %d ms for room in a peer's "
+			"socket were dropped (counted as host_lost)", left, timeout_ms);
 }
 
 int ur_udp_flush_kept(struct ur_xport *x)
