@@ -23,7 +23,9 @@ STORM_ENV=()          # more environment for both sides of a case
 # each side's UDP sockets (queues, drops), its QPs as uroce res qp -d
 # lists them (counters, where requester and responder stand, when each
 # last received and sent), each storm process's threads (state, where
-# they sleep, and a backtrace), and the kernel's UDP counters, into
+# they sleep, and a backtrace), their unix sockets' queues and what their
+# epoll sets watch (a socket waiting for room is armed for EPOLLOUT), and
+# the kernel's UDP counters, into
 # TAG.onfail.PID; storm_case shows it when the case fails.
 storm_onfail_script() {
 	local tag=$1 f side ns
@@ -49,6 +51,13 @@ for s in $sides; do
 		echo "--- $s side: backtraces of pid $p"
 		timeout 20 gdb -p $p -batch -nx -ex "thread apply all bt 12" 2>/dev/null |
 			grep -E '^(Thread|#)'
+		echo "--- $s side: unix sockets of pid $p (Recv-Q: datagrams queued; full at $(cat /proc/sys/net/unix/max_dgram_qlen))"
+		in_$s ss -xamp | grep -A1 "pid=$p,"
+		echo "--- $s side: what the epoll sets of pid $p watch (tfd: the fd; events: 0x1 in, 0x4 out)"
+		for fd in /proc/$p/fd/*; do
+			[ "$(readlink "$fd")" = "anon_inode:[eventpoll]" ] || continue
+			echo "epoll fd ${fd##*/}:"; grep '^tfd' /proc/$p/fdinfo/${fd##*/}
+		done
 	done
 	rm -f /tmp/onfail.$$.$s
 done
