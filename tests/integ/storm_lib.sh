@@ -52,7 +52,7 @@ for s in $sides; do
 		timeout 20 gdb -p $p -batch -nx -ex "thread apply all bt 12" 2>/dev/null |
 			grep -E '^(Thread|#)'
 		echo "--- $s side: unix sockets of pid $p (Recv-Q: datagrams queued; full at $(cat /proc/sys/net/unix/max_dgram_qlen))"
-		in_$s ss -xamp | grep -A1 "pid=$p,"
+		in_$s ss -xamp | grep "pid=$p,"
 		echo "--- $s side: what the epoll sets of pid $p watch (tfd: the fd; events: 0x1 in, 0x4 out)"
 		for fd in /proc/$p/fd/*; do
 			[ "$(readlink "$fd")" = "anon_inode:[eventpoll]" ] || continue
