@@ -87,16 +87,24 @@ if ! ur_is_tsan; then
 	done
 
 	# Two DCT servers (as in the notes: two processes, one port each), both
-	# served at once.
-	p1=$(ur_port); p2=$(ur_port)
-	ur_start two.s1 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1"
-	ur_start two.s2 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2"
-	ur_wait_listen "$p1" "$(ur_prog_pid two.s1)" || ur_fail "two.s1 listens on $p1"
-	ur_wait_listen "$p2" "$(ur_prog_pid two.s2)" || ur_fail "two.s2 listens on $p2"
-	ur_start two.c1 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1" 127.0.0.1
-	ur_start two.c2 ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2" 127.0.0.1
-	for t in two.c1 two.c2 two.s1 two.s2; do
-		ur_wait "$t"
+	# served at once; made again when perftest could not time itself.
+	for try in $(seq "$UR_CLOCK_TRIES"); do
+		p1=$(ur_port); p2=$(ur_port)
+		ur_start two1.server ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1"
+		ur_start two2.server ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2"
+		ur_wait_listen "$p1" "$(ur_prog_pid two1.server)" || ur_fail "two1.server listens on $p1"
+		ur_wait_listen "$p2" "$(ur_prog_pid two2.server)" || ur_fail "two2.server listens on $p2"
+		ur_start two1.client ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p1" 127.0.0.1
+		ur_start two2.client ib_write_bw -d uroce0 -x "$g" -c DC --qp=2 -n 2000 -s 65536 -p "$p2" 127.0.0.1
+		for t in two1.client two2.client two1.server two2.server; do
+			ur_wait "$t"
+		done
+		spoiled=0
+		ur_clock_spoiled two1 "$try" && spoiled=1
+		ur_clock_spoiled two2 "$try" && spoiled=1
+		[ $spoiled = 1 ] || break
+	done
+	for t in two1.client two2.client two1.server two2.server; do
 		ur_expect_rc "$t" 0 "$t: ib_write_bw -c DC exits 0 with another DCT server beside it"
 		ur_expect_grep "$t" '^ *65536 +4000 ' "$t: a result row for 2 QPs x 2000 WRITEs of 64 KiB"
 	done
