@@ -4,9 +4,9 @@
 #  - an ibv_rc_pingpong pair (events, so the waiter too) and an
 #    ibv_srq_pingpong pair run with the recorder preloaded; the pairs of
 #    locks they take one under another all follow docs/design.md's table;
-#  - the same record against a copy of the table with the QP table's row
-#    moved below the QP's fails, naming that pair as out of order;
-#  - and against a copy without the QP table's row, naming its lock
+#  - the same record against a copy of the table with a QP's row moved
+#    below the CQ spinlock's fails, naming that pair as out of order;
+#  - and against a copy without the CQ spinlock's row, naming its lock
 #    as in no row.
 # scripts/test runs the whole suite with the recorder and checks it so.
 . "$(dirname "$0")/lib.sh"
@@ -40,22 +40,24 @@ ur_expect_eq "the recorded pairs follow docs/design.md's table ($(tail -n1 "$UR_
 	0 "$rc"
 [ "$rc" = 0 ] || ur_show check
 
-# The QP table's row moved below the QP's: a QP table lock under a QP's.
-awk '/^\| the QP table \|/ { held = $0; next }
+# A QP's row moved below the CQ spinlock's: a QP's lock under a CQ's (the
+# pingpongs complete work requests with the QP locked).  (It was the QP
+# table's row until a received packet stopped taking the table's lock.)
+awk '/^\| a QP \|/ { held = $0; next }
      { print }
-     /^\| a QP \|/ && held { print held; held = "" }' "$design" > "$UR_TMP/swapped.md"
+     /^\| a CQ \(spinlock\) \|/ && held { print held; held = "" }' "$design" > "$UR_TMP/swapped.md"
 python3 "$check" "$UR_SRC" "$UROCE_LOCKORDER_DIR" --design "$UR_TMP/swapped.md" \
 	> "$UR_TMP/swapped.out" 2>&1
 rc=$?
 ur_expect_eq "rows swapped: the check fails" 1 "$rc"
-ur_expect_grep swapped '^FAIL: out of order: the QP table .* -> a QP ' \
-	"rows swapped: the QP table's lock under a QP's named"
+ur_expect_grep swapped '^FAIL: out of order: a QP .* -> a CQ \(spinlock\) ' \
+	"rows swapped: a QP's lock under a CQ's named"
 
-grep -v '^| the QP table |' "$design" > "$UR_TMP/dropped.md"
+grep -v '^| a CQ (spinlock) |' "$design" > "$UR_TMP/dropped.md"
 python3 "$check" "$UR_SRC" "$UROCE_LOCKORDER_DIR" --design "$UR_TMP/dropped.md" \
 	> "$UR_TMP/dropped.out" 2>&1
 rc=$?
 ur_expect_eq "a row dropped: the check fails" 1 "$rc"
-ur_expect_grep dropped '^FAIL: lock `s->qps_lock` taken at src/rel/.* is in no row' \
+ur_expect_grep dropped '^FAIL: lock `cq->lock` taken at src/.* is in no row' \
 	"a row dropped: its lock named"
 ur_done
