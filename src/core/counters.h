@@ -66,9 +66,10 @@
 	 * a long copy, left in its inbox (rel/inbox.h) instead of waiting */	\
 	X(UR_CNT_ACKS_INBOX, "acks_inbox")					\
 	/* transports: packets lost between processes of this host, handed	\
-	 * to a process whose socket was full or that had ended, or still	\
-	 * waiting for room when the process exited (counted against the	\
-	 * receiving device where known, else the sending one) */		\
+	 * on by the router to a process whose socket was full or that had	\
+	 * ended, or still waiting for room when the process exited		\
+	 * (counted against the receiving device where known, else the	\
+	 * sending one) */							\
 	X(UR_CNT_HOST_LOST, "host_lost")
 
 UR_ENUM_DECLARE(ur_counter, UR_COUNTER_LIST, UR_CNT_NR, ur_counter_name);

@@ -81,7 +81,7 @@ struct ur_rx_meta {
 enum ur_xport_drop {
 	UR_XPORT_DROP_ICRC,             /* the ICRC did not match */
 	UR_XPORT_DROP_MALFORMED,        /* truncated, or not this transport's framing */
-	/* lost between processes of the host: handed to a process whose
+	/* lost between processes of the host: handed on to a process whose
 	 * socket was full or gone, or still waiting for room at exit */
 	UR_XPORT_DROP_HOST_LOST,
 	UR_XPORT_DROP_NR

@@ -18,8 +18,11 @@ static int send_error(struct ur_udp *u, const struct tx_batch *b, int err)
 		return -EAGAIN;
 	}
 	if (b->d.sock->family == AF_UNIX) {
-		ur_udp_sock_stale(b->d.sock);    /* the process ended: a loss */
-		ur_udp_batch_lost(u, b);
+		/* The process ended: a loss, counted in the transport only (a
+		 * device's counter takes the device list's lock, which may not
+		 * be taken under the QP's held here). */
+		ur_udp_sock_stale(b->d.sock);
+		UR_UDP_COUNT(u, lost, b->nseg);
 	} else {
 		ur_warn_ratelimited(NULL, "UDP send of %u packet(s) failed: %s", b->nseg,
 				    strerror(err));
@@ -173,19 +176,24 @@ int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s)
 
 uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s)
 {
+	struct tx_batch *b;
 	uint32_t n = 0;
 
+	/* Taken off under the lock, counted after it: a device's counter
+	 * takes the device list's lock, which comes before this one. */
 	pthread_mutex_lock(&s->pending_lock);
-	while (s->pending) {
-		struct tx_batch *b = s->pending;
+	b = s->pending;
+	__atomic_store_n(&s->pending, NULL, __ATOMIC_RELEASE);
+	s->pending_tail = NULL;
+	pthread_mutex_unlock(&s->pending_lock);
+	while (b) {
+		struct tx_batch *next = b->next;
 
-		__atomic_store_n(&s->pending, b->next, __ATOMIC_RELEASE);
 		n += b->nseg;
 		ur_udp_batch_lost(u, b);
 		free(b);
+		b = next;
 	}
-	s->pending_tail = NULL;
-	pthread_mutex_unlock(&s->pending_lock);
 	return n;
 }
 
@@ -235,7 +243,7 @@ int ur_udp_park(struct ur_udp *u, const struct tx_batch *st)
 	struct tx_batch *b = malloc(size);
 
 	if (!b) {
-		ur_udp_batch_lost(u, st);
+		UR_UDP_COUNT(u, lost, st->nseg);
 		return -ENOMEM;    /* lost: retransmission recovers it */
 	}
 	memcpy(b, st, size);
