@@ -25,6 +25,7 @@ for p in ibv_rc_pingpong ibv_ud_pingpong ib_write_bw ib_read_bw ib_atomic_bw std
 	command -v "$p" >/dev/null || ur_skip "$p missing"
 done
 UR_TIMEOUT=120
+UR_KILL_AFTER=30
 UROCE=$UR_BUILD/bin/uroce
 CHECK=$UR_SRC/tests/integ/capture_check.py
 
@@ -45,11 +46,16 @@ cap_start() {
 }
 
 # cap_stop NAME: SIGTERM (timeout(1) passes it on); it must exit 0 and
-# report its count.  Awaited whole: a loaded machine may take its time.
+# report its count.  Awaited whole: a loaded machine may take its time (an
+# ASan build's exit, its leak check included, once took over 5 s, which
+# timeout(1)'s KILL cut short: UR_KILL_AFTER gives it 30 s).
 cap_stop() {
+	local t0
+	t0=$(date +%s%N)
 	kill -TERM "${UR_PID[cap.$1]}"
 	ur_wait "cap.$1"
-	ur_expect_rc "cap.$1" 0 "capture $1 stops cleanly on SIGTERM"
+	ur_expect_rc "cap.$1" 0 "capture $1 stops cleanly on SIGTERM" &&
+		echo "    (ended $(( ($(date +%s%N) - t0) / 1000000 )) ms after SIGTERM)"
 	ur_expect_grep "cap.$1" 'packets written' "capture $1 reports"
 }
 

@@ -255,14 +255,15 @@ ur_cmd() {
 }
 
 # ur_start NAME PROG ARGS...: starts PROG in the background under timeout(1),
-# which ends it (TERM, then KILL 5 s later) after UR_TIMEOUT seconds.
+# which ends it (TERM, then KILL UR_KILL_AFTER seconds later, 5 unless set)
+# after UR_TIMEOUT seconds, or when it is sent TERM itself.
 ur_start() {
 	local name=$1
 	shift
 	[ -z "${UR_PID[$name]:-}" ] || { ur_fail "harness: $name started twice"; return 1; }
 	ur_cmd "$@"
 	printf '%s\n' "${UR_NS:+[netns $UR_NS] }${UR_ENV[*]:+${UR_ENV[*]} }$*" > "$UR_TMP/$name.cmd"
-	timeout -k 5 "$UR_TIMEOUT" "${UR_CMD[@]}" > "$UR_TMP/$name.out" 2>&1 < /dev/null &
+	timeout -k "${UR_KILL_AFTER:-5}" "$UR_TIMEOUT" "${UR_CMD[@]}" > "$UR_TMP/$name.out" 2>&1 < /dev/null &
 	UR_PID[$name]=$!
 	UR_T0[$name]=$(date +%s.%N)
 	unset "UR_RC[$name]"

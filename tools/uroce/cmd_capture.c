@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -34,6 +35,7 @@
 #define MAX_ADDRS 64
 #define RCVBUF (8 << 20)
 #define DRAIN_MS 200
+#define DRAIN_MAX_MS 2000
 
 static const char capture_help[] =
 	"usage: uroce capture -w FILE [-c COUNT] [-C MB [-W N]] [-i DEV] [--qp N]... [--pid N]...\n"
@@ -392,6 +394,14 @@ static void read_conn(struct cap_run *c, int fd)
 	}
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* One round of events: false when nothing came within ms. */
 static bool poll_once(struct cap_run *c, int ms)
 {
@@ -436,11 +446,14 @@ static int run(struct cap_opts *o, struct ur_cap_shared *sw)
 			"network namespace to %s\n", o->out.path);
 	while (!stop)
 		poll_once(&c, 1000);
-	/* Off, then what is still on its way, until the connections are quiet. */
+	/* Off, then what is still on its way, until the connections are quiet
+	 * (or DRAIN_MAX_MS have passed: a process still sending must not hold
+	 * the exit).  With -c met there is nothing more to write. */
 	__atomic_store_n(&sw->on, 0, __ATOMIC_RELEASE);
-	stop = 0;
-	while (!stop && poll_once(&c, DRAIN_MS))
-		;
+	stop = o->count && c.written >= o->count;
+	for (uint64_t end = now_ms() + DRAIN_MAX_MS; !stop && now_ms() < end;)
+		if (!poll_once(&c, DRAIN_MS))
+			break;
 	ret = cap_out_close(&o->out) || c.err ? UR_EXIT_FAIL : UR_EXIT_OK;
 	if (!o->quiet || ret)
 		fprintf(stderr, "uroce capture: %llu packets written, %llu filtered out, "
