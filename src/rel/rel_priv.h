@@ -53,6 +53,9 @@
  * is running, so what waits gets read; bounded only so that a flood that
  * never lets its queue empty cannot hide a dead peer for ever. */
 #define UR_MAX_SELF_WAIT 256u
+/* How often a QP stopped by a full transport, with nothing in flight (no
+ * deadline of its own), makes sure it is still on the waiting list. */
+#define UR_BLOCKED_CHECK_NS (100u * 1000 * 1000)
 
 /* The low five bits of a BTH opcode; OR in the transport (UR_OP_TYPE_*). */
 enum ur_op_low {

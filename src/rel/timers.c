@@ -37,6 +37,12 @@ void ur_timers_update(struct ur_qp *qp)
 
 	if (!e)
 		return;
+	/* Stopped by a full transport with nothing in flight, it has no
+	 * deadline: a check of its own while it waits, so that a lost place
+	 * on the stack's waiting list (or a lost wake-up) costs a wait, never
+	 * the QP (ur_progress_timer puts it back). */
+	if (!d && qp->req.blocked)
+		d = ur_now_ns() + UR_BLOCKED_CHECK_NS;
 	/* A deadline that moves later, or goes, leaves the timer as it is:
 	 * firing early runs the completer, which finds nothing due and arms
 	 * the timer anew.  Moving it (and waking the sleeping engine thread
@@ -165,6 +171,7 @@ void ur_timers_waiting(struct ur_qp *qp)
 {
 	if (!qp->req.blocked_ns)
 		qp->req.blocked_ns = ur_now_ns();
+	ur_timers_update(qp);
 }
 
 void ur_timers_retry(struct ur_qp *qp)

@@ -93,6 +93,38 @@ T_PAIR_TEST(test_blocked_off_the_list, 4096, 4096, IBV_ACCESS_LOCAL_WRITE, .mtu 
 	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 2560);
 }
 
+/* The same with nothing in flight (its first packet found the transport
+ * full): no deadline runs, so a timer of its own checks on it while it
+ * waits. */
+T_PAIR_TEST(test_blocked_first_packet_off_the_list, 4096, 4096, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256)
+{
+	struct ur_stack *s = t_stack();
+	struct ibv_wc wc;
+
+	UT_EQ(t_post_recv_mem(&p->b, 1, 0, 2560), 0);
+	net.eagain_after = 0;
+	UT_EQ(t_post_send_mem(&p->a, 3, IBV_WR_SEND, 0, 2560, IBV_SEND_SIGNALED), 0);
+	UT_CHECK(p->a.qp->req.blocked);
+	UT_EQ(t_count(), 0);
+	UT_EQ(p->a.qp->comp.retrans_deadline, 0);
+	pthread_mutex_lock(&s->waiting_lock);
+	ur_list_del(&p->a.qp->wait_link);
+	pthread_mutex_unlock(&s->waiting_lock);
+	t_writable();
+	UT_CHECK(p->a.qp->req.blocked);
+	for (int i = 0; i < 100 && !t_waiting(p->a.qp); i++)
+		t_advance(50 * 1000 * 1000);
+	UT_CHECK(t_waiting(p->a.qp));
+	t_writable();
+	UT_CHECK(!p->a.qp->req.blocked);
+	expect_psn_run(p->a.qp->comp.psn, 10);
+	t_run();
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_ok(p->a.scq, &wc, 3, 1);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 2560);
+}
+
 /* Every possible stopping point of a 3-message stream (SEND, WRITE,
  * READ) gives the same packets as an uninterrupted run. */
 static void test_eagain_every_point(void)

@@ -159,6 +159,7 @@ static const struct ut_case rel_tests[] = {
 
 	UT_CASE(test_eagain_mid_message),
 	UT_CASE(test_blocked_off_the_list),
+	UT_CASE(test_blocked_first_packet_off_the_list),
 	UT_CASE(test_eagain_every_point),
 	UT_CASE(test_eagain_responder),
 	UT_CASE(test_eagain_nak_survives_error),
