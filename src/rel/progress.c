@@ -11,6 +11,7 @@
 #include "rel/tx.h"
 #include "util/clock.h"
 #include "util/lock.h"
+#include "util/log.h"
 
 /* Whether qp is on the stack's list of QPs a full transport stopped. */
 static bool waits_for_room(struct ur_stack *s, struct ur_qp *qp)
@@ -28,14 +29,22 @@ void ur_progress_timer(struct ur_timer *t)
 	 * What was kept leaves first if there is room now, and the waiting
 	 * QPs get the turns the wake-up would have given them, so a late or
 	 * lost wake-up costs a wait, never a counted retry. */
-	if (waits_for_room(s, qp) && !ur_xports_flush_kept(&s->xports))
+	bool listed = waits_for_room(s, qp);
+
+	if (listed && !ur_xports_flush_kept(&s->xports))
 		ur_progress_resume(s);
 	pthread_mutex_lock(&qp->lock);
 	if (!qp->dying) {
 		/* Blocked, it sends nothing until its turn: make sure a turn
-		 * comes (on the list, the transport asked for room). */
-		if (qp->req.blocked)
+		 * comes (on the list, the transport asked for room).  Found
+		 * off the list it would have waited for ever: said, to find
+		 * how (a drain may also have just taken it, a false alarm). */
+		if (qp->req.blocked) {
+			if (!listed && !waits_for_room(s, qp))
+				ur_info(ur_qp_dev(qp), "QP 0x%06x: stopped by a full transport, "
+					"off the waiting list; put back", ur_qp_num(qp));
 			ur_tx_blocked(qp);
+		}
 		ur_kick(qp, UR_RUN_COMP);
 		ur_qp_run(qp);
 		ur_timers_update(qp);
