@@ -200,9 +200,12 @@ static unsigned dump_mrs(struct ur_context *ctx, FILE *f)
 		if (!e || e->kind != UR_KEY_MR || t->slot[i].index != e->index)
 			continue;       /* empty, a window, or an index reserved for a bind */
 		mr = container_of(e, struct ur_mr, ke);
+		/* The keys as the table holds them (written under its lock): a
+		 * registration copies them into the ibv_mr only after the
+		 * table has let go, so those may not be set yet. */
 		fprintf(f, "mr ifname=%s mrn=%u +rkey=0x%x +lkey=0x%x +iova=0x%" PRIx64
-			" mrlen=%" PRIu64, ctx->dev->ibdev.name, mr->ibmr.handle, mr->ibmr.rkey,
-			mr->ibmr.lkey, mr->iova, mr->length);
+			" mrlen=%" PRIu64, ctx->dev->ibdev.name, e->index, e->key, e->key,
+			mr->iova, mr->length);
 		if (mr->pd)
 			fprintf(f, " pdn=%u", mr->pd->ibpd.handle);
 		access_names(mr->access, f);

@@ -1,6 +1,7 @@
 /* Unit tests of the QP state machine: the transition table (qp_state.c)
  * and ur_qp_modify() on real QPs (qp_modify.c); XRC domains and SRQs; in
- * a private network namespace with the engine's thread stubbed out. */
+ * a private network namespace with the engine's thread stubbed out; the
+ * resource dump beside registrations. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 
@@ -22,6 +23,7 @@
 #include "qp_state_tests.c"
 #include "qp_modify_tests.c"
 #include "objects_tests.c"
+#include "res_tests.c"
 
 int main(void)
 {
@@ -38,5 +40,6 @@ int main(void)
 	UT_RUN(test_qp_create_limits);
 	UT_RUN(test_xrcd_open_close);
 	UT_RUN(test_srq_limits);
+	UT_RUN(test_res_dump_beside_reg);
 	return UT_DONE();
 }
