@@ -313,12 +313,13 @@ ur_wait() {
 	return "$rc"
 }
 
-# ur_stop NAME: ends a program still running (TERM, then KILL) and reaps it.
+# ur_stop NAME: ends a program still running (TERM, then KILL UR_KILL_AFTER
+# seconds later) and reaps it.
 ur_stop() {
 	local pid=${UR_PID[$1]:-}
 	[ -n "$pid" ] || return 0
 	kill -TERM "$pid" 2>/dev/null    # timeout(1) passes it on
-	for _ in $(seq 25); do
+	for _ in $(seq $(( ${UR_KILL_AFTER:-5} * 5 ))); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.2
 	done

@@ -40,6 +40,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -176,7 +177,13 @@ static void case_refused(struct vt_dev *d)
 	(void)d;
 	VT_EXPECT_ERRNO(rconnect(c, (struct sockaddr *)&a, sizeof(a)), ECONNREFUSED,
 		  "blocking rconnect with nobody listening");
-	vt_check(vt_now() - t0 < 5, "refused within 5 s (%.2f s)", vt_now() - t0);
+	/* No time bound: ECONNREFUSED itself says a REJ ended it (the CM's
+	 * own timeout would be ETIMEDOUT).  Nominally about 1.5 s (the CM
+	 * asks again that long in case the listener is late, cm.h), one
+	 * response timeout more if a REJ is lost; a host loaded 20-fold once
+	 * took over 5 s. */
+	printf("note: refused: after %.2f s\n", vt_now() - t0);
+	fflush(stdout);
 	rclose(c);
 
 	c = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -184,7 +191,7 @@ static void case_refused(struct vt_dev *d)
 	p.fd = c;
 	p.events = POLLOUT;
 	p.revents = 0;
-	n = rpoll(&p, 1, 5000);
+	n = rpoll(&p, 1, 60000);   /* the same wait; bounded only to end a hang */
 	vt_check(n == 1 && (p.revents & POLLOUT) && (p.revents & POLLERR),
 		 "rpoll: POLLOUT|POLLERR (%d, revents 0x%x)", n, p.revents);
 	rgetsockopt(c, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -367,7 +374,7 @@ static void case_eagain(struct vt_dev *d)
 			break;
 		got += (size_t)n;
 	}
-	n = rpoll(&p, 1, 5000);
+	n = rpoll(&p, 1, 60000);   /* the same wait; bounded only to end a hang */
 	vt_check(n == 1 && (p.revents & POLLOUT), "POLLOUT once the peer read it all (%zd, 0x%x)",
 		 n, p.revents);
 	rclose(c);
