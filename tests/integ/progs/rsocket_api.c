@@ -374,7 +374,7 @@ static void case_eagain(struct vt_dev *d)
 			break;
 		got += (size_t)n;
 	}
-	n = rpoll(&p, 1, 60000);   /* the same wait; bounded only to end a hang */
+	n = rpoll(&p, 1, 5000);
 	vt_check(n == 1 && (p.revents & POLLOUT), "POLLOUT once the peer read it all (%zd, 0x%x)",
 		 n, p.revents);
 	rclose(c);

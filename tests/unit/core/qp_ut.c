@@ -1,6 +1,6 @@
 /* Unit tests of the QP state machine: the transition table (qp_state.c)
  * and ur_qp_modify() on real QPs (qp_modify.c); XRC domains and SRQs; in
- * a private network namespace with the engine's thread stubbed out; the
+ * a private network namespace on a stack whose reactor has no thread; the
  * resource dump beside registrations. */
 #include <arpa/inet.h>
 #include <fcntl.h>
