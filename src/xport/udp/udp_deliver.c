@@ -20,22 +20,28 @@ void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_
 	}
 }
 
-void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n)
+void ur_udp_lost_on_device(struct ur_udp *u, const union ibv_gid *gid, uint32_t n)
 {
-	UR_UDP_COUNT(u, lost, n);
 	for (uint32_t i = 0; i < n; i++)
 		u->hooks.dropped(u->hooks.arg, UR_XPORT_DROP_HOST_LOST, gid);
 }
 
+void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n)
+{
+	UR_UDP_COUNT(u, lost, n);
+	ur_udp_lost_on_device(u, gid, n);
+}
+
 void ur_udp_batch_lost(struct ur_udp *u, const struct tx_batch *b)
 {
-	union ibv_gid src;
+	union ibv_gid gid;
 
+	/* Ours: the sender's device; handed on: the receiver's. */
 	if (b->d.family == AF_INET)
-		ur_gid_from_v4(&src, b->d.src.v4);
+		ur_gid_from_v4(&gid, b->handed_on ? b->d.dst.v4.sin_addr : b->d.src.v4);
 	else
-		memcpy(src.raw, &b->d.src.v6, 16);
-	ur_udp_host_lost(u, &src, b->nseg);
+		memcpy(gid.raw, b->handed_on ? &b->d.dst.v6.sin6_addr : &b->d.src.v6, 16);
+	ur_udp_host_lost(u, &gid, b->nseg);
 }
 
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,

@@ -116,7 +116,7 @@ int ur_udp_fwd_hdr_check(const struct ur_fwd_hdr *h, struct ur_roce_ip *ip)
 	return 0;
 }
 
-void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
+int ur_udp_forward_one(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
 		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
 	struct ur_fwd_hdr h;
@@ -127,13 +127,5 @@ void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t l
 	ur_udp_fwd_hdr_packets(&h, ip, tclass, hop, 0);
 	msg.msg_name = &sun;
 	msg.msg_namelen = ur_udp_fwd_addr(&sun, pid);
-	if (sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT) < 0) {
-		union ibv_gid sgid, dgid;
-
-		/* Full or gone: a lost packet, which RC recovers from. */
-		ur_udp_ip_gids(ip, &sgid, &dgid);
-		ur_udp_host_lost(u, &dgid, 1);
-		return;
-	}
-	UR_UDP_COUNT(u, forwarded, 1);
+	return sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT) < 0 ? -errno : 0;
 }

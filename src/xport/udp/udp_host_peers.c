@@ -78,7 +78,7 @@ static struct ur_udp_peer *peer_new(struct ur_udp *u, pid_t pid, int *why)
 	free_p->sock.fd = fd;
 	*why = peer_connect(&free_p->sock, pid);
 	if (!*why)
-		*why = ur_engine_watch(u->engine, fd, 0, UR_WATCH_INLINE, ur_udp_on_sock_event,
+		*why = ur_engine_watch(u->engine, fd, 0, UR_WATCH_INLINE, ur_udp_on_room,
 				       &free_p->sock);
 	if (*why) {
 		close(fd);

@@ -1,9 +1,10 @@
 /* Internals shared by the UDP transport's files.  They call each other one
  * way, from the top: udp_open.c (the ops, opening) -> udp_host_port.c (port 4791)
- * -> udp_tx.c (staging) -> udp_host_peers.c (this host's processes) ->
- * udp_rx.c (receive) -> udp_send.c (a batch onto a socket, parking) ->
- * udp_fwd.c (the unix socket's framing) -> udp_sock.c (sockets); beside
- * them udp_route.c (resolve) and udp_mcast.c (groups). */
+ * -> udp_tx.c (staging) -> udp_rx.c (receive) -> udp_handon.c (the router
+ * handing packets on) -> udp_host_peers.c (this host's processes) ->
+ * udp_send.c (a batch onto a socket, parking) -> udp_fwd.c (the unix
+ * socket's framing) -> udp_sock.c (sockets); beside them udp_route.c
+ * (resolve) and udp_mcast.c (groups). */
 #ifndef UROCE_XPORT_UDP_UDP_PRIV_H
 #define UROCE_XPORT_UDP_UDP_PRIV_H
 
@@ -37,6 +38,12 @@
 #define UR_LOCAL_MSG_IOV 4          /* pieces of one local message */
 #define UR_GSO_MAX_SEGS 64
 #define UR_GSO_MAX_BYTES 65000      /* a UDP datagram's payload limit, with room */
+/* Packets the router keeps for one process whose socket is full.  What
+ * arrives from the network has no flow control back to its sender: past
+ * this a process that does not read loses packets (RC resends them)
+ * rather than the router's memory growing without end.  4 MiB of 4 KiB
+ * MTU packets, a few messages per QP of a busy host. */
+#define UR_HANDON_KEEP_PKTS 1024
 
 /* A UDP path, in struct ur_path's private room. */
 struct ur_udp_path {
@@ -82,6 +89,7 @@ struct ur_udp_sock {
 	/* Batches the socket had no room for, oldest first (udp_send.c). */
 	pthread_mutex_t pending_lock;
 	struct tx_batch *pending, *pending_tail;
+	uint32_t pending_pkts;         /* in them, under pending_lock */
 };
 
 /* Where a batch goes: everything but the payload a packet's send needs. */
@@ -107,6 +115,11 @@ struct tx_batch {
 	uint32_t nseg;
 	uint32_t len;
 	bool closed;                  /* a short last segment is in */
+	/* Packets the router hands on (udp_handon.c): already recorded
+	 * arriving, with the sender's addresses (d.src, d.sport), class and
+	 * hop limit, which the header carries to the receiver. */
+	bool handed_on;
+	uint8_t tclass, hop_limit;
 	struct tx_batch *next;        /* on the pending list */
 	uint8_t buf[UR_GSO_MAX_BYTES + UR_UDP_BUF];
 };
@@ -141,6 +154,7 @@ struct ur_rx_batch {
 	struct sockaddr_storage from[UR_UDP_BATCH];
 	uint8_t ctrl[UR_UDP_BATCH][128];
 	uint8_t buf[UR_UDP_BATCH][UR_UDP_BUF + sizeof(struct ur_fwd_hdr)];
+	struct tx_batch handon;        /* packets for another process (udp_handon.c) */
 };
 
 /* One receive context of the reactor (engine.h): its share of port 4791
@@ -224,14 +238,18 @@ void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, u
 void ur_udp_fwd_hdr_msg(struct ur_fwd_hdr *h);
 /* Checks a received header: 0, or -EINVAL (not ours, wrong version). */
 int ur_udp_fwd_hdr_check(const struct ur_fwd_hdr *h, struct ur_roce_ip *ip);
-/* Hands a packet that arrived on port 4791 to process pid. */
-void ur_udp_forward_to(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
+/* Sends one packet that arrived on port 4791 to process pid's socket, as
+ * one datagram, unconnected: lost if its queue is full (the way of last
+ * resort, udp_handon.c). */
+int ur_udp_forward_one(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t len,
 		       const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
 
 /* ---- udp_send.c: batches onto sockets ------------------------------------ */
 /* One batch, now: 0, -EAGAIN (no room), or another -errno (a loss). */
 int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b);
-/* Keeps a batch the socket had no room for, after those already kept. */
+/* Keeps a batch the socket had no room for, after those already kept:
+ * -EAGAIN.  A handed-on batch past UR_HANDON_KEEP_PKTS kept is not:
+ * -ENOBUFS, the caller counts the loss. */
 int ur_udp_park(struct ur_udp *u, const struct tx_batch *b);
 bool ur_udp_has_pending(struct ur_udp_sock *s);
 /* Sends what one socket / every socket kept; -EAGAIN while some remain. */
@@ -240,9 +258,24 @@ int ur_udp_flush_pending(struct ur_udp *u);
 /* Frees what s keeps, every packet counted lost (host_lost); returns
  * how many. */
 uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s);
+/* The engine's callback for a socket we only send on (arg: its struct
+ * ur_udp_sock), and the sending half of every other's: when it has room
+ * (EPOLLOUT) or failed, what every socket kept goes, and the hooks hear
+ * that the transport may take more. */
+void ur_udp_on_room(void *arg, uint32_t events);
 /* Which sockets the engine watches for room: those with kept batches and,
  * while somebody waits with nothing kept, our own (writable at once). */
 void ur_udp_update_writable(struct ur_udp *u, bool waiting);
+
+/* ---- udp_handon.c: the router handing packets on ----------------------------- */
+/* A packet that arrived on port 4791 (rx's) for process pid: staged with
+ * those before it for the same process and flow, to leave as one batch on
+ * the connected socket to that process, which pushes back. */
+void ur_udp_hand_on(struct ur_udp *u, struct ur_udp_rx *rx, pid_t pid, const uint8_t *pkt,
+		    size_t len, const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop);
+/* What rx staged, now: sent, or kept for a full socket (bounded), or
+ * counted lost.  At the end of every receive round. */
+void ur_udp_hand_on_flush(struct ur_udp *u, struct ur_udp_rx *rx);
 
 /* ---- udp_rx.c: receive ---------------------------------------------------- */
 /* Any UDP socket of ours (own, port 4791, local peers' for EPOLLOUT). */
@@ -260,8 +293,11 @@ void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_
 /* n packets lost between processes of this host, counted in the
  * transport's stats and against the device of gid (UR_XPORT_DROP_HOST_LOST). */
 void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n);
-/* The same for a batch that will not leave: against its sender's device. */
+/* The same for a batch that will not leave: against its sender's device
+ * (a handed-on batch: its receiver's). */
 void ur_udp_batch_lost(struct ur_udp *u, const struct tx_batch *b);
+/* Against the device of gid only: the transport counted them already. */
+void ur_udp_lost_on_device(struct ur_udp *u, const union ibv_gid *gid, uint32_t n);
 
 /* Checks a received packet's ICRC and hands it up (counted, or dropped and counted). */
 void ur_udp_deliver(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,

@@ -97,8 +97,8 @@ static void foreign(struct ur_udp *u)
 
 /* A multicast datagram on port 4791: every member process of the host
  * gets it, this one directly (context 0). */
-static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const struct ur_roce_ip *ip,
-		    uint8_t tclass, uint8_t hop)
+static void fan_out(struct ur_udp *u, struct ur_udp_rx *rx, const uint8_t *pkt, size_t len,
+		    const struct ur_roce_ip *ip, uint8_t tclass, uint8_t hop)
 {
 	struct ur_reg_owner members[64];
 	union ibv_gid dgid;
@@ -111,9 +111,9 @@ static void fan_out(struct ur_udp *u, const uint8_t *pkt, size_t len, const stru
 	n = ur_registry_mcast_members(u->reg, &dgid, members, (int)UR_ARRAY_SIZE(members));
 	for (int i = 0; i < n; i++) {
 		if (members[i].self)
-			deliver(u, u->rx[0], pkt, len, ip, tclass, hop);
+			deliver(u, rx, pkt, len, ip, tclass, hop);
 		else
-			ur_udp_forward_to(u, members[i].pid, pkt, len, ip, tclass, hop);
+			ur_udp_hand_on(u, rx, members[i].pid, pkt, len, ip, tclass, hop);
 	}
 }
 
@@ -179,20 +179,20 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		 * one that came another way, in a GRO batch, goes there too). */
 		if (rx->index && (qpn == UR_MCAST_QPN || qpn == UR_GSI_QPN)) {
 			tap(buf, len, ip, tclass, hop, 0);   /* our unix socket's are not */
-			ur_udp_forward_to(u, getpid(), buf, len, ip, tclass, hop);
+			ur_udp_hand_on(u, rx, getpid(), buf, len, ip, tclass, hop);
 			return;
 		}
 		if (qpn == UR_MCAST_QPN) {
 			if (ur_capture_on() && !looped_back(ip))
 				tap(buf, len, ip, tclass, hop, 0);
-			fan_out(u, buf, len, ip, tclass, hop);
+			fan_out(u, rx, buf, len, ip, tclass, hop);
 			return;
 		}
 		/* QP1 is the host's: a CM MAD goes to the process it is for. */
 		if (qpn == UR_GSI_QPN) {
 			if (ur_host_cm_owner(u->reg, buf, len, &o) == 0 && !o.self) {
 				tap(buf, len, ip, tclass, hop, o.pid);
-				ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
+				ur_udp_hand_on(u, rx, o.pid, buf, len, ip, tclass, hop);
 			} else {
 				tap(buf, len, ip, tclass, hop, 0);
 				deliver(u, rx, buf, len, ip, tclass, hop);
@@ -202,7 +202,7 @@ static void handle_packet(struct ur_udp_sock *s, const uint8_t *buf, size_t len,
 		/* Another process's QP: hand it over. */
 		if (ur_registry_lookup(u->reg, qpn, &o) == 0 && !o.self) {
 			tap(buf, len, ip, tclass, hop, o.pid);
-			ur_udp_forward_to(u, o.pid, buf, len, ip, tclass, hop);
+			ur_udp_hand_on(u, rx, o.pid, buf, len, ip, tclass, hop);
 			return;
 		}
 	}
@@ -249,11 +249,8 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 
 	/* Room on a socket is context 0's news (the extra contexts only read
 	 * port 4791). */
-	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP) && (!s->rx || !s->rx->index)) {
-		/* What was kept is older than anything a QP would send now. */
-		ur_udp_flush_pending(u);
-		u->hooks.writable(u->hooks.arg);
-	}
+	if (!s->rx || !s->rx->index)
+		ur_udp_on_room(s, events);
 	if (!(events & EPOLLIN) || !s->rx)
 		return;
 	b = s->rx->batch;
@@ -275,6 +272,7 @@ void ur_udp_on_sock_event(void *arg, uint32_t events)
 			u->hooks.rx_batch(u->hooks.arg, true);
 		for (int i = 0; i < n; i++)
 			handle_datagram(s, &b->msgs[i], b->buf[i]);
+		ur_udp_hand_on_flush(u, s->rx);
 		if (u->hooks.rx_batch)
 			u->hooks.rx_batch(u->hooks.arg, false);
 		if (n < UR_UDP_BATCH)

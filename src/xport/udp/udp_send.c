@@ -6,6 +6,7 @@
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "util/log.h"
 #include "xport/capture.h"
@@ -80,9 +81,14 @@ static int transmit_local(struct ur_udp *u, const struct tx_batch *b)
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
 
 	batch_ip(b, &ip);
-	ur_udp_fwd_hdr_packets(&h, &ip, 0, 64, b->nseg > 1 ? (uint16_t)b->seg : 0);
+	ur_udp_fwd_hdr_packets(&h, &ip, b->handed_on ? b->tclass : 0,
+			       b->handed_on ? b->hop_limit : 64, b->nseg > 1 ? (uint16_t)b->seg : 0);
 	if (sendmsg(b->d.sock->fd, &msg, MSG_DONTWAIT) < 0)
 		return send_error(u, b, errno);
+	if (b->handed_on) {
+		UR_UDP_COUNT(u, forwarded, b->nseg);   /* recorded as they arrived */
+		return 0;
+	}
 	UR_UDP_COUNT(u, sent_pkts, b->nseg);
 	if (ur_capture_on())
 		capture_batch(b, &ip);
@@ -167,6 +173,7 @@ int ur_udp_flush_pending_sock(struct ur_udp *u, struct ur_udp_sock *s)
 		__atomic_store_n(&s->pending, b->next, __ATOMIC_RELEASE);
 		if (!s->pending)
 			s->pending_tail = NULL;
+		s->pending_pkts -= b->nseg;
 		free(b);
 		ret = 0;
 	}
@@ -185,6 +192,7 @@ uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s)
 	b = s->pending;
 	__atomic_store_n(&s->pending, NULL, __ATOMIC_RELEASE);
 	s->pending_tail = NULL;
+	s->pending_pkts = 0;
 	pthread_mutex_unlock(&s->pending_lock);
 	while (b) {
 		struct tx_batch *next = b->next;
@@ -195,6 +203,17 @@ uint32_t ur_udp_drop_pending(struct ur_udp *u, struct ur_udp_sock *s)
 		b = next;
 	}
 	return n;
+}
+
+void ur_udp_on_room(void *arg, uint32_t events)
+{
+	struct ur_udp_sock *s = arg;
+
+	if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+		return;
+	/* What was kept is older than anything a QP would send now. */
+	ur_udp_flush_pending(s->u);
+	s->u->hooks.writable(s->u->hooks.arg);
 }
 
 int ur_udp_flush_pending(struct ur_udp *u)
@@ -249,6 +268,13 @@ int ur_udp_park(struct ur_udp *u, const struct tx_batch *st)
 	memcpy(b, st, size);
 	b->next = NULL;
 	pthread_mutex_lock(&s->pending_lock);
+	if (b->handed_on && s->pending_pkts + b->nseg > UR_HANDON_KEEP_PKTS) {
+		pthread_mutex_unlock(&s->pending_lock);
+		free(b);
+		UR_UDP_COUNT(u, lost, st->nseg);
+		return -ENOBUFS;
+	}
+	s->pending_pkts += b->nseg;
 	if (s->pending_tail)
 		s->pending_tail->next = b;
 	else
