@@ -32,6 +32,8 @@ struct ur_req_state {
 	uint64_t blocked_ns;     /* since when it waits for a turn without sending */
 	bool rnr_wait;           /* waiting out an RNR NAK timer */
 	bool force_ackreq;       /* the packet being sent asks for an ACK */
+	bool ask_ack;            /* so does the next data packet: the first of a
+				  * resend after a timeout (rel/comp.c, retry) */
 	bool sel_pending;        /* comp.sel_psn waits for room to be resent */
 	bool place_ok;           /* large WRITEs and READs offered are copied straight
 				  * into place (rel/req.c, waits_to_place) */

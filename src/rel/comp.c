@@ -553,6 +553,13 @@ static enum comp_state retry(struct comp_ctx *c)
 		qp->comp.early_retries++;
 	}
 	UR_QP_COUNT(qp, UR_CNT_COMPLETER_RETRY_ERR);     /* every go-back, as rxe's */
+	/* After a timeout nothing says how far the responder got: the
+	 * resend's first packet asks it.  Else a path that loses the same
+	 * tail of every flight (a busy process's socket holding ten
+	 * datagrams) delivers the same head, which asks for nothing, and the
+	 * retries run out with part of the message in. */
+	if (!c->pkt)
+		qp->req.ask_ack = true;
 	qp->comp.retrying = true;
 	ur_held_clear(&qp->held_resp);     /* asked for again */
 	ur_timers_retry(qp);

@@ -70,6 +70,7 @@ static void enter_rts(struct ur_qp *qp)
 	qp->req.opcode = -1;
 	qp->req.cwnd = UR_CWND_INIT;
 	qp->req.recovering = false;
+	qp->req.ask_ack = false;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_retry_left = qp->attr.rnr_retry;
 	qp->comp.retrying = false;

@@ -279,7 +279,7 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 		uint32_t inflight = (uint32_t)psn_diff(qp->req.psn, qp->comp.psn) + 1;
 
 		ackreq = (last && !followed_at_once(qp)) || qp->req.noack + 1 >= every ||
-			 inflight >= window || qp->req.force_ackreq;
+			 inflight >= window || qp->req.force_ackreq || qp->req.ask_ack;
 	}
 	ur_tx_init(qp, &p, op, w->placed ? 0 : len, last && (w->send_flags & IBV_SEND_SOLICITED),
 		   dqpn, ackreq, qp->req.psn);
@@ -317,6 +317,8 @@ static int send_data_packet(struct ur_qp *qp, struct ur_send_wqe *w, bool *done)
 	if (last)
 		w->last_psn = qp->req.psn;
 	qp->req.noack = ackreq ? 0 : qp->req.noack + 1;
+	if (ackreq)
+		qp->req.ask_ack = false;
 	qp->req.psn = psn_inc(qp->req.psn);
 	note_sent(qp);
 	w->offset += len;

@@ -768,6 +768,42 @@ T_PAIR_TEST(test_loss_ack_beyond_resend, 40 * 256, 40 * 256, IBV_ACCESS_LOCAL_WR
 	UT_CHECK(t_cq_empty(p->b.rcq));
 }
 
+/* A path that loses the same tail of every burst (a receiving socket that
+ * holds ten datagrams, its reader busy): of each flight A sends, only the
+ * first ten packets reach B.  A 64-packet SEND still completes: a resend
+ * after a timeout asks for an ACK on its first packet, so B says how far
+ * it got and A goes on from there.  (Seen between namespaces: with no
+ * AckReq among the first ten, B acknowledged nothing, every resend lost
+ * the same tail, and A ended in RETRY_EXC_ERR.) */
+T_PAIR_TEST(test_loss_same_tail_every_flight, 64 * 256, 64 * 256, IBV_ACCESS_LOCAL_WRITE,
+	    .mtu = IBV_MTU_256, .retry_cnt = 7)
+{
+	struct ibv_wc wc;
+	unsigned rounds = 0;
+
+	t_send_mem(p, 1, 2, 0, 64 * 256);
+	while (rounds++ < 100) {
+		unsigned to_b = 0, steps = 0;
+
+		/* One flight: B takes the first ten, A every answer. */
+		while (t_count() && steps++ < 10000) {
+			if (t_dqpn(0) != ur_qp_num(p->b.qp))
+				t_deliver(0);
+			else if (to_b++ < 10)
+				t_deliver(0);
+			else
+				t_drop(0);
+		}
+		if (!p->a.qp->comp.retrans_deadline)
+			break;        /* nothing outstanding */
+		t_advance(p->a.qp->comp.retrans_deadline - t_clock_ns);
+	}
+	UT_EQ(p->a.qp->state, IBV_QPS_RTS);
+	t_expect_wc(p->a.scq, &wc, 2, IBV_WC_SUCCESS);
+	t_expect_wc(p->b.rcq, &wc, 1, IBV_WC_SUCCESS);
+	UT_MEMEQ(p->b.mem.buf, p->a.mem.buf, 64 * 256);
+}
+
 /* B keeps what each atomic returned so that a duplicate is answered
  * without executing again.  A READ asked again twice (its responses were
  * lost twice) must not push that saved result out: the atomic's duplicate

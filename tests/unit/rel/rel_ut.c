@@ -94,6 +94,7 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_loss_atomic_ack_then_next),
 	UT_CASE(test_loss_seq_nak_past_atomic),
 	UT_CASE(test_loss_ack_beyond_resend),
+	UT_CASE(test_loss_same_tail_every_flight),
 	UT_CASE(test_loss_atomic_saved_after_read_dups),
 	UT_CASE(test_loss_read_response_past_atomic),
 	UT_CASE(test_dup_ack_send),
