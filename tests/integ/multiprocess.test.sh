@@ -37,12 +37,14 @@ mp_start_pairs() {
 	local tag=$1 addr=$2 sdev=$3 cdev=$4 spec name prog port
 	shift 4
 	MP_NAMES=()
-	declare -gA MP_PORT=()
+	declare -gA MP_PORT=() MP_PROG=() MP_ALONE=()
+	MP_ADDR=$addr MP_SDEV=$sdev MP_CDEV=$cdev MP_SNS=${UR_SNS-} MP_CNS=${UR_CNS-}
 	for spec in "$@"; do
 		name=$tag.${spec%%:*}
 		read -r -a prog <<< "${spec#*:}"
 		port=$(ur_port)
 		MP_PORT[$name]=$port
+		MP_PROG[$name]=${spec#*:}
 		UR_NS=${UR_SNS-} ur_start "$name.server" "${prog[@]}" -d "$sdev" -p "$port"
 		UR_NS=${UR_SNS-} ur_wait_listen "$port" "${UR_PID[$name.server]}" ||
 			ur_fail "$name: server did not listen on port $port"
@@ -55,14 +57,34 @@ mp_start_pairs() {
 	done
 }
 
+# mp_again NAME: a perftest pair whose program could not time itself
+# (ur_clock_spoiled: its clock calibration, spoiled by a busy machine, not
+# the device) runs again, alone, up to UR_CLOCK_TRIES times in all; marked
+# in MP_ALONE, as its QPNs were not in use beside the others'.
+mp_again() {
+	local name=$1 try=1 port prog
+	read -r -a prog <<< "${MP_PROG[$name]}"
+	while [ "$try" -lt "$UR_CLOCK_TRIES" ] && ur_clock_spoiled "$name" "$try"; do
+		port=$(ur_port)
+		UR_SNS=$MP_SNS UR_CNS=$MP_CNS ur_pair "$name" "$port" \
+			"${prog[@]}" -d "$MP_SDEV" -p "$port" -- "${prog[@]}" -d "$MP_CDEV" -p "$port" "$MP_ADDR"
+		MP_ALONE[$name]=1
+		try=$((try + 1))
+	done
+}
+
 # mp_check_pairs [split]: every pair in MP_NAMES ended well; QPNs consistent
 # between the two sides of each pair and unique on each host (with "split",
-# servers and clients are on two hosts, each with its own numbers).
+# servers and clients are on two hosts, each with its own numbers) among
+# the pairs that ran together.
 mp_check_pairs() {
 	local name qpn all=() dups s c side
 	for name in "${MP_NAMES[@]}"; do
 		ur_wait "$name.client"
 		ur_wait "$name.server"
+	done
+	for name in "${MP_NAMES[@]}"; do
+		mp_again "$name"
 	done
 	for name in "${MP_NAMES[@]}"; do
 		ur_expect_pair_ok "$name" "$name: $(ur_cmdline_of "$name.client")"
@@ -75,6 +97,7 @@ mp_check_pairs() {
 		else
 			ur_fail "$name: server printed local QPNs '$s', client printed remote '$c'"
 		fi
+		[ -n "${MP_ALONE[$name]:-}" ] && continue
 		for side in server client; do
 			for qpn in $(mp_local_qpns "$name.$side"); do
 				if [ "${1:-}" = split ]; then all+=("$side:$qpn"); else all+=("$qpn"); fi
