@@ -38,38 +38,29 @@ host_lost() {
 		awk '$1 == "host_lost" || $1 == "host_lost:" { n += $NF } END { print n + 0 }'
 }
 
-# One perftest pair with build dir $1's library, a bystander serving port
-# 4791 in the server's namespace when $2 is "via"; prints the client's last
-# result line.
+# perftest_pair with build dir $1's library, a bystander serving port
+# 4791 in the server's namespace when $2 is "via".
 pair() {
-	local lib=$1/lib how=$2 prog=$3 port=$((20000 + RANDOM % 10000)) by=
-	shift 3
+	local build=$1 how=$2 by= line
+	shift 2
 	if [ "$how" = via ]; then
 		# Opens the device at once, then waits for a client that never
 		# comes: the namespace's first uroce process, its port-4791 owner.
 		# shellcheck disable=SC2086
-		ip netns exec "$nsb" env LD_LIBRARY_PATH="$lib" timeout 60 ibv_rc_pingpong ${gb/-x/-g} \
-			-p $((port + 1)) >"$tmp/by" 2>&1 &
+		ip netns exec "$nsb" env LD_LIBRARY_PATH="$build/lib" timeout 60 ibv_rc_pingpong \
+			${gb/-x/-g} -p $((20000 + RANDOM % 10000)) >"$tmp/by" 2>&1 &
 		by=$!
 		pids+=("$by")
 		sleep 0.5
 		kill -0 "$by" 2>/dev/null || { echo "the bystander did not start:" >&2; cat "$tmp/by" >&2; exit 1; }
 	fi
-	# shellcheck disable=SC2086
-	ip netns exec "$nsb" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $gb -p "$port" "$@" \
-		>"$tmp/srv" 2>&1 &
-	pids+=($!)
-	sleep 1
-	# shellcheck disable=SC2086
-	ip netns exec "$nsa" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $ga -p "$port" "$@" \
-		"$NET.2" >"$tmp/cli" 2>&1 || true
-	wait "${pids[-1]}" 2>/dev/null || true
+	line=$(perftest_pair "$build" "$@")
 	if [ -n "$by" ]; then
 		# Still there: it served the port the whole run.
 		kill "$by" 2>/dev/null || { echo "the bystander ended before the pair:" >&2; cat "$tmp/by" >&2; exit 1; }
 		wait "$by" 2>/dev/null || true
 	fi
-	grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/cli" | tail -n 1
+	echo "$line"
 }
 
 bw() { pair "$1" "$2" ib_write_bw -s 65536 -D 5 --report_gbits | awk '{ print $4 }'; }

@@ -5,7 +5,10 @@
 #   nsa, nsb     the namespaces, NET.1 in A and NET.2 in B;
 #   tmp, pids    a scratch directory and the background pids, both cleaned
 #                up, with the namespaces, when the script exits;
-#   dev_gid_of NS IP   "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in NS.
+#   dev_gid_of NS IP   "-d DEVICE -x INDEX" of the uroce GID ::ffff:IP in NS;
+#   perftest_pair BUILD PROG ARGS...   one perftest pair, server in B (with
+#                $gb, the caller's dev_gid_of B), client in A ($ga), with
+#                BUILD's library; prints the client's last result line.
 tag=urbn$$
 nsa=${tag}a nsb=${tag}b
 tmp=$(mktemp -d)
@@ -37,4 +40,19 @@ dev_gid_of() {
 		/^hca_id:/ { dev = $2 }
 		/GID\[/ && index($0, ip) { g = $0; sub(/.*GID\[ */, "", g); sub(/\].*/, "", g)
 					    print "-d " dev " -x " g; exit }'
+}
+
+perftest_pair() {
+	local lib=$1/lib prog=$2 port=$((20000 + RANDOM % 10000))
+	shift 2
+	# shellcheck disable=SC2086
+	ip netns exec "$nsb" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $gb -p "$port" "$@" \
+		>"$tmp/srv" 2>&1 &
+	pids+=($!)
+	sleep 1
+	# shellcheck disable=SC2086
+	ip netns exec "$nsa" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $ga -p "$port" "$@" \
+		"$NET.2" >"$tmp/cli" 2>&1 || true
+	wait "${pids[-1]}" 2>/dev/null || true
+	grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/cli" | tail -n 1
 }

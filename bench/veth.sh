@@ -26,23 +26,6 @@ out=${VETH_OUT:-/dev/null}
 row() { printf '| %-44s | %14s | %s |\n' "$1" "$2" "$3"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "?" }'; }
 
-# One perftest pair between the namespaces with build dir $1's library;
-# prints the client's last result line.
-pair() {
-	local lib=$1/lib prog=$2 port=$((20000 + RANDOM % 10000))
-	shift 2
-	# shellcheck disable=SC2086
-	ip netns exec "$nsb" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $gb -p "$port" "$@" \
-		>"$tmp/srv" 2>&1 &
-	pids+=($!)
-	sleep 1
-	# shellcheck disable=SC2086
-	ip netns exec "$nsa" env LD_LIBRARY_PATH="$lib" timeout 60 "$prog" $ga -p "$port" "$@" \
-		"$NET.2" >"$tmp/cli" 2>&1 || true
-	wait "${pids[-1]}" 2>/dev/null || true
-	grep -E '^ +[0-9]+ +[0-9]+ ' "$tmp/cli" | tail -n 1
-}
-
 # Each MTU on its own pair of namespaces (netns_pair.sh cleans up on exit).
 one_mtu() {
 	local m=$1 bw lat bbw blat tcp udp
@@ -52,10 +35,10 @@ one_mtu() {
 	. "$src/bench/netns_pair.sh"
 	gb=$(dev_gid_of "$nsb" "$NET.2")
 	ga=$(dev_gid_of "$nsa" "$NET.1")
-	bw=$(pair "$build" ib_write_bw -s 65536 -D 5 --report_gbits | awk '{ print $4 }')
-	[ -n "$base" ] && bbw=$(pair "$base" ib_write_bw -s 65536 -D 5 --report_gbits | awk '{ print $4 }')
-	lat=$(pair "$build" ib_send_lat -s 8 -n 20000 | awk '{ print $5 }')
-	[ -n "$base" ] && blat=$(pair "$base" ib_send_lat -s 8 -n 20000 | awk '{ print $5 }')
+	bw=$(perftest_pair "$build" ib_write_bw -s 65536 -D 5 --report_gbits | awk '{ print $4 }')
+	[ -n "$base" ] && bbw=$(perftest_pair "$base" ib_write_bw -s 65536 -D 5 --report_gbits | awk '{ print $4 }')
+	lat=$(perftest_pair "$build" ib_send_lat -s 8 -n 20000 | awk '{ print $5 }')
+	[ -n "$base" ] && blat=$(perftest_pair "$base" ib_send_lat -s 8 -n 20000 | awk '{ print $5 }')
 	ip netns exec "$nsb" iperf3 -s -1 >/dev/null 2>&1 &
 	pids+=($!)
 	sleep 0.5

@@ -32,15 +32,20 @@ void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n)
 	ur_udp_lost_on_device(u, gid, n);
 }
 
+void ur_udp_batch_gid(const struct tx_batch *b, union ibv_gid *gid)
+{
+	/* Ours: the sender's device; handed on: the receiver's. */
+	if (b->d.family == AF_INET)
+		ur_gid_from_v4(gid, b->handed_on ? b->d.dst.v4.sin_addr : b->d.src.v4);
+	else
+		memcpy(gid->raw, b->handed_on ? &b->d.dst.v6.sin6_addr : &b->d.src.v6, 16);
+}
+
 void ur_udp_batch_lost(struct ur_udp *u, const struct tx_batch *b)
 {
 	union ibv_gid gid;
 
-	/* Ours: the sender's device; handed on: the receiver's. */
-	if (b->d.family == AF_INET)
-		ur_gid_from_v4(&gid, b->handed_on ? b->d.dst.v4.sin_addr : b->d.src.v4);
-	else
-		memcpy(gid.raw, b->handed_on ? &b->d.dst.v6.sin6_addr : &b->d.src.v6, 16);
+	ur_udp_batch_gid(b, &gid);
 	ur_udp_host_lost(u, &gid, b->nseg);
 }
 

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "util/compiler.h"
-#include "wire/gid.h"
 #include "xport/udp/udp_priv.h"
 
 /* The addresses a handed-on packet arrived with, kept for the receiver's
@@ -44,20 +43,13 @@ static void dest_of(struct tx_dest *d, struct ur_udp_sock *s, const struct ur_ro
 	}
 }
 
+/* The same batch: the same process and addresses, and the header's class
+ * and hop limit, which every packet of a batch shares. */
 static bool same_flow(const struct tx_batch *b, const struct tx_dest *d, uint8_t tclass,
 		      uint8_t hop)
 {
-	const struct tx_dest *a = &b->d;
-
-	if (b->tclass != tclass || b->hop_limit != hop || a->family != d->family ||
-	    a->sock != d->sock || a->sport != d->sport)
-		return false;
-	if (a->family == AF_INET)
-		return a->dst.v4.sin_addr.s_addr == d->dst.v4.sin_addr.s_addr &&
-		       a->dst.v4.sin_port == d->dst.v4.sin_port &&
-		       a->src.v4.s_addr == d->src.v4.s_addr;
-	return !memcmp(&a->dst.v6.sin6_addr, &d->dst.v6.sin6_addr, 16) &&
-	       a->dst.v6.sin6_port == d->dst.v6.sin6_port && !memcmp(&a->src.v6, &d->src.v6, 16);
+	return b->tclass == tclass && b->hop_limit == hop && b->d.sport == d->sport &&
+	       ur_udp_same_dest(&b->d, d);
 }
 
 /* The connected socket to pid: the staged batch's when it is pid's. */
@@ -67,14 +59,6 @@ static struct ur_udp_sock *sock_of(struct ur_udp *u, const struct tx_batch *b, p
 	    !__atomic_load_n(&b->d.sock->stale, __ATOMIC_ACQUIRE))
 		return b->d.sock;
 	return ur_udp_peer_sock(u, pid);
-}
-
-/* The receiver's device, for a loss. */
-static void dst_gid(const struct ur_roce_ip *ip, union ibv_gid *gid)
-{
-	union ibv_gid src;
-
-	ur_udp_ip_gids(ip, &src, gid);
 }
 
 void ur_udp_hand_on_flush(struct ur_udp *u, struct ur_udp_rx *rx)
@@ -97,10 +81,7 @@ void ur_udp_hand_on_flush(struct ur_udp *u, struct ur_udp_rx *rx)
 		 * the loss; the device of the address it was for does too. */
 		union ibv_gid gid;
 
-		if (b->d.family == AF_INET)
-			ur_gid_from_v4(&gid, b->d.dst.v4.sin_addr);
-		else
-			memcpy(gid.raw, &b->d.dst.v6.sin6_addr, 16);
+		ur_udp_batch_gid(b, &gid);
 		ur_udp_lost_on_device(u, &gid, b->nseg);
 	}
 	b->nseg = 0;
@@ -118,14 +99,14 @@ void ur_udp_hand_on(struct ur_udp *u, struct ur_udp_rx *rx, pid_t pid, const uin
 	if (!s || len > UR_GSO_MAX_BYTES) {
 		/* No connected socket (the process has gone, or the table of
 		 * peers is full): one datagram, as UDP would carry it. */
-		union ibv_gid gid;
+		union ibv_gid src, dst;
 
 		if (!ur_udp_forward_one(u, pid, pkt, len, ip, tclass, hop)) {
 			UR_UDP_COUNT(u, forwarded, 1);
 			return;
 		}
-		dst_gid(ip, &gid);
-		ur_udp_host_lost(u, &gid, 1);
+		ur_udp_ip_gids(ip, &src, &dst);
+		ur_udp_host_lost(u, &dst, 1);   /* against the receiver's device */
 		return;
 	}
 	dest_of(&d, s, ip);

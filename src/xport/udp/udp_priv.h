@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -107,6 +108,22 @@ struct tx_dest {
 	uint16_t sport;               /* the UDP source port the ICRC covers */
 	struct ur_udp_sock *sock;     /* ours, or a local peer's (AF_UNIX) */
 };
+
+/* Whether two batches' packets may leave as one: the same socket, addresses
+ * and ports (a batch's packets share one header). */
+static inline bool ur_udp_same_dest(const struct tx_dest *a, const struct tx_dest *b)
+{
+	if (a->family != b->family || a->sock != b->sock || a->ifindex != b->ifindex)
+		return false;
+	if (a->family == AF_INET)
+		return a->dst.v4.sin_addr.s_addr == b->dst.v4.sin_addr.s_addr &&
+		       a->dst.v4.sin_port == b->dst.v4.sin_port &&
+		       a->src.v4.s_addr == b->src.v4.s_addr;
+	return !memcmp(&a->dst.v6.sin6_addr, &b->dst.v6.sin6_addr, 16) &&
+	       a->dst.v6.sin6_port == b->dst.v6.sin6_port &&
+	       a->dst.v6.sin6_scope_id == b->dst.v6.sin6_scope_id &&
+	       !memcmp(&a->src.v6, &b->src.v6, 16);
+}
 
 /* Packets laid out back to back, ICRC included: one GSO send. */
 struct tx_batch {
@@ -294,8 +311,9 @@ void ur_udp_ip_gids(const struct ur_roce_ip *ip, union ibv_gid *sgid, union ibv_
  * transport's stats and against the device of gid (UR_XPORT_DROP_HOST_LOST). */
 void ur_udp_host_lost(struct ur_udp *u, const union ibv_gid *gid, uint32_t n);
 /* The same for a batch that will not leave: against its sender's device
- * (a handed-on batch: its receiver's). */
+ * (a handed-on batch: its receiver's), the GID ur_udp_batch_gid gives. */
 void ur_udp_batch_lost(struct ur_udp *u, const struct tx_batch *b);
+void ur_udp_batch_gid(const struct tx_batch *b, union ibv_gid *gid);
 /* Against the device of gid only: the transport counted them already. */
 void ur_udp_lost_on_device(struct ur_udp *u, const union ibv_gid *gid, uint32_t n);
 

@@ -51,20 +51,6 @@ static struct tx_batch *stage(void)
 	return b;
 }
 
-static bool same_dest(const struct tx_dest *a, const struct tx_dest *b)
-{
-	if (a->family != b->family || a->sock != b->sock || a->ifindex != b->ifindex)
-		return false;
-	if (a->family == AF_INET)
-		return a->dst.v4.sin_addr.s_addr == b->dst.v4.sin_addr.s_addr &&
-		       a->dst.v4.sin_port == b->dst.v4.sin_port &&
-		       a->src.v4.s_addr == b->src.v4.s_addr;
-	return !memcmp(&a->dst.v6.sin6_addr, &b->dst.v6.sin6_addr, 16) &&
-	       a->dst.v6.sin6_port == b->dst.v6.sin6_port &&
-	       a->dst.v6.sin6_scope_id == b->dst.v6.sin6_scope_id &&
-	       !memcmp(&a->src.v6, &b->src.v6, 16);
-}
-
 /* Sends this thread's staged batch.  -EAGAIN: it is parked, will leave
  * when the socket drains, and the caller should wait for that too. */
 static int flush_stage(struct ur_udp *u, struct tx_batch *b)
@@ -190,7 +176,7 @@ int ur_udp_send(struct ur_xport *x, const struct ur_path *path, const struct ur_
 	dest_of(u, path, pkt, &d);
 	if (d.sock->fd < 0)
 		return -EAFNOSUPPORT;
-	if (b->nseg && (b->closed || !same_dest(&b->d, &d) || size > b->seg ||
+	if (b->nseg && (b->closed || !ur_udp_same_dest(&b->d, &d) || size > b->seg ||
 			b->nseg == UR_GSO_MAX_SEGS || b->len + size > UR_GSO_MAX_BYTES)) {
 		ret = flush_stage(u, b);
 		if (ret)
