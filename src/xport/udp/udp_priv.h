@@ -266,7 +266,8 @@ int ur_udp_forward_one(struct ur_udp *u, pid_t pid, const uint8_t *pkt, size_t l
 int ur_udp_transmit(struct ur_udp *u, const struct tx_batch *b);
 /* Keeps a batch the socket had no room for, after those already kept:
  * -EAGAIN.  A handed-on batch past UR_HANDON_KEEP_PKTS kept is not:
- * -ENOBUFS, the caller counts the loss. */
+ * -ENOBUFS (-ENOMEM without memory), counted lost in the transport; the
+ * caller counts it against a device. */
 int ur_udp_park(struct ur_udp *u, const struct tx_batch *b);
 bool ur_udp_has_pending(struct ur_udp_sock *s);
 /* Sends what one socket / every socket kept; -EAGAIN while some remain. */
