@@ -317,12 +317,16 @@ static int sleep_for(struct ur_engine *e, uint64_t now, struct timespec *ts)
 	return 0;
 }
 
-/* A nap ends by then: a timer armed for later needs no wake-up. */
-static void nap_until(struct ur_engine *e, uint64_t end)
+/* A nap while an application thread spins: that thread runs what falls
+ * due, so arming a timer wakes nobody.  A thread that sleeps and wakes a
+ * few thousand times a second beside a busy one (a nap of 0.5 ms, or a
+ * retransmission timer of 1 ms firing while a message is in flight) makes
+ * this kernel's scheduler (6.18, autogroup) keep other sessions' threads
+ * off the CPU for seconds (docs/reliability.md). */
+static void spinner_has_timers(struct ur_engine *e)
 {
 	pthread_mutex_lock(&e->timer_lock);
-	if (end < e->sleep_until)
-		e->sleep_until = end;
+	e->sleep_until = 0;
 	pthread_mutex_unlock(&e->timer_lock);
 }
 
@@ -394,12 +398,13 @@ static void *engine_main(void *arg)
 		if ((polled && now - last_work < e->spin_ns) || behind) {
 			to = &now_ts;
 		} else if (may_nap(e, now)) {
-			if (!to || (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec >
-					   UR_LIGHT_SLEEP_NS)
-				ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
+			/* The spinner runs the timers too (engine_app.c): the
+			 * nap is not cut short for one, nor is this thread
+			 * woken when one is armed sooner. */
+			ts = (struct timespec){ 0, UR_LIGHT_SLEEP_NS };
 			to = &ts;
 			napped = true;
-			nap_until(e, now + UR_LIGHT_SLEEP_NS);
+			spinner_has_timers(e);
 			if (active) {
 				dozed = true;
 				pollers_doze(e, true);
@@ -570,6 +575,7 @@ int ur_engine_create_rx(unsigned flags, const char *thread_name, unsigned rx,
 		e->watches[i].fd = -1;
 	e->cap = 2;
 	e->heap = calloc(e->cap, sizeof(*e->heap));
+	atomic_store(&e->timer_next, UINT64_MAX);
 	e->spin_ns = ur_config()->spin_ns;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->own_epfd = epoll_create1(EPOLL_CLOEXEC);

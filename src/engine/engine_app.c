@@ -98,22 +98,28 @@ static bool poll_first(struct ur_engine *e, bool will_block)
 {
 	struct epoll_event evs[UR_BATCH];
 	struct poll_run *r = &run;
-	bool rings, sockets, found;
+	bool rings, sockets, found, due;
 	int n;
 
 	note_poll(e, r, will_block);
+	/* A spinner runs the timers that fell due by its last clock read:
+	 * the engine thread naps through them while it spins. */
+	due = !will_block && r->last >= atomic_load_explicit(&e->timer_next,
+							      memory_order_relaxed);
 	/* While rings bring work, the sockets get a look every sock_every()
 	 * polls (ib_send_lat on one host, a look every poll against one in
 	 * 8: 1.00 against 0.88 us).  Between those looks a poll that sees no
 	 * record in any ring is done, with no lock taken. */
 	rings = ur_engine_pollers_active(e);
 	sockets = !rings || ++r->sock_turn >= sock_every(r);
-	if (!sockets && !ur_engine_pollers_pending(e))
+	if (!sockets && !due && !ur_engine_pollers_pending(e))
 		return false;
 	/* Somebody is dispatching already: what arrives, they take. */
 	if (pthread_mutex_trylock(&e->dispatch_lock))
 		return false;
 	ur_dispatch_enter(e, 0);
+	if (due)
+		ur_engine_run_timers(e, ur_now_ns());
 	found = ur_engine_run_pollers(e);
 	n = sockets ? epoll_wait(e->inline_epfd, evs, UR_BATCH, 0) : 0;
 	if (n > 0)

@@ -17,7 +17,7 @@
 #define UR_BATCH 32                /* events taken per epoll_wait */
 #define UR_MAX_POLLERS 2
 #define UR_POLLED_RECENTLY_NS 1000000u /* an application thread polls: it finds the work */
-#define UR_LIGHT_SLEEP_NS 500000u   /* ... and the engine thread only looks now and then */
+#define UR_LIGHT_SLEEP_NS 5000000u  /* ... and the engine thread only looks now and then */
 #define UR_SOCK_LOOK_EVERY 8u       /* polls per look at the sockets while rings are active */
 #define UR_SOCK_LOOK_MAX 256u       /* ... at most, after looks that found nothing */
 #define UR_SPINNING_POLLS 8u        /* polls in a row, each within UR_POLLED_RECENTLY_NS: a spinner */
@@ -66,6 +66,7 @@ struct ur_engine {
 	unsigned reserved;             /* timers initialised: the heap's room */
 	unsigned cap;                  /* heap[] entries allocated (heap[0] unused) */
 	uint64_t sleep_until;          /* the engine thread sleeps until then; 0: awake */
+	_Atomic uint64_t timer_next;   /* heap[1]'s deadline, UINT64_MAX: none (read unlocked) */
 
 	/* Set before the work they poll can arrive, cleared after a quiesce:
 	 * read without a lock by dispatchers. */

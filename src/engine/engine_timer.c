@@ -47,6 +47,14 @@ static void sift_down(struct ur_engine *e, unsigned pos)
 	heap_set(e, pos, t);
 }
 
+/* timer_lock held: the earliest deadline, for polling threads that run
+ * what is due without the lock (engine_app.c). */
+static void publish_next(struct ur_engine *e)
+{
+	atomic_store_explicit(&e->timer_next, e->nheap ? e->heap[1]->deadline : UINT64_MAX,
+			      memory_order_relaxed);
+}
+
 /* timer_lock held. */
 static void heap_remove(struct ur_engine *e, struct ur_timer *t)
 {
@@ -54,11 +62,12 @@ static void heap_remove(struct ur_engine *e, struct ur_timer *t)
 	struct ur_timer *last = e->heap[e->nheap--];
 
 	t->heap_pos = 0;
-	if (last == t)
-		return;
-	heap_set(e, pos, last);
-	sift_up(e, pos);
-	sift_down(e, last->heap_pos);
+	if (last != t) {
+		heap_set(e, pos, last);
+		sift_up(e, pos);
+		sift_down(e, last->heap_pos);
+	}
+	publish_next(e);
 }
 
 int ur_engine_timer_init(struct ur_engine *e, struct ur_timer *t, void (*fire)(struct ur_timer *t))
@@ -116,6 +125,7 @@ void ur_engine_timer_arm(struct ur_engine *e, struct ur_timer *t, uint64_t deadl
 		e->heap[++e->nheap] = t;
 		sift_up(e, e->nheap);
 	}
+	publish_next(e);
 	kick = deadline < e->sleep_until;
 	pthread_mutex_unlock(&e->timer_lock);
 	if (kick)
