@@ -95,6 +95,6 @@ storm_case() {
 	[ -n "$line" ] && ur_log "$tag: ${line#storm: }"
 	# How long the host kept each side off the CPU (a timeout's context).
 	ur_log "$tag: $(grep -h 'wake-up lag' "$(ur_out "$tag.server")" "$(ur_out "$tag.client")" |
-		sed 's/longest wake-up lag of a 1 ms sleeper: //' | paste -sd';' -)"
+		sed 's/longest wake-up lag of a 10 ms sleeper: //' | paste -sd';' -)"
 }
 

@@ -164,8 +164,8 @@ double vt_now(void);
 void vt_sleep(double seconds);
 
 /* How long the host kept this process off the CPU: a thread that sleeps
- * 1 ms at a time notes its longest wake-up lag, and at exit the process
- * prints "WHO: longest wake-up lag of a 1 ms sleeper: X ms at T s, N over
+ * 10 ms at a time notes its longest wake-up lag, and at exit the process
+ * prints "WHO: longest wake-up lag of a 10 ms sleeper: X ms at T s, N over
  * 100 ms" (T from the call).  A peer that timed out while its partner's
  * lag shows hundreds of milliseconds met the scheduler, not a stall of
  * uroce's. */
