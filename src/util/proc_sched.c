@@ -1,0 +1,65 @@
+#include "util/proc_sched.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The file tid/name, read whole into buf (NUL-terminated): 0 or -errno. */
+static int read_file(int dirfd, const char *tid, const char *name, char *buf, size_t len)
+{
+	char path[288];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", tid, name);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* One thread: its time run, and whether it is runnable ("pid (comm) S"). */
+static int read_thread(int dirfd, const char *tid, uint64_t *ran, unsigned *runnable)
+{
+	char buf[512], *p;
+	unsigned long long r;
+
+	if (read_file(dirfd, tid, "schedstat", buf, sizeof(buf)) || sscanf(buf, "%llu", &r) != 1)
+		return -EIO;
+	if (read_file(dirfd, tid, "stat", buf, sizeof(buf)))
+		return -EIO;
+	p = strrchr(buf, ')');   /* the command name may hold anything */
+	if (!p || p[1] != ' ')
+		return -EIO;
+	*ran += r;
+	*runnable += p[2] == 'R';
+	return 0;
+}
+
+int ur_proc_sched(pid_t pid, uint64_t *ran_ns, unsigned *runnable)
+{
+	char path[32];
+	struct dirent *d;
+	unsigned threads = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	*ran_ns = 0;
+	*runnable = 0;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.' && !read_thread(dirfd(dir), d->d_name, ran_ns, runnable))
+			threads++;
+	closedir(dir);
+	return threads ? 0 : -ESRCH;
+}

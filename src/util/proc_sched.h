@@ -1,0 +1,16 @@
+/* What the kernel's scheduler does with a process: its threads' time on
+ * a CPU (/proc/PID/task/TID/schedstat) and how many of them are runnable
+ * now (state R in .../stat: on a CPU or waiting for one).  The time a
+ * thread waited for a CPU is added to schedstat only once it runs again,
+ * so it cannot tell a wait still going on; "runnable but not running" can. */
+#ifndef UROCE_UTIL_PROC_SCHED_H
+#define UROCE_UTIL_PROC_SCHED_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Over pid's threads: 0, or -errno (gone, not ours to read, or a kernel
+ * without schedstat). */
+int ur_proc_sched(pid_t pid, uint64_t *ran_ns, unsigned *runnable);
+
+#endif
