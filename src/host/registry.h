@@ -115,6 +115,13 @@ int ur_registry_router_lock_path(char *buf, size_t len);
 /* Where r lives, for messages ("" if it never attached). */
 const char *ur_registry_path(const struct ur_registry *r);
 
+/* The live processes of this host that may be the peer at gid owning QP
+ * number qpn: in this network namespace if gid is one of its addresses,
+ * else in any that has it (this process left out).  Up to max into pids,
+ * their number, or -EAGAIN when another thread is looking
+ * (registry_peers.c). */
+int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids, int max);
+
 /* Test hooks: reclaim what dead processes left. Returns slots reclaimed. */
 int ur_registry_reclaim_dead(struct ur_registry *r);
 /* Removes the registries (and router lock files) this user's processes

@@ -4,7 +4,9 @@
  * process's slot, blocks and multicast memberships reclaimed, pid reuse
  * (start time) not fooling the liveness check, multicast member lists,
  * the files of a network namespace that is gone removed (and kept while a
- * process uses them), a fork while another thread holds the registry's lock.
+ * process uses them), a fork while another thread holds the registry's lock,
+ * the owners of a QP number found across namespaces (never this process,
+ * never a dead one).
  *
  * Child processes stand for other uroce processes: right after fork() a
  * child forgets the parent's registry state (as a freshly started process
@@ -27,6 +29,7 @@
 #include "host/registry_mcast.c"
 #include "host/registry_listen.c"
 #include "host/registry_counters.c"
+#include "host/registry_peers.c"
 
 /* The registry under test: this process's view, as the process object
  * (core/process.h) holds one in the library. */
@@ -847,6 +850,72 @@ static void private_pids(void)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
+/* A child in a network namespace of its own (a registry of its own) that
+ * takes one QPN, reports it, and waits. */
+static void netns_qpn_kid_start(struct kid *k)
+{
+	UT_EQ(pipe(k->to), 0);
+	UT_EQ(pipe(k->from), 0);
+	k->pid = fork();
+	if (k->pid == 0) {
+		uint32_t qpn;
+		char c;
+
+		forget_parent_registry();
+		if (unshare(CLONE_NEWNET) || ur_registry_attach(&reg) ||
+		    ur_registry_alloc_qpn(&reg, &qpn))
+			_exit(91);
+		kid_send(k->from[1], &qpn, sizeof(qpn));
+		if (read(k->to[0], &c, 1) != 1)
+			_exit(95);
+		_exit(0);
+	}
+	close(k->to[0]);
+	close(k->from[1]);
+}
+
+/* Who may be the peer at an address owning a QPN, on this host: a process
+ * of this namespace, for an address of this namespace (loopback); one of
+ * another namespace that does not have the address, never (QP numbers
+ * repeat from namespace to namespace: the other one's here is one of
+ * ours); nobody for an address no namespace has; this process never; a
+ * dead one never. */
+static void test_host_owners(void)
+{
+	const union ibv_gid lo = { .raw = { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 } };
+	const union ibv_gid far = { .raw = { [10] = 0xff, [11] = 0xff, 192, 0, 2, 1 } };
+	struct kid here, there;
+	uint32_t mine, theirs_here = 0, theirs_there = 0;
+	pid_t pids[4];
+	int slot, n;
+	char c;
+
+	UT_EQ(ur_registry_attach(&reg), 0);
+	UT_EQ(ur_registry_alloc_qpn(&reg, &mine), 0);
+	kid_start(&here, 1);
+	UT_CHECK(kid_recv(here.from[0], &slot, sizeof(slot)));
+	UT_CHECK(kid_recv(here.from[0], &theirs_here, sizeof(theirs_here)));
+	UT_CHECK(kid_recv(here.from[0], &c, 1));
+	netns_qpn_kid_start(&there);
+	UT_CHECK(kid_recv(there.from[0], &theirs_there, sizeof(theirs_there)));
+	peers.scanned_ns = 0;   /* the new namespace's file: look again */
+
+	n = ur_registry_host_owners(theirs_here, &lo, pids, 4);
+	UT_EQ(n, 1);
+	UT_EQ(n >= 1 ? pids[0] : 0, here.pid);
+	n = ur_registry_host_owners(theirs_there, &lo, pids, 4);
+	for (int i = 0; i < n; i++)
+		UT_CHECK(pids[i] != there.pid && pids[i] != getpid());
+	UT_EQ(ur_registry_host_owners(theirs_here, &far, pids, 4), 0);
+	UT_EQ(ur_registry_host_owners(theirs_there, &far, pids, 4), 0);
+	UT_EQ(ur_registry_host_owners(mine, &lo, pids, 4), 0);
+	kid_finish(&there);
+	kid_finish(&here);
+	UT_EQ(ur_registry_host_owners(theirs_here, &lo, pids, 4), 0);
+	ur_registry_reclaim_dead(&reg);
+	ur_registry_sweep_dead_netns();
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
@@ -866,6 +935,7 @@ int main(void)
 	UT_RUN(test_netns_gone_swept);
 	UT_RUN(test_netns_swept_past_another_sweeper);
 	UT_RUN(test_netns_user_keeps);
+	UT_RUN(test_host_owners);
 	ur_registry_detach(&reg);
 	return UT_DONE();
 }
