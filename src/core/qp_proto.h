@@ -82,6 +82,15 @@ struct ur_comp_state {
 	/* Since when a local peer process has been behind, reading what we
 	 * sent (timers.c); 0: none since the last progress. */
 	uint64_t behind_ns;
+	/* The processes of this host that may be the peer, as last seen
+	 * (rel/starved.c): their threads' time run then, and whether one was
+	 * runnable; and since when their waiting for a CPU has kept retries
+	 * from counting (0: not since the last progress). */
+	pid_t starve_pid[4];
+	uint64_t starve_ran[4];
+	bool starve_runnable[4];
+	uint64_t starve_at;
+	uint64_t starved_ns;
 	/* Selective retransmission (rel/held.h): whether the responder holds
 	 * what follows a gap (learnt from its answer to the first packet
 	 * resent alone), and sel_psn, the one packet resent for its NAK. */

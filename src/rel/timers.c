@@ -5,6 +5,7 @@
 #include "rel/psn.h"
 #include "rel/rel_priv.h"
 #include "rel/stack.h"
+#include "rel/starved.h"
 #include "util/clock.h"
 
 uint64_t ur_rel_timeout_ns(uint8_t timeout)
@@ -148,6 +149,7 @@ void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn)
 	}
 	c->backoff = 0;
 	c->behind_ns = 0;
+	c->starved_ns = 0;
 	c->progress_ns = now;
 	/* Idle once all is acknowledged; else a new period from now. */
 	c->period_ns = new_psn == qp->req.psn_max ? 0 : now;
@@ -237,7 +239,7 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 		qp->comp.period_ns = now;
 		if (!asked)
 			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
-		if (!still_behind(qp, now, qpt, behind)) {
+		if (!still_behind(qp, now, qpt, behind) && !ur_starved_peer(qp, now, qpt)) {
 			qp->comp.backoff = 0;
 			return true;
 		}

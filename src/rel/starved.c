@@ -1,0 +1,67 @@
+#include "rel/starved.h"
+
+#include <unistd.h>
+
+#include "core/qp.h"
+#include "host/registry.h"
+#include "rel/rel_priv.h"
+#include "util/log.h"
+#include "util/proc_sched.h"
+
+#define UR_STARVE_PEERS 4
+
+bool ur_starved_judge(uint64_t span, uint64_t ran, bool runnable_before, bool runnable_now)
+{
+	return span && runnable_before && runnable_now && ran < span / 4;
+}
+
+/* Where pid was last seen, or -1. */
+static int seen_at(const struct ur_comp_state *c, pid_t pid)
+{
+	for (int i = 0; i < UR_STARVE_PEERS; i++)
+		if (c->starve_pid[i] == pid)
+			return i;
+	return -1;
+}
+
+bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
+{
+	struct ur_comp_state *c = &qp->comp;
+	pid_t pids[UR_STARVE_PEERS], seen[UR_STARVE_PEERS] = { 0 };
+	uint64_t ran[UR_STARVE_PEERS] = { 0 };
+	unsigned runnable[UR_STARVE_PEERS] = { 0 };
+	/* Owners of the number where the peer's address is (a number may be
+	 * in use in several namespaces): any kept off the CPU may be the
+	 * silence. */
+	int n = ur_registry_host_owners(qp->attr.dest_qp_num, &qp->attr.ah_attr.grh.dgid, pids,
+					UR_STARVE_PEERS);
+	bool starved = false;
+
+	for (int i = 0; i < n; i++) {
+		int k;
+
+		if (ur_proc_sched(pids[i], &ran[i], &runnable[i]))
+			continue;
+		seen[i] = pids[i];
+		k = seen_at(c, pids[i]);
+		if (k >= 0 && c->starve_at && now > c->starve_at &&
+		    ur_starved_judge(now - c->starve_at, ran[i] - c->starve_ran[k],
+				     c->starve_runnable[k], runnable[i]))
+			starved = true;
+	}
+	for (int i = 0; i < UR_STARVE_PEERS; i++) {
+		c->starve_pid[i] = seen[i];
+		c->starve_ran[i] = ran[i];
+		c->starve_runnable[i] = runnable[i] > 0;
+	}
+	c->starve_at = now;
+	if (!starved)
+		return false;
+	if (!c->starved_ns)
+		c->starved_ns = now;
+	if (now - c->starved_ns >= UR_MAX_STARVED_WAIT * qpt)
+		return false;
+	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: the peer waits for a CPU: the retry does not count",
+	       ur_qp_num(qp));
+	return true;
+}

@@ -1,0 +1,31 @@
+/* A silent peer that is a process of this host waiting for a CPU.
+ *
+ * A QP's timeout and retry count bound how long its responder may stay
+ * silent; on a NIC the responder is hardware, here it is a process, and a
+ * loaded host's scheduler can keep a process off the CPU for longer than
+ * a QP's 7 x 67 ms (this kernel kept a whole session's threads waiting
+ * for seconds: docs/reliability.md).  A retry does not count while the
+ * peer has a thread runnable (on a CPU or waiting for one) at this look
+ * and at the one before, a timeout earlier, and its threads ran less than
+ * a quarter of the time between: it is behind, not silent.  A
+ * peer that is stopped (SIGSTOP, a debugger) waits for no CPU, and one
+ * that is gone or on another host is not found: they count as before.
+ * qp->lock held. */
+#ifndef UROCE_REL_STARVED_H
+#define UROCE_REL_STARVED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct ur_qp;
+
+/* Over span ns, a process whose threads ran ran ns, with a thread
+ * runnable at the look before and at this one: kept off the CPU? */
+bool ur_starved_judge(uint64_t span, uint64_t ran, bool runnable_before, bool runnable_now);
+
+/* Whether a retry that would count now should not, the peer being kept
+ * off the CPU (at most UR_MAX_STARVED_WAIT timeouts since the first such
+ * look, qpt the QP's timeout in ns).  Looks at the peer each time. */
+bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt);
+
+#endif
