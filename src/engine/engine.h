@@ -110,7 +110,7 @@ struct ur_poller {
 	/* Whether anything may come to poll at all (NULL: always): with
 	 * nothing, the thread neither naps nor spins, it sleeps. */
 	bool (*active)(void *arg);
-	/* The thread naps (true: work may wait half a millisecond unless an
+	/* The thread naps (true: work may wait out the nap, 5 ms, unless an
 	 * application thread takes it) or is up again.  May be NULL. */
 	void (*doze)(void *arg, bool dozing);
 	/* Whether work waits, looked at without taking it (NULL: it may):

@@ -52,7 +52,7 @@ static bool spinning(struct poll_run *r)
 
 /* What a poll tells the engine thread: a spinning thread takes the inline
  * set off it (it naps); one about to block does not, or what comes next
- * would wait for the nap's end, half a millisecond a hop. */
+ * would wait for the nap's end, up to 5 ms a hop. */
 static void note_poll(struct ur_engine *e, struct poll_run *r, bool will_block)
 {
 	if (will_block) {
