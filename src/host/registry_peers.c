@@ -180,16 +180,13 @@ static pid_t owner_in(const struct ur_reg_shm *shm, uint32_t qpn)
 		return 0;
 	s = &shm->slot[owner - 1];
 	pid = (pid_t)atomic_load((_Atomic uint32_t *)&s->pid);
-	if (!pid || pid == getpid() || ur_reg_proc_start_time(pid) != s->start_time)
-		return 0;
-	return pid;
+	return pid && pid != getpid() && ur_reg_slot_alive(s) ? pid : 0;
 }
 
 int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids, int max)
 {
 	uint64_t now = ur_now_ns();
-	bool ours = ns_has_addr(getpid(), gid);
-	int n = 0;
+	int n = 0, ours = -1;   /* gid an address of this namespace: read once an owner is found */
 
 	if (pthread_mutex_trylock(&peers.lock))
 		return -EAGAIN;
@@ -202,7 +199,11 @@ int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids,
 
 		/* QP numbers repeat from namespace to namespace: the owner
 		 * counts where the peer's address is. */
-		if (pid && may_be_peer(pid, gid, ours))
+		if (!pid)
+			continue;
+		if (ours < 0)
+			ours = ns_has_addr(getpid(), gid);
+		if (may_be_peer(pid, gid, ours))
 			pids[n++] = pid;
 	}
 	pthread_mutex_unlock(&peers.lock);

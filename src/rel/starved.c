@@ -1,6 +1,5 @@
 #include "rel/starved.h"
 
-#include <unistd.h>
 
 #include "core/qp.h"
 #include "host/registry.h"
