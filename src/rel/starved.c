@@ -1,6 +1,5 @@
 #include "rel/starved.h"
 
-
 #include "core/qp.h"
 #include "host/registry.h"
 #include "rel/rel_priv.h"
