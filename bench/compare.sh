@@ -13,7 +13,8 @@
 # run.  Everything runs on loopback, but for the rows between two network
 # namespaces over a veth (bench/veth.sh; as root, COMPARE_VETH=0 skips
 # them) and the CPU of an idle process, and the programs that wait on
-# completion channels (bench/events.sh; COMPARE_EVENTS=0 skips them).
+# completion channels (bench/events.sh; COMPARE_EVENTS=0 skips them), and
+# 1 and 8 ib_write_bw pairs at once (bench/pairs.sh; COMPARE_PAIRS=0).
 # Prints a markdown table, and the raw
 # figures as JSON to $COMPARE_JSON (default: compare.json here).  Then it
 # sweeps message sizes (perftest -a on uroce with and without shared
@@ -157,6 +158,12 @@ if [ "${COMPARE_VETH:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
 	while read -r k v; do fig[$k]=$v; done < "$tmp/veth"
 fi
 
+# Pairs at once on one host (bench/pairs.sh; COMPARE_PAIRS=0 skips them).
+if [ "${COMPARE_PAIRS:-1}" != 0 ]; then
+	PAIRS_OUT=$tmp/pairs "$src/bench/pairs.sh" "$build" || true
+	[ -f "$tmp/pairs" ] && while read -r k v; do fig[$k]=$v; done < "$tmp/pairs"
+fi
+
 # Programs that wait on completion channels (bench/events.sh: rping, fio's
 # rdma engine, ibv_rc_pingpong -e, ib_send_lat -e) next to their busy
 # twins; COMPARE_EVENTS=0 skips them.
@@ -188,9 +195,18 @@ for m in ${MTUS:-1500 9000}; do
 	[ -n "${fig[veth${m}_tcp_gbps]:-}" ] || continue
 	printf '| %-52s | %8s |\n' "veth MTU $m: WRITE 64 KiB / kernel TCP" \
 		"$(ratio "${fig[veth${m}_write64k_gbps]}" "${fig[veth${m}_tcp_gbps]}")"
+	printf '| %-52s | %8s |\n' "veth MTU $m: 4 QPs WRITE 64 KiB / iperf3 -P 4" \
+		"$(ratio "${fig[veth${m}_write64k_q4_gbps]:-}" "${fig[veth${m}_tcp_q4_gbps]:-}")"
+	printf '| %-52s | %8s |\n' "veth MTU $m: 4 QPs / 1 QP, aggregate" \
+		"$(ratio "${fig[veth${m}_write64k_q4_gbps]:-}" "${fig[veth${m}_write64k_gbps]}")"
 	printf '| %-52s | %8s |\n' "veth MTU $m: SEND latency 8 B / UDP (lower is better)" \
 		"$(ratio "${fig[veth${m}_sendlat_us]}" "${fig[veth${m}_udplat_us]}")"
 done
+
+if [ -n "${fig[pairs8_write64k_mbps]:-}" ]; then
+	printf '| %-52s | %8s |\n' "one host: 8 pairs / 1 pair, WRITE 64 KiB aggregate" \
+		"$(ratio "${fig[pairs8_write64k_mbps]}" "${fig[pairs1_write64k_mbps]}")"
+fi
 
 json=${COMPARE_JSON:-compare.json}
 {
