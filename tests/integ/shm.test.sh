@@ -252,7 +252,10 @@ else
 	ur_expect_grep sc.default.client "$KERNEL" "sc.default: the kernel copies into it"
 fi
 # Regions that share pages (unaligned neighbours, as fio's buffers are)
-# move together, where heap memory moves by default.
+# move together, where heap memory moves by default: the responder waits
+# until its maps show them moved (its mover thread's work, which a loaded
+# host may run late), the requester WRITEing until it hears so.
+[ "$HELD" = "kernel faults held: yes" ] && UR_ENV+=(SC_WAIT_MOVE=1)
 sc_pair sc.neighbours neighbours && if [ "$HELD" = "kernel faults held: yes" ]; then
 	ur_expect_grep sc.neighbours.server "moved into a memfd .*\(with the regions it shares pages with\)" \
 		"sc.neighbours: the regions sharing pages moved together"

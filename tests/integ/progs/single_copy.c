@@ -35,10 +35,14 @@
  * MODE neighbours: the responder registers NB_REGIONS regions of 64 KiB
  *   one after another at an address that is not page-aligned (as fio's
  *   buffers are), so that each shares its first and last page with its
- *   neighbours; the requester WRITEs 64 KiB into each in turn, NB_ROUNDS
- *   times (enough for each to move into a memfd), each round its own
- *   bytes; the responder then finds in each region the last round's bytes
- *   and every byte around the regions unchanged.
+ *   neighbours; the requester WRITEs 64 KiB into each in turn, each round
+ *   its own bytes, at least NB_ROUNDS times (enough for each to move into
+ *   a memfd) and, with SC_WAIT_MOVE=1 in the responder's environment,
+ *   until the responder has seen its regions move (its /proc/self/maps)
+ *   and NB_AFTER rounds more: the move is a thread's of the responder,
+ *   which a loaded host may run long after any fixed number of rounds;
+ *   the responder then finds in each region the last round's bytes and
+ *   every byte around the regions unchanged.
  * MODE atomics: the requester WRITEs the region's first MiB, then at
  *   AT_WORDS words spread over it a FETCH_AND_ADD, a CMP_AND_SWP that
  *   matches and one that does not, each returning the word's value before
@@ -53,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -68,6 +73,8 @@
 #define NB_LEN (64u << 10)
 #define NB_SKEW 16u       /* the first region's distance past a page start */
 #define NB_ROUNDS 40
+#define NB_AFTER 8        /* rounds after the responder saw the move */
+#define NB_MOVE_SECS 60   /* how long the responder waits for it */
 #define AT_SPAN (1u << 20)   /* MODE atomics: the bytes written first */
 #define AT_WORDS 64
 #define AT_KEY 77            /* their stream's key */
@@ -310,6 +317,42 @@ static void fork_child_own_copy(void)
 	free(before);
 }
 
+/* Whether every page of [p, p + len) is mapped from the memfd regions
+ * move into ("uroce-mr", util/vm_share.c), as /proc/self/maps lists them. */
+static bool in_memfd(const uint8_t *p, size_t len)
+{
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095, hi = (uintptr_t)p + len, covered = lo;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx", &a, &b) != 2 || b <= lo || a >= hi)
+			continue;
+		if (!strstr(line, "/memfd:uroce-mr") || a > covered)
+			break;   /* a page of the range not (yet) moved */
+		covered = b;
+	}
+	fclose(f);
+	return covered >= hi;
+}
+
+/* Until the regions moved (or NB_MOVE_SECS passed): whether they did. */
+static bool wait_moved(const uint8_t *p, size_t len)
+{
+	double end = vt_now() + NB_MOVE_SECS;
+
+	while (!in_memfd(p, len)) {
+		if (vt_now() > end)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
 /* The regions carved from buf at NB_SKEW, each NB_LEN: after the
  * requester's rounds each holds the last round's stream and nothing
  * around them changed. */
@@ -317,7 +360,8 @@ static void serve_neighbours(void)
 {
 	struct ibv_mr *mr[NB_REGIONS];
 	struct nb_regions r;
-	uint8_t *shadow = malloc(buf.len + 2 * VT_GUARD), go = 1;
+	uint8_t *shadow = malloc(buf.len + 2 * VT_GUARD), moved = 1;
+	uint32_t rounds;
 
 	if (!shadow)
 		die("out of memory");
@@ -332,13 +376,21 @@ static void serve_neighbours(void)
 		r.rkey[i] = mr[i]->rkey;
 	}
 	vt_xfer(fd, &r, sizeof(r), true);
-	vt_xfer(fd, &go, 1, false);   /* the rounds are done */
+	if (getenv("SC_WAIT_MOVE")) {
+		double t0 = vt_now();
+
+		moved = wait_moved(buf.p + NB_SKEW, (size_t)NB_REGIONS * NB_LEN);
+		vt_check(moved, "the %d regions sharing pages are mapped from a memfd %.2f s after "
+			 "the requester began (at most %d s)", NB_REGIONS, vt_now() - t0, NB_MOVE_SECS);
+	}
+	vt_xfer(fd, &moved, 1, true);
+	vt_xfer(fd, &rounds, sizeof(rounds), false);   /* the rounds are done */
 	for (int i = 0; i < NB_REGIONS; i++)
 		vt_stream_fill(shadow + VT_GUARD + NB_SKEW + (size_t)i * NB_LEN, NB_LEN,
-			       (uint64_t)NB_ROUNDS * NB_REGIONS + (uint64_t)i, 0);
+			       (uint64_t)rounds * NB_REGIONS + (uint64_t)i, 0);
 	vt_check(first_diff(shadow, buf.len + 2 * VT_GUARD) < 0,
-		 "each of %d regions sharing pages holds the last of %d rounds of WRITEs, every "
-		 "byte around them unchanged (first difference at %ld)", NB_REGIONS, NB_ROUNDS,
+		 "each of %d regions sharing pages holds the last of %u rounds of WRITEs, every "
+		 "byte around them unchanged (first difference at %ld)", NB_REGIONS, rounds,
 		 first_diff(shadow, buf.len + 2 * VT_GUARD));
 	for (int i = 0; i < NB_REGIONS; i++)
 		if (ibv_dereg_mr(mr[i]))
@@ -624,14 +676,19 @@ static void request_killed(const struct hello *peer)
 
 static void request_neighbours(const struct hello *peer)
 {
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	struct nb_regions r;
 	struct ibv_wc wc;
-	uint8_t go = 1;
+	uint32_t round, last = NB_ROUNDS;
+	uint8_t moved;
+	bool told = false;
 	int failed = 0;
 
 	(void)peer;
 	vt_xfer(fd, &r, sizeof(r), false);
-	for (int round = 1; round <= NB_ROUNDS; round++) {
+	/* The responder says when its regions moved (at once where it does
+	 * not wait for that); NB_AFTER rounds more copy into them mapped. */
+	for (round = 1; round <= last || !told; round++) {
 		for (int i = 0; i < NB_REGIONS; i++) {
 			uint64_t key = (uint64_t)round * NB_REGIONS + (uint64_t)i;
 			struct ibv_sge sge = vt_sge(&buf, (size_t)i * NB_LEN, NB_LEN);
@@ -645,10 +702,17 @@ static void request_neighbours(const struct hello *peer)
 			if (vt_poll(qp.scq, &wc, 1, 20) != 1 || wc.status != IBV_WC_SUCCESS)
 				failed++;
 		}
+		if (!told && poll(&pfd, 1, 0) == 1) {
+			vt_xfer(fd, &moved, 1, false);
+			told = true;
+			if (round + NB_AFTER > last)
+				last = round + NB_AFTER;
+		}
 	}
-	vt_check(!failed, "%d rounds of 64 KiB WRITEs into %d regions sharing pages: %d failed",
-		 NB_ROUNDS, NB_REGIONS, failed);
-	vt_xfer(fd, &go, 1, true);
+	round--;
+	vt_check(!failed, "%u rounds of 64 KiB WRITEs into %d regions sharing pages: %d failed",
+		 round, NB_REGIONS, failed);
+	vt_xfer(fd, &round, sizeof(round), true);
 }
 
 /* One atomic on word i, its old value into back: whether it completed
