@@ -11,6 +11,13 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/progs_lib.sh"
 
+# In a network namespace of its own where one can be made: the churn
+# counts the process's open files, and in a namespace other uroce
+# processes share, which of them serves port 4791 changes as they come
+# and go (a pidfd watched, or the port's sockets bound), one file more or
+# less (1 of 5 runs beside two test loops).
+ur_netns_new RNS r 2>/dev/null || RNS=
+export UR_NS=$RNS
 g4=$(ur_gid_index uroce0 ::ffff:127.0.0.1)
 prog_run lo.resources resources uroce0 "${g4:-1}"
 ur_expect_no_grep lo.resources '^uroce (error|warn)' "no uroce error/warning lines at the limits"
