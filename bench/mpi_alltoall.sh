@@ -123,16 +123,25 @@ ranks=$((ns_count * per_ns))
 printf '%s namespaces x %s ranks, MPI_Alltoall %s B a pair, %s rounds, link MTU %s, uroce device %s%s\n\n' \
 	"$ns_count" "$per_ns" "$size" "$rounds" "${MTU:-1500}" "$dev" "${MPI_ENV:+, $MPI_ENV}"
 printf '| way | run | aggregate MB/s | us a round |\n|---|---|---|---|\n'
-sum_u=0 sum_t=0
+sum_u=0 sum_t=0 failed=0
 before=$(sent_pkts)
 for r in $(seq "$repeat"); do
 	read -r bu lu < <(way uroce "rc_verbs,ud_verbs:aux,self" "$dev:1")
 	read -r bt lt < <(way tcp "tcp,self" mpi0)
 	printf '| uroce (rc_verbs) | %s | %s | %s |\n| UCX tcp | %s | %s | %s |\n' "$r" "$bu" "$lu" "$r" "$bt" "$lt"
-	sum_u=$(awk -v a="$sum_u" -v b="$bu" 'BEGIN { print a + b }')
-	sum_t=$(awk -v a="$sum_t" -v b="$bt" 'BEGIN { print a + b }')
+	# A run pair counts only if both ways gave a clean figure: a failed
+	# way's 0 would tilt the ratio.
+	if awk -v u="$bu" -v t="$bt" 'BEGIN { exit !(u > 0 && t > 0) }'; then
+		sum_u=$(awk -v a="$sum_u" -v b="$bu" 'BEGIN { print a + b }')
+		sum_t=$(awk -v a="$sum_t" -v b="$bt" 'BEGIN { print a + b }')
+	else
+		failed=$((failed + 1))
+	fi
 done
 after=$(sent_pkts)
 echo
 echo "uroce packets sent from namespace 1 during the runs: $((after - before)) ($ranks ranks)"
-awk -v u="$sum_u" -v t="$sum_t" 'BEGIN { if (u > 0 && t > 0) printf "ratio: uroce / UCX tcp aggregate = %.2f\n", u / t; else print "ratio: ? (a way failed)" }'
+awk -v u="$sum_u" -v t="$sum_t" -v f="$failed" 'BEGIN {
+	note = f ? sprintf(" (%d run(s) left out: a way gave no clean figure)", f) : ""
+	if (u > 0 && t > 0) printf "ratio: uroce / UCX tcp aggregate = %.2f%s\n", u / t, note
+	else print "ratio: ? (no run with both ways clean)" }'

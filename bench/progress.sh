@@ -60,7 +60,7 @@ if [ "${PROGRESS_MPI:-0}" != 0 ]; then
 	say "MPI_Alltoall, 8 namespaces x 2 ranks"
 	ROUNDS=${PROGRESS_MPI_ROUNDS:-20} "$src/bench/mpi_alltoall.sh" "$build" > "$tmp/mpi" 2>&1 || true
 	cat "$tmp/mpi" >&2
-	fig[mpi_ratio]=$(sed -n 's/^ratio: uroce \/ UCX tcp aggregate = //p' "$tmp/mpi")
+	fig[mpi_ratio]=$(sed -n 's/^ratio: uroce \/ UCX tcp aggregate = \([0-9.]*\).*/\1/p' "$tmp/mpi")
 fi
 
 say "an idle process, $idle_secs s"
