@@ -239,7 +239,11 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 		qp->comp.period_ns = now;
 		if (!asked)
 			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
-		if (!still_behind(qp, now, qpt, behind) && !ur_starved_peer(qp, now, qpt)) {
+		/* Both asked every period: the starved-peer check judges by
+		 * two looks a timeout apart. */
+		bool waits = still_behind(qp, now, qpt, behind);
+
+		if (!ur_starved_peer(qp, now, qpt) && !waits) {
 			qp->comp.backoff = 0;
 			return true;
 		}

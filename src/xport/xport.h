@@ -149,6 +149,7 @@ typedef int ur_xport_copy_fn(struct ur_xport *x, const struct ur_path *path, uin
 /* Who has not read yet what was sent between processes of this host. */
 enum ur_behind {
 	UR_BEHIND_NONE,
+	UR_BEHIND_RX,     /* this process's sockets from the network hold unread datagrams */
 	UR_BEHIND_PEER,   /* another process: it may be frozen */
 	UR_BEHIND_SELF,   /* this process: running, so it reads what waits */
 };

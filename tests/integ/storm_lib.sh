@@ -9,13 +9,6 @@
 . "$(dirname "${BASH_SOURCE[0]}")/fault_counters.sh"
 STORM=$UR_BUILD/bin/integ_storm
 STORM_GBPS=
-# Client arguments for a pair that ThreadSanitizer slows past the default
-# timeout's 8 x 67 ms (rxctx.test.sh: 32 QPs of 64 KiB messages across
-# namespaces, two processes of six threads on 2 cores): a timeout that
-# covers it (8 x 268 ms), as a slow peer's user would set.  (The 1000-QP
-# cases had it too, for answers the requester dropped after going back:
-# fixed, docs/reliability.md; they run with the default again.)
-STORM_MANY_QPS=(--timeout 16)
 STORM_ENV=()          # more environment for both sides of a case
 
 # storm_onfail_script TAG SNS CNS: writes the STORM_ON_FAIL command of a

@@ -144,6 +144,14 @@ void ur_udp_peers_close(struct ur_udp *u)
 	}
 }
 
+/* Whether datagrams wait unread in one of our UDP sockets. */
+static bool unread(const struct ur_udp_sock *s)
+{
+	int n = 0;
+
+	return s->fd >= 0 && !ioctl(s->fd, SIOCINQ, &n) && n > 0;
+}
+
 enum ur_behind ur_udp_peer_behind(struct ur_xport *x)
 {
 	struct ur_udp *u = container_of(x, struct ur_udp, xport);
@@ -155,6 +163,15 @@ enum ur_behind ur_udp_peer_behind(struct ur_xport *x)
 	 * our own socket for the reactor to read it. */
 	if (u->fwd_fd >= 0 && !ioctl(u->fwd_fd, SIOCINQ, &waiting) && waiting > 0)
 		return UR_BEHIND_SELF;
+	/* What the network brought waits in a receive context's socket:
+	 * this process reads behind what comes (a program busy with the
+	 * other contexts' completions left context 0's answers unread,
+	 * megabytes of them, under ThreadSanitizer). */
+	for (unsigned i = 0; i < u->nrx; i++)
+		if (unread(&u->rx[i]->roce4) || unread(&u->rx[i]->roce6))
+			most = UR_BEHIND_RX;
+	if (unread(&u->own4) || unread(&u->own6))
+		most = UR_BEHIND_RX;
 	for (int i = 0; i < UR_UDP_PEERS; i++) {
 		struct ur_udp_sock *s = &u->peers[i].sock;
 		pid_t pid = __atomic_load_n(&u->peers[i].pid, __ATOMIC_ACQUIRE);

@@ -256,10 +256,39 @@ static void test_hand_on_kept_bounded(void)
 	close(fd);
 }
 
+/* A datagram from the network unread in one of this process's UDP
+ * sockets: the process is behind what comes (UR_BEHIND_RX), and once it
+ * is read, not.  (A program busy with the other receive contexts'
+ * completions left context 0's answers unread, megabytes of them, and
+ * its QPs counted retries for them until RETRY_EXC_ERR.) */
+static void test_behind_on_unread_network(void)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	struct sockaddr_in to;
+	socklen_t len = sizeof(to);
+	uint8_t d[32] = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	UT_CHECK(fd >= 0 && u->own4.fd >= 0);
+	if (fd < 0 || u->own4.fd < 0)
+		return;
+	UT_EQ(ur_udp_peer_behind(x), UR_BEHIND_NONE);
+	UT_EQ(getsockname(u->own4.fd, (struct sockaddr *)&to, &len), 0);
+	to.sin_addr.s_addr = htonl(0x7f000001);
+	UT_EQ(sendto(fd, d, sizeof(d), 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)sizeof(d));
+	UT_CHECK(readable(u->own4.fd) || poll(&(struct pollfd){ u->own4.fd, POLLIN, 0 }, 1, 1000) == 1);
+	UT_EQ(ur_udp_peer_behind(x), UR_BEHIND_RX);
+	while (recv(u->own4.fd, d, sizeof(d), MSG_DONTWAIT) > 0)
+		;
+	UT_EQ(ur_udp_peer_behind(x), UR_BEHIND_NONE);
+	close(fd);
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
-	UT_RUN(test_fwd_read_bounded);
+	UT_RUN(test_fwd_read_bounded);       /* makes the transport */
+	UT_RUN(test_behind_on_unread_network);
 	UT_RUN(test_host_lost_counted);
 	UT_RUN(test_hand_on_burst_lossless);
 	UT_RUN(test_hand_on_kept_bounded);
