@@ -167,9 +167,13 @@ enum ur_behind ur_udp_peer_behind(struct ur_xport *x)
 	 * this process reads behind what comes (a program busy with the
 	 * other contexts' completions left context 0's answers unread,
 	 * megabytes of them, under ThreadSanitizer). */
-	for (unsigned i = 0; i < u->nrx; i++)
-		if (unread(&u->rx[i]->roce4) || unread(&u->rx[i]->roce6))
-			most = UR_BEHIND_RX;
+	/* Port 4791's, while it is ours: an exiting process closes them
+	 * after raising leaving and waiting out the dispatch a timer runs
+	 * in (udp_host_port.c), so a timer after that never reads them. */
+	if (!__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE))
+		for (unsigned i = 0; i < u->nrx; i++)
+			if (unread(&u->rx[i]->roce4) || unread(&u->rx[i]->roce6))
+				most = UR_BEHIND_RX;
 	if (unread(&u->own4) || unread(&u->own6))
 		most = UR_BEHIND_RX;
 	for (int i = 0; i < UR_UDP_PEERS; i++) {
