@@ -166,10 +166,10 @@ enum ur_behind ur_udp_peer_behind(struct ur_xport *x)
 	/* What the network brought waits in a receive context's socket:
 	 * this process reads behind what comes (a program busy with the
 	 * other contexts' completions left context 0's answers unread,
-	 * megabytes of them, under ThreadSanitizer). */
-	/* Port 4791's, while it is ours: an exiting process closes them
-	 * after raising leaving and waiting out the dispatch a timer runs
-	 * in (udp_host_port.c), so a timer after that never reads them. */
+	 * megabytes of them, under ThreadSanitizer).  Port 4791's only
+	 * while they are ours: an exiting process closes them after raising
+	 * leaving and waiting out the dispatch a timer runs in
+	 * (udp_host_port.c). */
 	if (!__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE))
 		for (unsigned i = 0; i < u->nrx; i++)
 			if (unread(&u->rx[i]->roce4) || unread(&u->rx[i]->roce6))

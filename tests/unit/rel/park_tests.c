@@ -184,6 +184,46 @@ static void test_park_self_behind(void)
 	behind_case(&net.behind_self, 2 * UR_MAX_TURN_WAIT, UR_MAX_SELF_WAIT);
 }
 
+/* While a reader of this host is behind, the starved-peer check is still
+ * asked every period: it judges by two looks a QP timeout apart, and a
+ * period skipped while behind left its last look stale, so the first
+ * period after could not tell a peer kept off the CPU (ThreadSanitizer
+ * under load: behind, then starved, and the retries counted between). */
+static void test_park_behind_asks_starved(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct ibv_wc wc;
+	unsigned asks;
+
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
+		return;
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 4096), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 256, IBV_SEND_SIGNALED), 0);
+	net.behind = true;
+	asks = t_starved_asks;
+	for (int i = 0; i < 3; i++) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt);
+	}
+	UT_CHECK(t_starved_asks - asks >= 3);
+	/* Behind no more, but starved: still no count. */
+	net.behind = false;
+	t_starved_says = true;
+	for (int i = 0; i < 3; i++) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt);
+		UT_EQ(p.a.qp->comp.retry_left, 1);
+	}
+	t_starved_says = false;
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_pair_close(&p);
+}
+
 /* A QP that fails while it waits for room (here moved to ERR; in the
  * field a DC initiator's retries ran out) and then gets its turn: nothing
  * to time.  Before, the turn armed its retransmission deadline again, the

@@ -172,6 +172,7 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_park_then_silence_counts),
 	UT_CASE(test_park_peer_behind),
 	UT_CASE(test_park_self_behind),
+	UT_CASE(test_park_behind_asks_starved),
 	UT_CASE(test_park_error_then_turn),
 	UT_CASE(test_congest_response_before_resend),
 	UT_CASE(test_congest_dup_reads_share_slots),
