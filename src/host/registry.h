@@ -122,6 +122,11 @@ const char *ur_registry_path(const struct ur_registry *r);
  * (registry_peers.c). */
 int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids, int max);
 
+/* The other live processes attached to r (this namespace's), up to max
+ * into pids, in slot order: their number.  For a process that hands
+ * port 4791 on as it exits (xport/udp). */
+int ur_registry_live_pids(const struct ur_registry *r, pid_t *pids, int max);
+
 /* Test hooks: reclaim what dead processes left. Returns slots reclaimed. */
 int ur_registry_reclaim_dead(struct ur_registry *r);
 /* Removes the registries (and router lock files) this user's processes

@@ -162,3 +162,20 @@ int ur_registry_set_ports(struct ur_registry *r, uint16_t port4, uint16_t port6)
 	atomic_store(&r->shm->slot[r->slot].port6, port6);
 	return 0;
 }
+
+int ur_registry_live_pids(const struct ur_registry *r, pid_t *pids, int max)
+{
+	pid_t me = getpid();
+	int n = 0;
+
+	if (!r->shm)
+		return 0;
+	for (unsigned i = 0; i < UR_REG_SLOTS && n < max; i++) {
+		const struct ur_reg_slot *s = &r->shm->slot[i];
+		pid_t pid = (pid_t)atomic_load(&s->pid);
+
+		if (pid && pid != me && ur_reg_slot_alive(s))
+			pids[n++] = pid;
+	}
+	return n;
+}

@@ -63,3 +63,22 @@ int ur_proc_sched(pid_t pid, uint64_t *ran_ns, unsigned *runnable)
 	closedir(dir);
 	return threads ? 0 : -ESRCH;
 }
+
+bool ur_proc_stopped(pid_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || strchr("TtZXx", p[2]);
+}

@@ -6,11 +6,16 @@
 #ifndef UROCE_UTIL_PROC_SCHED_H
 #define UROCE_UTIL_PROC_SCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 /* Over pid's threads: 0, or -errno (gone, not ours to read, or a kernel
  * without schedstat). */
 int ur_proc_sched(pid_t pid, uint64_t *ran_ns, unsigned *runnable);
+
+/* Whether pid is stopped (SIGSTOP, a debugger's trace), a zombie, or
+ * not there: a process that will not read what it is sent soon. */
+bool ur_proc_stopped(pid_t pid);
 
 #endif

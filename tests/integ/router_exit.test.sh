@@ -38,4 +38,46 @@ kill -0 "${UR_PID[old]}" 2>/dev/null && ur_pass "the old process was still there
 	ur_fail "the old process ended before the check: it lingered less than the test took"
 ur_wait old
 ur_expect_eq "the old process, once its handler is done" 0 "${UR_RC[old]}"
+
+# Handed on, nothing lost: between two namespaces every datagram for the
+# server's namespace comes through port 4791.  A process that serves it
+# there exits in the middle of a UD stream (integ_dgram, 4000 datagrams
+# at 1000 a second) to another process of that namespace; it hands its
+# sockets, still bound and with what they hold, and its lock to that
+# process (xport/udp/udp_port_pass.c), so no datagram is lost.  Freeing
+# the port instead lost what arrived until the next election, up to
+# 200 ms of the stream.
+ur_netns_server_client 1500
+DGRAM=$UR_BUILD/bin/integ_dgram
+UR_NS=$UR_SNS ur_start router integ_router_exit "$sdev" 1 "$UR_TMP/router.go"
+for _ in $(seq 100); do
+	grep -q '^serving' "$(ur_out router)" && break
+	kill -0 "${UR_PID[router]}" 2>/dev/null || break
+	sleep 0.1
+done
+ur_expect_grep router 'this process serves UDP port 4791' "the server's namespace: the first process serves the port"
+port=$(UR_NS=$UR_SNS ur_port)
+UR_NS=$UR_SNS ur_start hand.server "$DGRAM" "$sdev" "$gs" -s "$port"
+if UR_NS=$UR_SNS ur_wait_listen "$port" "${UR_PID[hand.server]}"; then
+	spid=$(ur_prog_pid hand.server)
+	UR_NS=$UR_CNS ur_start hand.client "$DGRAM" "$cdev" "$gc" -c "$UR_IP_B" "$port" --type ud \
+		--messages 4000 --rate 1000 --max-size 1024 --depth 32 --seed 41
+	sleep 1.5
+else
+	ur_fail "the dgram server did not listen"
+	spid=none
+fi
+touch "$UR_TMP/router.go"
+ur_wait router
+ur_wait hand.client
+ur_wait hand.server
+ur_expect_pair_ok hand "UD across namespaces while the port changes hands"
+ur_expect_grep router "handed to pid $spid" "the exiting process handed the port to the dgram server"
+ur_expect_grep hand.server 'handed this process UDP port 4791' "the dgram server took the port over as it was"
+line=$(grep -hE '^(ok|FAIL): dgram: server: UD: ' "$(ur_out hand.server)")
+read -r sent got < <(printf '%s\n' "$line" | sed -n \
+	's/.* UD: \([0-9]*\) messages sent, \([0-9]*\) arrived whole and intact, .*/\1 \2/p')
+ur_log "UD while the port changed hands: ${line#*: dgram: server: UD: }"
+ur_expect_eq "datagrams sent" 4000 "${sent:-}"
+ur_expect_eq "datagrams that arrived, none lost while the port changed hands" 4000 "${got:-}"
 ur_done

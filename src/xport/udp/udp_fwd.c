@@ -70,6 +70,27 @@ bool ur_udp_fwd_sender_ok(const struct msghdr *msg)
 	return false;   /* no credentials: not a datagram we can vouch for */
 }
 
+unsigned ur_udp_fwd_fds(const struct msghdr *msg, int *fds, unsigned max)
+{
+	unsigned n = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
 void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, uint8_t tclass,
 			    uint8_t hop, uint16_t seg)
 {
@@ -98,7 +119,7 @@ int ur_udp_fwd_hdr_check(const struct ur_fwd_hdr *h, struct ur_roce_ip *ip)
 {
 	if (h->magic != UR_FWD_MAGIC || h->version != UR_FWD_VERSION)
 		return -EINVAL;
-	if (h->kind == UR_FWD_MSG)
+	if (h->kind == UR_FWD_MSG || h->kind == UR_FWD_PORT)
 		return 0;
 	if (h->kind != UR_FWD_PACKETS || (h->family != AF_INET && h->family != AF_INET6))
 		return -EINVAL;

@@ -57,6 +57,18 @@ static int steer_by_qpn(int fd, unsigned n)
 		       -errno : 0;
 }
 
+/* Context i's socket s on the port, now bound: watched by its thread. */
+static int port_watch(struct ur_udp *u, unsigned i, struct ur_udp_sock *s)
+{
+	s->rx = u->rx[i];
+	/* What arrives there is the host's, not only this process's; a
+	 * polling application thread takes it too (and forwards the other
+	 * processes' share), as it takes its own socket's: between hosts,
+	 * every packet comes here, and waking the engine thread for each
+	 * costs more than the work. */
+	return ur_engine_watch_rx(u->engine, i, s->fd, EPOLLIN, ur_udp_on_sock_event, s);
+}
+
 /* Context i's socket on the port: 0 or -errno. */
 static int bind_one(struct ur_udp *u, unsigned i, int family)
 {
@@ -66,16 +78,19 @@ static int bind_one(struct ur_udp *u, unsigned i, int family)
 
 	if (ret)
 		return ret;
-	s->rx = rx;
-	/* What arrives there is the host's, not only this process's; a
-	 * polling application thread takes it too (and forwards the other
-	 * processes' share), as it takes its own socket's: between hosts,
-	 * every packet comes here, and waking the engine thread for each
-	 * costs more than the work. */
-	ret = ur_engine_watch_rx(u->engine, i, s->fd, EPOLLIN, ur_udp_on_sock_event, s);
+	ret = port_watch(u, i, s);
 	if (ret)
 		ur_udp_close_sock(s);
 	return ret;
+}
+
+/* Tells n sockets of family's group that the kernel steers over them. */
+static void port_spread(struct ur_udp *u, int family, unsigned n)
+{
+	/* Told after the sockets are watched: their threads may be reading. */
+	for (unsigned i = 0; n > 1 && i < n; i++)
+		__atomic_store_n(&(family == AF_INET ? &u->rx[i]->roce4 : &u->rx[i]->roce6)->spread,
+				 n, __ATOMIC_RELAXED);
 }
 
 /* One family's group: context 0's socket or an error; the others' as far
@@ -98,10 +113,7 @@ static int bind_family(struct ur_udp *u, int family)
 			UR_ROCE_UDP_PORT, strerror(-ret));
 		return 0;
 	}
-	/* Told after the sockets are watched: their threads may be reading. */
-	for (unsigned i = 0; n > 1 && i < n; i++)
-		__atomic_store_n(&(family == AF_INET ? &u->rx[i]->roce4 : &u->rx[i]->roce6)->spread,
-				 n, __ATOMIC_RELAXED);
+	port_spread(u, family, n);
 	return 0;
 }
 
@@ -176,6 +188,19 @@ static void watch_router(struct ur_udp *u)
 	u->router_pid = pid;
 }
 
+/* This process holds the router lock now (lock_fd, which it keeps):
+ * stops watching the last router and publishes its pid. */
+static void router_became(struct ur_udp *u, int lock_fd)
+{
+	if (u->router_lock_fd >= 0 && u->router_lock_fd != lock_fd)
+		close(u->router_lock_fd);   /* ours, never locked: the lock is on lock_fd's */
+	u->router_lock_fd = lock_fd;
+	u->router = true;
+	unwatch_router(u);
+	u->router_pid = 0;
+	publish_router_pid(u);
+}
+
 void ur_udp_router_elect(struct ur_udp *u)
 {
 	char path[128];
@@ -203,13 +228,10 @@ void ur_udp_router_elect(struct ur_udp *u)
 			watch_router(u);
 			return;
 		}
-		u->router = true;
 		if (u->router_pid)
 			ur_info(NULL, "the process that served UDP port %d, pid %d, has ended: "
 				"this one takes the port over", UR_ROCE_UDP_PORT, u->router_pid);
-		unwatch_router(u);
-		u->router_pid = 0;
-		publish_router_pid(u);
+		router_became(u, u->router_lock_fd);
 	}
 	ret = bind_roce_port(u);
 	if (ret) {
@@ -224,15 +246,61 @@ void ur_udp_router_elect(struct ur_udp *u)
 	ur_info(NULL, "this process serves UDP port %d for the host", UR_ROCE_UDP_PORT);
 }
 
+static void watch_all(struct ur_udp *u, const struct ur_fwd_port *port)
+{
+	for (unsigned i = 0; i < port->n4 + port->n6; i++) {
+		unsigned ctx = i < port->n4 ? i : i - port->n4;
+		struct ur_udp_sock *s = i < port->n4 ? &u->rx[ctx]->roce4 : &u->rx[ctx]->roce6;
+		int ret = port_watch(u, ctx, s);
+
+		if (ret) {
+			ur_warn(NULL, "UDP port %d: receive context %u cannot read its socket (%s): "
+				"what the kernel steers there is lost", UR_ROCE_UDP_PORT, ctx,
+				strerror(-ret));
+			ur_udp_close_sock(s);
+		}
+	}
+	port_spread(u, AF_INET, port->n4);
+	port_spread(u, AF_INET6, port->n6);
+}
+
+void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
+{
+	struct ur_fwd_port port;
+	const char *why = NULL;
+
+	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE))
+		why = "this process exits too";
+	else if (u->router)
+		why = "this process serves the port already";
+	else
+		why = ur_udp_port_unpack(u, buf, len, fds, nfds, &port);
+	if (why) {
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		ur_info(NULL, "did not take UDP port %d handed on by another process: %s; the "
+			"next election binds it anew", UR_ROCE_UDP_PORT, why);
+		ur_udp_router_elect(u);
+		return;
+	}
+	router_became(u, fds[0]);
+	watch_all(u, &port);
+	ur_info(NULL, "pid %d handed this process UDP port %d as it exited: this one serves it "
+		"for the host now", (int)port.pid, UR_ROCE_UDP_PORT);
+}
+
 /* A process's files (its sockets, the lock) are released by the kernel only
  * once the process is all but gone: after its mount namespace is torn
  * down, where it had one of its own ("ip netns exec" makes one for each
  * command), which took 0.5 s and more on a busy 2-core host: longer than
  * a QP's whole retry budget (ibv_rc_pingpong: 7 x 67 ms), for every pair
  * that this process served the port for.  So a router that exits hands
- * the port back itself; the next election (a tick, 200 ms at most) takes
- * it over.  A fork child leaves its parent's port alone: the lock is the
- * parent's too. */
+ * the port on itself: its sockets, still bound, with what they hold, and
+ * its lock, to another process of the namespace (udp_port_pass.c), so
+ * that nothing is lost; with nobody to take them, it frees the port for
+ * the next election (a tick, 200 ms at most), and what arrives until
+ * then is lost.  A fork child leaves its parent's port alone: the lock is
+ * the parent's too. */
 void ur_udp_router_leave(struct ur_udp *u)
 {
 	if (u->gen != ur_fork_generation())
@@ -248,15 +316,22 @@ void ur_udp_router_leave(struct ur_udp *u)
 			ur_engine_unwatch(u->engine, u->rx[i]->roce6.fd);
 	}
 	ur_engine_quiesce(u->engine);       /* no callback reads them any more */
+	if (ur_udp_port_hand_on(u)) {
+		/* The lock is the open file's, which the message holds now. */
+		close(u->router_lock_fd);
+		u->router_lock_fd = -1;
+	} else {
+		if (ftruncate(u->router_lock_fd, 0) || flock(u->router_lock_fd, LOCK_UN))
+			ur_warn(NULL, "cannot release the port %d lock: %s", UR_ROCE_UDP_PORT,
+				strerror(errno));
+		ur_info(NULL, "this process exits: UDP port %d is free for the host's next process",
+			UR_ROCE_UDP_PORT);
+	}
 	for (unsigned i = 0; i < u->nrx; i++) {
 		ur_udp_close_sock(&u->rx[i]->roce4);
 		ur_udp_close_sock(&u->rx[i]->roce6);
 	}
-	if (ftruncate(u->router_lock_fd, 0) || flock(u->router_lock_fd, LOCK_UN))
-		ur_warn(NULL, "cannot release the port %d lock: %s", UR_ROCE_UDP_PORT, strerror(errno));
 	u->router = false;
-	ur_info(NULL, "this process exits: UDP port %d is free for the host's next process",
-		UR_ROCE_UDP_PORT);
 }
 
 void ur_udp_router_close(struct ur_udp *u)

@@ -150,7 +150,18 @@ struct tx_batch {
 enum ur_fwd_kind {
 	UR_FWD_PACKETS = 1,            /* RoCE packets (seg: a batch) */
 	UR_FWD_MSG = 2,                /* a local message: the bytes after the header */
+	UR_FWD_PORT = 3,               /* port 4791 handed on: struct ur_fwd_port, descriptors */
 };
+
+/* What follows a UR_FWD_PORT header; the descriptors (SCM_RIGHTS) are the
+ * router lock's, then n4 IPv4 and n6 IPv6 sockets bound to 4791, in the
+ * order of the receive contexts that read them (udp_port_pass.c). */
+struct ur_fwd_port {
+	uint32_t n4, n6;
+	int32_t pid;                   /* the process that hands it on */
+	uint32_t reserved;
+};
+#define UR_FWD_MAX_FDS (1 + 2 * UR_ENGINE_MAX_RX)
 
 struct ur_fwd_hdr {
 	uint32_t magic;
@@ -169,7 +180,7 @@ struct ur_rx_batch {
 	struct mmsghdr msgs[UR_UDP_BATCH];
 	struct iovec iov[UR_UDP_BATCH];
 	struct sockaddr_storage from[UR_UDP_BATCH];
-	uint8_t ctrl[UR_UDP_BATCH][128];
+	uint8_t ctrl[UR_UDP_BATCH][128];   /* room for a sender's credentials and UR_FWD_MAX_FDS */
 	uint8_t buf[UR_UDP_BATCH][UR_UDP_BUF + sizeof(struct ur_fwd_hdr)];
 	struct tx_batch handon;        /* packets for another process (udp_handon.c) */
 };
@@ -221,6 +232,10 @@ struct ur_udp {
 int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port,
 		     bool reuse);
 void ur_udp_close_sock(struct ur_udp_sock *s);
+/* Takes fd, a socket of family bound to port 4791 by another process that
+ * handed it on (udp_port_pass.c), as s: 0, or -EINVAL (not such a socket;
+ * fd is left to the caller). */
+int ur_udp_adopt_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, int fd);
 /* Arms or disarms EPOLLOUT on one socket (no system call if unchanged). */
 void ur_udp_sock_arm(struct ur_udp_sock *s, bool on);
 /* 0, 1: our own IPv4 and IPv6 sockets; then the peers'. */
@@ -253,6 +268,9 @@ bool ur_udp_fwd_sender_ok(const struct msghdr *msg);
 void ur_udp_fwd_hdr_packets(struct ur_fwd_hdr *h, const struct ur_roce_ip *ip, uint8_t tclass,
 			    uint8_t hop, uint16_t seg);
 void ur_udp_fwd_hdr_msg(struct ur_fwd_hdr *h);
+/* The descriptors a datagram on it carried (SCM_RIGHTS), at most max into
+ * fds, their number; any beyond max are closed. */
+unsigned ur_udp_fwd_fds(const struct msghdr *msg, int *fds, unsigned max);
 /* Checks a received header: 0, or -EINVAL (not ours, wrong version). */
 int ur_udp_fwd_hdr_check(const struct ur_fwd_hdr *h, struct ur_roce_ip *ip);
 /* Sends one packet that arrived on port 4791 to process pid's socket, as
@@ -357,6 +375,21 @@ void ur_udp_router_leave(struct ur_udp *u);
 /* Leaves, stops watching the router and closes the lock file: for a
  * transport that is closed (udp_open.c). */
 void ur_udp_router_close(struct ur_udp *u);
+/* A UR_FWD_PORT datagram (buf, len, its sender checked) and the nfds
+ * descriptors it carried, from a router that exits: this process serves
+ * the port with them from now on, or closes them and elects. */
+void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *fds, unsigned nfds);
+
+/* ---- udp_port_pass.c: port 4791 handed from an exiting process ---------- */
+/* At exit, the port's sockets and lock unwatched and read by no callback:
+ * sends them to another live process of the namespace.  True if one took
+ * the message: the caller then closes its copies without unlocking. */
+bool ur_udp_port_hand_on(struct ur_udp *u);
+/* What a UR_FWD_PORT datagram (buf, len) and its nfds descriptors say,
+ * into *port, and its sockets taken into the receive contexts (all or
+ * none): NULL, or why not (the descriptors are the caller's to close). */
+const char *ur_udp_port_unpack(struct ur_udp *u, const uint8_t *buf, size_t len, const int *fds,
+			       unsigned nfds, struct ur_fwd_port *port);
 
 /* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,

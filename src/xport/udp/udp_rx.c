@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -301,6 +302,10 @@ void ur_udp_on_fwd_datagram(struct ur_udp *u, const uint8_t *buf, size_t len)
 		u->hooks.local_msg(u->hooks.arg, buf, len);
 		return;
 	}
+	if (h.kind == UR_FWD_PORT) {
+		malformed(u);       /* without the port's descriptors */
+		return;
+	}
 	if (!h.seg || h.seg >= len) {
 		deliver(u, u->rx[0], buf, len, &ip, h.tclass, h.hop_limit);
 		return;
@@ -325,13 +330,26 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 				.msg_control = b->ctrl[i], .msg_controllen = sizeof(b->ctrl[i]),
 			};
 		}
-		n = recvmmsg(u->fwd_fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT, NULL);
+		n = recvmmsg(u->fwd_fd, b->msgs, UR_UDP_BATCH, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, NULL);
 		if (n <= 0)
 			return;
 		for (int i = 0; i < n; i++) {
-			if (!ur_udp_fwd_sender_ok(&b->msgs[i].msg_hdr))
+			const struct msghdr *m = &b->msgs[i].msg_hdr;
+			int fds[UR_FWD_MAX_FDS];
+			unsigned nfds = ur_udp_fwd_fds(m, fds, UR_FWD_MAX_FDS);
+			bool ok = ur_udp_fwd_sender_ok(m) && !(m->msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+
+			/* Descriptors come only with port 4791 handed on. */
+			if (ok && nfds && b->msgs[i].msg_len > offsetof(struct ur_fwd_hdr, kind) &&
+			    b->buf[i][offsetof(struct ur_fwd_hdr, kind)] == UR_FWD_PORT) {
+				ur_udp_router_take(u, b->buf[i], b->msgs[i].msg_len, fds, nfds);
+				continue;
+			}
+			for (unsigned k = 0; k < nfds; k++)
+				close(fds[k]);
+			if (!ur_udp_fwd_sender_ok(m))
 				foreign(u);
-			else if (b->msgs[i].msg_hdr.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+			else if (nfds || (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 				malformed(u);
 			else
 				ur_udp_on_fwd_datagram(u, b->buf[i], b->msgs[i].msg_len);

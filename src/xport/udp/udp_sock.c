@@ -107,6 +107,36 @@ int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16
 	return 0;
 }
 
+int ur_udp_adopt_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, int fd)
+{
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} a;
+	socklen_t alen = sizeof(a);
+	int type = 0, domain = 0;
+	socklen_t len = sizeof(int);
+
+	/* The sender is a process of our user, but what it sent must still be
+	 * what the message says before we read from it and send with it. */
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) || type != SOCK_DGRAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) || domain != family ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen) || a.v4.sin_family != family ||
+	    ntohs(family == AF_INET ? a.v4.sin_port : a.v6.sin6_port) != UR_ROCE_UDP_PORT)
+		return -EINVAL;
+	s->u = u;
+	s->rx = u->rx[0];
+	s->family = family;
+	pthread_mutex_init(&s->pending_lock, NULL);
+	s->pending = s->pending_tail = NULL;
+	s->roce_port = true;
+	s->port = UR_ROCE_UDP_PORT;
+	s->armed = false;
+	s->spread = 0;
+	s->fd = fd;
+	return 0;
+}
+
 void ur_udp_close_sock(struct ur_udp_sock *s)
 {
 	if (s->fd >= 0) {

@@ -2,10 +2,11 @@
  * killed in a mount namespace of its own or unmapping a large address
  * space does.  It opens DEVICE and an RC QP on it (the first uroce process
  * of a namespace serves UDP port 4791 for it), prints "serving", and
- * returns from main; an atexit handler registered before the device was
- * opened runs after uroce's, prints "lingering" and sleeps SECONDS.
+ * returns from main (given UNTIL, once a file of that name exists); an
+ * atexit handler registered before the device was opened runs after
+ * uroce's, prints "lingering" and sleeps SECONDS.
  *
- *   router_exit DEVICE SECONDS
+ *   router_exit DEVICE SECONDS [UNTIL]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,8 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	int n;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEVICE SECONDS\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s DEVICE SECONDS [UNTIL]\n", argv[0]);
 		return 2;
 	}
 	linger = (unsigned)atoi(argv[2]);
@@ -59,5 +60,7 @@ int main(int argc, char **argv)
 	}
 	printf("serving\n");
 	fflush(stdout);
+	for (int i = 0; argc == 4 && access(argv[3], F_OK) && i < 60000; i++)
+		usleep(1000);
 	return 0;      /* the device stays open: exit() tears it down */
 }

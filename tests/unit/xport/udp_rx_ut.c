@@ -12,10 +12,13 @@
  * against a device (host_lost), not only in the transport.  And the
  * port-4791 owner hands packets on in batches on a socket that pushes
  * back: a burst to a busy process arrives whole, and what a process that
- * does not read makes it keep is bounded, the rest counted lost. */
+ * does not read makes it keep is bounded, the rest counted lost.  And a
+ * port handed on by an exiting process is taken only as what it says it
+ * is; whatever else came with descriptors has them closed. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -284,6 +287,92 @@ static void test_behind_on_unread_network(void)
 	close(fd);
 }
 
+/* Port 4791 handed on by an exiting process (udp_port_pass.c): a
+ * descriptor is taken as the port's socket only if it is one. */
+static void test_adopt_checks_the_socket(void)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	struct ur_udp_sock s = { .fd = -1 };
+	int p[2], fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	UT_EQ(pipe(p), 0);
+	UT_EQ(ur_udp_adopt_sock(&s, u, AF_INET, p[0]), -EINVAL);       /* not a socket */
+	UT_EQ(ur_udp_adopt_sock(&s, u, AF_INET, fd), -EINVAL);         /* not bound to 4791 */
+	UT_EQ(ur_udp_adopt_sock(&s, u, AF_INET6, u->own4.fd), -EINVAL); /* not the family said */
+	UT_EQ(s.fd, -1);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
+/* A message on our unix socket that carries descriptors: a port handed on
+ * that is not what it says (its "sockets" a pipe, or fewer than it
+ * counts), or another kind of message: every descriptor it brought is
+ * closed, the receive contexts are as they were, and a message that is
+ * not a port's is counted malformed and not delivered. */
+static void send_with_fds(uint8_t kind, uint32_t n4, const int *fds, unsigned nfds)
+{
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(4 * sizeof(int))];
+	} ctrl = { 0 };
+	struct ur_fwd_hdr h;
+	struct ur_fwd_port port = { .n4 = n4, .pid = getpid() };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { &port, sizeof(port) } };
+	struct sockaddr_un sun;
+	struct msghdr msg = { .msg_name = &sun, .msg_iov = iov, .msg_iovlen = 2,
+			      .msg_control = ctrl.buf, .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ur_udp_fwd_hdr_msg(&h);
+	h.kind = kind;
+	msg.msg_namelen = ur_udp_fwd_addr(&sun, getpid());
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	UT_EQ(sendmsg(fd, &msg, 0), (ssize_t)(sizeof(h) + sizeof(port)));
+	close(fd);
+}
+
+static void test_port_take_refuses(void)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	int was4 = u->rx[0]->roce4.fd;
+	bool was_router = u->router;
+	struct {
+		uint8_t kind;
+		uint32_t n4;
+		unsigned nfds;
+		bool malformed;
+	} cases[] = {
+		{ UR_FWD_PORT, 1, 2, false },   /* the lock and a "socket": a pipe */
+		{ UR_FWD_PORT, 2, 2, false },   /* counts two sockets, brings one */
+		{ UR_FWD_MSG, 0, 2, true },     /* a message has no descriptors */
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	for (unsigned i = 0; i < UR_ARRAY_SIZE(cases); i++) {
+		uint64_t bad = u->stats.malformed;
+		unsigned msgs = got;
+		int p[2], fds[2];
+
+		UT_EQ(pipe(p), 0);
+		fds[0] = fds[1] = p[0];
+		send_with_fds(cases[i].kind, cases[i].n4, fds, cases[i].nfds);
+		close(p[0]);
+		ur_udp_on_fwd_readable(u, EPOLLIN);
+		/* No reader left: every copy that came was closed. */
+		UT_CHECK(write(p[1], "x", 1) < 0 && errno == EPIPE);
+		UT_EQ(u->rx[0]->roce4.fd, was4);
+		UT_EQ(u->router, was_router);
+		UT_EQ(got, msgs);
+		UT_EQ(u->stats.malformed, bad + (cases[i].malformed ? 1 : 0));
+		close(p[1]);
+	}
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
@@ -292,5 +381,7 @@ int main(void)
 	UT_RUN(test_host_lost_counted);
 	UT_RUN(test_hand_on_burst_lossless);
 	UT_RUN(test_hand_on_kept_bounded);
+	UT_RUN(test_adopt_checks_the_socket);
+	UT_RUN(test_port_take_refuses);
 	return UT_DONE();
 }
