@@ -78,6 +78,9 @@ line=$(grep -hE '^(ok|FAIL): dgram: server: UD: ' "$(ur_out hand.server)")
 read -r sent got < <(printf '%s\n' "$line" | sed -n \
 	's/.* UD: \([0-9]*\) messages sent, \([0-9]*\) arrived whole and intact, .*/\1 \2/p')
 ur_log "UD while the port changed hands: ${line#*: dgram: server: UD: }"
+for tag in router hand.server hand.client; do
+	ur_sanitizer_clean "$tag"
+done
 ur_expect_eq "datagrams sent" 4000 "${sent:-}"
 ur_expect_eq "datagrams that arrived, none lost while the port changed hands" 4000 "${got:-}"
 ur_done
