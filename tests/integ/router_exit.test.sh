@@ -16,12 +16,18 @@ UR_TIMEOUT=60
 ur_netns_new ns || ur_skip "$UR_NETNS_WHY"
 export UR_NS=$ns
 UR_ENV=(UROCE_LOG=info)
+# wait_for NAME PATTERN: until NAME's output has a line PATTERN starts,
+# NAME ends, or 10 s have passed.
+wait_for() {
+	for _ in $(seq 100); do
+		grep -q "^$2" "$(ur_out "$1")" && break
+		kill -0 "${UR_PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+}
+
 ur_start old integ_router_exit uroce0 4
-for _ in $(seq 100); do
-	grep -q '^lingering' "$(ur_out old)" && break
-	kill -0 "${UR_PID[old]}" 2>/dev/null || break
-	sleep 0.1
-done
+wait_for old lingering
 ur_expect_grep old 'this process serves UDP port 4791' "the first process of the namespace served the port"
 ur_expect_grep old '^lingering' "it returned from main and lingers in its own atexit handler"
 pid=$(ur_prog_pid old)
@@ -50,11 +56,7 @@ ur_expect_eq "the old process, once its handler is done" 0 "${UR_RC[old]}"
 ur_netns_server_client 1500
 DGRAM=$UR_BUILD/bin/integ_dgram
 UR_NS=$UR_SNS ur_start router integ_router_exit "$sdev" 1 "$UR_TMP/router.go"
-for _ in $(seq 100); do
-	grep -q '^serving' "$(ur_out router)" && break
-	kill -0 "${UR_PID[router]}" 2>/dev/null || break
-	sleep 0.1
-done
+wait_for router serving
 ur_expect_grep router 'this process serves UDP port 4791' "the server's namespace: the first process serves the port"
 port=$(UR_NS=$UR_SNS ur_port)
 UR_NS=$UR_SNS ur_start hand.server "$DGRAM" "$sdev" "$gs" -s "$port"
