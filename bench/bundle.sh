@@ -27,7 +27,7 @@ trap 'rm -rf "$stage"' EXIT
 d=$stage/uroce-bench
 mkdir -p "$d/bench" "$d/build/bin" "$d/build/lib" "$d/tools/bin" "$d/tools/real" "$d/tools/lib" \
 	"$d/tools/fallback"
-cp "$src"/bench/{progress,veth,pairs,events,netns_pair,mpi_alltoall}.sh "$d/bench/"
+cp "$src"/bench/{progress,veth,pairs,events,netns_pair,mpi_alltoall,lib}.sh "$d/bench/"
 cp "$build/bin/uroce" "$d/build/bin/"
 cp -a "$build/lib/." "$d/build/lib/"
 # Each program behind a wrapper that adds the carried libraries after

@@ -27,17 +27,11 @@ build=${1:-$src/build}
 base=${2:-}
 uroce=$build/bin/uroce
 port=$((30000 + RANDOM % 20000))
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$src/bench/lib.sh"
+bench_scratch
 
-for tool in qperf ucx_perftest ib_write_bw; do
-	command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install qperf ucx-utils perftest" >&2; exit 1; }
-done
+bench_need qperf ucx_perftest ib_write_bw -- qperf ucx-utils perftest
 
 row() { printf '| %-44s | %14s | %s |\n' "$1" "$2" "$3"; }
 

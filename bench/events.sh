@@ -17,17 +17,10 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 base=${2:+$(cd "$2" && pwd)}
 port=$((20000 + RANDOM % 20000))
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-for tool in rping ibv_rc_pingpong ib_send_lat fio; do
-	command -v "$tool" >/dev/null ||
-		{ echo "missing $tool: apt-get install rdmacm-utils ibverbs-utils perftest fio" >&2; exit 1; }
-done
+# shellcheck source=bench/lib.sh
+. "$src/bench/lib.sh"
+bench_scratch
+bench_need rping ibv_rc_pingpong ib_send_lat fio -- rdmacm-utils ibverbs-utils perftest fio
 gid=$(LD_LIBRARY_PATH=$build/lib ibv_devinfo -v -d uroce0 |
 	sed -n 's/.*GID\[ *\([0-9]*\)\]:.*::ffff:.*/\1/p' | head -n 1)
 rping_n=${EVENTS_RPING_N:-2000}

@@ -17,14 +17,10 @@ build=$(cd "${1:-$src/build}" && pwd)
 counts=${PAIRS:-1 8}
 secs=${PAIRS_SECS:-5}
 out=${PAIRS_OUT:-/dev/null}
-command -v ib_write_bw >/dev/null || { echo "missing ib_write_bw: apt-get install perftest" >&2; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$src/bench/lib.sh"
+bench_scratch
+bench_need ib_write_bw -- perftest
 : > "$out"
 export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 gid=$("$build/bin/uroce" run -- ibv_devinfo -v -d uroce0 |

@@ -11,14 +11,10 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
 uroce=$build/bin/uroce
-tmp=$(mktemp -d)
-pids=()
-command -v ib_write_bw >/dev/null || { echo "missing ib_write_bw: apt-get install perftest" >&2; exit 1; }
-cleanup() {
-	for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=bench/lib.sh
+. "$src/bench/lib.sh"
+bench_scratch
+bench_need ib_write_bw -- perftest
 
 # bw TAG QPS PORT: starts an ib_write_bw pair on lo in the background.
 bw() {
