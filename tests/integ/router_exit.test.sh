@@ -48,11 +48,12 @@ ur_expect_eq "the old process, once its handler is done" 0 "${UR_RC[old]}"
 # Handed on, nothing lost: between two namespaces every datagram for the
 # server's namespace comes through port 4791.  A process that serves it
 # there exits in the middle of a UD stream (integ_dgram, 4000 datagrams
-# at 1000 a second) to another process of that namespace; it hands its
-# sockets, still bound and with what they hold, and its lock to that
-# process (xport/udp/udp_port_pass.c), so no datagram is lost.  Freeing
-# the port instead lost what arrived until the next election, up to
-# 200 ms of the stream.
+# at 1000 a second, 1024 receives posted: a second of them) to another
+# process of that namespace; it hands its sockets, still bound and with
+# what they hold, and its lock to that process
+# (xport/udp/udp_port_pass.c), so no datagram is lost.  Freeing the port
+# instead lost what arrived until the next election, up to 200 ms of the
+# stream.
 ur_netns_server_client 1500
 DGRAM=$UR_BUILD/bin/integ_dgram
 UR_NS=$UR_SNS ur_start router integ_router_exit "$sdev" 1 "$UR_TMP/router.go"
@@ -63,7 +64,7 @@ UR_NS=$UR_SNS ur_start hand.server "$DGRAM" "$sdev" "$gs" -s "$port"
 if UR_NS=$UR_SNS ur_wait_listen "$port" "${UR_PID[hand.server]}"; then
 	spid=$(ur_prog_pid hand.server)
 	UR_NS=$UR_CNS ur_start hand.client "$DGRAM" "$cdev" "$gc" -c "$UR_IP_B" "$port" --type ud \
-		--messages 4000 --rate 1000 --max-size 1024 --depth 32 --seed 41
+		--messages 4000 --rate 1000 --max-size 1024 --depth 256 --seed 41
 	sleep 1.5
 else
 	ur_fail "the dgram server did not listen"
@@ -80,6 +81,9 @@ line=$(grep -hE '^(ok|FAIL): dgram: server: UD: ' "$(ur_out hand.server)")
 read -r sent got < <(printf '%s\n' "$line" | sed -n \
 	's/.* UD: \([0-9]*\) messages sent, \([0-9]*\) arrived whole and intact, .*/\1 \2/p')
 ur_log "UD while the port changed hands: ${line#*: dgram: server: UD: }"
+grep -h '^dgram: lost on' "$(ur_out hand.server)" || true
+ur_log "the server's namespace, uroce1: $(ur_nsexec "$UR_SNS" "$UR_BUILD/bin/uroce" devinfo -d uroce1 -c |
+	awk '$1 ~ /^(rcvd_pkts|rdma_recvs|send_rnr_err|host_lost|no_qp|malformed)$/ { printf "%s %s ", $1, $2 }')"
 for tag in router hand.server hand.client; do
 	ur_sanitizer_clean "$tag"
 done

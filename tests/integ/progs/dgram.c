@@ -150,6 +150,31 @@ static bool seen_before(struct rx *r, uint64_t n)
 	return false;
 }
 
+/* UD: the numbers below sent that never arrived, as at most 8 ranges
+ * ("lost on QP 0: 1503-1775 1890"), so that a loss says when it was. */
+static void print_lost(uint32_t q, const struct rx *r, uint64_t sent)
+{
+	unsigned ranges = 0;
+
+	for (uint64_t n = 0; n < sent && ranges < 8;) {
+		uint64_t end = n;
+
+		while (end < sent && !(end / 64 < r->nseen && (r->seen[end / 64] >> (end % 64) & 1)))
+			end++;
+		if (end > n) {
+			if (!ranges++)
+				printf("dgram: lost on QP %u:", q);
+			if (end - n > 1)
+				printf(" %llu-%llu", (unsigned long long)n, (unsigned long long)end - 1);
+			else
+				printf(" %llu", (unsigned long long)n);
+		}
+		n = end + 1;
+	}
+	if (ranges)
+		printf("\n");
+}
+
 /* What the server's steps share. */
 static struct {
 	uint32_t rq;                       /* receives per QP */
@@ -283,6 +308,8 @@ static int serve(const char *port)
 				(unsigned long long)srv.rx[q].last - 1, (unsigned long long)srv.count[q]);
 			srv.bad++;
 		}
+		if (qp_type() == IBV_QPT_UD)
+			print_lost(q, &srv.rx[q], srv.count[q]);
 		free(srv.rx[q].seen);
 	}
 	vt_check(!srv.bad && srv.got <= srv.sent,
