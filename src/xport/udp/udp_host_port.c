@@ -154,13 +154,26 @@ static void unwatch_router(struct ur_udp *u)
  * gone by then): elect now.  A peer's packets to 4791 are lost until the
  * port is bound again, and on a loaded host the next election can come
  * after a QP's retries are spent. */
+static bool serve_reserve(struct ur_udp *u);
+
 static void on_router_exit(void *arg, uint32_t events)
 {
 	struct ur_udp *u = arg;
 
 	(void)events;
 	unwatch_router(u);
-	ur_udp_router_elect(u);
+	if (!serve_reserve(u))
+		ur_udp_router_elect(u);
+}
+
+/* The pid the lock file names, or 0. */
+static int lock_file_pid(struct ur_udp *u)
+{
+	char buf[16] = { 0 };
+	ssize_t n = u->router_lock_fd >= 0 ? pread(u->router_lock_fd, buf, sizeof(buf) - 1, 0) : -1;
+	int pid;
+
+	return n > 0 && sscanf(buf, "%d", &pid) == 1 && pid > 0 ? pid : 0;
 }
 
 /* Watches the router the lock file names, if not the one last seen (watched
@@ -169,12 +182,9 @@ static void on_router_exit(void *arg, uint32_t events)
  * the ticks still elect. */
 static void watch_router(struct ur_udp *u)
 {
-	char buf[16] = { 0 };
-	ssize_t n = pread(u->router_lock_fd, buf, sizeof(buf) - 1, 0);
-	int pid, fd;
+	int pid = lock_file_pid(u), fd;
 
-	if (n <= 0 || sscanf(buf, "%d", &pid) != 1 || pid <= 0 || pid == (int)getpid() ||
-	    pid == u->router_pid)
+	if (!pid || pid == (int)getpid() || pid == u->router_pid)
 		return;
 	unwatch_router(u);
 	fd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -231,6 +241,8 @@ void ur_udp_router_elect(struct ur_udp *u)
 		if (u->router_pid)
 			ur_info(NULL, "the process that served UDP port %d, pid %d, has ended: "
 				"this one takes the port over", UR_ROCE_UDP_PORT, u->router_pid);
+		/* A copy held in reserve is bound to the port: gone first. */
+		ur_udp_port_drop_reserve(u);
 		router_became(u, u->router_lock_fd);
 	}
 	ret = bind_roce_port(u);
@@ -267,19 +279,27 @@ static void watch_all(struct ur_udp *u, const struct ur_fwd_port *port)
 void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *fds, unsigned nfds)
 {
 	struct ur_fwd_port port;
-	const char *why = NULL;
+	const char *why = ur_udp_port_check(u, buf, len, nfds, &port);
 
-	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE))
+	if (!why && __atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE))
 		why = "this process exits too";
-	else if (u->router)
+	else if (!why && u->router)
 		why = "this process serves the port already";
-	else
-		why = ur_udp_port_unpack(u, buf, len, fds, nfds, &port);
+	if (!why && (port.flags & UR_FWD_PORT_RESERVE)) {
+		ur_udp_port_keep(u, &port, fds, nfds);
+		ur_dbg(NULL, "holding UDP port %d in reserve for pid %d", UR_ROCE_UDP_PORT,
+		       (int)port.pid);
+		return;
+	}
+	if (!why) {
+		ur_udp_port_drop_reserve(u);    /* copies of what came */
+		why = ur_udp_port_adopt(u, &port, fds);
+	}
 	if (why) {
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
-		ur_info(NULL, "did not take UDP port %d handed on by another process: %s; the "
-			"next election binds it anew", UR_ROCE_UDP_PORT, why);
+		ur_info(NULL, "did not take UDP port %d from pid %d: %s", UR_ROCE_UDP_PORT,
+			(int)port.pid, why);
 		ur_udp_router_elect(u);
 		return;
 	}
@@ -287,6 +307,40 @@ void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *f
 	watch_all(u, &port);
 	ur_info(NULL, "pid %d handed this process UDP port %d as it exited: this one serves it "
 		"for the host now", (int)port.pid, UR_ROCE_UDP_PORT);
+}
+
+/* The router has ended and this process holds its port in reserve: serves
+ * it, sockets and what they hold, lock and all, if nobody has taken it
+ * since (the lock file still names that router, and its lock is still the
+ * one this copy holds).  Whether it does. */
+static bool serve_reserve(struct ur_udp *u)
+{
+	const char *why = NULL;
+	pid_t was = u->reserve.port.pid;
+
+	if (!u->reserve.nfds)
+		return false;
+	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || u->router)
+		why = "not now";
+	else if (lock_file_pid(u) != was)
+		why = "another process serves the port since";
+	else if (flock(u->reserve.fds[0], LOCK_EX | LOCK_NB))
+		why = "its lock is another's now";
+	else
+		why = ur_udp_port_adopt(u, &u->reserve.port, u->reserve.fds);
+	if (why) {
+		ur_dbg(NULL, "the copy of UDP port %d held for pid %d is not served: %s",
+		       UR_ROCE_UDP_PORT, (int)was, why);
+		ur_udp_port_drop_reserve(u);
+		return false;
+	}
+	router_became(u, u->reserve.fds[0]);
+	watch_all(u, &u->reserve.port);
+	u->reserve.nfds = 0;               /* the router's own now */
+	ur_info(NULL, "the process that served UDP port %d, pid %d, has ended: this one takes "
+		"the port over, with its sockets held here in reserve (what they held is not lost)",
+		UR_ROCE_UDP_PORT, (int)was);
+	return true;
 }
 
 /* A process's files (its sockets, the lock) are released by the kernel only
@@ -307,6 +361,7 @@ void ur_udp_router_leave(struct ur_udp *u)
 		return;
 	__atomic_store_n(&u->leaving, true, __ATOMIC_RELEASE);
 	ur_engine_quiesce(u->engine);       /* an election in progress ends */
+	ur_udp_port_drop_reserve(u);
 	if (!u->router)
 		return;
 	for (unsigned i = 0; i < u->nrx; i++) {
@@ -316,7 +371,7 @@ void ur_udp_router_leave(struct ur_udp *u)
 			ur_engine_unwatch(u->engine, u->rx[i]->roce6.fd);
 	}
 	ur_engine_quiesce(u->engine);       /* no callback reads them any more */
-	if (ur_udp_port_hand_on(u)) {
+	if (ur_udp_port_hand_on(u) == UR_PORT_HANDED) {
 		/* The lock is the open file's, which the message holds now. */
 		close(u->router_lock_fd);
 		u->router_lock_fd = -1;

@@ -21,6 +21,7 @@ static void udp_tick(struct ur_xport *x, uint64_t now)
 		return;
 	u->next_election_ns = now + UR_ELECTION_PERIOD_NS;
 	ur_udp_router_elect(u);
+	ur_udp_port_send_reserve(u);
 }
 
 static void udp_stats(struct ur_xport *x, struct ur_xport_stats *out)

@@ -1,18 +1,26 @@
-/* Port 4791 handed from a process that exits to one that stays.
+/* Port 4791 passed from one process to another without a gap: handed on
+ * by a router that exits, and held in reserve by another process for a
+ * router that dies.
  *
- * Freeing the port at exit (udp_host_port.c) loses two things: the
- * datagrams its sockets hold unread, and all that arrives before another
- * process of the namespace binds the port again, at its next election
- * (200 ms at most).  RC sends them again; UC and UD lose them (seen: a UC
- * ping-pong with the kernel's rxe hung while test processes came and went
- * in the host's namespace).  So the exiting router sends the sockets
- * themselves, still bound, to another live process of the namespace over
- * its unix socket (SCM_RIGHTS), with the router lock's open file: an
- * flock belongs to the open file, so the lock goes with it and never
- * lapses.  What the sockets hold, and what arrives meanwhile, waits in
- * them for the new router to read.  The taker must have as many receive
- * contexts as sockets came (the kernel's steering program counts them);
- * otherwise it closes them, and the next election binds the port anew.
+ * Freeing the port (udp_host_port.c) loses two things: the datagrams its
+ * sockets hold unread, and all that arrives before another process of
+ * the namespace binds the port again (at once on the router's pidfd, or at
+ * the next election).  RC sends them again; UC and UD lose them (seen: a
+ * UC ping-pong with the kernel's rxe hung while test processes came and
+ * went in the host's namespace).  So the sockets themselves, still bound,
+ * travel between processes over their unix sockets (SCM_RIGHTS), with the
+ * router lock's open file: an flock belongs to the open file, so the lock
+ * goes with it and never lapses.  What the sockets hold waits in them for
+ * the next reader.
+ *
+ * Two ways: a router that exits hands them on (ur_udp_port_hand_on), and
+ * a router keeps a copy with one other live process, its reserve
+ * (ur_udp_port_send_reserve), which reads nothing from them; if the router
+ * dies, even by SIGKILL, the sockets and the lock stay open in the reserve
+ * holder, which serves them as soon as the router's pidfd says it has
+ * ended (udp_host_port.c).  A taker must have as many receive contexts as
+ * sockets came (the kernel's steering program counts them); otherwise it
+ * closes them, and the next election binds the port anew.
  */
 #include <errno.h>
 #include <string.h>
@@ -54,45 +62,137 @@ static int send_port(struct ur_udp *u, pid_t pid, const struct ur_fwd_port *port
 	return sendmsg(u->fwd_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-bool ur_udp_port_hand_on(struct ur_udp *u)
+/* The router's lock and sockets, as a UR_FWD_PORT message carries them:
+ * their number (0: nothing to pass). */
+static unsigned port_fds(struct ur_udp *u, struct ur_fwd_port *port, int *fds)
 {
-	struct ur_fwd_port port = { .pid = (int32_t)getpid() };
-	pid_t pids[UR_PASS_CANDIDATES];
-	int fds[UR_FWD_MAX_FDS];
 	unsigned nfds = 0;
-	int n;
 
+	*port = (struct ur_fwd_port){ .pid = (int32_t)getpid() };
 	if (u->router_lock_fd < 0 || u->fwd_fd < 0)
-		return false;
+		return 0;
 	fds[nfds++] = u->router_lock_fd;
-	while (port.n4 < u->nrx && u->rx[port.n4]->roce4.fd >= 0)
-		fds[nfds++] = u->rx[port.n4++]->roce4.fd;
-	while (port.n6 < u->nrx && u->rx[port.n6]->roce6.fd >= 0)
-		fds[nfds++] = u->rx[port.n6++]->roce6.fd;
-	if (!port.n4)
-		return false;
-	n = ur_registry_live_pids(u->reg, pids, UR_PASS_CANDIDATES);
+	while (port->n4 < u->nrx && u->rx[port->n4]->roce4.fd >= 0)
+		fds[nfds++] = u->rx[port->n4++]->roce4.fd;
+	while (port->n6 < u->nrx && u->rx[port->n6]->roce6.fd >= 0)
+		fds[nfds++] = u->rx[port->n6++]->roce6.fd;
+	return port->n4 ? nfds : 0;
+}
+
+/* Whether pid can take the port: alive and not stopped (a stopped
+ * process would hold it and read nothing). */
+static bool can_take(pid_t pid)
+{
+	return pid > 0 && !ur_proc_stopped(pid);
+}
+
+/* Sends the port to the first that takes the message: first, then the
+ * namespace's other live processes.  The pid it went to, or 0. */
+static pid_t pass_to_one(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds,
+			 unsigned nfds, pid_t first)
+{
+	pid_t pids[UR_PASS_CANDIDATES + 1];
+	int n = 0;
+
+	if (first)
+		pids[n++] = first;
+	n += ur_registry_live_pids(u->reg, pids + n, UR_PASS_CANDIDATES);
 	for (int i = 0; i < n; i++) {
 		int ret;
 
-		/* A stopped process would hold the port and read nothing. */
-		if (ur_proc_stopped(pids[i]))
+		if ((i && pids[i] == first) || !can_take(pids[i]))
 			continue;
-		ret = send_port(u, pids[i], &port, fds, nfds);
-		if (!ret) {
-			ur_info(NULL, "this process exits: UDP port %d, with what its sockets hold, "
-				"handed to pid %d", UR_ROCE_UDP_PORT, (int)pids[i]);
-			return true;
-		}
-		ur_dbg(NULL, "could not hand UDP port %d to pid %d: %s", UR_ROCE_UDP_PORT,
+		ret = send_port(u, pids[i], port, fds, nfds);
+		if (!ret)
+			return pids[i];
+		ur_dbg(NULL, "could not pass UDP port %d to pid %d: %s", UR_ROCE_UDP_PORT,
 		       (int)pids[i], strerror(-ret));
 	}
-	return false;
+	return 0;
 }
 
-/* Takes the n4 + n6 sockets after the lock (fds[0]) into the receive
- * contexts, all or none: NULL, or why not. */
-static const char *adopt_all(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds)
+enum ur_port_left ur_udp_port_hand_on(struct ur_udp *u)
+{
+	struct ur_fwd_port port;
+	int fds[UR_FWD_MAX_FDS];
+	unsigned nfds = port_fds(u, &port, fds);
+	pid_t to;
+
+	if (!nfds)
+		return UR_PORT_FREED;
+	to = pass_to_one(u, &port, fds, nfds, u->reserve_pid);
+	if (to) {
+		ur_info(NULL, "this process exits: UDP port %d, with what its sockets hold, "
+			"handed to pid %d", UR_ROCE_UDP_PORT, (int)to);
+		return UR_PORT_HANDED;
+	}
+	/* Nobody took the message, but the reserve holder has it all and
+	 * serves it once this process has ended. */
+	if (can_take(u->reserve_pid)) {
+		ur_info(NULL, "this process exits: UDP port %d stays with pid %d, which holds it in "
+			"reserve", UR_ROCE_UDP_PORT, (int)u->reserve_pid);
+		return UR_PORT_HANDED;
+	}
+	return UR_PORT_FREED;
+}
+
+void ur_udp_port_send_reserve(struct ur_udp *u)
+{
+	struct ur_fwd_port port;
+	int fds[UR_FWD_MAX_FDS];
+	unsigned nfds;
+
+	if (!u->router || __atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || can_take(u->reserve_pid))
+		return;
+	nfds = port_fds(u, &port, fds);
+	if (!nfds)
+		return;
+	port.flags = UR_FWD_PORT_RESERVE;
+	u->reserve_pid = pass_to_one(u, &port, fds, nfds, 0);
+	if (u->reserve_pid)
+		ur_info(NULL, "UDP port %d held in reserve by pid %d", UR_ROCE_UDP_PORT,
+		       (int)u->reserve_pid);
+}
+
+void ur_udp_port_drop_reserve(struct ur_udp *u)
+{
+	/* Closed, never unlocked: the lock is the router's too. */
+	for (unsigned i = 0; i < u->reserve.nfds; i++)
+		close(u->reserve.fds[i]);
+	u->reserve.nfds = 0;
+	u->reserve.port.pid = 0;
+}
+
+const char *ur_udp_port_check(struct ur_udp *u, const uint8_t *buf, size_t len, unsigned nfds,
+			      struct ur_fwd_port *port)
+{
+	struct ur_fwd_hdr h;
+	struct ur_roce_ip ip;
+
+	memset(port, 0, sizeof(*port));
+	if (len != sizeof(h) + sizeof(*port))
+		return "a message of the wrong size";
+	memcpy(&h, buf, sizeof(h));
+	memcpy(port, buf + sizeof(h), sizeof(*port));
+	if (ur_udp_fwd_hdr_check(&h, &ip) || h.kind != UR_FWD_PORT || !port->n4 ||
+	    port->n4 > UR_ENGINE_MAX_RX || port->n6 > UR_ENGINE_MAX_RX ||
+	    nfds != 1 + port->n4 + port->n6 || (port->flags & ~UR_FWD_PORT_RESERVE))
+		return "a malformed message";
+	if (port->n4 != u->nrx || (port->n6 && port->n6 != u->nrx))
+		return "its receive contexts differ in number (UROCE_RX_THREADS)";
+	return NULL;
+}
+
+void ur_udp_port_keep(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds,
+		      unsigned nfds)
+{
+	ur_udp_port_drop_reserve(u);
+	memcpy(u->reserve.fds, fds, nfds * sizeof(int));
+	u->reserve.nfds = nfds;
+	u->reserve.port = *port;
+}
+
+const char *ur_udp_port_adopt(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds)
 {
 	unsigned k = 1, done4 = 0, done6 = 0;
 	const char *why = NULL;
@@ -110,24 +210,4 @@ static const char *adopt_all(struct ur_udp *u, const struct ur_fwd_port *port, c
 	for (unsigned i = 0; i < done6; i++)
 		u->rx[i]->roce6.fd = -1;
 	return why;
-}
-
-const char *ur_udp_port_unpack(struct ur_udp *u, const uint8_t *buf, size_t len, const int *fds,
-			       unsigned nfds, struct ur_fwd_port *port)
-{
-	struct ur_fwd_hdr h;
-	struct ur_roce_ip ip;
-
-	memset(port, 0, sizeof(*port));
-	if (len != sizeof(h) + sizeof(*port))
-		return "a message of the wrong size";
-	memcpy(&h, buf, sizeof(h));
-	memcpy(port, buf + sizeof(h), sizeof(*port));
-	if (ur_udp_fwd_hdr_check(&h, &ip) || h.kind != UR_FWD_PORT || !port->n4 ||
-	    port->n4 > UR_ENGINE_MAX_RX || port->n6 > UR_ENGINE_MAX_RX ||
-	    nfds != 1 + port->n4 + port->n6)
-		return "a malformed message";
-	if (port->n4 != u->nrx || (port->n6 && port->n6 != u->nrx))
-		return "its receive contexts differ in number (UROCE_RX_THREADS)";
-	return adopt_all(u, port, fds);
 }

@@ -158,9 +158,10 @@ enum ur_fwd_kind {
  * order of the receive contexts that read them (udp_port_pass.c). */
 struct ur_fwd_port {
 	uint32_t n4, n6;
-	int32_t pid;                   /* the process that hands it on */
-	uint32_t reserved;
+	int32_t pid;                   /* the router that sends it */
+	uint32_t flags;                /* UR_FWD_PORT_RESERVE: hold it, read nothing */
 };
+#define UR_FWD_PORT_RESERVE 1u
 #define UR_FWD_MAX_FDS (1 + 2 * UR_ENGINE_MAX_RX)
 
 struct ur_fwd_hdr {
@@ -221,6 +222,12 @@ struct ur_udp {
 	unsigned gen;                      /* the fork generation that opened it (not a child's) */
 	bool bind_warned;
 	uint64_t next_election_ns;
+	pid_t reserve_pid;                 /* router: who holds the port in reserve (0: none) */
+	struct {                           /* not router: the router's port, held unread */
+		struct ur_fwd_port port;   /* port.pid: that router */
+		int fds[UR_FWD_MAX_FDS];
+		unsigned nfds;             /* 0: none */
+	} reserve;
 	pthread_mutex_t peers_lock;        /* peers[].pid, connecting */
 	struct ur_udp_peer peers[UR_UDP_PEERS];
 };
@@ -380,16 +387,30 @@ void ur_udp_router_close(struct ur_udp *u);
  * the port with them from now on, or closes them and elects. */
 void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *fds, unsigned nfds);
 
-/* ---- udp_port_pass.c: port 4791 handed from an exiting process ---------- */
+/* ---- udp_port_pass.c: port 4791 passed on without a gap ---------------- */
+enum ur_port_left {
+	UR_PORT_FREED,                 /* nobody has it: the caller unlocks */
+	UR_PORT_HANDED,                /* another process has it: close, never unlock */
+};
 /* At exit, the port's sockets and lock unwatched and read by no callback:
- * sends them to another live process of the namespace.  True if one took
- * the message: the caller then closes its copies without unlocking. */
-bool ur_udp_port_hand_on(struct ur_udp *u);
-/* What a UR_FWD_PORT datagram (buf, len) and its nfds descriptors say,
- * into *port, and its sockets taken into the receive contexts (all or
- * none): NULL, or why not (the descriptors are the caller's to close). */
-const char *ur_udp_port_unpack(struct ur_udp *u, const uint8_t *buf, size_t len, const int *fds,
-			       unsigned nfds, struct ur_fwd_port *port);
+ * sends them to another live process of the namespace, the reserve
+ * holder first. */
+enum ur_port_left ur_udp_port_hand_on(struct ur_udp *u);
+/* The router's tick: a copy of the port with one other live process, if
+ * none holds one (UR_FWD_PORT_RESERVE). */
+void ur_udp_port_send_reserve(struct ur_udp *u);
+/* Closes the copy this process holds in reserve (never unlocks). */
+void ur_udp_port_drop_reserve(struct ur_udp *u);
+/* What a UR_FWD_PORT datagram (buf, len) with nfds descriptors says, into
+ * *port: NULL, or why this process cannot take it. */
+const char *ur_udp_port_check(struct ur_udp *u, const uint8_t *buf, size_t len, unsigned nfds,
+			      struct ur_fwd_port *port);
+/* Holds port's descriptors in reserve (replacing any held before). */
+void ur_udp_port_keep(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds,
+		      unsigned nfds);
+/* Takes port's sockets (fds[1..]) into the receive contexts, all or none:
+ * NULL, or why not (the descriptors stay the caller's to close). */
+const char *ur_udp_port_adopt(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds);
 
 /* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,
