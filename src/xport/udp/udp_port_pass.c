@@ -142,7 +142,9 @@ void ur_udp_port_send_reserve(struct ur_udp *u)
 	int fds[UR_FWD_MAX_FDS];
 	unsigned nfds;
 
-	if (!u->router || __atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || can_take(u->reserve_pid))
+	/* leaving first: an exiting process clears router after raising it
+	 * and waiting out the dispatch a tick runs in. */
+	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || !u->router || can_take(u->reserve_pid))
 		return;
 	nfds = port_fds(u, &port, fds);
 	if (!nfds)

@@ -252,7 +252,10 @@ static inline struct ur_udp_sock *ur_udp_sock_at(struct ur_udp *u, int i)
 		return &u->own4;
 	if (i == 1)
 		return &u->own6;
-	return u->peers[i - 2].pid ? &u->peers[i - 2].sock : NULL;
+	/* pid is published (release) after the socket it names is set up,
+	 * by whichever thread connected it. */
+	return __atomic_load_n(&u->peers[i - 2].pid, __ATOMIC_ACQUIRE) ? &u->peers[i - 2].sock
+									: NULL;
 }
 /* Every socket, own and peers', for the writability bookkeeping. */
 #define ur_udp_for_each_sock(u, s, i)                                              \
