@@ -22,6 +22,7 @@ enum ur_atfork_slot {
 	UR_ATFORK_DEVICES,      /* core/process.c: the device list */
 	UR_ATFORK_REGISTRY,     /* host/registry_slots.c: the host registry's view */
 	UR_ATFORK_XRCDS,        /* core/process.c: the XRC domains */
+	UR_ATFORK_UDP_PORT,     /* xport/udp/udp_host_port.c: a child lets port 4791 go (no lock) */
 	UR_ATFORK_SLOTS
 };
 

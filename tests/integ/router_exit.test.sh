@@ -45,6 +45,30 @@ kill -0 "${UR_PID[old]}" 2>/dev/null && ur_pass "the old process was still there
 ur_wait old
 ur_expect_eq "the old process, once its handler is done" 0 "${UR_RC[old]}"
 
+# A child of fork() that does not exec and outlives its parent, the
+# router, lets the port go: it closes its copies of the port's sockets and
+# lock as it is made (xport/udp/udp_host_port.c's fork handler), so the
+# next process binds the port while the child still lives.  Before, the
+# child kept the sockets bound: "cannot bind UDP port 4791".
+ur_start forker integ_router_exit uroce0 0 - 8
+wait_for forker child
+ur_wait forker
+ur_expect_grep forker '^child [0-9]+' "a router forked a child that outlives it"
+child=$(sed -n 's/^child //p' "$(ur_out forker)")
+if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+	ur_pass "its child $child still lives"
+else
+	ur_fail "its child ${child:-?} ended before the check"
+fi
+ur_run next integ_router_exit uroce0 0
+ur_expect_grep next 'this process serves UDP port 4791' "the next process of the namespace serves the port while the child lives"
+if grep -q 'cannot bind UDP port' "$(ur_out next)"; then
+	ur_fail "the next process could not bind the port: $(grep -m1 'cannot bind' "$(ur_out next)")"
+else
+	ur_pass "the next process bound the port (no \"cannot bind\")"
+fi
+[ -n "$child" ] && kill "$child" 2>/dev/null
+
 # Passed on, nothing lost: between two namespaces every datagram for the
 # server's namespace comes through port 4791.  A process that serves it
 # there ends in the middle of a UD stream (integ_dgram, 4000 datagrams at

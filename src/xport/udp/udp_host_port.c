@@ -202,8 +202,8 @@ static void watch_router(struct ur_udp *u)
  * stops watching the last router and publishes its pid. */
 static void router_became(struct ur_udp *u, int lock_fd)
 {
-	if (u->router_lock_fd >= 0 && u->router_lock_fd != lock_fd)
-		close(u->router_lock_fd);   /* ours, never locked: the lock is on lock_fd's */
+	if (u->router_lock_fd != lock_fd)
+		ur_udp_close_fd(&u->router_lock_fd);   /* ours, never locked: the lock is on lock_fd's */
 	u->router_lock_fd = lock_fd;
 	u->router = true;
 	unwatch_router(u);
@@ -373,8 +373,7 @@ void ur_udp_router_leave(struct ur_udp *u)
 	ur_engine_quiesce(u->engine);       /* no callback reads them any more */
 	if (ur_udp_port_hand_on(u) == UR_PORT_HANDED) {
 		/* The lock is the open file's, which the message holds now. */
-		close(u->router_lock_fd);
-		u->router_lock_fd = -1;
+		ur_udp_close_fd(&u->router_lock_fd);
 	} else {
 		if (ftruncate(u->router_lock_fd, 0) || flock(u->router_lock_fd, LOCK_UN))
 			ur_warn(NULL, "cannot release the port %d lock: %s", UR_ROCE_UDP_PORT,
@@ -389,12 +388,50 @@ void ur_udp_router_leave(struct ur_udp *u)
 	u->router = false;
 }
 
+/* The process's transport, for the fork handler (one stack a process). */
+static struct ur_udp *port_user;
+
+/* In a child of fork(): its copies of port 4791's sockets, of the router
+ * lock and of a reserve are closed, so that a child that outlives its
+ * parent does not keep the port bound, or locked, with nobody reading it.
+ * Closes only (a child hook may not lock or free); the fields never name
+ * a closed descriptor (ur_udp_close_fd), so what a parent's thread was
+ * changing at the fork is at worst left open, as before. */
+static void child_lets_port_go(void)
+{
+	struct ur_udp *u = __atomic_load_n(&port_user, __ATOMIC_ACQUIRE);
+	unsigned n;
+
+	if (!u)
+		return;
+	for (unsigned i = 0; i < u->nrx; i++) {
+		ur_udp_close_fd(&u->rx[i]->roce4.fd);
+		ur_udp_close_fd(&u->rx[i]->roce6.fd);
+	}
+	ur_udp_close_fd(&u->router_lock_fd);
+	n = __atomic_load_n(&u->reserve.nfds, __ATOMIC_ACQUIRE);
+	u->reserve.nfds = 0;
+	for (unsigned i = 0; i < n && i < UR_FWD_MAX_FDS; i++)
+		ur_udp_close_fd(&u->reserve.fds[i]);
+	u->router = false;
+}
+
+void ur_udp_router_watch_forks(struct ur_udp *u)
+{
+	static const struct ur_atfork_hooks hooks = { .child = child_lets_port_go };
+
+	__atomic_store_n(&port_user, u, __ATOMIC_RELEASE);
+	ur_atfork_register(UR_ATFORK_UDP_PORT, &hooks);
+}
+
 void ur_udp_router_close(struct ur_udp *u)
 {
+	struct ur_udp *was = u;
+
+	__atomic_compare_exchange_n(&port_user, &was, NULL, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_RELAXED);
 	ur_udp_router_leave(u);
 	unwatch_router(u);
 	ur_engine_quiesce(u->engine);       /* on_router_exit is over */
-	if (u->router_lock_fd >= 0)
-		close(u->router_lock_fd);
-	u->router_lock_fd = -1;
+	ur_udp_close_fd(&u->router_lock_fd);
 }

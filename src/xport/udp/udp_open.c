@@ -175,6 +175,7 @@ int ur_udp_open(struct ur_engine *e, struct ur_registry *reg, const struct ur_xp
 		ur_err(NULL, "cannot set up the UDP transport: %s", strerror(-ret));
 		goto err_socks;
 	}
+	ur_udp_router_watch_forks(u);
 	ur_udp_router_elect(u);
 	*out = &u->xport;
 	return 0;

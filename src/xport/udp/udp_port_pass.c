@@ -158,10 +158,13 @@ void ur_udp_port_send_reserve(struct ur_udp *u)
 
 void ur_udp_port_drop_reserve(struct ur_udp *u)
 {
-	/* Closed, never unlocked: the lock is the router's too. */
-	for (unsigned i = 0; i < u->reserve.nfds; i++)
-		close(u->reserve.fds[i]);
+	unsigned n = u->reserve.nfds;
+
+	/* Closed, never unlocked: the lock is the router's too.  Counted
+	 * out first, for the fork handler. */
 	u->reserve.nfds = 0;
+	for (unsigned i = 0; i < n; i++)
+		ur_udp_close_fd(&u->reserve.fds[i]);
 	u->reserve.port.pid = 0;
 }
 
@@ -190,8 +193,8 @@ void ur_udp_port_keep(struct ur_udp *u, const struct ur_fwd_port *port, const in
 {
 	ur_udp_port_drop_reserve(u);
 	memcpy(u->reserve.fds, fds, nfds * sizeof(int));
-	u->reserve.nfds = nfds;
 	u->reserve.port = *port;
+	__atomic_store_n(&u->reserve.nfds, nfds, __ATOMIC_RELEASE);
 }
 
 const char *ur_udp_port_adopt(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds)

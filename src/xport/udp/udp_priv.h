@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "host/registry.h"
@@ -234,6 +235,19 @@ struct ur_udp {
 
 #define UR_UDP_COUNT(u, field, n) __atomic_add_fetch(&(u)->stats.field, (n), __ATOMIC_RELAXED)
 
+/* Closes *fd and leaves -1 there, in that order reversed: the field never
+ * names a closed descriptor, which another thread may have been given
+ * again, so a child forked in between (udp_host_port.c's fork handler
+ * closes what the fields name) never closes one not ours. */
+static inline void ur_udp_close_fd(int *fd)
+{
+	int f = *fd;
+
+	*fd = -1;
+	if (f >= 0)
+		close(f);
+}
+
 /* ---- udp_sock.c: sockets ------------------------------------------------- */
 /* reuse: one of a group on the port (SO_REUSEPORT), the kernel picks. */
 int ur_udp_open_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, uint16_t port,
@@ -385,6 +399,8 @@ void ur_udp_router_leave(struct ur_udp *u);
 /* Leaves, stops watching the router and closes the lock file: for a
  * transport that is closed (udp_open.c). */
 void ur_udp_router_close(struct ur_udp *u);
+/* A child of fork() closes its copies of the port's descriptors (u's). */
+void ur_udp_router_watch_forks(struct ur_udp *u);
 /* A UR_FWD_PORT datagram (buf, len, its sender checked) and the nfds
  * descriptors it carried, from a router that exits: this process serves
  * the port with them from now on, or closes them and elects. */

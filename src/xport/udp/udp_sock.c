@@ -139,11 +139,9 @@ int ur_udp_adopt_sock(struct ur_udp_sock *s, struct ur_udp *u, int family, int f
 
 void ur_udp_close_sock(struct ur_udp_sock *s)
 {
-	if (s->fd >= 0) {
+	if (s->fd >= 0)
 		ur_engine_unwatch(s->u->engine, s->fd);
-		close(s->fd);
-	}
-	s->fd = -1;
+	ur_udp_close_fd(&s->fd);
 }
 
 void ur_udp_sock_arm(struct ur_udp_sock *s, bool on)

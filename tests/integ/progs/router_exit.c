@@ -4,13 +4,16 @@
  * of a namespace serves UDP port 4791 for it), prints "serving", and
  * returns from main (given UNTIL, once a file of that name exists); an
  * atexit handler registered before the device was opened runs after
- * uroce's, prints "lingering" and sleeps SECONDS.
+ * uroce's, prints "lingering" and sleeps SECONDS.  Given CHILD, it forks
+ * first a child that does not exec, prints "child PID", and sleeps CHILD
+ * seconds: a child that outlives its parent.
  *
- *   router_exit DEVICE SECONDS [UNTIL]
+ *   router_exit DEVICE SECONDS [UNTIL|- [CHILD]]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -35,8 +38,8 @@ int main(int argc, char **argv)
 	struct ibv_cq *cq;
 	int n;
 
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: %s DEVICE SECONDS [UNTIL]\n", argv[0]);
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: %s DEVICE SECONDS [UNTIL|- [CHILD]]\n", argv[0]);
 		return 2;
 	}
 	linger = (unsigned)atoi(argv[2]);
@@ -60,7 +63,21 @@ int main(int argc, char **argv)
 	}
 	printf("serving\n");
 	fflush(stdout);
-	for (int i = 0; argc == 4 && access(argv[3], F_OK) && i < 60000; i++)
+	if (argc == 5) {
+		pid_t child = fork();
+
+		if (child < 0) {
+			perror("FAIL: fork");
+			return 1;
+		}
+		if (!child) {
+			sleep((unsigned)atoi(argv[4]));
+			_exit(0);
+		}
+		printf("child %d\n", (int)child);
+		fflush(stdout);
+	}
+	for (int i = 0; argc >= 4 && strcmp(argv[3], "-") && access(argv[3], F_OK) && i < 60000; i++)
 		usleep(1000);
 	return 0;      /* the device stays open: exit() tears it down */
 }
