@@ -16,7 +16,10 @@ export UROCE_BUILD=${UROCE_BUILD:-$src/build}
 vm_need_root
 
 case ${1:-} in
-up) vm_boot_shared ;;
+up)
+	vm_enter_run up # the run's namespace, for the guest's tap and the tests' host programs
+	vm_boot_shared
+	;;
 down) vm_shutdown_shared ;;
 *)
 	echo "usage: $0 up|down" >&2

@@ -18,6 +18,7 @@ art=$build/interop-artifacts/vm_smoke
 # shellcheck source=lib/vm.sh
 . "$lib/vm.sh"
 vm_need_root
+vm_enter "$@"
 
 fails=0
 step() { echo "=== $*"; }

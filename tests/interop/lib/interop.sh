@@ -6,13 +6,15 @@
 #   . "$src/tests/interop/lib/interop.sh"
 #
 # sets build (exported as UROCE_BUILD), uroce and fails, defines ok and bad (a FAIL: line, counted
-# in fails), sources vm.sh and skips (exit 77) unless root.
+# in fails), sources vm.sh and skips (exit 77) unless root; the rest of the test runs in the
+# guest's network namespace (vm_enter).
 
 build=${UROCE_BUILD:-$src/build}
 export UROCE_BUILD=$build
 # shellcheck source=vm.sh
 . "$src/tests/interop/lib/vm.sh"
 vm_need_root
+vm_enter "$@"
 
 uroce=$build/bin/uroce
 fails=0

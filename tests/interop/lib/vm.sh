@@ -41,7 +41,7 @@ VM__LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=deps.sh
 . "$VM__LIB_DIR/deps.sh"
 
-VM__STATE_DIR=/run/uroce-vm # tap ownership records, to reap leftovers of killed runs
+VM__STATE_DIR=/run/uroce-vm # namespace ownership records, to reap leftovers of killed runs
 
 vm__err() { echo "vm: error: $*" >&2; }
 vm__log() { [ "${VM_QUIET:-0}" = 1 ] || echo "vm: $*" >&2; }
@@ -70,25 +70,20 @@ vm_need_root() {
 
 # ------------------------------------------------------------------ boot and teardown
 
-# vm__reap_stale: remove taps (and their qemu) left by runs that were killed before cleaning up
+# vm__reap_stale: remove the namespaces (and what runs in them: qemu, a test's programs) left by
+# runs that were killed before cleaning up
 vm__reap_stale() {
-	local f tap owner qpid
+	local f ns owner
 	[ -d "$VM__STATE_DIR" ] || return 0
-	for f in "$VM__STATE_DIR"/*.owner; do
+	for f in "$VM__STATE_DIR"/uroce-vm*.owner; do
 		[ -e "$f" ] || continue
-		tap=$(basename "$f" .owner)
+		ns=$(basename "$f" .owner)
 		owner=$(cat "$f" 2>/dev/null) || true
-		if vm__owner_alive "$owner" "$(cat "$VM__STATE_DIR/$tap.owner_start" 2>/dev/null)"; then
+		if vm__owner_alive "$owner" "$(cat "$VM__STATE_DIR/$ns.owner_start" 2>/dev/null)"; then
 			continue
 		fi
-		qpid=$(cat "$VM__STATE_DIR/$tap.qemu" 2>/dev/null) || true
-		if [ -n "$qpid" ] && tr '\0' ' ' <"/proc/$qpid/cmdline" 2>/dev/null | grep -q "ifname=$tap,"; then
-			vm__log "reaping qemu $qpid of a dead run (tap $tap)"
-			kill -KILL "$qpid" 2>/dev/null || true
-		fi
-		vm__log "removing leftover tap $tap (owner $owner gone)"
-		ip link del "$tap" 2>/dev/null || true
-		rm -f "$VM__STATE_DIR/$tap".*
+		vm__log "removing leftover namespace $ns (owner $owner gone)"
+		vm__drop_netns "$ns"
 	done
 }
 
@@ -109,26 +104,134 @@ vm__owner_alive() {
 	[ -z "${2:-}" ] || [ "$(vm__start_time "$1")" = "$2" ]
 }
 
-# vm__claim_tap OWNER: create the first free uroce-tapN, recorded as OWNER's (the guest lives
-# while OWNER does); sets VM_TAP and the 10.77.N.0/24 addresses
+# vm__claim_tap: create the guest's tap in this shell's namespace, uroce-vmN (vm_enter): uroce-tapN
+# with the 10.77.N.0/24 addresses (the namespace is private: N only tells runs apart in logs)
 vm__claim_tap() {
+	local n=${VM_NETNS#uroce-vm}
+	if ! ip tuntap add dev "uroce-tap$n" mode tap; then
+		vm__err "cannot create tap uroce-tap$n in namespace $VM_NETNS"
+		return 1
+	fi
+	VM_TAP=uroce-tap$n
+	VM_HOST_IP=10.77.$n.1
+	VM_GUEST_IP=10.77.$n.2
+	VM_PREFIX=24
+	VM__MAC=$(printf '52:54:00:4d:%02x:02' "$n")
+}
+
+# ------------------------------------------------------------------ the guest's network namespace
+
+# vm_enter [ARGS...]: run the rest of the test in the guest's network namespace, uroce-vmN: the
+# tap, the host's side of the link and every host program of the test live there, so its uroce
+# processes have the namespace's UDP port 4791 and registry to themselves (a test of the host's
+# namespace running beside it cannot take the port from them, nor they from it).  Re-executes the
+# test script ($0, with ARGS) there; returns in the re-executed script.  A test that ctest started
+# after interop.vm_up enters the run's namespace; any other makes its own, deleted at its exit.
+# Call it right after vm_need_root: what comes before it runs twice.
+vm_enter() {
+	vm__enter "$$" "$@"
+}
+
+# vm_enter_run [ARGS...]: vm_enter for interop.vm_up: the namespace is the ctest run's (this
+# shell's parent's), which interop.vm_down deletes
+vm_enter_run() {
+	vm__enter "$PPID" "$@"
+}
+
+# vm__enter OWNER [ARGS...]: vm_enter, a namespace made for OWNER
+vm__enter() {
+	local owner=$1 ns
+	shift
+	if [ -n "${VM__ENTERED:-}" ]; then
+		if ! vm__netns_here "$VM__ENTERED"; then
+			vm__err "vm_enter: not in namespace $VM__ENTERED, which this test was started in"
+			exit 1
+		fi
+		VM_NETNS=$VM__ENTERED
+		export VM_NETNS
+		unset VM__ENTERED
+		if [ "${VM__NETNS_OWNER:-}" = $$ ]; then # ours: deleted at exit (vm_shutdown)
+			VM__OWNER=$$
+			vm__install_traps
+		fi
+		return 0
+	fi
+	vm__boot_checks || exit 1
+	if ns=$(vm__run_netns "$PPID"); then
+		VM__NETNS_OWNER=
+	else
+		vm__reap_stale
+		vm__claim_netns "$owner" || exit 1
+		ns=$VM_NETNS
+		VM__NETNS_OWNER=$owner
+	fi
+	export VM__NETNS_OWNER
+	exec ip netns exec "$ns" env VM__ENTERED="$ns" bash "$0" "$@"
+}
+
+# vm__netns_here NS: this shell runs in namespace NS
+vm__netns_here() {
+	[ -e "/run/netns/$1" ] &&
+		[ "$(stat -L -c %i "/run/netns/$1")" = "$(stat -L -c %i /proc/self/ns/net)" ]
+}
+
+# vm__claim_netns OWNER: create the first free namespace uroce-vmN (N 0..63), lo up, recorded as
+# OWNER's (/run/uroce-vm/uroce-vmN.owner and the owner's start time); sets VM_NETNS
+vm__claim_netns() {
 	local owner=$1 n
 	mkdir -p "$VM__STATE_DIR"
 	for n in $(seq 0 63); do
-		ip link show "uroce-tap$n" >/dev/null 2>&1 && continue
-		if ip tuntap add dev "uroce-tap$n" mode tap 2>/dev/null; then
-			VM_TAP=uroce-tap$n
-			echo "$owner" >"$VM__STATE_DIR/$VM_TAP.owner"
-			vm__start_time "$owner" >"$VM__STATE_DIR/$VM_TAP.owner_start"
-			VM_HOST_IP=10.77.$n.1
-			VM_GUEST_IP=10.77.$n.2
-			VM_PREFIX=24
-			VM__MAC=$(printf '52:54:00:4d:%02x:02' "$n")
-			return 0
-		fi
+		[ -e "/run/netns/uroce-vm$n" ] && continue
+		ip netns add "uroce-vm$n" 2>/dev/null || continue # another run took it first
+		VM_NETNS=uroce-vm$n
+		echo "$owner" >"$VM__STATE_DIR/$VM_NETNS.owner"
+		vm__start_time "$owner" >"$VM__STATE_DIR/$VM_NETNS.owner_start"
+		ip -n "$VM_NETNS" link set lo up
+		return 0
 	done
-	vm__err "no free tap device uroce-tap0..63"
+	vm__err "no free network namespace uroce-vm0..63"
 	return 1
+}
+
+# vm__run_netns RUN: prints the namespace of the guest recorded for the ctest run RUN, if the run
+# lives and the namespace exists
+vm__run_netns() {
+	local f
+	f=$(vm__shared_file "$1")
+	[ -e "$f" ] || return 1
+	(
+		# shellcheck disable=SC1090 # the record
+		. "$f"
+		vm__owner_alive "$VM__RUN_OWNER" "$VM__RUN_START" && [ -n "${VM_NETNS:-}" ] &&
+			[ -e "/run/netns/$VM_NETNS" ] && echo "$VM_NETNS"
+	)
+}
+
+# vm__drop_netns NS: kill what still runs in NS (not this shell), delete it, its record and the
+# registry, router lock and capture switch uroce keeps in /dev/shm for it (nothing sweeps those:
+# the next namespace to get the same inode would find them)
+vm__drop_netns() {
+	local ns=$1 ino pid
+	[ -n "$ns" ] || return 0
+	if [ -e "/run/netns/$ns" ]; then
+		ino=$(stat -L -c %i "/run/netns/$ns")
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			[ "$pid" = "$BASHPID" ] || kill -KILL "$pid" 2>/dev/null || true
+		done
+		ip netns del "$ns" 2>/dev/null || true
+		rm -f /dev/shm/uroce-[0-9]*-net"$ino"-v* /dev/shm/uroce-[0-9]*-net"$ino".router \
+			/dev/shm/uroce-[0-9]*-net"$ino".capture 2>/dev/null
+	fi
+	rm -f "$VM__STATE_DIR/$ns".*
+}
+
+# vm__drop_netns_of OWNER: vm__drop_netns of every namespace recorded as OWNER's
+vm__drop_netns_of() {
+	local f
+	for f in "$VM__STATE_DIR"/uroce-vm*.owner; do
+		[ -e "$f" ] && [ "$(cat "$f" 2>/dev/null)" = "$1" ] || continue
+		vm__drop_netns "$(basename "$f" .owner)"
+	done
 }
 
 vm__boot_checks() {
@@ -148,11 +251,19 @@ vm__boot_checks() {
 		flock util-linux setsid util-linux
 }
 
+# vm__entered: this shell runs in the namespace vm_enter chose
+vm__entered() {
+	[ -n "${VM_NETNS:-}" ] && vm__netns_here "$VM_NETNS" && return 0
+	vm__err "not in the guest's network namespace: call vm_enter \"\$@\" first (after vm_need_root)"
+	return 1
+}
+
 # vm_boot: build (cached) and boot the guest; returns when rxe0 is ACTIVE and the channel answers.
 # Started by a ctest run that booted a guest for its tests (interop.vm_up), attaches to that
 # guest instead (VM_ATTACHED=1): vm_shutdown and the exit trap then make it fresh, not stop it.
 vm_boot() {
 	vm__boot_checks || return 1
+	vm__entered || return 1
 	# started by ctest, where interop.vm_up booted the run's guest: use that one
 	local rc=0
 	vm__attach "$PPID" || rc=$?
@@ -168,7 +279,7 @@ vm__boot_guest() {
 	local owner=$1 t0 guest
 	t0=$(vm__now_ms)
 	guest=$(vm__guest_image) || return 1
-	vm__host_link "$owner" || return 1
+	vm__host_link || return 1
 	vm__start_qemu "$guest" || return 1
 	vm__start_watchdog "$owner"
 	vm__wait_ready || return 1
@@ -193,18 +304,16 @@ vm__guest_image() {
 	echo "$guest"
 }
 
-# vm__host_link OWNER: the guest's folder and variables, the traps, and the host's side of the
-# link: a tap claimed for OWNER, addressed and up
+# vm__host_link: the guest's folder and variables, the traps, and the host's side of the link:
+# a tap in the namespace, addressed and up
 vm__host_link() {
-	local owner=$1
 	VM_DIR=$(mktemp -d /tmp/uroce-vm.XXXXXX) || return 1
 	VM_CONSOLE=$VM_DIR/console.log
 	VM_LOG_DIR=$(realpath -m "${UROCE_BUILD:-build}/interop-artifacts")
 	VM_CMD_PORT=7070
 	VM__OWNER=$$
 	vm__install_traps
-	vm__reap_stale
-	vm__claim_tap "$owner" || {
+	vm__claim_tap || {
 		vm_shutdown
 		return 1
 	}
@@ -250,7 +359,6 @@ vm__start_qemu() {
 		return 1
 	fi
 	export VM_QEMU_PID
-	echo "$VM_QEMU_PID" >"$VM__STATE_DIR/$VM_TAP.qemu"
 }
 
 # vm__wait_ready: waits for the ready marker on the serial console; on a failure marker, qemu's
@@ -307,9 +415,9 @@ vm__check_peer() {
 }
 
 # vm__start_watchdog OWNER: if OWNER dies without running its traps (SIGKILL), stop qemu and
-# remove the tap anyway.  Double-forked like qemu, output to /dev/null.
+# delete OWNER's namespace (the tap with it) anyway.  Double-forked like qemu, output to /dev/null.
 vm__start_watchdog() {
-	local owner=$1 qpid=$VM_QEMU_PID tap=$VM_TAP state=$VM__STATE_DIR dir=$VM_DIR
+	local owner=$1 qpid=$VM_QEMU_PID dir=$VM_DIR
 	(
 		(
 			trap '' INT HUP
@@ -319,8 +427,7 @@ vm__start_watchdog() {
 			done
 			if ! kill -0 "$owner" 2>/dev/null; then
 				kill -KILL "$qpid" 2>/dev/null || true
-				ip link del "$tap" 2>/dev/null || true
-				rm -f "$state/$tap".*
+				vm__drop_netns_of "$owner"
 				rm -rf "$dir"
 			fi
 		) </dev/null >/dev/null 2>&1 &
@@ -357,8 +464,8 @@ vm__on_exit() {
 	return $rc
 }
 
-# vm_shutdown: stop the capture, qemu (by its pid), the watchdog; delete the tap and $VM_DIR.
-# Idempotent; only acts in the shell that booted the guest.
+# vm_shutdown: stop the capture, qemu (by its pid), the watchdog; delete the tap, $VM_DIR and the
+# namespace vm_enter made for this test.  Idempotent; only acts in the shell that booted the guest.
 vm_shutdown() {
 	[ -n "${VM__OWNER:-}" ] && [ "$BASHPID" = "$VM__OWNER" ] || return 0
 	[ -n "${VM__CAP_PID:-}" ] && vm_capture_stop
@@ -367,11 +474,12 @@ vm_shutdown() {
 		return 0
 	fi
 	vm__stop_guest "${VM_QEMU_PID:-}" "${VM_TAP:-}" "${VM_DIR:-}"
+	[ "${VM__NETNS_OWNER:-}" != $$ ] || vm__drop_netns "${VM_NETNS:-}"
 	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX
 }
 
 # vm__stop_guest QEMU_PID TAP DIR: stop qemu (TERM, then KILL) and its watchdog, delete the tap
-# and its records, keep the logs in the build tree and remove DIR
+# (where this shell sees it), keep the logs in the build tree and remove DIR
 vm__stop_guest() {
 	local qpid=$1 tap=$2 dir=$3 i wd
 	# a pid on its own could be another process's by now: only qemu on our tap is ours
@@ -389,10 +497,7 @@ vm__stop_guest() {
 	fi
 	wd=$(cat "${dir:-/nonexistent}/watchdog.pid" 2>/dev/null) || true
 	[ -z "$wd" ] || kill -TERM "$wd" 2>/dev/null || true
-	if [ -n "$tap" ]; then
-		ip link del "$tap" 2>/dev/null || true
-		rm -f "$VM__STATE_DIR/$tap".*
-	fi
+	[ -z "$tap" ] || ip link del "$tap" 2>/dev/null || true
 	if [ -n "$dir" ] && [ -d "$dir" ]; then
 		# the last guest's console and qemu logs stay in the build tree, for post-mortems
 		vm__save_logs "$dir"
@@ -450,6 +555,7 @@ $(cat "$VM__LIB_DIR/guest-state.sh")
 vm_boot_shared() {
 	local run=$PPID rc=0
 	vm__boot_checks || return 1
+	vm__entered || return 1
 	vm__forget_dead_runs
 	vm__attach "$run" || rc=$?
 	case $rc in
@@ -482,8 +588,8 @@ vm__boot_shared_guest() {
 		printf 'VM__RUN_OWNER=%s\n' "$run"
 		printf 'VM__RUN_START=%s\n' "$(vm__start_time "$run")"
 		local v
-		for v in VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX VM_QEMU_PID \
-			VM_CONSOLE VM_BOOT_MS; do
+		for v in VM_NETNS VM_TAP VM_HOST_IP VM_GUEST_IP VM_PREFIX VM_CMD_PORT VM_GID_INDEX \
+			VM_QEMU_PID VM_CONSOLE VM_BOOT_MS; do
 			printf '%s=%q\n' "$v" "${!v}"
 		done
 		printf 'VM__GUEST_DIR=%q\n' "$VM_DIR"
@@ -494,16 +600,17 @@ vm__boot_shared_guest() {
 # vm__attach RUN: use the guest recorded for the ctest run RUN, made fresh (lib/guest-state.sh
 # reset: a test killed before its exit trap leaves its jobs behind).  A recorded guest that is
 # dead, does not answer or cannot be made fresh is replaced by a new one for the run.
-# Status 1 when RUN has no guest recorded (the caller boots its own), 2 on failure.
+# Status 1 when RUN has no guest recorded in this shell's namespace (the caller boots its own),
+# 2 on failure.
 vm__attach() {
-	local run=$1 f t0 why=
+	local run=$1 f t0 why='' here=${VM_NETNS:-}
 	f=$(vm__shared_file "$run")
 	[ -e "$f" ] || return 1
 	t0=$(vm__now_ms)
 	(
 		# shellcheck disable=SC1090 # the record
 		. "$f"
-		vm__owner_alive "$VM__RUN_OWNER" "$VM__RUN_START"
+		vm__owner_alive "$VM__RUN_OWNER" "$VM__RUN_START" && [ "${VM_NETNS:-}" = "$here" ]
 	) || {
 		rm -f "$f"
 		return 1
@@ -557,12 +664,14 @@ vm__detach() {
 	unset VM_QEMU_PID VM_TAP VM_DIR VM__OWNER VM_GID_INDEX VM_ATTACHED VM__GUEST_DIR
 }
 
-# vm_shutdown_shared: stop the guest of this shell's parent's run (interop.vm_down)
+# vm_shutdown_shared: stop the guest of this shell's parent's run (interop.vm_down) and delete
+# the run's namespace
 vm_shutdown_shared() {
 	local f
 	f=$(vm__shared_file "$PPID")
 	if [ ! -e "$f" ]; then
 		vm__log "no guest recorded for run $PPID"
+		vm__drop_netns_of "$PPID"
 		vm__forget_dead_runs
 		return 0
 	fi
@@ -570,7 +679,8 @@ vm_shutdown_shared() {
 	. "$f"
 	vm__stop_guest "$VM_QEMU_PID" "$VM_TAP" "$VM__GUEST_DIR"
 	rm -f "$f"
-	vm__log "stopped the run's guest (qemu pid $VM_QEMU_PID, $VM_TAP)"
+	vm__drop_netns_of "$PPID"
+	vm__log "stopped the run's guest (qemu pid $VM_QEMU_PID, $VM_TAP in $VM_NETNS)"
 	unset VM_QEMU_PID VM_TAP VM_DIR VM_GID_INDEX VM__GUEST_DIR
 	vm__forget_dead_runs
 }
