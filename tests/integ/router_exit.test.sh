@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest-timeout: 120
+# ctest-timeout: 180
 # ctest-labels: reliability
 # A process that served UDP port 4791 for its namespace frees it as it
 # exits, not when the kernel releases its files, which can be much later
@@ -141,6 +141,74 @@ ud_through() {
 	ur_expect_eq "$how: datagrams that arrived, none lost while the port changed hands" 4000 "${got:-}"
 }
 
+# Only the process the router chose serves a copy of the port.  The first
+# process to hold the router's copy in reserve is stopped, and the router
+# keeps a new copy with a second process; the first runs again, with its
+# copy.  When the router ends (exit, or SIGKILL), the first must not serve
+# its copy too: the copies are the same sockets and the same lock (its
+# flock succeeds again), and two readers would split the namespace's
+# packets.  The lock file names the router's choice (xport/udp/
+# udp_lock_file.c).  At exit the router tries the holder of its reserve
+# first, before the first process, which the registry lists first.  Killed,
+# the router is stopped first (no tick of its own moves the reserve again),
+# then the second, so that the first decides alone; before, it took the
+# port over ("takes the port over, with its sockets held here in reserve"),
+# and the second did too once it ran.
+stale_copy() {
+	local how=$1 t=stale.$1 ns2 first second env=("${UR_ENV[@]}")
+	ur_netns_new ns2 || { ur_fail "$how: no namespace: $UR_NETNS_WHY"; return; }
+	UR_NS=$ns2 ur_start "$t.router" integ_router_exit uroce0 0 "$UR_TMP/$t.go"
+	wait_for "$t.router" serving
+	UR_ENV=(UROCE_LOG=debug)
+	UR_NS=$ns2 ur_start "$t.first" integ_router_exit uroce0 0 "$UR_TMP/$t.end"
+	UR_ENV=("${env[@]}")
+	first=$(ur_prog_pid "$t.first")
+	wait_for "$t.router" "uroce info: .*held in reserve by pid $first"
+	wait_for "$t.first" "uroce debug: .*holding UDP port 4791 in reserve"
+	ur_expect_grep "$t.first" "holding UDP port 4791 in reserve for pid" \
+		"$how: the first process holds the router's copy in reserve"
+	ur_prog_signal "$t.first" STOP stop
+	UR_NS=$ns2 ur_start "$t.second" integ_router_exit uroce0 0 "$UR_TMP/$t.end"
+	second=$(ur_prog_pid "$t.second")
+	wait_for "$t.router" "uroce info: .*held in reserve by pid $second"
+	ur_expect_grep "$t.router" "held in reserve by pid $second" \
+		"$how: with the first stopped, the router keeps a copy with the second"
+	ur_prog_signal "$t.first" CONT cont
+	if [ "$how" = exit ]; then
+		touch "$UR_TMP/$t.go"
+		ur_wait "$t.router"
+	else
+		ur_prog_signal "$t.router" STOP stop
+		ur_prog_signal "$t.second" STOP stop
+		ur_prog_signal "$t.router" KILL kill
+		ur_wait "$t.router"
+	fi
+	wait_for "$t.first" "uroce [a-z]*: .*\(the copy of UDP port 4791 held for pid\|takes the port over\)"
+	[ "$how" = exit ] || ur_prog_signal "$t.second" CONT cont
+	wait_for "$t.second" "uroce info: .*\(handed this process\|held here in reserve\)"
+	if [ "$how" = exit ]; then
+		ur_expect_grep "$t.router" "handed to pid $second" \
+			"exit: the router handed the port to its reserve's holder first"
+		ur_expect_grep "$t.second" 'handed this process UDP port 4791' \
+			"exit: the second took the port over"
+	else
+		ur_expect_grep "$t.second" 'with its sockets held here in reserve' \
+			"kill: the second served its copy once the router was gone"
+	fi
+	# at exit, the second may have taken the port before the first looks
+	ur_expect_grep "$t.first" "is not served: (the router chose another process|another process serves the port since)" \
+		"$how: the first dropped its copy"
+	ur_expect_no_grep "$t.first" "takes the port over|handed this process|serves UDP port" \
+		"$how: the first does not serve the port"
+	touch "$UR_TMP/$t.end"
+	ur_wait "$t.first"
+	ur_wait "$t.second"
+	ur_expect_eq "$how: the first process" 0 "${UR_RC[$t.first]}"
+	ur_expect_eq "$how: the second process" 0 "${UR_RC[$t.second]}"
+}
+
 ud_through exit
 ud_through kill
+stale_copy exit
+stale_copy kill
 ur_done

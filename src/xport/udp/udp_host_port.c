@@ -32,6 +32,7 @@
 
 #include "engine/engine.h"
 #include "util/atfork.h"
+#include "util/fd.h"
 #include "util/log.h"
 #include "wire/roce_hdr.h"
 #include "host/registry.h"
@@ -128,16 +129,16 @@ static int bind_roce_port(struct ur_udp *u)
 	return 0;
 }
 
-/* The router writes its pid in the lock file for the others to watch. */
+/* The router writes its pid in the lock file for the others to watch
+ * (udp_lock_file.c), naming no taker yet. */
 static void publish_router_pid(struct ur_udp *u)
 {
-	char buf[16];
-	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	int ret = ur_udp_lock_record(u, 0);
 
-	if (ftruncate(u->router_lock_fd, 0) || pwrite(u->router_lock_fd, buf, (size_t)n, 0) != n)
+	if (ret)
 		ur_warn(NULL, "cannot write this process's pid in the port %d lock file: %s; "
 			"the others take the port over at their next election only",
-			UR_ROCE_UDP_PORT, strerror(errno));
+			UR_ROCE_UDP_PORT, strerror(-ret));
 }
 
 /* Stops watching; router_pid stays, naming the router last seen. */
@@ -166,14 +167,13 @@ static void on_router_exit(void *arg, uint32_t events)
 		ur_udp_router_elect(u);
 }
 
-/* The pid the lock file names, or 0. */
+/* The router the lock file names, or 0. */
 static int lock_file_pid(struct ur_udp *u)
 {
-	char buf[16] = { 0 };
-	ssize_t n = u->router_lock_fd >= 0 ? pread(u->router_lock_fd, buf, sizeof(buf) - 1, 0) : -1;
-	int pid;
+	pid_t router, taker;
 
-	return n > 0 && sscanf(buf, "%d", &pid) == 1 && pid > 0 ? pid : 0;
+	ur_udp_lock_read(u, &router, &taker);
+	return (int)router;
 }
 
 /* Watches the router the lock file names, if not the one last seen (watched
@@ -296,8 +296,7 @@ void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *f
 		why = ur_udp_port_adopt(u, &port, fds);
 	}
 	if (why) {
-		for (unsigned i = 0; i < nfds; i++)
-			close(fds[i]);
+		ur_fds_close(fds, nfds);
 		ur_info(NULL, "did not take UDP port %d from pid %d: %s", UR_ROCE_UDP_PORT,
 			(int)port.pid, why);
 		ur_udp_router_elect(u);
@@ -310,20 +309,24 @@ void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *f
 }
 
 /* The router has ended and this process holds its port in reserve: serves
- * it, sockets and what they hold, lock and all, if nobody has taken it
- * since (the lock file still names that router, and its lock is still the
- * one this copy holds).  Whether it does. */
+ * it, sockets and what they hold, lock and all, if the router chose this
+ * process to (the lock file names that router and this process as its
+ * taker: udp_lock_file.c) and nobody has taken it since (the lock is still
+ * the one this copy holds).  Whether it does. */
 static bool serve_reserve(struct ur_udp *u)
 {
 	const char *why = NULL;
-	pid_t was = u->reserve.port.pid;
+	pid_t was = u->reserve.port.pid, router, taker;
 
 	if (!u->reserve.nfds)
 		return false;
+	ur_udp_lock_read(u, &router, &taker);
 	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || u->router)
 		why = "not now";
-	else if (lock_file_pid(u) != was)
+	else if (router != was)
 		why = "another process serves the port since";
+	else if (taker != getpid())
+		why = "the router chose another process to take it since";
 	else if (flock(u->reserve.fds[0], LOCK_EX | LOCK_NB))
 		why = "its lock is another's now";
 	else

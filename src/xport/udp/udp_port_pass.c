@@ -87,7 +87,10 @@ static bool can_take(pid_t pid)
 }
 
 /* Sends the port to the first that takes the message: first, then the
- * namespace's other live processes.  The pid it went to, or 0. */
+ * namespace's other live processes.  Each is named the router's taker in
+ * the lock file before its message goes (udp_lock_file.c), so that no
+ * other copy is served once this router has ended; with nobody to take
+ * it, the lock file names none.  The pid it went to, or 0. */
 static pid_t pass_to_one(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds,
 			 unsigned nfds, pid_t first)
 {
@@ -102,12 +105,15 @@ static pid_t pass_to_one(struct ur_udp *u, const struct ur_fwd_port *port, const
 
 		if ((i && pids[i] == first) || !can_take(pids[i]))
 			continue;
-		ret = send_port(u, pids[i], port, fds, nfds);
+		ret = ur_udp_lock_record(u, pids[i]);
+		if (!ret)
+			ret = send_port(u, pids[i], port, fds, nfds);
 		if (!ret)
 			return pids[i];
 		ur_dbg(NULL, "could not pass UDP port %d to pid %d: %s", UR_ROCE_UDP_PORT,
 		       (int)pids[i], strerror(-ret));
 	}
+	ur_udp_lock_record(u, 0);
 	return 0;
 }
 
@@ -128,7 +134,7 @@ enum ur_port_left ur_udp_port_hand_on(struct ur_udp *u)
 	}
 	/* Nobody took the message, but the reserve holder has it all and
 	 * serves it once this process has ended. */
-	if (can_take(u->reserve_pid)) {
+	if (can_take(u->reserve_pid) && !ur_udp_lock_record(u, u->reserve_pid)) {
 		ur_info(NULL, "this process exits: UDP port %d stays with pid %d, which holds it in "
 			"reserve", UR_ROCE_UDP_PORT, (int)u->reserve_pid);
 		return UR_PORT_HANDED;

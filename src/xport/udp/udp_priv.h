@@ -1,10 +1,11 @@
 /* Internals shared by the UDP transport's files.  They call each other one
  * way, from the top: udp_open.c (the ops, opening) -> udp_host_port.c (port 4791)
- * -> udp_tx.c (staging) -> udp_rx.c (receive) -> udp_handon.c (the router
- * handing packets on) -> udp_host_peers.c (this host's processes) ->
- * udp_send.c (a batch onto a socket, parking) -> udp_fwd.c (the unix
- * socket's framing) -> udp_sock.c (sockets); beside them udp_route.c
- * (resolve) and udp_mcast.c (groups). */
+ * -> udp_port_pass.c (the port passed on) -> udp_lock_file.c (the lock
+ * file's record) -> udp_tx.c (staging) -> udp_rx.c (receive) ->
+ * udp_handon.c (the router handing packets on) -> udp_host_peers.c (this
+ * host's processes) -> udp_send.c (a batch onto a socket, parking) ->
+ * udp_fwd.c (the unix socket's framing) -> udp_sock.c (sockets); beside
+ * them udp_route.c (resolve) and udp_mcast.c (groups). */
 #ifndef UROCE_XPORT_UDP_UDP_PRIV_H
 #define UROCE_XPORT_UDP_UDP_PRIV_H
 
@@ -430,6 +431,13 @@ void ur_udp_port_keep(struct ur_udp *u, const struct ur_fwd_port *port, const in
 /* Takes port's sockets (fds[1..]) into the receive contexts, all or none:
  * NULL, or why not (the descriptors stay the caller's to close). */
 const char *ur_udp_port_adopt(struct ur_udp *u, const struct ur_fwd_port *port, const int *fds);
+
+/* ---- udp_lock_file.c: the router lock file's record ---------------------- */
+/* Writes "this process serves the port; taker takes it after" (0: none):
+ * 0 or -errno. */
+int ur_udp_lock_record(struct ur_udp *u, pid_t taker);
+/* The record: the router's pid and its taker's (0 where it names none). */
+void ur_udp_lock_read(struct ur_udp *u, pid_t *router, pid_t *taker);
 
 /* ---- udp_route.c, udp_mcast.c ------------------------------------------- */
 int ur_udp_resolve(struct ur_xport *x, const union ibv_gid *sgid, unsigned ifindex,

@@ -15,6 +15,7 @@
 #include "host/cm_route.h"
 #include "host/netdev.h"
 #include "host/registry.h"
+#include "util/fd.h"
 #include "util/log.h"
 #include "wire/gid.h"
 #include "wire/roce_hdr.h"
@@ -345,8 +346,7 @@ void ur_udp_on_fwd_readable(void *arg, uint32_t events)
 				ur_udp_router_take(u, b->buf[i], b->msgs[i].msg_len, fds, nfds);
 				continue;
 			}
-			for (unsigned k = 0; k < nfds; k++)
-				close(fds[k]);
+			ur_fds_close(fds, nfds);
 			if (!ur_udp_fwd_sender_ok(m))
 				foreign(u);
 			else if (nfds || (m->msg_flags & (MSG_TRUNC | MSG_CTRUNC)))

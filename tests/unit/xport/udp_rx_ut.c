@@ -14,7 +14,10 @@
  * back: a burst to a busy process arrives whole, and what a process that
  * does not read makes it keep is bounded, the rest counted lost.  And a
  * port handed on by an exiting process is taken only as what it says it
- * is; whatever else came with descriptors has them closed. */
+ * is; whatever else came with descriptors has them closed, and one from a
+ * process with another number of receive contexts is refused as such.  And
+ * the lock file names the router and the process it chose to take the
+ * port after it, and reads an older process's record. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -373,6 +376,69 @@ static void test_port_take_refuses(void)
 	}
 }
 
+/* A port message is checked before any descriptor is used: one from a
+ * process with another number of receive contexts (UROCE_RX_THREADS) is
+ * refused for that reason, however well formed. */
+static void test_port_check_contexts(void)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	uint8_t buf[sizeof(struct ur_fwd_hdr) + sizeof(struct ur_fwd_port)];
+	struct ur_fwd_hdr h;
+	struct ur_fwd_port port, seen;
+	const char *why;
+
+	ur_udp_fwd_hdr_msg(&h);
+	h.kind = UR_FWD_PORT;
+	memcpy(buf, &h, sizeof(h));
+	port = (struct ur_fwd_port){ .n4 = u->nrx, .pid = getpid() };
+	memcpy(buf + sizeof(h), &port, sizeof(port));
+	UT_CHECK(ur_udp_port_check(u, buf, sizeof(buf), 1 + port.n4, &seen) == NULL);
+	UT_EQ(seen.n4, u->nrx);
+	UT_CHECK(ur_udp_port_check(u, buf, sizeof(buf), 2 + port.n4, &seen) != NULL);
+
+	port.n4 = u->nrx + 1;                       /* more contexts than ours */
+	memcpy(buf + sizeof(h), &port, sizeof(port));
+	why = ur_udp_port_check(u, buf, sizeof(buf), 1 + port.n4, &seen);
+	UT_CHECK(why && strstr(why, "UROCE_RX_THREADS"));
+
+	port.n4 = u->nrx;                           /* IPv6 sockets in another number */
+	port.n6 = u->nrx + 1;
+	memcpy(buf + sizeof(h), &port, sizeof(port));
+	why = ur_udp_port_check(u, buf, sizeof(buf), 1 + port.n4 + port.n6, &seen);
+	UT_CHECK(why && strstr(why, "UROCE_RX_THREADS"));
+}
+
+/* The lock file's record (udp_lock_file.c): this process and its taker,
+ * read back as written; an older process's "PID" reads as a router that
+ * names no taker; an empty file names nobody. */
+static void test_lock_record(void)
+{
+	struct ur_udp *u = container_of(x, struct ur_udp, xport);
+	pid_t router, taker;
+
+	UT_CHECK(u->router_lock_fd >= 0);
+	UT_EQ(ur_udp_lock_record(u, 4242), 0);
+	ur_udp_lock_read(u, &router, &taker);
+	UT_EQ(router, getpid());
+	UT_EQ(taker, 4242);
+
+	UT_EQ(ftruncate(u->router_lock_fd, 0), 0);
+	UT_EQ(pwrite(u->router_lock_fd, "777\n", 4, 0), 4);
+	ur_udp_lock_read(u, &router, &taker);
+	UT_EQ(router, 777);
+	UT_EQ(taker, 0);
+
+	UT_EQ(ftruncate(u->router_lock_fd, 0), 0);
+	ur_udp_lock_read(u, &router, &taker);
+	UT_EQ(router, 0);
+	UT_EQ(taker, 0);
+
+	UT_EQ(ur_udp_lock_record(u, 0), 0);         /* as the router wrote it */
+	ur_udp_lock_read(u, &router, &taker);
+	UT_EQ(router, getpid());
+	UT_EQ(taker, 0);
+}
+
 int main(void)
 {
 	ut_env_init("ut0:lo");
@@ -383,5 +449,7 @@ int main(void)
 	UT_RUN(test_hand_on_kept_bounded);
 	UT_RUN(test_adopt_checks_the_socket);
 	UT_RUN(test_port_take_refuses);
+	UT_RUN(test_port_check_contexts);
+	UT_RUN(test_lock_record);
 	return UT_DONE();
 }
