@@ -155,7 +155,7 @@ static void unwatch_router(struct ur_udp *u)
  * gone by then): elect now.  A peer's packets to 4791 are lost until the
  * port is bound again, and on a loaded host the next election can come
  * after a QP's retries are spent. */
-static bool serve_reserve(struct ur_udp *u);
+static bool serve_reserve(struct ur_udp *u, pid_t ended);
 
 static void on_router_exit(void *arg, uint32_t events)
 {
@@ -163,7 +163,7 @@ static void on_router_exit(void *arg, uint32_t events)
 
 	(void)events;
 	unwatch_router(u);
-	if (!serve_reserve(u))
+	if (!serve_reserve(u, u->router_pid))
 		ur_udp_router_elect(u);
 }
 
@@ -308,12 +308,18 @@ void ur_udp_router_take(struct ur_udp *u, const uint8_t *buf, size_t len, int *f
 		"for the host now", (int)port.pid, UR_ROCE_UDP_PORT);
 }
 
-/* The router has ended and this process holds its port in reserve: serves
- * it, sockets and what they hold, lock and all, if the router chose this
- * process to (the lock file names that router and this process as its
+/* The router "ended" has ended and this process holds its port in reserve:
+ * serves it, sockets and what they hold, lock and all, if the router chose
+ * this process to (the lock file names that router and this process as its
  * taker: udp_lock_file.c) and nobody has taken it since (the lock is still
- * the one this copy holds).  Whether it does. */
-static bool serve_reserve(struct ur_udp *u)
+ * the one this copy holds).  Whether it does.  A copy of the router the
+ * lock file names, if that is not the one ended, is kept: a router's end
+ * is seen late (its pidfd is readable once its namespaces are torn down,
+ * 0.5 s and more), when its successor may have given this process a copy
+ * of its own, and serving that would make a second reader of a live
+ * router's sockets.  Any other copy is dropped: kept, it would hold the
+ * port bound and locked with nobody reading it. */
+static bool serve_reserve(struct ur_udp *u, pid_t ended)
 {
 	const char *why = NULL;
 	pid_t was = u->reserve.port.pid, router, taker;
@@ -321,6 +327,8 @@ static bool serve_reserve(struct ur_udp *u)
 	if (!u->reserve.nfds)
 		return false;
 	ur_udp_lock_read(u, &router, &taker);
+	if (was != ended && router == was)
+		return false;
 	if (__atomic_load_n(&u->leaving, __ATOMIC_ACQUIRE) || u->router)
 		why = "not now";
 	else if (router != was)
