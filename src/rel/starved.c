@@ -1,7 +1,9 @@
 #include "rel/starved.h"
 
+#include "core/device.h"
 #include "core/qp.h"
 #include "host/registry.h"
+#include "host/tap_owner.h"
 #include "rel/rel_priv.h"
 #include "util/log.h"
 #include "util/proc_sched.h"
@@ -34,6 +36,13 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 	int n = ur_registry_host_owners(qp->attr.dest_qp_num, &qp->attr.ah_attr.grh.dgid, pids,
 					UR_STARVE_PEERS);
 	bool starved = false;
+
+	/* None: the peer may be a guest of this host behind the device's
+	 * tap, served by its emulator's process (host/tap_owner.h). */
+	if (n <= 0) {
+		pids[0] = ur_tap_owner(qp->ctx->dev->netdev_name);
+		n = pids[0] > 0;
+	}
 
 	for (int i = 0; i < n; i++) {
 		int k;

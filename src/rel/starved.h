@@ -10,7 +10,9 @@
  * a quarter of the time between: it is behind, not silent.  A
  * peer that is stopped (SIGSTOP, a debugger) waits for no CPU, and one
  * that is gone or on another host is not found: they count as before.
- * qp->lock held. */
+ * A peer that is no uroce process but a guest behind the device's tap
+ * (the kernel's rxe in a qemu guest) is judged by its emulator's process
+ * (host/tap_owner.h).  qp->lock held. */
 #ifndef UROCE_REL_STARVED_H
 #define UROCE_REL_STARVED_H
 
