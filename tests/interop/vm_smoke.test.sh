@@ -18,6 +18,7 @@ art=$build/interop-artifacts/vm_smoke
 # shellcheck source=lib/vm.sh
 . "$lib/vm.sh"
 vm_need_root
+uroce_require_scapy
 vm_enter "$@"
 
 fails=0
@@ -35,7 +36,6 @@ ms() { date +%s%3N; }
 secs() { printf '%d.%01d s' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 
 t_start=$(ms)
-uroce_require_scapy
 rm -rf "$art"
 mkdir -p "$art"
 

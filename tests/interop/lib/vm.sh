@@ -157,9 +157,13 @@ vm__enter() {
 		return 0
 	fi
 	vm__boot_checks || exit 1
+	# What needs the network (Debian's packages, the guest's kernel) comes
+	# now: the namespace has none but the tap.
+	uroce_require dumpcap tshark || exit 1
 	if ns=$(vm__run_netns "$PPID"); then
 		VM__NETNS_OWNER=
 	else
+		vm__guest_image >/dev/null || exit 1
 		vm__reap_stale
 		vm__claim_netns "$owner" || exit 1
 		ns=$VM_NETNS
