@@ -12,9 +12,11 @@
  * copy's flock succeeds again), so a copy served by anyone but the chosen
  * process would make a second reader of the port.
  *
- * Fixed width and written in place, never truncated: a reader sees the
- * record whole, and an older process that wrote "PID\n" is overwritten
- * whole; one that reads "%d" still finds the router first. */
+ * Fixed width and written in place, not truncated first: a reader sees
+ * the record whole, and an older process that wrote "PID\n" is
+ * overwritten whole; one that reads "%d" still finds the router first.
+ * A router that frees the port empties the file (udp_host_port.c), which
+ * names nobody. */
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
