@@ -107,6 +107,7 @@ static void config_read(void)
 	const char *v;
 
 	c->log_level = parse_log(value("UROCE_LOG"));
+	c->log_file = keep(value("UROCE_LOG_FILE"));
 	c->copy_libc = is("UROCE_COPY", "libc");
 	c->crc = is("UROCE_CRC", "portable") ? UR_CONFIG_CRC_PORTABLE
 		 : is("UROCE_CRC", "pclmul") ? UR_CONFIG_CRC_PCLMUL : UR_CONFIG_CRC_BEST;
@@ -150,6 +151,7 @@ void ur_config_reread(void)
 	free((char *)config.devices);
 	free((char *)config.devices_skip);
 	free((char *)config.faults.spec);
+	free((char *)config.log_file);
 	memset(&config, 0, sizeof(config));
 	config_read();
 }

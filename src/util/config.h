@@ -41,6 +41,10 @@ struct ur_config {
 	/* UROCE_LOG: error|warn|info|debug (or 0..3); -1 when unset, empty
 	 * or unknown: the level stays as it is (warn). */
 	int log_level;
+	/* UROCE_LOG_FILE: a file the log also goes to, every line with its
+	 * time and pid, at UROCE_LOG's level (stderr then keeps only warnings
+	 * and errors); "%p" in it is the pid.  NULL when unset or empty. */
+	const char *log_file;
 	/* UROCE_COPY=libc: medium copies by memcpy, not AVX2. */
 	bool copy_libc;
 	/* UROCE_CRC=portable|pclmul: the ICRC's CRC-32 engine; else the best. */

@@ -117,6 +117,10 @@ ur_show() {
 		echo "    | [...]"
 	fi
 	tail -n "$n" "$f" | sed 's/^/    | /'
+	if [ -s "$UR_TMP/$1.uroce.log" ]; then
+		printf '    --- %s: uroce log (info level), last 40 lines\n' "$1"
+		tail -n 40 "$UR_TMP/$1.uroce.log" | sed 's/^/    | /'
+	fi
 }
 
 ur_out() { printf '%s' "$UR_TMP/$1.out"; }
@@ -254,6 +258,25 @@ ur_cmd() {
 	UR_CMD+=("$@")
 }
 
+# ur_log_env NAME PROG ARGS...: UR_LOG_ENV, what keeps uroce's log of
+# NAME's run at the info level in NAME.uroce.log (UROCE_LOG_FILE: stderr,
+# the output tests read, keeps only warnings and errors, as by default), so
+# that a failure seen once explains itself (a QP that gives up says why:
+# ur_show prints the log's tail).  Not where the test chose a log level
+# itself (in the environment, UR_ENV or the command line: "env
+# UROCE_LOG=info prog").
+ur_log_env() {
+	local name=$1
+	shift
+	UR_LOG_ENV=()
+	[[ -z ${UROCE_LOG:-} && -z ${UROCE_LOG_FILE:-} ]] || return 0
+	[[ " ${UR_ENV[*]:-} $* " != *UROCE_LOG* ]] || return 0
+	# made here, writable by all: a program the test runs as another
+	# user (setpriv, runuser) logs to it too, rather than warning
+	: > "$UR_TMP/$name.uroce.log" && chmod 666 "$UR_TMP/$name.uroce.log" || return 0
+	UR_LOG_ENV=("UROCE_LOG=info" "UROCE_LOG_FILE=$UR_TMP/$name.uroce.log")
+}
+
 # ur_start NAME PROG ARGS...: starts PROG in the background under timeout(1),
 # which ends it (TERM, then KILL UR_KILL_AFTER seconds later, 5 unless set)
 # after UR_TIMEOUT seconds, or when it is sent TERM itself.
@@ -263,7 +286,9 @@ ur_start() {
 	[ -z "${UR_PID[$name]:-}" ] || { ur_fail "harness: $name started twice"; return 1; }
 	ur_cmd "$@"
 	printf '%s\n' "${UR_NS:+[netns $UR_NS] }${UR_ENV[*]:+${UR_ENV[*]} }$*" > "$UR_TMP/$name.cmd"
-	timeout -k "${UR_KILL_AFTER:-5}" "$UR_TIMEOUT" "${UR_CMD[@]}" > "$UR_TMP/$name.out" 2>&1 < /dev/null &
+	ur_log_env "$name" "$@"
+	timeout -k "${UR_KILL_AFTER:-5}" "$UR_TIMEOUT" env "${UR_LOG_ENV[@]}" "${UR_CMD[@]}" \
+		> "$UR_TMP/$name.out" 2>&1 < /dev/null &
 	UR_PID[$name]=$!
 	UR_T0[$name]=$(date +%s.%N)
 	unset "UR_RC[$name]"
