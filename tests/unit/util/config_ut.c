@@ -12,7 +12,7 @@ static const char *const vars[] = {
 	"UROCE_SPIN_US", "UROCE_SELECTIVE_RETRANSMIT", "UROCE_OOO", "UROCE_DEVICES",
 	"UROCE_DEVICES_FILE", "UROCE_DEVICES_SKIP", "UROCE_VENDOR_PART_ID", "UROCE_SHM",
 	"UROCE_SHM_SINGLE_COPY", "UROCE_SHM_PLACE_MIN", "UROCE_SHM_SHARE_MR", "UROCE_UDP_GRO",
-	"UROCE_FAULTS",
+	"UROCE_FAULTS", "UROCE_LOG_FILE",
 };
 
 static const struct ur_config *fresh(void)
@@ -43,6 +43,7 @@ static void test_defaults(void)
 	UT_EQ(c->shm_place_min, 16384);
 	UT_EQ(c->shm_share_mr, UR_CONFIG_SHARE_HELD);
 	UT_CHECK(!c->faults.set && !c->faults.valid);
+	UT_CHECK(!c->log_file);
 }
 
 static void test_values(void)
@@ -57,6 +58,7 @@ static void test_values(void)
 	setenv("UROCE_OOO", "1", 1);
 	setenv("UROCE_DEVICES", "a:lo", 1);
 	setenv("UROCE_DEVICES_FILE", "/etc/d", 1);
+	setenv("UROCE_LOG_FILE", "/tmp/u.%p", 1);
 	setenv("UROCE_VENDOR_PART_ID", "0x10", 1);
 	setenv("UROCE_SHM", "1", 1);
 	setenv("UROCE_SHM_SHARE_MR", "1", 1);
@@ -68,6 +70,7 @@ static void test_values(void)
 	UT_CHECK(!c->selective && c->ooo);
 	UT_CHECK(c->devices && !strcmp(c->devices, "a:lo"));
 	UT_CHECK(!c->devices_file_err && !strcmp(c->devices_file, "/etc/d"));
+	UT_CHECK(c->log_file && !strcmp(c->log_file, "/tmp/u.%p"));
 	UT_CHECK(c->has_vendor_part_id);
 	UT_EQ(c->vendor_part_id, 16);
 	UT_EQ(c->shm, 1);
