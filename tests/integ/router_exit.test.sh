@@ -208,8 +208,101 @@ stale_copy() {
 	ur_expect_eq "$how: the second process" 0 "${UR_RC[$t.second]}"
 }
 
+# The exit's message taken by nobody: a router that exits and whose
+# message to its reserve's holder cannot be sent, with no other process to
+# take it, leaves the port to that holder, which has it all in reserve and
+# serves it once it runs and sees the router gone (udp_port_pass.c,
+# ur_udp_port_hand_on's last way).  The holder is frozen in a cgroup (as a
+# paused container is: alive, not stopped, running nothing) and its unix
+# socket's queue filled with datagrams it drops as malformed once it reads
+# them, so the router's message finds no room.  Needs root and cgroup v2's
+# freezer.
+freezer_dir() {
+	local root
+	root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	[ -n "$root" ] && [ -f "$root/cgroup.procs" ] && [ "$(id -u)" = 0 ] || return 1
+	mkdir "$root/uroce-test-$$" 2>/dev/null && [ -f "$root/uroce-test-$$/cgroup.freeze" ] ||
+		{ rmdir "$root/uroce-test-$$" 2>/dev/null; return 1; }
+	echo "$root/uroce-test-$$"
+}
+
+# freeze CGROUP 1|0: freezes or thaws the cgroup and waits until it is.
+freeze() {
+	local i
+	echo "$2" > "$1/cgroup.freeze"
+	for i in $(seq 50); do
+		grep -qx "frozen $2" "$1/cgroup.events" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+unsent() {
+	local t=unsent ns3 holder n owners cg root
+	if ! cg=$(freezer_dir); then
+		ur_log "unsent: not run: needs root and cgroup v2's freezer (cgroup.freeze)"
+		return
+	fi
+	root=${cg%/*}
+	ur_netns_new ns3 || { ur_fail "unsent: no namespace: $UR_NETNS_WHY"; rmdir "$cg"; return; }
+	UR_NS=$ns3 ur_start "$t.router" integ_router_exit uroce0 0 "$UR_TMP/$t.go"
+	wait_for "$t.router" serving
+	UR_NS=$ns3 ur_start "$t.holder" integ_router_exit uroce0 0 "$UR_TMP/$t.end"
+	holder=$(ur_prog_pid "$t.holder")
+	wait_for "$t.router" "uroce info: .*held in reserve by pid $holder"
+	ur_expect_grep "$t.router" "held in reserve by pid $holder" \
+		"unsent: the router keeps a copy of the port with the holder"
+	echo "$holder" > "$cg/cgroup.procs"
+	if freeze "$cg" 1; then
+		ur_pass "unsent: the holder frozen"
+	else
+		ur_fail "unsent: the holder's cgroup did not freeze: $(cat "$cg/cgroup.events")"
+	fi
+	# The holder's socket ("@uroce-fwd-UID-PID", where processes of the
+	# host hand each other packets and ports) filled while it cannot read.
+	n=$(ur_nsexec "$ns3" python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+addr = b"\0uroce-fwd-%d-%s" % (os.getuid(), sys.argv[1].encode())
+n = 0
+while n < 1000:
+    try:
+        s.sendto(b"not a uroce message", socket.MSG_DONTWAIT, addr)
+    except BlockingIOError:
+        break
+    n += 1
+print(n)' "$holder" 2>&1)
+	if [[ $n =~ ^[0-9]+$ ]] && [ "$n" -lt 1000 ]; then
+		ur_pass "unsent: the holder's socket full after $n datagrams"
+	else
+		ur_fail "unsent: the holder's socket did not fill: $n"
+	fi
+	touch "$UR_TMP/$t.go"
+	ur_wait "$t.router"
+	ur_expect_grep "$t.router" "stays with pid $holder, which holds it in reserve" \
+		"unsent: the router, its message taken by nobody, left the port to the holder"
+	ur_expect_no_grep "$t.router" "is free for the host's next process|handed to pid" \
+		"unsent: the router neither freed the port nor handed it on"
+	freeze "$cg" 0 || ur_fail "unsent: the holder's cgroup did not thaw"
+	echo "$holder" > "$root/cgroup.procs"
+	rmdir "$cg"
+	wait_for "$t.holder" "uroce info: .*held here in reserve"
+	ur_expect_grep "$t.holder" "with its sockets held here in reserve" \
+		"unsent: the holder served its copy once it ran"
+	owners=$(ur_nsexec "$ns3" ss -Hulnp 'sport = :4791' 2>/dev/null)
+	if [[ $owners == *"pid=$holder,"* ]]; then
+		ur_pass "unsent: port 4791 is the holder's"
+	else
+		ur_fail "unsent: port 4791 not held by the holder $holder: ${owners:-nobody}"
+	fi
+	touch "$UR_TMP/$t.end"
+	ur_wait "$t.holder"
+	ur_expect_eq "unsent: the holder" 0 "${UR_RC[$t.holder]}"
+}
+
 ud_through exit
 ud_through kill
 stale_copy exit
 stale_copy kill
+unsent
 ur_done
