@@ -83,13 +83,13 @@ struct ur_comp_state {
 	 * sent (timers.c); 0: none since the last progress. */
 	uint64_t behind_ns;
 	/* The processes of this host that may be the peer, as last seen
-	 * (rel/starved.c): their threads' time run then, and whether one was
-	 * runnable; and since when their waiting for a CPU has kept retries
+	 * (rel/starved.c): their threads' time run then, whether one was
+	 * runnable, and when that look was taken; and since when their waiting for a CPU has kept retries
 	 * from counting (0: not since the last progress). */
 	pid_t starve_pid[4];
 	uint64_t starve_ran[4];
 	bool starve_runnable[4];
-	uint64_t starve_at;
+	uint64_t starve_at[4];
 	uint64_t starved_ns;
 	/* Selective retransmission (rel/held.h): whether the responder holds
 	 * what follows a gap (learnt from its answer to the first packet

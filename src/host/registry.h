@@ -119,7 +119,8 @@ const char *ur_registry_path(const struct ur_registry *r);
  * number qpn: in this network namespace if gid is one of its addresses,
  * else in any that has it (this process left out).  Up to max into pids,
  * their number, or -EAGAIN when another thread is looking
- * (registry_peers.c). */
+ * (registry_peers.c).  An answer for the same block of numbers at the same
+ * address serves for 2 ms when max is 4. */
 int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids, int max);
 
 /* The other live processes attached to r (this namespace's), up to max

@@ -21,6 +21,21 @@
 
 #define UR_PEER_MAPS 32u
 #define UR_PEER_RESCAN_NS 1000000000ull
+/* An answer this young serves every QP whose peer's number is in the same
+ * block at the same address: each answer reads /proc files (liveness, the
+ * namespace's addresses), and a thousand QPs to one process asked every
+ * retry period. */
+#define UR_PEER_ANSWER_REUSE_NS (2u * 1000 * 1000)
+#define UR_PEER_ANSWERS 8u
+#define UR_PEER_ANSWER_PIDS 4
+
+struct peer_answer {
+	uint64_t at;            /* 0: none */
+	uint32_t block;
+	union ibv_gid gid;
+	int n;
+	pid_t pids[UR_PEER_ANSWER_PIDS];
+};
 
 struct peer_map {
 	dev_t dev;
@@ -36,6 +51,8 @@ static struct {
 	uint64_t scanned_ns;
 	unsigned n;
 	struct peer_map map[UR_PEER_MAPS];
+	struct peer_answer answers[UR_PEER_ANSWERS];
+	unsigned next_answer;
 } peers = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* "uroce-UID-netINODE-vVERSION", this user's and this layout's. */
@@ -183,13 +200,45 @@ static pid_t owner_in(const struct ur_reg_shm *shm, uint32_t qpn)
 	return pid && pid != getpid() && ur_reg_slot_alive(s) ? pid : 0;
 }
 
+/* A recent answer for qpn's block at gid, or NULL.  peers.lock held. */
+static const struct peer_answer *recent_answer(uint32_t block, const union ibv_gid *gid,
+					       uint64_t now)
+{
+	for (unsigned i = 0; i < UR_PEER_ANSWERS; i++) {
+		const struct peer_answer *a = &peers.answers[i];
+
+		if (a->at && a->block == block && now >= a->at &&
+		    now - a->at <= UR_PEER_ANSWER_REUSE_NS && !memcmp(&a->gid, gid, sizeof(*gid)))
+			return a;
+	}
+	return NULL;
+}
+
+static void keep_answer(uint32_t block, const union ibv_gid *gid, uint64_t now,
+			const pid_t *pids, int n)
+{
+	struct peer_answer *a = &peers.answers[peers.next_answer++ % UR_PEER_ANSWERS];
+
+	*a = (struct peer_answer){ .at = now, .block = block, .gid = *gid, .n = n };
+	memcpy(a->pids, pids, (size_t)n * sizeof(*pids));
+}
+
 int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids, int max)
 {
+	uint32_t block = (qpn & 0xffffffu) >> UR_REG_BLOCK_SHIFT;
 	uint64_t now = ur_now_ns();
+	const struct peer_answer *a;
 	int n = 0, ours = -1;   /* gid an address of this namespace: read once an owner is found */
 
 	if (pthread_mutex_trylock(&peers.lock))
 		return -EAGAIN;
+	a = max == UR_PEER_ANSWER_PIDS ? recent_answer(block, gid, now) : NULL;
+	if (a) {
+		n = a->n;
+		memcpy(pids, a->pids, (size_t)n * sizeof(*pids));
+		pthread_mutex_unlock(&peers.lock);
+		return n;
+	}
 	if (!peers.scanned_ns || now - peers.scanned_ns >= UR_PEER_RESCAN_NS) {
 		rescan();
 		peers.scanned_ns = now;
@@ -206,6 +255,8 @@ int ur_registry_host_owners(uint32_t qpn, const union ibv_gid *gid, pid_t *pids,
 		if (may_be_peer(pid, gid, ours))
 			pids[n++] = pid;
 	}
+	if (max == UR_PEER_ANSWER_PIDS)
+		keep_answer(block, gid, now, pids, n);
 	pthread_mutex_unlock(&peers.lock);
 	return n;
 }

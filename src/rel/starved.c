@@ -9,6 +9,9 @@
 #include "util/proc_sched.h"
 
 #define UR_STARVE_PEERS 4
+/* A look at a peer this young serves every QP that asks (a look reads
+ * /proc files; util/proc_sched.h). */
+#define UR_STARVE_LOOK_REUSE_NS (2u * 1000 * 1000)
 
 bool ur_starved_judge(uint64_t span, uint64_t ran, bool runnable_before, bool runnable_now)
 {
@@ -28,8 +31,7 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 {
 	struct ur_comp_state *c = &qp->comp;
 	pid_t pids[UR_STARVE_PEERS], seen[UR_STARVE_PEERS] = { 0 };
-	uint64_t ran[UR_STARVE_PEERS] = { 0 };
-	unsigned runnable[UR_STARVE_PEERS] = { 0 };
+	struct ur_sched_look looks[UR_STARVE_PEERS] = { 0 };
 	/* Owners of the number where the peer's address is (a number may be
 	 * in use in several namespaces): any kept off the CPU may be the
 	 * silence. */
@@ -45,23 +47,26 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 	}
 
 	for (int i = 0; i < n; i++) {
+		struct ur_sched_look *l = &looks[i];
 		int k;
 
-		if (ur_proc_sched(pids[i], &ran[i], &runnable[i]))
+		/* Judged from the looks' own times: one taken for another QP a
+		 * moment ago serves this one too. */
+		if (ur_proc_sched_recent(pids[i], now, UR_STARVE_LOOK_REUSE_NS, l))
 			continue;
 		seen[i] = pids[i];
 		k = seen_at(c, pids[i]);
-		if (k >= 0 && c->starve_at && now > c->starve_at &&
-		    ur_starved_judge(now - c->starve_at, ran[i] - c->starve_ran[k],
-				     c->starve_runnable[k], runnable[i]))
+		if (k >= 0 && c->starve_at[k] && l->at > c->starve_at[k] &&
+		    ur_starved_judge(l->at - c->starve_at[k], l->ran - c->starve_ran[k],
+				     c->starve_runnable[k], l->runnable))
 			starved = true;
 	}
 	for (int i = 0; i < UR_STARVE_PEERS; i++) {
 		c->starve_pid[i] = seen[i];
-		c->starve_ran[i] = ran[i];
-		c->starve_runnable[i] = runnable[i] > 0;
+		c->starve_ran[i] = looks[i].ran;
+		c->starve_runnable[i] = looks[i].runnable > 0;
+		c->starve_at[i] = looks[i].at;
 	}
-	c->starve_at = now;
 	if (!starved)
 		return false;
 	if (!c->starved_ns)

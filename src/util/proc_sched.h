@@ -14,6 +14,19 @@
  * without schedstat). */
 int ur_proc_sched(pid_t pid, uint64_t *ran_ns, unsigned *runnable);
 
+/* One look at a process: when (the caller's clock), its threads' time
+ * run, and how many were runnable. */
+struct ur_sched_look {
+	uint64_t at;
+	uint64_t ran;
+	unsigned runnable;
+};
+
+/* ur_proc_sched, or a look at pid no older than max_age_ns at now (the
+ * caller's monotonic clock), taken by any thread of this process: many
+ * QPs to one peer look at it once.  0, or -errno (not remembered). */
+int ur_proc_sched_recent(pid_t pid, uint64_t now, uint64_t max_age_ns, struct ur_sched_look *l);
+
 /* Whether pid is stopped (SIGSTOP, a debugger's trace), a zombie, or
  * not there: a process that will not read what it is sent soon. */
 bool ur_proc_stopped(pid_t pid);

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "ut.h"
 #include "ut_env.h"
@@ -911,6 +912,8 @@ static void test_host_owners(void)
 	UT_EQ(ur_registry_host_owners(mine, &lo, pids, 4), 0);
 	kid_finish(&there);
 	kid_finish(&here);
+	/* An answer serves for 2 ms (many QPs to one peer ask at once). */
+	nanosleep(&(struct timespec){ 0, 3 * 1000 * 1000 }, NULL);
 	UT_EQ(ur_registry_host_owners(theirs_here, &lo, pids, 4), 0);
 	ur_registry_reclaim_dead(&reg);
 	ur_registry_sweep_dead_netns();

@@ -2,7 +2,7 @@
  * runnable, read from /proc: this process (running), a child spinning
  * (runnable), asleep (none), stopped by SIGSTOP (none: a stopped peer is
  * not waiting for a CPU, rel/starved.h), and one that has gone (an
- * error). */
+ * error); and a recent look served again (ur_proc_sched_recent). */
 #include "ut.h"
 
 #include <errno.h>
@@ -91,9 +91,36 @@ static void test_children(void)
 	UT_CHECK(ur_proc_sched(busy, &ran, &runnable) < 0);
 }
 
+/* ur_proc_sched_recent: a look no older than the age asked for is served
+ * again (by the caller's clock), an older one is taken anew, and each pid
+ * has its own; a pid that has gone is an error, not served from before. */
+static void test_recent(void)
+{
+	const uint64_t ms = 1000000, t0 = 1000 * ms;
+	pid_t busy = child(1), other = child(1);
+	struct ur_sched_look a, b, c;
+
+	UT_CHECK(busy > 0 && other > 0);
+	UT_EQ(ur_proc_sched_recent(busy, t0, 2 * ms, &a), 0);
+	UT_CHECK(a.at == t0);
+	settle();                              /* it runs meanwhile */
+	UT_EQ(ur_proc_sched_recent(busy, t0 + 2 * ms, 2 * ms, &b), 0);
+	UT_CHECK(b.at == t0 && b.ran == a.ran && b.runnable == a.runnable);
+	UT_EQ(ur_proc_sched_recent(busy, t0 + 3 * ms, 2 * ms, &b), 0);
+	UT_CHECK(b.at == t0 + 3 * ms);
+	UT_CHECK(b.ran > a.ran);
+	UT_EQ(ur_proc_sched_recent(other, t0 + 3 * ms, 2 * ms, &c), 0);
+	UT_CHECK(c.at == t0 + 3 * ms);
+	end(busy);
+	end(other);
+	UT_CHECK(ur_proc_sched_recent(busy, t0 + 6 * ms, 2 * ms, &a) < 0);
+	UT_CHECK(ur_proc_sched_recent(other, t0 + 4 * ms, 2 * ms, &c) == 0);  /* remembered */
+}
+
 int main(void)
 {
 	UT_RUN(test_self);
 	UT_RUN(test_children);
+	UT_RUN(test_recent);
 	return UT_DONE();
 }
