@@ -84,8 +84,9 @@ struct ur_comp_state {
 	uint64_t behind_ns;
 	/* The processes of this host that may be the peer, as last seen
 	 * (rel/starved.c): their threads' time run then, whether one was
-	 * runnable, and when that look was taken; and since when their waiting for a CPU has kept retries
-	 * from counting (0: not since the last progress). */
+	 * runnable, and when that look was taken; and since when their
+	 * waiting for a CPU has kept retries from counting (0: not since the
+	 * last progress). */
 	pid_t starve_pid[4];
 	uint64_t starve_ran[4];
 	bool starve_runnable[4];
