@@ -82,6 +82,11 @@ struct ur_comp_state {
 	/* Since when a local peer process has been behind, reading what we
 	 * sent (timers.c); 0: none since the last progress. */
 	uint64_t behind_ns;
+	/* While the last period found a reader of this host behind
+	 * (behind_seen), early retries go back only after gaps that double
+	 * (timers.c): when one last went back, and the gap to the next. */
+	bool behind_seen;
+	uint64_t hold_back_ns, hold_gap_ns;
 	/* The processes of this host that may be the peer, as last seen
 	 * (rel/starved.c): their threads' time run then, whether one was
 	 * runnable, and when that look was taken; and since when their

@@ -700,9 +700,10 @@ void ur_comp_timers(struct ur_qp *qp, uint64_t now)
 		qp->comp.retrans_deadline = 0;
 		if (qp->comp.psn != qp->req.psn_max) {
 			c.early = !ur_timers_retry_counts(qp, now);
-			if (c.early && qp->req.blocked) {
+			if (c.early && (qp->req.blocked || ur_timers_hold_back(qp, now))) {
 				/* Waiting for room on the transport: going back
-				 * would only rewind what has not left yet. */
+				 * would only rewind what has not left yet; or
+				 * what left waits unread (timers.h). */
 				ur_timers_arm_retrans(qp);
 				return;
 			}

@@ -53,6 +53,10 @@
  * is running, so what waits gets read; bounded only so that a flood that
  * never lets its queue empty cannot hide a dead peer for ever. */
 #define UR_MAX_SELF_WAIT 256u
+/* The longest gap, in QP timeouts, between two early go-backs while a
+ * reader of this host is behind (timers.c): a packet lost meanwhile still
+ * goes again within it. */
+#define UR_MAX_HOLD_GAP 16u
 /* ... while the peer is a process of this host that the scheduler keeps
  * waiting for a CPU (starved.c): 4.3 s at the timeout of 14 most programs
  * set, past the 1.6 s seen here, bounded so that one kept off for good

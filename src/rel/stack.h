@@ -37,6 +37,10 @@ struct ur_stack {
 	pthread_mutex_t waiting_lock;       /* waiting, and every QP's wait_link */
 	struct ur_list waiting;             /* QPs a full transport stopped */
 	uint64_t last_turn_ns;              /* a waiting QP last sent on its turn */
+	/* The transports' last answer to who is behind (enum ur_behind) and
+	 * when: many QPs' timers ask within a moment (timers.c). */
+	uint64_t behind_at_ns;
+	int behind_memo;
 	bool selective;                     /* RC marks its requests and resends
 					     * selectively to peers that hold
 					     * (UROCE_SELECTIVE_RETRANSMIT=0: off) */

@@ -27,7 +27,26 @@ static int seen_at(const struct ur_comp_state *c, pid_t pid)
 	return -1;
 }
 
-bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
+bool ur_runs_judge(uint64_t span, uint64_t ran)
+{
+	return span && ran >= span / 16;
+}
+
+/* The verdict of the look at one process against the one before. */
+static enum ur_peer_cpu judge(const struct ur_comp_state *c, int k, const struct ur_sched_look *l)
+{
+	uint64_t span, ran;
+
+	if (k < 0 || !c->starve_at[k] || l->at <= c->starve_at[k])
+		return UR_PEER_CPU_UNKNOWN;
+	span = l->at - c->starve_at[k];
+	ran = l->ran - c->starve_ran[k];
+	if (ur_starved_judge(span, ran, c->starve_runnable[k], l->runnable))
+		return UR_PEER_CPU_STARVED;
+	return ur_runs_judge(span, ran) ? UR_PEER_CPU_RUNS : UR_PEER_CPU_STILL;
+}
+
+enum ur_peer_cpu ur_peer_cpu_look(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 {
 	struct ur_comp_state *c = &qp->comp;
 	pid_t pids[UR_STARVE_PEERS], seen[UR_STARVE_PEERS] = { 0 };
@@ -37,7 +56,7 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 	 * silence. */
 	int n = ur_registry_host_owners(qp->attr.dest_qp_num, &qp->attr.ah_attr.grh.dgid, pids,
 					UR_STARVE_PEERS);
-	bool starved = false;
+	enum ur_peer_cpu most = UR_PEER_CPU_UNKNOWN;
 
 	/* None: the peer may be a guest of this host behind the device's
 	 * tap, served by its emulator's process (host/tap_owner.h). */
@@ -48,18 +67,18 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 
 	for (int i = 0; i < n; i++) {
 		struct ur_sched_look *l = &looks[i];
-		int k;
+		enum ur_peer_cpu v;
 
 		/* Judged from the looks' own times: one taken for another QP a
 		 * moment ago serves this one too. */
 		if (ur_proc_sched_recent(pids[i], now, UR_STARVE_LOOK_REUSE_NS, l))
 			continue;
 		seen[i] = pids[i];
-		k = seen_at(c, pids[i]);
-		if (k >= 0 && c->starve_at[k] && l->at > c->starve_at[k] &&
-		    ur_starved_judge(l->at - c->starve_at[k], l->ran - c->starve_ran[k],
-				     c->starve_runnable[k], l->runnable))
-			starved = true;
+		v = judge(c, seen_at(c, pids[i]), l);
+		/* Starved above all (it holds the retry back), then runs. */
+		if (v == UR_PEER_CPU_STARVED || (v == UR_PEER_CPU_RUNS && most != UR_PEER_CPU_STARVED) ||
+		    (v == UR_PEER_CPU_STILL && most == UR_PEER_CPU_UNKNOWN))
+			most = v;
 	}
 	for (int i = 0; i < UR_STARVE_PEERS; i++) {
 		c->starve_pid[i] = seen[i];
@@ -67,13 +86,13 @@ bool ur_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 		c->starve_runnable[i] = looks[i].runnable > 0;
 		c->starve_at[i] = looks[i].at;
 	}
-	if (!starved)
-		return false;
+	if (most != UR_PEER_CPU_STARVED)
+		return most;
 	if (!c->starved_ns)
 		c->starved_ns = now;
 	if (now - c->starved_ns >= UR_MAX_STARVED_WAIT * qpt)
-		return false;
+		return UR_PEER_CPU_UNKNOWN;
 	ur_dbg(ur_qp_dev(qp), "QP 0x%06x: the peer waits for a CPU: the retry does not count",
 	       ur_qp_num(qp));
-	return true;
+	return UR_PEER_CPU_STARVED;
 }

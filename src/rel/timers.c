@@ -151,8 +151,13 @@ void ur_timers_progress(struct ur_qp *qp, uint32_t new_psn)
 	c->behind_ns = 0;
 	c->starved_ns = 0;
 	c->progress_ns = now;
-	/* Idle once all is acknowledged; else a new period from now. */
+	/* Idle once all is acknowledged; else a new period from now.  Idle,
+	 * the next message's periods judge the readers afresh. */
 	c->period_ns = new_psn == qp->req.psn_max ? 0 : now;
+	if (!c->period_ns) {
+		c->behind_seen = false;
+		c->hold_back_ns = c->hold_gap_ns = 0;
+	}
 }
 
 void ur_timers_left_after_wait(struct ur_qp *qp)
@@ -208,11 +213,54 @@ static bool still_behind(struct ur_qp *qp, uint64_t now, uint64_t qpt, enum ur_b
 	return now - qp->comp.behind_ns < wait_bound(b, qpt);
 }
 
+/* A process of this host has not read what this one sent it (a local
+ * peer, or this process itself), where nothing is lost on the way: a
+ * go-back can only add to its queue.  Not this process's unread sockets
+ * from the network (UR_BEHIND_RX): a stream at full speed keeps them
+ * busy while the network does lose what the timer must send again. */
+static bool reader_behind(enum ur_behind b)
+{
+	return b == UR_BEHIND_PEER || b == UR_BEHIND_SELF;
+}
+
+/* The look at the peer's process (rel/starved.h), taken at most once a
+ * timer run: it judges by two looks a QP timeout apart. */
+struct peer_look {
+	bool taken;
+	enum ur_peer_cpu cpu;
+};
+
+static enum ur_peer_cpu peer_cpu(struct ur_qp *qp, uint64_t now, uint64_t qpt, struct peer_look *l)
+{
+	if (!l->taken) {
+		l->cpu = ur_peer_cpu_look(qp, now, qpt);
+		l->taken = true;
+	}
+	return l->cpu;
+}
+
+/* Who has not read what was sent (xport.h).  A peer process that is
+ * behind but runs reads what waits, if slowly, as this process does, and
+ * gets this process's bound (a 1000-QP storm under ASan beside another
+ * test loop on 2 cores kept both processes of a pair behind for up to
+ * 19 s, and a client QP counted its retries from the peer's 16th timeout
+ * on).  One that does not run (frozen, stopped) keeps the peer's. */
+static enum ur_behind who_is_behind(struct ur_qp *qp, uint64_t now, uint64_t qpt,
+				    struct peer_look *l)
+{
+	enum ur_behind b = ur_xports_peer_behind(&qp->ctx->stack->xports);
+
+	if (b == UR_BEHIND_PEER && peer_cpu(qp, now, qpt, l) == UR_PEER_CPU_RUNS)
+		return UR_BEHIND_SELF;
+	return b;
+}
+
 bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 {
 	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
 	uint64_t turn = __atomic_load_n(&qp->ctx->stack->last_turn_ns, __ATOMIC_RELAXED);
 	enum ur_behind behind = UR_BEHIND_NONE;
+	struct peer_look look = { 0 };
 	bool asked = false;
 
 	/* Its requests wait for room on a full transport (still stopped, or
@@ -226,7 +274,7 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 		uint64_t waited = now - qp->req.blocked_ns;
 
 		if (waited >= UR_MAX_TURN_WAIT * qpt) {
-			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
+			behind = who_is_behind(qp, now, qpt, &look);
 			asked = true;
 		}
 		if (waited < wait_bound(behind, qpt)) {
@@ -238,17 +286,67 @@ bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now)
 	if (!qp->comp.period_ns || now - qp->comp.period_ns >= qpt) {
 		qp->comp.period_ns = now;
 		if (!asked)
-			behind = ur_xports_peer_behind(&qp->ctx->stack->xports);
+			behind = who_is_behind(qp, now, qpt, &look);
 		/* Both asked every period: the starved-peer check judges by
 		 * two looks a timeout apart. */
 		bool waits = still_behind(qp, now, qpt, behind);
 
-		if (!ur_starved_peer(qp, now, qpt) && !waits) {
+		qp->comp.behind_seen = reader_behind(behind);
+		if (!qp->comp.behind_seen)
+			qp->comp.hold_back_ns = qp->comp.hold_gap_ns = 0;
+
+		if (peer_cpu(qp, now, qpt, &look) != UR_PEER_CPU_STARVED && !waits) {
 			qp->comp.backoff = 0;
 			return true;
 		}
 	}
 	if (qp->comp.backoff < UR_MAX_BACKOFF)
 		qp->comp.backoff++;
+	return false;
+}
+
+/* Who is behind, as the transports said it at most UR_BEHIND_REUSE_NS
+ * ago: every QP of a burst times out within a moment (the memo's two
+ * words are read and written apart; a torn pair only makes an answer a
+ * little older or newer). */
+#define UR_BEHIND_REUSE_NS (1000u * 1000)
+static enum ur_behind behind_recent(struct ur_stack *s, uint64_t now)
+{
+	uint64_t at = __atomic_load_n(&s->behind_at_ns, __ATOMIC_RELAXED);
+	enum ur_behind b;
+
+	if (at && now >= at && now - at < UR_BEHIND_REUSE_NS)
+		return (enum ur_behind)__atomic_load_n(&s->behind_memo, __ATOMIC_RELAXED);
+	b = ur_xports_peer_behind(&s->xports);
+	__atomic_store_n(&s->behind_memo, (int)b, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->behind_at_ns, now, __ATOMIC_RELAXED);
+	return b;
+}
+
+bool ur_timers_hold_back(struct ur_qp *qp, uint64_t now)
+{
+	struct ur_comp_state *c = &qp->comp;
+	uint64_t qpt = ur_rel_timeout_ns(qp->attr.timeout);
+	uint64_t most = UR_MAX_HOLD_GAP * qpt;
+
+	if (!qpt)
+		return false;
+	/* Between two periods (the timer from the measured round trip),
+	 * asked afresh: a burst sent to a peer that reads slowly outlasts
+	 * the round trip measured before it. */
+	if (!c->behind_seen) {
+		if (!reader_behind(behind_recent(qp->ctx->stack, now)))
+			return false;
+		c->behind_seen = true;
+	}
+	if (!c->hold_gap_ns) {             /* the first: what left waits */
+		c->hold_back_ns = now;
+		c->hold_gap_ns = qpt;
+		return true;
+	}
+	if (now - c->hold_back_ns < c->hold_gap_ns)
+		return true;
+	c->hold_back_ns = now;
+	c->hold_gap_ns = c->hold_gap_ns >= most / 2 ? most : 2 * c->hold_gap_ns;
 	return false;
 }

@@ -31,6 +31,17 @@ void ur_timers_retry(struct ur_qp *qp);
  * retry_cnt (a whole QP timeout without progress), or is it an early one
  * from the measured round trip? */
 bool ur_timers_retry_counts(struct ur_qp *qp, uint64_t now);
+
+/* After a retry that does not count: whether it should send nothing yet.
+ * While the last period found a reader of this host behind (the peer has
+ * not read what was sent, or this process the answers), what was sent
+ * waits in a queue, and going back only adds duplicates to what the
+ * reader works through (1000 QPs to a process under ASan beside another
+ * test loop: 8 of every 10 packets it read were resends, both processes
+ * stayed behind for 20 s, and a QP gave up).  It sends nothing for a QP
+ * timeout, then goes back after gaps that double, up to UR_MAX_HOLD_GAP
+ * QP timeouts: a packet lost meanwhile still goes again. */
+bool ur_timers_hold_back(struct ur_qp *qp, uint64_t now);
 /* The transport had refused this QP's packets (full) and now took some:
  * the retry period starts again, as a NIC's timer starts when a request
  * leaves, not when it waits behind others for the wire. */

@@ -43,20 +43,25 @@ static inline uint64_t ur_now_ns(void)
 #include "ut_env.h"
 #include "ut_stack.h"
 
-/* The starved-peer check (rel/starved.c) counted: it judges by two looks
- * a QP timeout apart, so each period must ask it, whatever else holds
- * the retry back.  t_starved_says makes it answer "kept off the CPU". */
+/* The look at the peer's process (rel/starved.c) counted: it judges by
+ * two looks a QP timeout apart, so each period must ask it, whatever else
+ * holds the retry back.  t_starved_says makes it answer "kept off the
+ * CPU", t_peer_runs "runs" (no process of the test is ever found). */
 #include "rel/starved.h"
 static unsigned t_starved_asks;
-static bool t_starved_says;
-static inline bool t_starved_peer(struct ur_qp *qp, uint64_t now, uint64_t qpt)
+static bool t_starved_says, t_peer_runs;
+static inline enum ur_peer_cpu t_peer_cpu_look(struct ur_qp *qp, uint64_t now, uint64_t qpt)
 {
+	enum ur_peer_cpu v = ur_peer_cpu_look(qp, now, qpt);
+
 	t_starved_asks++;
-	return ur_starved_peer(qp, now, qpt) || t_starved_says;
+	if (t_starved_says)
+		return UR_PEER_CPU_STARVED;
+	return t_peer_runs ? UR_PEER_CPU_RUNS : v;
 }
-#define ur_starved_peer t_starved_peer
+#define ur_peer_cpu_look t_peer_cpu_look
 #include "rel/timers.c"
-#undef ur_starved_peer
+#undef ur_peer_cpu_look
 #include "rel/progress.c"
 #include "rel/run.c"
 

@@ -174,6 +174,56 @@ static void test_park_peer_behind(void)
 	behind_case(&net.behind, 4, UR_MAX_TURN_WAIT);
 }
 
+/* A local peer process has not read them, but runs (ran a sixteenth of
+ * the time between two looks): it reads them, slowly, as this process
+ * would (a 1000-QP storm under ASan beside another test loop kept both
+ * processes behind for up to 19 s, and a QP counted its retries from the
+ * 16th timeout on).  Its bound is this process's own. */
+static void test_park_peer_behind_runs(void)
+{
+	t_peer_runs = true;
+	behind_case(&net.behind, 2 * UR_MAX_TURN_WAIT, UR_MAX_SELF_WAIT);
+	t_peer_runs = false;
+}
+
+/* While a local peer has not read what was sent, the timer sends
+ * nothing for a QP timeout and then goes back after gaps that double:
+ * over 12 QP timeouts behind, 2 to 4 go-backs (a loss meanwhile still
+ * goes again), where every period and the measured round trip's timer
+ * between went back before (1000 QPs to a process under ASan: 8 of every
+ * 10 packets it read were resends).  Once it reads, all completes. */
+static void test_park_behind_holds_back(void)
+{
+	struct t_opts o = { .mtu = IBV_MTU_256, .retry_cnt = 1, .timeout = 10 };
+	uint64_t qpt = ur_rel_timeout_ns(10);
+	struct t_pair p;
+	struct ibv_wc wc;
+	uint64_t resends;
+
+	if (t_pair_open_mem(&p, &o, 4096, 4096, IBV_ACCESS_LOCAL_WRITE))
+		return;
+	UT_EQ(t_post_recv_mem(&p.b, 9, 0, 4096), 0);
+	UT_EQ(t_post_send_mem(&p.a, 1, IBV_WR_SEND, 0, 4 * 256, IBV_SEND_SIGNALED), 0);
+	UT_EQ(t_count(), 4);
+	net.behind = true;
+	for (int i = 0; i < 48; i++) {
+		while (t_count())
+			t_drop(0);
+		t_advance(qpt / 4);
+	}
+	resends = p.a.qp->cnt[UR_CNT_TIMER_RESENDS];
+	UT_CHECK(resends >= 2 && resends <= 4);
+	UT_EQ(p.a.qp->comp.retry_left, 1);
+	UT_EQ(p.a.qp->state, IBV_QPS_RTS);
+	net.behind = false;
+	t_advance(qpt);
+	t_run();
+	t_expect_wc(p.a.scq, &wc, 1, IBV_WC_SUCCESS);
+	t_expect_wc(p.b.rcq, &wc, 9, IBV_WC_SUCCESS);
+	UT_MEMEQ(p.b.mem.buf, p.a.mem.buf, 4 * 256);
+	t_pair_close(&p);
+}
+
 /* This process itself has not (its own socket's queue unread: 1024 DC
  * initiators and their DCT in one process, under ThreadSanitizer).  It is
  * running, so the wait is its own backlog: twice the peer's bound passes

@@ -171,6 +171,8 @@ static const struct ut_case rel_tests[] = {
 	UT_CASE(test_park_late_wakeup),
 	UT_CASE(test_park_then_silence_counts),
 	UT_CASE(test_park_peer_behind),
+	UT_CASE(test_park_peer_behind_runs),
+	UT_CASE(test_park_behind_holds_back),
 	UT_CASE(test_park_self_behind),
 	UT_CASE(test_park_behind_asks_starved),
 	UT_CASE(test_park_error_then_turn),
