@@ -1,5 +1,5 @@
 #!/bin/bash
-# ctest-labels: tsan
+# ctest-labels: tsan light
 # Asynchronous events, with qpt_async (tests/integ/qptypes/qpt_async.c) and
 # the unmodified ibv_asyncwatch:
 #  - in one process on lo and on a veth device: COMM_EST for the first

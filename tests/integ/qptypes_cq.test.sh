@@ -1,5 +1,5 @@
 #!/bin/bash
-# ctest-labels: tsan
+# ctest-labels: tsan light
 # CQ details with qpt_cq (tests/integ/qptypes/qpt_cq.c), one process with a
 # looped-back RC pair, on lo (one host) and on a veth device: ibv_resize_cq
 # keeps queued completions (and refuses to drop any); a CQ overrun raises

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: light
 # ibv_devinfo -v advertises exactly what works.  Every device capability
 # flag it prints must be one a test verifies (the table below names the
 # test); qpt_caps (tests/integ/qptypes/qpt_caps.c) checks flags and limits

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: light
 # UD multicast with qpt_mcast (tests/integ/qptypes/qpt_mcast.c): a sender
 # and member processes with two or three QPs each attached to one group
 # (ibv_attach_mcast), on one host and across namespaces (members in the

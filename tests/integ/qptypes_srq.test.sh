@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: light
 # SRQ with qpt_srq (tests/integ/qptypes/qpt_srq.c), two processes on one
 # host and across namespaces: 32 RC QPs (and 255) on one SRQ with each
 # completion's qp_num naming the QP its message came through, in order,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ctest-labels: tsan
+# ctest-labels: tsan light
 # UC with qpt_uc (tests/integ/qptypes/qpt_uc.c), two processes on one host
 # and across namespaces: SEND, SEND_WITH_IMM, RDMA_WRITE(_WITH_IMM) over
 # several packets arrive intact with the right completions; the responder

@@ -1,4 +1,5 @@
 #!/bin/bash
+# ctest-labels: light
 # UD with qpt_ud (tests/integ/qptypes/qpt_ud.c), two processes on one host
 # and across namespaces, with IPv4 GIDs and (across namespaces) IPv6 GIDs:
 # ibv_create_ah, ibv_create_ah_from_wc and ibv_init_ah_from_wc (replies

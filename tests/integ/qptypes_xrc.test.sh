@@ -1,5 +1,5 @@
 #!/bin/bash
-# ctest-labels: tsan
+# ctest-labels: tsan light
 # XRC with qpt_xrc (tests/integ/qptypes/qpt_xrc.c), two processes on one
 # host and across namespaces: ibv_open_xrcd by fd (opened twice through one
 # file), anonymous with O_CREAT, and its errors (no fd nor O_CREAT, a file

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# ctest-labels: light
 # Unmodified rdma_cm programs between two network namespaces joined by a veth
 # (a stand-in for two hosts): the CM's MADs go to the peer's UDP 4791 as
 # RoCEv2 datagrams to QP1, where the namespace's port-4791 owner hands them to
