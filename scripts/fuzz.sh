@@ -4,7 +4,8 @@
 # any finds a crash, a leak or a hang (an input that takes over 25 s).
 #
 #   scripts/fuzz.sh [FUZZ_BUILD] [SECONDS] [JOBS]
-#                    (defaults: build-fuzz, $UROCE_FUZZ_SECONDS or 20, 1)
+#                    (defaults: build-fuzz, $UROCE_FUZZ_SECONDS or 20, 1;
+#                     scripts/test gives each 40 s)
 #
 # Each target prints how many inputs it ran; its findings stay in
 # FUZZ_BUILD/TARGET-crash-* (-leak-, -timeout-).  scripts/test runs it at the

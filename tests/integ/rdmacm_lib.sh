@@ -111,7 +111,9 @@ PY
 # to the group.  The receiver waits for all COUNT; both must exit 0.
 cm_mckey() {
 	local name=$1 grp=$2 rb=$3 sb=$4 n=$5 i
-	UR_NS=${UR_SNS-$UR_NS} ur_start "$name.recv" mckey -m "$grp" -b "$rb" -C "$n" || return 1
+	# Line-buffered, or "joined" shows only at exit and the wait below
+	# always runs its full 10 s.
+	UR_NS=${UR_SNS-$UR_NS} ur_start "$name.recv" stdbuf -oL mckey -m "$grp" -b "$rb" -C "$n" || return 1
 	for i in $(seq 100); do
 		grep -q '^mckey: joined' "$(ur_out "$name.recv")" && break
 		sleep 0.1
